@@ -1,0 +1,70 @@
+"""What a backend implements: fill the holes of a canvas plan, with cancel and draft hooks per step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+
+@dataclass(frozen=True)
+class HoleSpec:
+    """One hole on the canvas."""
+
+    max_tokens: int                   # slots on the canvas (the largest length tried)
+    stop_at_newline: bool = False     # a fill ends at its first newline (kept when keep_newline)
+    keep_newline: bool = False
+    init: str | None = None           # rewrite: start from this text instead of masks / noise
+
+
+Piece = Union[str, HoleSpec]
+
+
+@dataclass(frozen=True)
+class FillPlan:
+    """Fixed text and holes in document order. The first and last pieces are the (trimmed) prefix and suffix."""
+
+    pieces: tuple[Piece, ...]
+    steps: int                        # step budget
+    threshold: float                  # accept rule parameter (confidence for masked, entropy bound for gemma)
+    instruction: str | None = None
+
+    @property
+    def holes(self) -> tuple[HoleSpec, ...]:
+        return tuple(p for p in self.pieces if isinstance(p, HoleSpec))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One full assignment of the plan's holes."""
+
+    texts: tuple[str, ...]                          # one per hole, pad/EOS trimmed, stop rules applied
+    confidences: tuple[tuple[float, ...], ...]      # per hole, per kept token
+    token_spans: tuple[tuple[tuple[int, int], ...], ...]
+    score: float                                    # mean log-probability of kept tokens (higher is better)
+
+
+@dataclass(frozen=True)
+class FillResult:
+    candidates: tuple[Candidate, ...]   # best first
+    steps: int
+    forwards: int
+    tokens: int
+
+
+@dataclass
+class Control:
+    """Hooks the denoising loop calls: ``check()`` between steps (raises Cancelled), ``draft(step, texts, confidences)``."""
+
+    check: Callable[[int], None]
+    draft: Callable[[int, tuple[str, ...], tuple[tuple[float, ...], ...]], None] | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def fill(self, plan: FillPlan, control: Control) -> FillResult: ...
+
+    def close(self) -> None: ...

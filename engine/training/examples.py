@@ -1,0 +1,124 @@
+"""Training rows for masked diffusion: plain random-rate masking mixed with an infill curriculum.
+
+A row is ``(input_ids, targets, loss_weight)`` over ``T`` tokens. Plain rows mask every token
+with probability ``t ~ U(0,1)`` and weight the cross-entropy of masked tokens by ``1/t``.
+Infill rows cut a span aligned to lines (one line, several lines, the rest of a line) or a
+short token run, pad it with ``<pad>`` targets up to a length bucket so the model learns to
+end a hole early, and mask only inside that hole (often all of it), prefix and suffix clean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BUCKETS = (4, 8, 16, 24, 32, 48, 64, 96, 128)
+_MIN_T = 0.05
+
+
+@dataclass(frozen=True)
+class TokenStream:
+    ids: np.ndarray         # (N,) int32, files concatenated with <eos> between them
+    line_start: np.ndarray  # (N,) bool, token begins a line
+
+
+@dataclass(frozen=True)
+class Batch:
+    input_ids: np.ndarray   # (B, T) int64, masked positions hold mask_id
+    targets: np.ndarray     # (B, T) int64, -100 where not masked
+    weights: np.ndarray     # (B,) float32, per-row weight applied to each masked token's loss
+
+
+def _pick_span(rng: np.random.Generator, line_starts: np.ndarray, T: int) -> tuple[int, int] | None:
+    """A hole ``[a, b)`` inside a window of ``T`` tokens; ``None`` when the window has no fitting span."""
+    usable = line_starts[(line_starts >= 8) & (line_starts < T - 8)]
+    kind = rng.random()
+    if kind < 0.40 and len(usable) >= 2:                      # one whole line, newline included
+        i = rng.integers(0, len(usable) - 1)
+        return int(usable[i]), int(usable[i + 1])
+    if kind < 0.62 and len(usable) >= 3:                      # 2-8 whole lines
+        i = rng.integers(0, len(usable) - 2)
+        j = min(len(usable) - 1, i + int(rng.integers(2, 9)))
+        return int(usable[i]), int(usable[j])
+    if kind < 0.85 and len(usable) >= 2:                      # rest of a line, newline left in the suffix
+        i = rng.integers(0, len(usable) - 1)
+        lo, hi = int(usable[i]), int(usable[i + 1]) - 1       # hi: the newline token
+        if hi - lo >= 2:
+            return int(rng.integers(lo + 1, hi)), hi
+    a = int(rng.integers(8, T - 40))                          # a short token run anywhere
+    return a, a + int(rng.integers(1, 25))
+
+
+def _bucket_for(rng: np.random.Generator, length: int) -> int | None:
+    fitting = [b for b in BUCKETS if b >= length]
+    if not fitting:
+        return None
+    # Mostly the tightest bucket, sometimes a looser one: inference guesses the bucket.
+    return fitting[0] if rng.random() < 0.5 else fitting[min(len(fitting) - 1, int(rng.integers(1, 4)))]
+
+
+def _infill_row(rng, stream: TokenStream, T: int, pad_id: int, mask_id: int, t: float):
+    for _ in range(20):
+        start = int(rng.integers(0, len(stream.ids) - T))
+        window = stream.ids[start:start + T]
+        span = _pick_span(rng, np.flatnonzero(stream.line_start[start:start + T]), T)
+        if span is None:
+            continue
+        a, b = span
+        bucket = _bucket_for(rng, b - a)
+        if bucket is None or a + bucket > T - 4:
+            continue
+        filled = np.concatenate([window[:a], window[a:b], np.full(bucket - (b - a), pad_id, np.int64), window[b:]])[:T]
+        region = np.zeros(T, bool)
+        region[a:a + bucket] = True
+        return _mask(rng, filled, region, mask_id, t)
+    return None
+
+
+def _mask(rng, row: np.ndarray, region: np.ndarray, mask_id: int, t: float):
+    chosen = region & (rng.random(len(row)) < t)
+    if not chosen.any():
+        chosen[rng.choice(np.flatnonzero(region))] = True
+    inputs = np.where(chosen, mask_id, row)
+    targets = np.where(chosen, row, -100)
+    weight = 1.0 / max(t, _MIN_T) / region.sum()
+    return inputs, targets, weight
+
+
+def make_batch(rng: np.random.Generator, stream: TokenStream, batch: int, T: int,
+               pad_id: int, mask_id: int, p_infill: float = 0.5) -> Batch:
+    # Stratified t over the batch: lower variance than i.i.d. draws.
+    ts = (np.arange(batch) + rng.random(batch)) / batch
+    rng.shuffle(ts)
+    rows = []
+    for t in ts:
+        if rng.random() < p_infill:
+            t_hole = 1.0 if rng.random() < 0.3 else max(float(t), _MIN_T)
+            row = _infill_row(rng, stream, T, pad_id, mask_id, t_hole)
+            if row is not None:
+                rows.append(row)
+                continue
+        start = int(rng.integers(0, len(stream.ids) - T))
+        rows.append(_mask(rng, stream.ids[start:start + T].astype(np.int64), np.ones(T, bool), mask_id, max(float(t), _MIN_T)))
+    inputs, targets, weights = zip(*rows)
+    return Batch(np.stack(inputs), np.stack(targets), np.asarray(weights, np.float32))
+
+
+def line_hole_batch(rng, stream: TokenStream, batch: int, T: int, pad_id: int, mask_id: int) -> Batch:
+    """Validation rows: one whole line masked entirely in a 24-token bucket, as single-line infill sees it."""
+    rows = []
+    while len(rows) < batch:
+        start = int(rng.integers(0, len(stream.ids) - T))
+        ls = np.flatnonzero(stream.line_start[start:start + T])
+        ls = ls[(ls >= 64) & (ls < T - 64)]
+        if len(ls) < 2 or ls[1] - ls[0] > 24:
+            continue
+        a, b = int(ls[0]), int(ls[1])
+        window = stream.ids[start:start + T]
+        filled = np.concatenate([window[:a], window[a:b], np.full(24 - (b - a), pad_id, np.int64), window[b:]])[:T]
+        region = np.zeros(T, bool)
+        region[a:a + 24] = True
+        rows.append(_mask(rng, filled, region, mask_id, 1.0))
+    inputs, targets, weights = zip(*rows)
+    return Batch(np.stack(inputs), np.stack(targets), np.asarray(weights, np.float32))
