@@ -18,6 +18,7 @@ class EngineConfig:
     threads: int = 1                  # torch intra-op threads on CPU (1 is fastest on 2 busy cores)
     steps: int = 16                   # denoising step budget per request
     threshold: float = 0.0            # accept rule; 0 = the backend's default
+    order: str = "confidence"         # "confidence": parallel acceptance; "left_to_right": one token per step, in order
     max_hole_tokens: int = 64         # largest hole for cursor completion (selections may be larger)
     prefix_tokens: int = 160          # context budget before the hole
     suffix_tokens: int = 64           # context budget after the hole

@@ -72,6 +72,7 @@ class Draft:
     step: int
     texts: tuple[str, ...]
     confidences: tuple[tuple[float, ...], ...] = field(default=())  # per hole, per token; 0 for masked
+    pieces: tuple[tuple[str, ...], ...] = field(default=())         # per hole, the text of each token slot
     done: bool = False
 
 

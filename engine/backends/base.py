@@ -54,10 +54,11 @@ class FillResult:
 
 @dataclass
 class Control:
-    """Hooks the denoising loop calls: ``check()`` between steps (raises Cancelled), ``draft(step, texts, confidences)``."""
+    """Hooks the denoising loop calls: ``check(step)`` between steps (raises Cancelled) and
+    ``draft(step, texts, confidences, pieces=None)`` after each step (``pieces``: per hole, each slot's text)."""
 
     check: Callable[[int], None]
-    draft: Callable[[int, tuple[str, ...], tuple[tuple[float, ...], ...]], None] | None = None
+    draft: Callable[..., None] | None = None
 
 
 class Backend(Protocol):

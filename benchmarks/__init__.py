@@ -1,0 +1,1 @@
+"""Benchmarks of quality (HumanEval-infilling), latency through the LSP, decoding order and sampler sweeps."""

@@ -1,0 +1,130 @@
+"""Quality benchmark: fill HumanEval-infilling tasks through the engine (or a real server) and score them.
+
+    python -m benchmarks.infill --data ../shared/data/human-eval-infilling/HumanEval-SingleLineInfilling.jsonl.gz \
+        --out benchmarks/results/infill-single-line.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from benchmarks.evaluate import evaluate, summarise, write_jsonl
+from benchmarks.fillers import EngineFiller, LspFiller, ReferenceFiller
+from benchmarks.report import envelope, model_info, run_cli, write_result
+from benchmarks.sandbox import Limits
+from benchmarks.tasks import dataset_name, load_tasks
+
+KINDS = ("auto", "inline", "line", "block", "span")
+
+
+def engine_args(parser: argparse.ArgumentParser) -> None:
+    """The engine settings every benchmark takes (defaults are EngineConfig's)."""
+    parser.add_argument("--model", default="embedded", help='"embedded" or a checkpoint directory')
+    parser.add_argument("--steps", type=int, default=16, help="denoising step budget per request")
+    parser.add_argument("--threshold", type=float, default=0.0, help="accept threshold (0: backend default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--device", default="auto")
+
+
+def engine_config(args, **overrides):
+    from engine.config import EngineConfig
+
+    fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
+                  device=args.device)
+    return EngineConfig(**{**fields, **overrides})
+
+
+def server_options(args) -> dict:
+    """The same settings as initializationOptions for ``diffusion-lsp`` (docs/PROTOCOL.md)."""
+    return {"model": args.model, "steps": args.steps, "threshold": args.threshold, "threads": args.threads,
+            "device": args.device}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.infill", description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="JSONL or JSONL.gz in the HumanEval-infilling schema")
+    p.add_argument("--out", required=True, help="the result JSON")
+    p.add_argument("--limit", type=int, default=None, help="the first N tasks only")
+    p.add_argument("--samples", default=None, help='write {"task_id", "completion"} per task (JSONL)')
+    p.add_argument("--records", default=None, help="write every per-task figure (JSONL)")
+    p.add_argument("--via-lsp", action="store_true", help="fill through a real diffusion-lsp process")
+    p.add_argument("--reference", action="store_true",
+                   help="fill with the canonical solutions (checks the harness: pass@1 must be 100%%)")
+    p.add_argument("--kind", choices=KINDS, default="auto",
+                   help="hole kind; auto (default) lets the engine decide from the syntax, like the server")
+    p.add_argument("--timeout", type=float, default=3.0, help="wall-clock limit per test program (s)")
+    p.add_argument("--workers", type=int, default=None, help="test processes at once (default: CPUs)")
+    p.add_argument("--no-tests", action="store_true", help="skip executing tests")
+    engine_args(p)
+    args = p.parse_args(argv)
+    if args.via_lsp and args.kind != "auto":
+        p.error("--kind cannot be sent through the LSP; use it without --via-lsp")
+    return args
+
+
+def make_filler(args, stderr_dir: str):
+    if args.reference:
+        return ReferenceFiller()
+    if args.via_lsp:
+        return LspFiller(server_options(args), stderr_path=Path(stderr_dir) / "server.log")
+    return EngineFiller(engine_config(args), kind=None if args.kind == "auto" else args.kind)
+
+
+def settings(args) -> dict:
+    if args.reference:
+        return {}
+    if args.via_lsp:
+        return {**server_options(args), "kind": "auto"}
+    return {**asdict(engine_config(args)), "kind": args.kind}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    tasks = load_tasks(args.data, args.limit)
+    if not tasks:
+        print(f"no tasks in {args.data}", file=sys.stderr)
+        return 2
+    result = envelope("infill", "benchmarks.infill", argv)
+    limits = Limits(timeout_s=args.timeout)
+    with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp) as filler:
+        result["model"] = {"model": "reference"} if args.reference else model_info(args.model)
+        records = evaluate(filler, tasks, limits, args.workers, run_tests=not args.no_tests,
+                           label=dataset_name(args.data))
+    result.update({
+        "dataset": dataset_name(args.data), "data": args.data, "limit": args.limit,
+        "via": filler.via,
+        "settings": settings(args),
+        "sandbox": asdict(limits),
+        **summarise(records),
+    })
+    if args.samples:
+        write_jsonl(args.samples, [{"task_id": r["task_id"], "completion": r["completion"]} for r in records])
+    if args.records:
+        write_jsonl(args.records, records)
+    write_result(args.out, result)
+    print(headline(result))
+    return 0
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def headline(r: dict) -> str:
+    lat = r["latency_ms"]
+    return (f"{r['dataset']} n={r['n']} via {r['via']}: pass@1 {pct(r['pass_at_1'])}, exact {pct(r['exact_match'])}, "
+            f"syntax {pct(r['syntax_valid'])}, p50 {lat['p50']} ms, p95 {lat['p95']} ms, "
+            f"steps {num(r['steps'])}, forwards {num(r['forwards'])}, tokens/forward {num(r['tokens_per_forward'], 2)}"
+            + (f", {r['errors']} engine errors" if r["errors"] else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

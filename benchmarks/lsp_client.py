@@ -1,0 +1,202 @@
+"""A minimal LSP client over the stdio pipes of a real ``diffusion-lsp`` process, for timing requests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class LspError(RuntimeError):
+    """The server answered with a JSON-RPC error, died, or did not answer in time."""
+
+
+class LspResponseError(LspError):
+    """The server answered the request with a JSON-RPC error (it is still running)."""
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+
+
+def _utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def position_at(text: str, offset: int) -> dict:
+    """The LSP position (UTF-16 columns) of str offset ``offset``."""
+    starts = _line_starts(text)
+    line = max(i for i, s in enumerate(starts) if s <= offset)
+    return {"line": line, "character": _utf16_len(text[starts[line]:offset])}
+
+
+def offset_at(text: str, position: dict) -> int:
+    """The str offset of an LSP position (UTF-16 columns), clamped to its line as the spec asks."""
+    starts = _line_starts(text)
+    line = position["line"]
+    if line >= len(starts):
+        return len(text)
+    start = starts[line]
+    end = starts[line + 1] if line + 1 < len(starts) else len(text)
+    units, i = 0, start
+    while i < end and units < position["character"] and text[i] not in "\r\n":
+        units += 2 if ord(text[i]) > 0xFFFF else 1
+        i += 1
+    return i
+
+
+def server_command() -> list[str]:
+    """The ``diffusion-lsp`` console script beside this interpreter, else ``python -m lsp_server``."""
+    script = Path(sys.executable).with_name("diffusion-lsp")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("diffusion-lsp")
+    return [found] if found else [sys.executable, "-m", "lsp_server"]
+
+
+class LspClient:
+    """Spawns the server, frames JSON-RPC on its stdin/stdout, and records when each answer arrived."""
+
+    def __init__(self, command: list[str] | None = None, stderr_path: str | os.PathLike = os.devnull):
+        self.command = command or server_command()
+        self._stderr = open(stderr_path, "wb")
+        self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr)
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self.notifications: list[tuple[float, str, Any]] = []   # (perf_counter, method, params)
+        self._reader = threading.Thread(target=self._read_loop, name="lsp-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    # -- framing ---------------------------------------------------------------------------
+    def _send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        with self._lock:
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.proc.stdin.flush()
+
+    def _read_message(self) -> dict | None:
+        length = None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                return None
+            line = line.strip()
+            if not line:
+                break
+            name, _, value = line.decode("ascii").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return json.loads(self.proc.stdout.read(length)) if length is not None else {}
+
+    def _read_loop(self) -> None:
+        while (message := self._read_message()) is not None:
+            arrived = time.perf_counter()
+            if "id" in message and "method" in message:        # a request from the server
+                self._send({"id": message["id"], "result": None})
+            elif "id" in message:                               # an answer to one of ours
+                future = self._pending.pop(message["id"], None)
+                if future is not None:
+                    future.set_result((arrived, message))
+            else:
+                with self._changed:
+                    self.notifications.append((arrived, message.get("method", ""), message.get("params")))
+                    self._changed.notify_all()
+        for future in list(self._pending.values()):
+            future.set_exception(LspError(f"server exited with status {self.proc.poll()}"))
+        with self._changed:
+            self._changed.notify_all()
+
+    # -- requests --------------------------------------------------------------------------
+    def request_timed(self, method: str, params: Any, timeout: float = 60.0) -> tuple[Any, float]:
+        """The result and the round trip in milliseconds (written to answer read)."""
+        rid = next(self._ids)
+        future: Future = Future()
+        self._pending[rid] = future
+        sent = time.perf_counter()
+        self._send({"id": rid, "method": method, "params": params})
+        try:
+            arrived, message = future.result(timeout=timeout)
+        except TimeoutError as e:
+            raise LspError(f"{method}: no answer within {timeout:g} s") from e
+        if "error" in message:
+            raise LspResponseError(f"{method}: {message['error'].get('message', message['error'])}")
+        return message.get("result"), (arrived - sent) * 1000.0
+
+    def request(self, method: str, params: Any, timeout: float = 60.0) -> Any:
+        return self.request_timed(method, params, timeout)[0]
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"method": method, "params": params})
+
+    # -- session ---------------------------------------------------------------------------
+    def initialize(self, options: dict, timeout: float = 60.0) -> dict:
+        capabilities = {
+            "general": {"positionEncodings": ["utf-16"]},
+            "textDocument": {"inlineCompletion": {"dynamicRegistration": False},
+                             "synchronization": {"dynamicRegistration": False}},
+            "window": {"workDoneProgress": False},
+        }
+        result = self.request("initialize", {
+            "processId": os.getpid(), "rootUri": None, "capabilities": capabilities,
+            "initializationOptions": options, "clientInfo": {"name": "diffusion-lsp-benchmarks"},
+        }, timeout)
+        self.notify("initialized", {})
+        return result
+
+    def wait_for(self, method: str, predicate=lambda params: True, timeout: float = 120.0) -> Any:
+        """The params of the first notification ``method`` (received so far or later) that satisfies ``predicate``."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for _, m, params in self.notifications:
+                    if m == method and predicate(params):
+                        return params
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise LspError(f"no {method} notification within {timeout:g} s")
+                self._changed.wait(left)
+
+    def wait_ready(self, timeout: float = 300.0) -> dict:
+        """Wait for ``diffusion/status`` ready; a load error raises with the server's message."""
+        status = self.wait_for("diffusion/status", lambda p: p.get("state") in ("ready", "error"), timeout)
+        if status.get("state") == "error":
+            raise LspError(f"model failed to load: {status.get('message', '')}")
+        return status
+
+    def close(self, timeout: float = 10.0) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.request("shutdown", None, timeout)
+                self.notify("exit", None)
+                self.proc.wait(timeout)
+        except (LspError, OSError, subprocess.TimeoutExpired):
+            pass
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._stderr.close()
+
+    def __enter__(self) -> "LspClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

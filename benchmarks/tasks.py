@@ -1,0 +1,93 @@
+"""Infilling tasks: reading the HumanEval-infilling schema from JSONL or JSONL.gz."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = ("task_id", "prompt", "suffix", "canonical_solution")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One hole: the document is ``prompt + <hole> + suffix``; ``test`` defines ``check(candidate)``."""
+
+    task_id: str
+    prompt: str
+    suffix: str
+    canonical_solution: str
+    test: str | None = None
+    entry_point: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The document the editor holds when the hole is empty."""
+        return self.prompt + self.suffix
+
+    @property
+    def offset(self) -> int:
+        """The cursor: the str offset of the hole."""
+        return len(self.prompt)
+
+    @property
+    def has_test(self) -> bool:
+        return bool(self.test) and bool(self.entry_point)
+
+
+class TaskFormatError(ValueError):
+    """A line of the data file is not a task in the HumanEval-infilling schema."""
+
+
+def _lines(path: Path) -> Iterator[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        yield from f
+
+
+def parse_task(record: dict, where: str = "") -> Task:
+    missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
+    if missing:
+        raise TaskFormatError(f"{where}: missing or non-string field(s) {', '.join(missing)}")
+    return Task(
+        task_id=record["task_id"],
+        prompt=record["prompt"],
+        suffix=record["suffix"],
+        canonical_solution=record["canonical_solution"],
+        test=record.get("test") or None,
+        entry_point=record.get("entry_point") or None,
+    )
+
+
+def resolve(path: str | Path) -> Path:
+    """``path`` as given when it exists from the current directory, else relative to the repository root."""
+    path = Path(path)
+    return path if path.is_absolute() or path.exists() else REPO_ROOT / path
+
+
+def load_tasks(path: str | Path, limit: int | None = None) -> list[Task]:
+    """The first ``limit`` tasks of ``path`` (all when None), in file order; blank lines are skipped."""
+    path = resolve(path)
+    tasks: list[Task] = []
+    for lineno, line in enumerate(_lines(path), 1):
+        if limit is not None and len(tasks) >= limit:
+            break
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TaskFormatError(f"{path}:{lineno}: {e}") from e
+        tasks.append(parse_task(record, f"{path}:{lineno}"))
+    return tasks
+
+
+def dataset_name(path: str | Path) -> str:
+    """``HumanEval-SingleLineInfilling.jsonl.gz`` -> ``HumanEval-SingleLineInfilling``."""
+    name = Path(path).name
+    for ext in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(ext)
+    return name

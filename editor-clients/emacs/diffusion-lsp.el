@@ -1,0 +1,223 @@
+;;; diffusion-lsp.el --- diffusion-lsp in Emacs through eglot or lsp-mode  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "27.1"))
+;; Keywords: languages, tools
+;; SPDX-License-Identifier: Apache-2.0
+
+;;; Commentary:
+
+;; Registers the diffusion-lsp language server (code infill with a diffusion language
+;; model) with eglot or lsp-mode.  Install the server first (`diffusion-lsp' on PATH, or set
+;; `diffusion-lsp-command'), then:
+;;
+;;   (add-to-list 'load-path "/path/to/diffusion-lsp/editor-clients/emacs")
+;;   (require 'diffusion-lsp)
+;;
+;;   ;; eglot (built into Emacs 29+): completion-at-point offers the fill as one candidate.
+;;   (diffusion-lsp-eglot-setup)          ; then M-x eglot in a Python buffer
+;;
+;;   ;; or lsp-mode: runs beside your usual server (add-on), with ghost text through
+;;   ;; lsp-mode's inline completion (lsp-mode 9.0.1+) and drafts painted as they develop.
+;;   (diffusion-lsp-lsp-mode-setup)       ; then M-x lsp
+;;
+;; Server settings (docs/PROTOCOL.md) go in `diffusion-lsp-settings' as a plist, e.g.
+;;   (setq diffusion-lsp-settings '(:model "/models/dgemma" :device "cuda" :steps 8))
+;; Use :json-false for false.  They are sent as initializationOptions and, with eglot,
+;; as the "diffusionLsp" section of the workspace configuration.
+;;
+;; Keys (lsp-mode 9.0.1+ inline completion): `diffusion-lsp-suggest' (bind it, e.g. to
+;; C-c d) shows a suggestion; RET accepts, C-g / ESC dismisses, any other key dismisses
+;; and acts as usual.  With eglot: M-x completion-at-point (C-M-i), or company / corfu.
+;; The mode line names the model state (loading / ready / error).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defgroup diffusion-lsp nil
+  "Code infill with a diffusion language model."
+  :group 'tools
+  :prefix "diffusion-lsp-")
+
+(defcustom diffusion-lsp-command '("diffusion-lsp")
+  "The server command and its arguments."
+  :type '(repeat string))
+
+(defcustom diffusion-lsp-settings nil
+  "Server settings as a plist, e.g. (:model \"embedded\" :steps 16).
+Keys are the ones of docs/PROTOCOL.md; nil leaves every default."
+  :type 'plist)
+
+(defcustom diffusion-lsp-major-modes
+  '(python-mode python-ts-mode js-mode js-ts-mode typescript-mode typescript-ts-mode
+    tsx-ts-mode go-mode go-ts-mode rust-mode rust-ts-mode)
+  "Major modes the server is used for."
+  :type '(repeat symbol))
+
+(defface diffusion-lsp-draft-high '((t :inherit shadow))
+  "Draft tokens the model is confident about (0.8 and up).")
+(defface diffusion-lsp-draft-medium '((t :inherit shadow :weight light))
+  "Draft tokens of medium confidence (0.4 to 0.8).")
+(defface diffusion-lsp-draft-low '((t :inherit shadow :slant italic :weight light))
+  "Draft tokens of low confidence (below 0.4).")
+(defface diffusion-lsp-draft-masked '((t :inherit shadow :weight ultra-light))
+  "Draft slots still masked.")
+
+(defvar diffusion-lsp-state nil
+  "The last `diffusion/status' as (STATE MODEL MESSAGE), for the mode line.")
+
+(defun diffusion-lsp--get (params key)
+  "KEY of PARAMS, a hash table or a plist (lsp-mode's `lsp-use-plists')."
+  (if (hash-table-p params)
+      (gethash key params)
+    (plist-get params (intern (concat ":" key)))))
+
+(defun diffusion-lsp--status (state model message)
+  "Record STATE of MODEL with MESSAGE and show it in the mode line."
+  (setq diffusion-lsp-state (list state model message))
+  (force-mode-line-update t)
+  (when (equal state "error")
+    (message "diffusion-lsp: %s" message)))
+
+(defun diffusion-lsp-mode-line ()
+  "Mode-line text: the model state, or nothing before the server speaks."
+  (when diffusion-lsp-state
+    (format " diffusion:%s" (car diffusion-lsp-state))))
+
+(unless (assq 'diffusion-lsp-state mode-line-misc-info)
+  (push '(diffusion-lsp-state (:eval (diffusion-lsp-mode-line))) mode-line-misc-info))
+
+(defun diffusion-lsp--settings-with (key value)
+  "`diffusion-lsp-settings' with KEY set to VALUE unless the user set it."
+  (if (plist-member diffusion-lsp-settings key)
+      diffusion-lsp-settings
+    (append diffusion-lsp-settings (list key value))))
+
+;;;; eglot
+
+(declare-function eglot-ensure "eglot")
+(defvar eglot-server-programs)
+(defvar eglot-workspace-configuration)
+
+(defun diffusion-lsp--eglot-options (_server)
+  "initializationOptions for eglot (no drafts: eglot does not paint them)."
+  (or diffusion-lsp-settings (make-hash-table)))
+
+;;;###autoload
+(defun diffusion-lsp-eglot-setup ()
+  "Use diffusion-lsp through eglot for `diffusion-lsp-major-modes'.
+Eglot runs one server per major mode: this replaces the mode's usual server."
+  (require 'eglot)
+  (add-to-list 'eglot-server-programs
+               `(,diffusion-lsp-major-modes
+                 . (,@diffusion-lsp-command :initializationOptions diffusion-lsp--eglot-options)))
+  (setq-default eglot-workspace-configuration
+                (plist-put (copy-sequence (default-value 'eglot-workspace-configuration))
+                           :diffusionLsp diffusion-lsp-settings)))
+
+(with-eval-after-load 'eglot
+  (cl-defmethod eglot-handle-notification
+    (_server (_method (eql diffusion/status)) &key state model message &allow-other-keys)
+    "Show the model state."
+    (diffusion-lsp--status state model message))
+  (cl-defmethod eglot-handle-notification
+    (_server (_method (eql diffusion/draft)) &rest _params)
+    "Drafts are not painted with eglot; accept them quietly."
+    nil))
+
+;;;; lsp-mode
+
+(declare-function lsp-register-client "lsp-mode")
+(declare-function make-lsp-client "lsp-mode")
+(declare-function lsp-stdio-connection "lsp-mode")
+(declare-function lsp--uri-to-path "lsp-mode")
+(declare-function lsp--position-to-point "lsp-mode")
+(declare-function lsp-inline-completion-display "lsp-inline-completion")
+
+(defvar-local diffusion-lsp--draft-overlay nil
+  "The overlay painting the draft of the suggestion in progress.")
+
+(defun diffusion-lsp--clear-draft ()
+  "Remove the draft overlay of the current buffer."
+  (when (overlayp diffusion-lsp--draft-overlay)
+    (delete-overlay diffusion-lsp--draft-overlay))
+  (setq diffusion-lsp--draft-overlay nil))
+
+(defun diffusion-lsp--draft-face (token)
+  "The face of draft TOKEN by its confidence."
+  (let ((text (diffusion-lsp--get token "text"))
+        (confidence (or (diffusion-lsp--get token "confidence") 0)))
+    (cond ((or (string-match-p "▒" text) (<= confidence 0)) 'diffusion-lsp-draft-masked)
+          ((< confidence 0.4) 'diffusion-lsp-draft-low)
+          ((< confidence 0.8) 'diffusion-lsp-draft-medium)
+          (t 'diffusion-lsp-draft-high))))
+
+(defun diffusion-lsp--draft-string (params)
+  "The draft of PARAMS as a string, each token in its confidence face."
+  (let ((tokens (diffusion-lsp--get params "tokens")))
+    (if (and tokens (> (length tokens) 0))
+        (mapconcat (lambda (token)
+                     (propertize (diffusion-lsp--get token "text")
+                                 'face (diffusion-lsp--draft-face token)))
+                   tokens "")
+      (propertize (or (diffusion-lsp--get params "text") "") 'face 'diffusion-lsp-draft-medium))))
+
+(defun diffusion-lsp--lsp-mode-draft (_workspace params)
+  "Paint the `diffusion/draft' PARAMS at the place the suggestion will go."
+  (when-let* ((path (lsp--uri-to-path (diffusion-lsp--get params "uri")))
+              (buffer (find-buffer-visiting path)))
+    (with-current-buffer buffer
+      (diffusion-lsp--clear-draft)
+      (unless (eq (diffusion-lsp--get params "done") t)
+        (let* ((start (diffusion-lsp--get (diffusion-lsp--get params "range") "start"))
+               (point (lsp--position-to-point start))
+               (overlay (make-overlay point point nil t nil)))
+          (overlay-put overlay 'after-string (diffusion-lsp--draft-string params))
+          (overlay-put overlay 'priority 8000)
+          (setq diffusion-lsp--draft-overlay overlay))))))
+
+(defun diffusion-lsp--lsp-mode-status (_workspace params)
+  "Record the `diffusion/status' PARAMS."
+  (diffusion-lsp--status (diffusion-lsp--get params "state")
+                         (diffusion-lsp--get params "model")
+                         (diffusion-lsp--get params "message")))
+
+;;;###autoload
+(defun diffusion-lsp-lsp-mode-setup ()
+  "Register diffusion-lsp with lsp-mode as an add-on server.
+It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
+  (require 'lsp-mode)
+  (let ((handlers (make-hash-table :test 'equal)))
+    (puthash "diffusion/status" #'diffusion-lsp--lsp-mode-status handlers)
+    (puthash "diffusion/draft" #'diffusion-lsp--lsp-mode-draft handlers)
+    (lsp-register-client
+     (make-lsp-client
+      :new-connection (lsp-stdio-connection (lambda () diffusion-lsp-command))
+      :major-modes diffusion-lsp-major-modes
+      :server-id 'diffusion-lsp
+      :add-on? t
+      :priority -1
+      :initialization-options (lambda () (diffusion-lsp--settings-with :drafts t))
+      :notification-handlers handlers)))
+  (add-hook 'lsp-inline-completion-shown-hook #'diffusion-lsp--clear-draft)
+  (add-hook 'after-change-functions #'diffusion-lsp--draft-stale))
+
+(defun diffusion-lsp--draft-stale (&rest _)
+  "The buffer changed: its draft belongs to an older version."
+  (when diffusion-lsp--draft-overlay
+    (diffusion-lsp--clear-draft)))
+
+;;;###autoload
+(defun diffusion-lsp-suggest ()
+  "Show a diffusion suggestion at point (lsp-mode 9.0.1+ inline completion)."
+  (interactive)
+  (if (fboundp 'lsp-inline-completion-display)
+      (lsp-inline-completion-display)
+    (if (require 'lsp-inline-completion nil t)
+        (lsp-inline-completion-display)
+      (completion-at-point))))
+
+(provide 'diffusion-lsp)
+;;; diffusion-lsp.el ends here

@@ -1,0 +1,91 @@
+;;; test-eglot.el --- End-to-end check of diffusion-lsp.el with eglot  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; emacs -Q --batch -l test-eglot.el
+;; Starts the real server (DIFFUSION_LSP, else diffusion-lsp on PATH, else the
+;; repository's .venv/bin/diffusion-lsp) through
+;; `diffusion-lsp-eglot-setup', waits for diffusion/status "ready", then runs
+;; completion-at-point after "return " and checks that the server's fill was inserted
+;; there and nothing else changed.  Exits non-zero on failure.  Needs eglot (Emacs 29+,
+;; or Debian's elpa-eglot).
+
+;;; Code:
+
+(require 'package)
+(let ((package-user-dir (make-temp-file "diffusion-lsp-elpa" t)))
+  (setq package-directory-list (append '("/usr/share/emacs/site-lisp/elpa") package-directory-list))
+  (package-initialize))
+(add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name)))
+(require 'diffusion-lsp)
+
+(defvar test-failures 0)
+(defvar test-passes 0)
+
+(defun test-check (ok what)
+  "Count OK as a pass or a failure named WHAT."
+  (if ok
+      (progn (setq test-passes (1+ test-passes)) (princ (format "ok   %s\n" what)))
+    (setq test-failures (1+ test-failures))
+    (princ (format "FAIL %s\n" what))))
+
+(defun test-wait (seconds predicate)
+  "Process output until PREDICATE holds or SECONDS pass; return its value."
+  (let ((deadline (+ (float-time) seconds)) value)
+    (while (and (not (setq value (funcall predicate))) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    value))
+
+(unless (require 'eglot nil t)
+  (princ "skip: eglot is not installed\n")
+  (kill-emacs 0))
+
+(defconst test-repo-server
+  (expand-file-name "../../.venv/bin/diffusion-lsp"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "The server of the repository's virtual environment.")
+
+(let* ((server (or (getenv "DIFFUSION_LSP") (executable-find "diffusion-lsp")
+                   (and (file-executable-p test-repo-server) test-repo-server)))
+       (dir (make-temp-file "diffusion-lsp-eglot" t))
+       (file (expand-file-name "example.py" dir)))
+  (unless server
+    (princ "FAIL diffusion-lsp not found (set DIFFUSION_LSP)\n0 passed, 1 failed\n")
+    (kill-emacs 1))
+  (setq diffusion-lsp-command (list server)
+        ;; The embedded model is weak: without validation it always proposes something.
+        diffusion-lsp-settings '(:validate :json-false))
+  (with-temp-file file
+    (insert "def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n"))
+  (find-file file)
+  (python-mode)
+  (diffusion-lsp-eglot-setup)
+  (setq eglot-sync-connect t)
+  (apply #'eglot (eglot--guess-contact))
+  (test-check (eglot-current-server) "eglot connected to diffusion-lsp")
+  (test-wait 90 (lambda () (member (car diffusion-lsp-state) '("ready" "error"))))
+  (test-check (equal (car diffusion-lsp-state) "ready")
+              (format "diffusion/status reached ready (%S)" diffusion-lsp-state))
+  (test-check (string-match-p "diffusion:ready" (or (diffusion-lsp-mode-line) ""))
+              "the mode line shows the state")
+  (let ((before (buffer-string)) inserted)
+    (goto-char (point-min))
+    (search-forward "return ")
+    (let ((start (point)))
+      (dotimes (_ 3)
+        (unless inserted
+          (completion-at-point)
+          (test-wait 20 (lambda () (not (equal (buffer-string) before))))
+          (setq inserted (not (equal (buffer-string) before)))))
+      (test-check inserted "completion-at-point inserted the server's fill")
+      (when inserted
+        (test-check (equal (buffer-substring (point-min) start) (substring before 0 (1- start)))
+                    "text before the cursor unchanged")
+        (test-check (string-suffix-p (substring before (1- start)) (buffer-string))
+                    "text after the cursor unchanged"))))
+  (set-buffer-modified-p nil)
+  (ignore-errors (eglot-shutdown (eglot-current-server)))
+  (princ (format "%d passed, %d failed\n" test-passes test-failures))
+  (kill-emacs (if (> test-failures 0) 1 0)))
+
+;;; test-eglot.el ends here

@@ -1,0 +1,94 @@
+-- Options of the plugin: defaults, merging the user's table, and the server settings
+-- (initializationOptions) derived from them.
+
+local M = {}
+
+M.defaults = {
+  -- The server command; a bare name is looked up on $PATH, then in ./.venv/bin.
+  cmd = { 'diffusion-lsp' },
+  filetypes = { 'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact', 'go', 'rust' },
+  -- Function(bufnr) -> directory the server is started for (one server per directory).
+  root_dir = nil,
+  -- Server settings, as in docs/PROTOCOL.md; snake_case keys are accepted too.
+  settings = {},
+  -- Request a suggestion while typing (after `debounce_ms` without a keystroke).
+  auto_trigger = true,
+  debounce_ms = 120,
+  -- Paint the suggestion while it develops (diffusion/draft).
+  drafts = true,
+  -- 'auto': Neovim's vim.lsp.inline_completion where it exists (0.12+), else the plugin's
+  -- own ghost text; 'native' or 'plugin' to force one.
+  ghost_text = 'auto',
+  -- Insert-mode keys; false disables one. Accept keys fall through when nothing is shown.
+  keys = {
+    accept = '<Tab>',
+    accept_line = '<S-Tab>',
+    dismiss = '<C-]>',
+    trigger = '<M-\\>',
+  },
+  -- Show vim.notify messages for model ready (errors are always shown).
+  notify_ready = false,
+}
+
+local function is_list(t)
+  return type(t) == 'table' and (#t > 0 or next(t) == nil)
+end
+
+--- The defaults with the user's table laid over them (lists replace, tables merge).
+function M.merge(user)
+  local merged = vim.deepcopy(M.defaults)
+  for key, value in pairs(user or {}) do
+    if type(value) == 'table' and type(merged[key]) == 'table' and not is_list(merged[key]) then
+      merged[key] = vim.tbl_extend('force', merged[key], value)
+    else
+      merged[key] = value
+    end
+  end
+  if type(merged.cmd) == 'string' then
+    merged.cmd = { merged.cmd }
+  end
+  return merged
+end
+
+local function camel(key)
+  return (key:gsub('_(%l)', function(c)
+    return c:upper()
+  end))
+end
+
+--- The server's settings object: user settings with camelCase keys, plus `drafts` from the
+--- plugin option unless the user set it in `settings`.
+function M.server_settings(opts)
+  local settings = {}
+  for key, value in pairs(opts.settings or {}) do
+    settings[camel(key)] = value
+  end
+  if settings.drafts == nil then
+    settings.drafts = opts.drafts and true or false
+  end
+  return settings
+end
+
+--- Resolves cmd[1]: as given when executable, else ./.venv/bin/<name> under `root`.
+--- Returns the command list, or nil and the places looked at.
+function M.resolve_cmd(cmd, root)
+  local name = cmd[1]
+  if vim.fn.executable(name) == 1 then
+    return cmd
+  end
+  local looked = { name .. ' (on $PATH)' }
+  if not name:find('/', 1, true) then
+    for _, venv in ipairs({ '.venv', 'venv' }) do
+      local candidate = (root or vim.fn.getcwd()) .. '/' .. venv .. '/bin/' .. name
+      table.insert(looked, candidate)
+      if vim.fn.executable(candidate) == 1 then
+        local resolved = vim.deepcopy(cmd)
+        resolved[1] = candidate
+        return resolved
+      end
+    end
+  end
+  return nil, looked
+end
+
+return M

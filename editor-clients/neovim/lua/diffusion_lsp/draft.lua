@@ -1,0 +1,165 @@
+-- Paints `diffusion/draft` notifications: the suggestion as it develops, each token shaded
+-- by its confidence (DiffusionDraftHigh / Medium / Low / Masked), cleared when the final
+-- draft arrives, the request ends, or the buffer changes.
+
+local api = vim.api
+local position = require('diffusion_lsp.position')
+local render = require('diffusion_lsp.render')
+
+local M = {}
+
+M.ns = api.nvim_create_namespace('diffusion_lsp_draft')
+M.MASK = '▒'
+M.BOUNDS = { low = 0.4, medium = 0.8 }
+M.HL = {
+  high = 'DiffusionDraftHigh',
+  medium = 'DiffusionDraftMedium',
+  low = 'DiffusionDraftLow',
+  masked = 'DiffusionDraftMasked',
+}
+-- A draft nobody finished (the request was cancelled) goes after this long.
+local STALE_MS = 3000
+
+-- bufnr -> { id, step, timer }
+local shown = {}
+-- Hooks set by init.lua: the buffers to consider, whether a suggestion is already shown.
+M.buffers = function()
+  return {}
+end
+M.busy = function(_)
+  return false
+end
+
+function M.bucket(token)
+  if token.text:find(M.MASK, 1, true) or token.confidence <= 0 then
+    return 'masked'
+  elseif token.confidence < M.BOUNDS.low then
+    return 'low'
+  elseif token.confidence < M.BOUNDS.medium then
+    return 'medium'
+  end
+  return 'high'
+end
+
+--- The draft's tokens, or its text cut into masked / unmasked runs when it has none.
+local function tokens_of(draft)
+  if type(draft.tokens) == 'table' and #draft.tokens > 0 then
+    return draft.tokens
+  end
+  local tokens = {}
+  local text = draft.text or ''
+  local i = 1
+  while i <= #text do
+    local s, e = text:find(M.MASK, i, true)
+    if s == i then
+      tokens[#tokens + 1] = { text = M.MASK, confidence = 0 }
+      i = e + 1
+    else
+      local stop = (s or #text + 1) - 1
+      tokens[#tokens + 1] = { text = text:sub(i, stop), confidence = 0.5 }
+      i = stop + 1
+    end
+  end
+  return tokens
+end
+
+--- Lines of {text, hl} chunks for render.show, split at line breaks inside tokens.
+function M.lines(draft)
+  local lines = { {} }
+  for _, token in ipairs(tokens_of(draft)) do
+    local hl = M.HL[M.bucket(token)]
+    local pieces = vim.split((token.text:gsub('\r', '')), '\n', { plain = true })
+    for i, piece in ipairs(pieces) do
+      if i > 1 then
+        lines[#lines + 1] = {}
+      end
+      if piece ~= '' then
+        local line = lines[#lines]
+        local last = line[#line]
+        if last and last[2] == hl then
+          last[1] = last[1] .. piece
+        else
+          line[#line + 1] = { piece, hl }
+        end
+      end
+    end
+  end
+  return lines
+end
+
+local function stop_timer(entry)
+  if entry and entry.timer then
+    entry.timer:stop()
+    entry.timer:close()
+    entry.timer = nil
+  end
+end
+
+function M.clear(bufnr)
+  local entry = shown[bufnr]
+  if entry then
+    stop_timer(entry)
+    entry.visible = false
+  end
+  render.clear(bufnr, M.ns)
+end
+
+--- True while a draft is painted in `bufnr`.
+function M.visible(bufnr)
+  local entry = shown[bufnr]
+  return entry ~= nil and entry.visible == true
+end
+
+local function buffer_of(uri)
+  for _, bufnr in ipairs(M.buffers()) do
+    if api.nvim_buf_is_loaded(bufnr) and vim.uri_from_bufnr(bufnr) == uri then
+      return bufnr
+    end
+  end
+end
+
+--- Request ids are opaque; numeric ones compare as numbers, others never count as older.
+local function older(id, than)
+  local a, b = tonumber(id), tonumber(than)
+  return a ~= nil and b ~= nil and a < b
+end
+
+--- Handler for the `diffusion/draft` notification (set in the client's `handlers`).
+function M.handler(_, params, ctx)
+  if type(params) ~= 'table' or type(params.uri) ~= 'string' or type(params.range) ~= 'table' then
+    return
+  end
+  local bufnr = buffer_of(params.uri)
+  if not bufnr then
+    return
+  end
+  local version = vim.lsp.util.buf_versions[bufnr]
+  if version ~= nil and params.version ~= nil and version ~= params.version then
+    return
+  end
+  local id = tostring(params.id)
+  local entry = shown[bufnr]
+  if entry and (older(id, entry.id) or (entry.id == id and (entry.done or (params.step or 0) < entry.step))) then
+    return
+  end
+  stop_timer(entry)
+  entry = { id = id, step = params.step or 0, done = params.done == true }
+  shown[bufnr] = entry
+  if params.done or M.busy(bufnr) then
+    M.clear(bufnr)
+    return
+  end
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  local encoding = client and client.offset_encoding or 'utf-16'
+  local range = position.range_from_lsp(bufnr, params.range, encoding)
+  render.show(bufnr, M.ns, range, M.lines(params))
+  entry.visible = true
+  entry.timer = vim.loop.new_timer()
+  entry.timer:start(STALE_MS, 0, vim.schedule_wrap(function()
+    if shown[bufnr] == entry then
+      M.clear(bufnr)
+    end
+  end))
+end
+
+return M

@@ -1,0 +1,365 @@
+-- The plugin's own ghost text for textDocument/inlineCompletion (Neovim without
+-- vim.lsp.inline_completion): requests while typing (debounced, the previous request
+-- cancelled), shows the first item as virtual text, keeps it while the user types what it
+-- says, and accepts it whole or line by line.
+
+local api = vim.api
+local compat = require('diffusion_lsp.compat')
+local position = require('diffusion_lsp.position')
+local render = require('diffusion_lsp.render')
+
+local M = {}
+
+M.ns = api.nvim_create_namespace('diffusion_lsp_ghost')
+M.HL = 'DiffusionGhost'
+local METHOD = 'textDocument/inlineCompletion'
+local TRIGGER = { invoked = 1, automatic = 2 }
+
+local opts = { auto_trigger = true, debounce_ms = 120 }
+-- Called with bufnr whenever a suggestion is shown or the request ends (drafts clear then).
+local listeners = {}
+
+-- bufnr -> { client_id, timer, request = {client, id}, suggestion, own_tick, seen_tick }
+-- suggestion = { range = {start = {r, c}, ['end'] = {r, c}}, text, tail, anchor = {r, c} }
+local states = {}
+
+function M.configure(options)
+  opts = vim.tbl_extend('force', opts, options or {})
+end
+
+function M.on_change(listener)
+  listeners[#listeners + 1] = listener
+end
+
+local function emit(bufnr, event)
+  for _, listener in ipairs(listeners) do
+    listener(bufnr, event)
+  end
+  if api.nvim_buf_is_valid(bufnr) then
+    api.nvim_exec_autocmds('User', { pattern = 'DiffusionLspSuggestion', modeline = false })
+  end
+end
+
+local function cursor_of(bufnr)
+  local win = api.nvim_get_current_win()
+  if api.nvim_win_get_buf(win) ~= bufnr then
+    return nil
+  end
+  local cursor = api.nvim_win_get_cursor(win)
+  return { cursor[1] - 1, cursor[2] }
+end
+
+local function line_text(bufnr, row)
+  return api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+end
+
+local function stop_timer(st)
+  if st.timer then
+    st.timer:stop()
+    st.timer:close()
+    st.timer = nil
+  end
+end
+
+local function cancel_request(st)
+  if st.request then
+    pcall(compat.cancel_request, st.request.client, st.request.id)
+    st.request = nil
+  end
+end
+
+--- The suggestion shown in `bufnr` ({range, text}), or nil.
+function M.get(bufnr)
+  local st = states[bufnr or api.nvim_get_current_buf()]
+  return st and st.suggestion
+end
+
+function M.visible(bufnr)
+  return M.get(bufnr) ~= nil
+end
+
+--- True while a request for `bufnr` is in flight.
+function M.pending(bufnr)
+  local st = states[bufnr or api.nvim_get_current_buf()]
+  return st ~= nil and st.request ~= nil
+end
+
+local function paint(bufnr, suggestion)
+  render.show(bufnr, M.ns, suggestion.range, render.text_lines(suggestion.text, M.HL))
+end
+
+--- Shows `text` as the suggestion replacing `range` (0-based rows, byte columns).
+function M.show(bufnr, range, text)
+  local st = states[bufnr]
+  if not st or text == '' then
+    return
+  end
+  local er, ec = range['end'][1], range['end'][2]
+  st.suggestion = {
+    range = vim.deepcopy(range),
+    text = text,
+    tail = line_text(bufnr, er):sub(ec + 1),
+    anchor = cursor_of(bufnr) or { er, ec },
+  }
+  st.seen_tick = api.nvim_buf_get_changedtick(bufnr)
+  paint(bufnr, st.suggestion)
+  emit(bufnr, 'show')
+end
+
+--- Hides the suggestion and stops any pending request.
+function M.dismiss(bufnr)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  if not st then
+    return false
+  end
+  local had = st.suggestion ~= nil
+  stop_timer(st)
+  cancel_request(st)
+  st.suggestion = nil
+  render.clear(bufnr, M.ns)
+  emit(bufnr, 'dismiss')
+  return had
+end
+
+local function on_result(bufnr, err, result, sent)
+  local st = states[bufnr]
+  emit(bufnr, 'result')
+  if err then
+    st.last_error = err.message or tostring(err)
+    if sent.invoked then
+      vim.notify('diffusion-lsp: ' .. st.last_error, vim.log.levels.WARN)
+    end
+    return
+  end
+  st.last_error = nil
+  local cursor = cursor_of(bufnr)
+  if api.nvim_buf_get_changedtick(bufnr) ~= sent.tick or not cursor
+    or cursor[1] ~= sent.row or cursor[2] ~= sent.col then
+    return -- the buffer or cursor moved on; a newer request follows
+  end
+  local items = result and (result.items or result) or {}
+  local item = items[1]
+  local text = item and item.insertText
+  if type(text) == 'table' then
+    text = text.value -- a snippet: shown and inserted as plain text
+  end
+  if type(text) ~= 'string' or text == '' then
+    if sent.invoked then
+      vim.notify('diffusion-lsp: no suggestion here', vim.log.levels.INFO)
+    end
+    return
+  end
+  local range = item.range and position.range_from_lsp(bufnr, item.range, sent.encoding)
+    or { start = { sent.row, sent.col }, ['end'] = { sent.row, sent.col } }
+  M.show(bufnr, range, text)
+end
+
+--- Sends textDocument/inlineCompletion at the cursor (`invoked`: the user asked for it).
+function M.request(bufnr, invoked)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  local client = st and vim.lsp.get_client_by_id(st.client_id)
+  local cursor = cursor_of(bufnr)
+  if not client or compat.is_stopped(client) or not cursor then
+    return false
+  end
+  M.dismiss(bufnr)
+  local encoding = client.offset_encoding or 'utf-16'
+  local sent = {
+    tick = api.nvim_buf_get_changedtick(bufnr),
+    row = cursor[1],
+    col = cursor[2],
+    encoding = encoding,
+    invoked = invoked,
+  }
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    position = position.to_lsp(bufnr, cursor[1], cursor[2], encoding),
+    context = { triggerKind = invoked and TRIGGER.invoked or TRIGGER.automatic },
+  }
+  local request = { client = client }
+  local ok, id = compat.request(client, METHOD, params, function(err, result)
+    if st.request ~= request then
+      return -- cancelled or superseded
+    end
+    st.request = nil
+    on_result(bufnr, err, result, sent)
+  end, bufnr)
+  if ok and id then
+    request.id = id
+    st.request = request
+  end
+  return ok
+end
+
+--- Requests after `debounce_ms` without further typing.
+function M.schedule(bufnr)
+  local st = states[bufnr]
+  if not st then
+    return
+  end
+  stop_timer(st)
+  st.timer = vim.loop.new_timer()
+  st.timer:start(opts.debounce_ms, 0, vim.schedule_wrap(function()
+    stop_timer(st)
+    if states[bufnr] == st and api.nvim_get_mode().mode:sub(1, 1) == 'i' then
+      M.request(bufnr, false)
+    end
+  end))
+end
+
+--- Replaces `range` with `text`, moves the cursor after it; returns the end position.
+local function apply(bufnr, st, range, text)
+  local lines = vim.split(text, '\n', { plain = true })
+  local sr, sc = range.start[1], range.start[2]
+  api.nvim_buf_set_text(bufnr, sr, sc, range['end'][1], range['end'][2], lines)
+  st.own_tick = api.nvim_buf_get_changedtick(bufnr)
+  st.seen_tick = st.own_tick
+  local er = sr + #lines - 1
+  local ec = (#lines == 1 and sc or 0) + #lines[#lines]
+  local win = api.nvim_get_current_win()
+  if api.nvim_win_get_buf(win) == bufnr then
+    api.nvim_win_set_cursor(win, { er + 1, ec })
+  end
+  return { er, ec }
+end
+
+--- Inserts the whole suggestion. Returns false when none is shown.
+function M.accept(bufnr)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  local suggestion = st and st.suggestion
+  if not suggestion then
+    return false
+  end
+  M.dismiss(bufnr)
+  apply(bufnr, st, suggestion.range, suggestion.text)
+  emit(bufnr, 'accept')
+  return true
+end
+
+--- Inserts the suggestion up to the end of its current line (or, when it starts with a line
+--- break, the break and the next line); the rest stays shown. Returns false when none is shown.
+function M.accept_line(bufnr)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  local suggestion = st and st.suggestion
+  if not suggestion then
+    return false
+  end
+  local text = suggestion.text
+  local stop = text:find('\n', text:sub(1, 1) == '\n' and 2 or 1, true)
+  if not stop then
+    return M.accept(bufnr)
+  end
+  local chunk = text:sub(1, stop - 1)
+  render.clear(bufnr, M.ns)
+  local at = apply(bufnr, st, suggestion.range, chunk)
+  st.suggestion = nil
+  M.show(bufnr, { start = at, ['end'] = at }, text:sub(#chunk + 1))
+  emit(bufnr, 'accept_line')
+  return true
+end
+
+--- After a change in insert mode: keep the suggestion if the user typed what it says
+--- (or deleted back within it), else drop it and ask again.
+local function on_text_changed(bufnr)
+  local st = states[bufnr]
+  local tick = api.nvim_buf_get_changedtick(bufnr)
+  if st.own_tick == tick then
+    return
+  end
+  st.seen_tick = tick
+  local s = st.suggestion
+  local cursor = cursor_of(bufnr)
+  if s and cursor and cursor[1] == s.anchor[1] and s.range.start[1] == s.anchor[1]
+    and s.range['end'][1] == s.anchor[1] and cursor[2] >= s.range.start[2] then
+    local line = line_text(bufnr, cursor[1])
+    local typed = line:sub(s.range.start[2] + 1, cursor[2])
+    local shift = cursor[2] - s.anchor[2]
+    local new_end = s.range['end'][2] + shift
+    if #typed < #s.text and vim.startswith(s.text, typed) and new_end >= cursor[2]
+      and line:sub(new_end + 1) == s.tail then
+      s.range['end'][2] = new_end
+      s.anchor = cursor
+      paint(bufnr, s)
+      return
+    end
+  end
+  M.dismiss(bufnr)
+  if opts.auto_trigger then
+    M.schedule(bufnr)
+  end
+end
+
+local function on_cursor_moved(bufnr)
+  local st = states[bufnr]
+  local s = st.suggestion
+  if not s or api.nvim_buf_get_changedtick(bufnr) ~= st.seen_tick then
+    return -- a text change is handled by on_text_changed
+  end
+  local cursor = cursor_of(bufnr)
+  if not cursor or cursor[1] ~= s.anchor[1] or cursor[2] ~= s.anchor[2] then
+    M.dismiss(bufnr)
+  end
+end
+
+function M.attach(bufnr, client_id)
+  if states[bufnr] then
+    states[bufnr].client_id = client_id
+    return
+  end
+  states[bufnr] = { client_id = client_id }
+  local group = api.nvim_create_augroup('diffusion_lsp_ghost_' .. bufnr, { clear = true })
+  api.nvim_create_autocmd('TextChangedI', {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      on_text_changed(bufnr)
+    end,
+  })
+  api.nvim_create_autocmd('CursorMovedI', {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      on_cursor_moved(bufnr)
+    end,
+  })
+  api.nvim_create_autocmd({ 'InsertLeave', 'BufLeave' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.dismiss(bufnr)
+    end,
+  })
+  api.nvim_create_autocmd('BufWipeout', {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.detach(bufnr)
+    end,
+  })
+end
+
+function M.detach(bufnr)
+  local st = states[bufnr]
+  if not st then
+    return
+  end
+  M.dismiss(bufnr)
+  states[bufnr] = nil
+  pcall(api.nvim_del_augroup_by_name, 'diffusion_lsp_ghost_' .. bufnr)
+end
+
+--- Buffers the plugin tracks, for the draft handler.
+function M.buffers()
+  return vim.tbl_keys(states)
+end
+
+function M.client_of(bufnr)
+  local st = states[bufnr]
+  return st and st.client_id
+end
+
+return M

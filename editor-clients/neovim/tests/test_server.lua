@@ -1,0 +1,290 @@
+-- End to end against the real diffusion-lsp on its embedded model: the plugin starts the
+-- server, ghost text appears at the cursor, the keys accept / accept a line / dismiss it,
+-- typing triggers requests, drafts are painted and cleared, code actions run.
+-- The embedded model is small and a suggestion may be any text, so the tests check
+-- structure (where, how much, what was inserted), never the words.
+
+local here = debug.getinfo(1, 'S').source:sub(2)
+local root = vim.fn.fnamemodify(here, ':p:h:h')
+vim.opt.rtp:append(root)
+package.path = root .. '/tests/?.lua;' .. package.path
+
+local H = require('helpers')
+local api = vim.api
+local actions = require('diffusion_lsp.actions')
+local compat = require('diffusion_lsp.compat')
+local draft = require('diffusion_lsp.draft')
+local ghost = require('diffusion_lsp.ghost')
+local status = require('diffusion_lsp.status')
+
+local SERVER = H.server()
+local SOURCE = table.concat({
+  'import os',
+  '',
+  '',
+  'def read_lines(path):',
+  '    with open(path) as handle:',
+  '        return ',
+  '',
+  '',
+  'def main():',
+  '    for name in os.listdir("."):',
+  '        print(name)',
+}, '\n')
+local ROW = 5 -- "        return " (0-based)
+
+-- Record drafts as the server sends them, and what the plugin painted for each.
+local drafts = {}
+local paint_draft = draft.handler
+draft.handler = function(err, params, ctx)
+  paint_draft(err, params, ctx)
+  local bufnr = vim.uri_to_bufnr(params.uri)
+  local groups = {}
+  for _, mark in ipairs(H.marks(bufnr, draft.ns)) do
+    for _, chunk in ipairs(mark[4].virt_text or {}) do
+      groups[chunk[2]] = true
+    end
+  end
+  drafts[#drafts + 1] = { done = params.done, painted = draft.visible(bufnr), groups = groups, id = params.id }
+end
+
+local events = {}
+ghost.on_change(function(_, event)
+  events[#events + 1] = event
+end)
+
+vim.notify = function(message)
+  H.out('     notify: ' .. tostring(message))
+end
+vim.cmd('filetype on')
+local dl = require('diffusion_lsp')
+local bufnr, client
+
+local function reset_buffer()
+  H.feed('<Esc>')
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, vim.split(SOURCE, '\n', { plain = true }))
+  api.nvim_win_set_cursor(0, { ROW + 1, 0 })
+  H.feed('A') -- insert mode at the end of "        return "
+end
+
+--- Presses the trigger key and waits for the answer; returns the suggestion or nil.
+local function trigger()
+  local before = #events
+  H.feed('<M-\\>')
+  H.wait(20000, function()
+    for i = before + 1, #events do
+      if events[i] == 'result' then
+        return true
+      end
+    end
+  end)
+  return ghost.get(bufnr)
+end
+
+local function suggestion_or_fail()
+  for _ = 1, 3 do
+    local s = trigger()
+    if s then
+      return s
+    end
+  end
+  error('the server proposed nothing in three requests (validate is off, so it should)')
+end
+
+--- The buffer lines after replacing `range` with `text`.
+local function replaced(lines, range, text)
+  local sr, sc, er, ec = range.start[1], range.start[2], range['end'][1], range['end'][2]
+  local joined = lines[sr + 1]:sub(1, sc) .. text .. lines[er + 1]:sub(ec + 1)
+  local out = {}
+  for i = 1, sr do
+    out[#out + 1] = lines[i]
+  end
+  for _, line in ipairs(vim.split(joined, '\n', { plain = true })) do
+    out[#out + 1] = line
+  end
+  for i = er + 2, #lines do
+    out[#out + 1] = lines[i]
+  end
+  return out
+end
+
+H.test('the server starts for a Python buffer and its model becomes ready', function()
+  if not SERVER then
+    error('diffusion-lsp not found: set $DIFFUSION_LSP or install it into ../../.venv')
+  end
+  dl.setup({ cmd = { SERVER }, debounce_ms = 60 })
+  local dir = H.workspace({ ['example.py'] = SOURCE })
+  vim.cmd('edit ' .. dir .. '/example.py')
+  bufnr = api.nvim_get_current_buf()
+  client = H.wait(20000, function()
+    for _, c in ipairs(compat.clients(bufnr)) do
+      if c.name == 'diffusion-lsp' and c.initialized ~= false then
+        return c
+      end
+    end
+  end)
+  H.ok(client, 'client attached')
+  local state = H.wait(90000, function()
+    local entry = status.get(client.id)
+    return entry and (entry.state == 'ready' or entry.state == 'error') and entry
+  end)
+  H.ok(state, 'a diffusion/status arrived')
+  H.eq('ready', state.state, 'model state (' .. tostring(state.message) .. ')')
+  H.ok(dl.statusline():find('✓', 1, true), 'statusline shows ready')
+end)
+
+H.test('with default settings an inline completion request round-trips without error', function()
+  reset_buffer()
+  local s = trigger()
+  H.ok(not ghost.pending(bufnr), 'request finished')
+  if s then
+    H.eq(ROW, s.range.start[1], 'suggestion row')
+  end
+end)
+
+H.test('settings pushed with workspace/didChangeConfiguration take effect', function()
+  -- The embedded model is weak: without syntax validation it always proposes something,
+  -- which the following tests need.
+  compat.notify(client, 'workspace/didChangeConfiguration',
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+  H.sleep(200)
+  reset_buffer()
+  H.ok(suggestion_or_fail(), 'a suggestion')
+end)
+
+H.test('the trigger key shows ghost text at the cursor', function()
+  reset_buffer()
+  local s = suggestion_or_fail()
+  local cursor = api.nvim_win_get_cursor(0)
+  H.eq({ ROW + 1, #'        return ' }, cursor, 'cursor')
+  local marks = H.marks(bufnr, ghost.ns)
+  H.eq(1, #marks, 'one ghost extmark')
+  H.eq(ROW, marks[1][2], 'extmark row')
+  H.eq(cursor[2], marks[1][3], 'extmark column')
+  local lines = vim.split(s.text, '\n', { plain = true })
+  local shown = {}
+  for _, chunk in ipairs(marks[1][4].virt_text) do
+    if chunk[2] == ghost.HL then
+      shown[#shown + 1] = chunk[1]
+    end
+  end
+  H.eq(lines[1]:gsub('\t', ''), table.concat(shown):gsub('\t', ''), 'first line shown')
+  H.eq(#lines - 1, #(marks[1][4].virt_lines or {}), 'other lines as virtual lines')
+end)
+
+H.test('Tab inserts exactly the suggested text at its range', function()
+  reset_buffer()
+  local s = suggestion_or_fail()
+  local expected = replaced(H.lines(bufnr), s.range, s.text)
+  H.feed('<Tab>')
+  H.eq(expected, H.lines(bufnr), 'buffer after accepting')
+  H.ok(not ghost.visible(bufnr), 'ghost gone')
+  H.eq(0, #H.marks(bufnr, ghost.ns), 'no extmark left')
+  local text_lines = vim.split(s.text, '\n', { plain = true })
+  local row = s.range.start[1] + #text_lines
+  local col = (#text_lines == 1 and s.range.start[2] or 0) + #text_lines[#text_lines]
+  H.eq({ row, col }, api.nvim_win_get_cursor(0), 'cursor after the inserted text')
+end)
+
+H.test('C-] dismisses the suggestion and leaves the buffer alone', function()
+  reset_buffer()
+  suggestion_or_fail()
+  local before = H.lines(bufnr)
+  H.feed('<C-]>')
+  H.ok(not ghost.visible(bufnr), 'dismissed')
+  H.eq(0, #H.marks(bufnr, ghost.ns), 'no extmark left')
+  H.eq(before, H.lines(bufnr), 'buffer unchanged')
+end)
+
+H.test('S-Tab inserts one line of the suggestion and keeps the rest shown', function()
+  reset_buffer()
+  local s = suggestion_or_fail()
+  local full = replaced(H.lines(bufnr), s.range, s.text)
+  H.out('     suggestion: ' .. vim.inspect(s.text))
+  local newline = s.text:find('\n', s.text:sub(1, 1) == '\n' and 2 or 1, true)
+  local first = newline and s.text:sub(1, newline - 1) or s.text
+  H.feed('<S-Tab>')
+  H.eq(replaced(vim.split(SOURCE, '\n', { plain = true }), s.range, first), H.lines(bufnr), 'one line inserted')
+  if newline then
+    H.ok(ghost.visible(bufnr), 'the rest is still shown')
+    H.eq(s.text:sub(#first + 1), ghost.get(bufnr).text, 'the rest')
+    H.feed('<Tab>')
+    H.eq(full, H.lines(bufnr), 'line by line ends where accepting at once would')
+  else
+    H.ok(not ghost.visible(bufnr), 'a one-line suggestion is accepted whole')
+  end
+end)
+
+H.test('typing requests a suggestion by itself after the debounce', function()
+  reset_buffer()
+  local before = #events
+  H.feed('x')
+  local answered = H.wait(20000, function()
+    for i = before + 1, #events do
+      if events[i] == 'result' then
+        return true
+      end
+    end
+  end)
+  H.ok(answered, 'an automatic request was sent and answered')
+end)
+
+H.test('drafts are painted with confidence shades while the suggestion develops, then cleared', function()
+  reset_buffer()
+  drafts = {}
+  suggestion_or_fail()
+  H.ok(#drafts > 0, 'drafts arrived')
+  local painted, groups = 0, {}
+  for _, d in ipairs(drafts) do
+    if not d.done and d.painted then
+      painted = painted + 1
+      for group in pairs(d.groups) do
+        groups[group] = true
+      end
+    end
+  end
+  H.ok(painted > 0, ('a draft was painted (%d drafts, %d painted)'):format(#drafts, painted))
+  for group in pairs(groups) do
+    H.ok(group:find('^DiffusionDraft') or group == 'Normal', 'shade group ' .. group)
+  end
+  H.ok(drafts[#drafts].done, 'the last draft is final')
+  H.eq(0, #H.marks(bufnr, draft.ns), 'no draft left once the suggestion is shown')
+  H.ok(not draft.visible(bufnr), 'draft state cleared')
+end)
+
+H.test('rewrite with an instruction and the code-action commands run against the server', function()
+  H.feed('<Esc>')
+  local caps = client.server_capabilities or {}
+  local commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {}
+  if not caps.codeActionProvider or not vim.tbl_contains(commands, actions.REWRITE_COMMAND) then
+    H.skip('the server offers no code actions / diffusion.rewriteSelection yet')
+  end
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'def double(xs):', '    out = []', '    for x in xs:',
+    '        out.append(2 * x)', '    return out', '', 'print(double([1]))' })
+  local done, failure = false, nil
+  actions.rewrite(client, bufnr, { start = { 1, 0 }, ['end'] = { 4, 14 } }, 'use a list comprehension', function(err)
+    done, failure = true, err
+  end)
+  H.ok(H.wait(30000, function()
+    return done
+  end), 'rewrite answered')
+  H.eq(nil, failure, 'rewrite error')
+  local lines = H.lines(bufnr)
+  H.eq('def double(xs):', lines[1], 'line before the range kept')
+  H.eq('print(double([1]))', lines[#lines], 'line after the range kept')
+
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'def area(w, h):', '    ...', '', 'print(area(2, 3))' })
+  local picked
+  done = false
+  actions.run(client, bufnr, 'fill_holes', { start = { 0, 0 }, ['end'] = { 3, 17 } }, function(err, action)
+    done, failure, picked = true, err, action
+  end)
+  H.ok(H.wait(30000, function()
+    return done
+  end), 'fill holes answered')
+  H.eq(nil, failure, 'fill holes error')
+  H.ok(picked, 'the server offered "Fill 1 hole" for a ... body')
+  H.eq('print(area(2, 3))', H.lines(bufnr)[#H.lines(bufnr)], 'code after the hole kept')
+end)
+
+H.run(240000)

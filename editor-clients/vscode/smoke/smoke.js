@@ -1,0 +1,106 @@
+// Smoke test of the packaged extension (dist/extension.js) outside VS Code: a stub `vscode`
+// module (vscode-stub.js) stands in for the editor, the real diffusion-lsp serves.
+// Checks: activation starts the server, the status bar reaches "ready", the inline
+// completion provider registered through the proposed feature answers with an item at the
+// cursor, drafts are painted as decorations and cleared, and a missing server is reported.
+//
+//   DIFFUSION_LSP=/path/to/diffusion-lsp node smoke/smoke.js
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const Module = require('module');
+const stub = require('./vscode-stub');
+
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  return request === 'vscode' ? stub : load.call(this, request, ...rest);
+};
+
+// VS Code's extension host logs unhandled rejections instead of dying; so does this test.
+process.on('unhandledRejection', (error) => console.log(`(unhandled rejection: ${error && error.message})`));
+
+const server = process.env.DIFFUSION_LSP;
+let passed = 0;
+let failed = 0;
+function check(ok, what) {
+  if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function waitFor(ms, cond) {
+  const end = Date.now() + ms;
+  for (;;) { const v = cond(); if (v || Date.now() > end) return v; await sleep(50); }
+}
+function context() {
+  const memento = { get: () => undefined, update: async () => {}, keys: () => [] };
+  return { subscriptions: [], extensionPath: path.resolve(__dirname, '..'), asAbsolutePath: (p) => path.resolve(__dirname, '..', p),
+    globalState: memento, workspaceState: memento, extensionUri: stub.Uri.file(path.resolve(__dirname, '..')), logUri: stub.Uri.file(os.tmpdir()) };
+}
+
+async function main() {
+  if (!server) { console.log('FAIL DIFFUSION_LSP is not set\n0 passed, 1 failed'); process.exit(1); }
+  const record = stub.__record;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'diffusion-vscode-'));
+  const file = path.join(dir, 'example.py');
+  const text = 'def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n';
+  fs.writeFileSync(file, text);
+  const doc = stub.__document(file, 'python', text);
+  stub.__openDocuments.push(doc);
+  const decorations = [];
+  stub.window.visibleTextEditors.push({ document: doc, selection: new stub.Selection(new stub.Position(2, 15), new stub.Position(2, 15)),
+    setDecorations: (type, ranges) => decorations.push({ type: type.key, ranges }) });
+  Object.assign(stub.__config, {
+    'diffusionLsp.server.path': server,
+    'diffusionLsp.languages': ['python'],
+    // The embedded model is weak: without validation it always proposes something.
+    'diffusionLsp.validate': false,
+    'diffusionLsp.draftIntervalMs': 0,
+  });
+
+  const extension = require('../dist/extension.js');
+  const ctx = context();
+  const activation = extension.activate(ctx);
+  const ready = await waitFor(60000, () => record.statusTexts.some((t) => t.includes('sparkle')) || record.statusTexts.some((t) => t.includes('error')));
+  await activation;
+  check(ready && record.statusTexts[record.statusTexts.length - 1].includes('sparkle'), `status bar reached ready (${record.statusTexts.join(' -> ')})`);
+  check(record.contexts['diffusionLsp.active'] === true, 'context key diffusionLsp.active set');
+  for (const id of ['diffusionLsp.rewriteSelection', 'diffusionLsp.fillHoles', 'diffusionLsp.completeBody', 'diffusionLsp.fixSyntax', 'diffusionLsp.showLog', 'diffusionLsp.restart']) {
+    check(typeof record.commands[id] === 'function', `command ${id} registered`);
+  }
+  const registration = (record.providers.registerInlineCompletionItemProvider || [])[0];
+  check(registration, registration ? 'inline completion provider registered (proposed feature on)'
+    : 'inline completion provider registered: the server did not advertise inlineCompletionProvider in its InitializeResult capabilities');
+  if (registration) {
+    const provider = registration[1];
+    let item;
+    for (let attempt = 0; attempt < 3 && !item; attempt++) {
+      const result = await provider.provideInlineCompletionItems(doc, new stub.Position(2, 15), { triggerKind: 0 }, new stub.CancellationTokenSource().token);
+      const items = Array.isArray(result) ? result : result && result.items;
+      item = items && items[0];
+    }
+    check(item && typeof item.insertText === 'string' && item.insertText.length > 0, `an inline completion item came back (${JSON.stringify(item && item.insertText)})`);
+    check(item && item.range && item.range.start.line === 2 && item.range.start.character === 15, 'its range starts at the cursor');
+    const painted = decorations.filter((d) => d.ranges.length > 0);
+    check(painted.length > 0 && painted.some((d) => d.ranges.some((r) => r.renderOptions && r.renderOptions.after && r.renderOptions.after.contentText)),
+      `drafts painted as decorations (${painted.length} updates)`);
+    const last = new Map();
+    for (const d of decorations) last.set(d.type, d.ranges.length);
+    check([...last.values()].every((n) => n === 0), 'drafts cleared once the suggestion arrived');
+  }
+  await extension.deactivate();
+
+  // A server that is not there: one error naming the setting, a warning in the status bar.
+  record.messages.length = 0;
+  stub.__config['diffusionLsp.server.path'] = path.join(dir, 'no-such-diffusion-lsp');
+  await extension.activate(context());
+  check(record.messages.some((m) => m[0] === 'error' && /not found/.test(m[1]) && /diffusionLsp\.server\.path/.test(m[1])), 'a missing server is reported, naming the setting');
+  check(record.statusTexts[record.statusTexts.length - 1].includes('warning'), 'status bar shows the missing server');
+  await extension.deactivate();
+
+  if (record.missing.size > 0) console.log(`(stub members the extension asked for but the stub lacks: ${[...record.missing].join(', ')})`);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+main().catch((error) => { console.log(`FAIL ${error && error.stack || error}`); console.log(`${passed} passed, ${failed + 1} failed`); process.exit(1); });
+setTimeout(() => { console.log('FAIL timeout'); console.log(`${passed} passed, ${failed + 1} failed`); process.exit(1); }, 120000).unref();

@@ -1,0 +1,52 @@
+// Entry point: creates the status bar, the draft view and the server controller, and
+// registers the commands and the configuration / document listeners.
+
+import * as vscode from 'vscode';
+import { runAction, rewriteSelection } from './commands';
+import { DraftView } from './draftView';
+import { SECTION, ServerController } from './server';
+import { RESTART_KEYS } from './settings';
+import { SHOW_LOG_COMMAND, StatusBar } from './statusBar';
+
+let controller: ServerController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('Diffusion LSP');
+  const status = new StatusBar();
+  const drafts = new DraftView();
+  const server = new ServerController(output, status, drafts);
+  controller = server;
+  const client = () => server.running;
+
+  context.subscriptions.push(
+    output,
+    status,
+    drafts,
+    server,
+    vscode.commands.registerCommand(SHOW_LOG_COMMAND, () => output.show(true)),
+    vscode.commands.registerCommand('diffusionLsp.restart', () => server.restart()),
+    vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () => rewriteSelection(client)),
+    vscode.commands.registerCommand('diffusionLsp.fillHoles', () => runAction(client, 'fillHoles')),
+    vscode.commands.registerCommand('diffusionLsp.completeBody', () => runAction(client, 'completeBody')),
+    vscode.commands.registerCommand('diffusionLsp.fixSyntax', () => runAction(client, 'fixSyntax')),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
+        void server.restart();
+      } else if (event.affectsConfiguration(SECTION)) {
+        void server.pushSettings();
+      }
+    }),
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.contentChanges.length > 0) {
+        server.documentChanged(event.document.uri);
+      }
+    }),
+    vscode.workspace.onDidCloseTextDocument((document) => server.documentChanged(document.uri)),
+  );
+  await server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.stop();
+  controller = undefined;
+}

@@ -1,0 +1,105 @@
+// The status bar's state machine: folds client lifecycle events and the server's
+// `diffusion/status` notifications into one state, and says how to show it.
+// Pure: the vscode side only copies `view()` onto a StatusBarItem.
+
+export type Phase = 'starting' | 'loading' | 'ready' | 'error' | 'stopped' | 'notInstalled';
+
+/** `diffusion/status` params (docs/PROTOCOL.md). */
+export interface ServerStatus {
+  state: 'loading' | 'ready' | 'error';
+  model: string;
+  message: string;
+}
+
+export interface StatusView {
+  /** Status bar text, with a codicon. */
+  text: string;
+  tooltip: string;
+  /** Drives the item's background colour. */
+  severity: 'normal' | 'warning' | 'error';
+}
+
+export function isServerStatus(value: unknown): value is ServerStatus {
+  if (typeof value !== 'object' || value === null) {
+    return false;
+  }
+  const v = value as Record<string, unknown>;
+  return (
+    (v.state === 'loading' || v.state === 'ready' || v.state === 'error') &&
+    (v.model === undefined || typeof v.model === 'string') &&
+    (v.message === undefined || typeof v.message === 'string')
+  );
+}
+
+export class StatusModel {
+  private phase: Phase = 'starting';
+  private model = '';
+  private message = '';
+
+  get current(): Phase {
+    return this.phase;
+  }
+
+  /** The client is (re)starting the server process. */
+  starting(): void {
+    this.set('starting', '');
+  }
+
+  /** The server process is up and initialized, the model state not known yet. */
+  running(): void {
+    if (this.phase === 'starting' || this.phase === 'stopped') {
+      this.set('loading', 'Waiting for the model');
+    }
+  }
+
+  /** A `diffusion/status` notification arrived. */
+  serverStatus(status: ServerStatus): void {
+    this.model = status.model ?? this.model;
+    this.set(status.state, status.message ?? '');
+  }
+
+  /** The server process stopped; an earlier error stays visible. */
+  stopped(): void {
+    if (this.phase !== 'error' && this.phase !== 'notInstalled') {
+      this.set('stopped', 'The server is not running');
+    }
+  }
+
+  /** Starting the server failed (spawn error, crash during initialize, ...). */
+  failed(message: string): void {
+    this.set('error', message);
+  }
+
+  notInstalled(message: string): void {
+    this.set('notInstalled', message);
+  }
+
+  view(): StatusView {
+    const model = this.model === '' ? '' : ` (${this.model})`;
+    const detail = this.message === '' ? '' : `\n${this.message}`;
+    const click = '\nClick to show the log.';
+    switch (this.phase) {
+      case 'starting':
+        return { text: '$(loading~spin) Diffusion', tooltip: `Starting diffusion-lsp${click}`, severity: 'normal' };
+      case 'loading':
+        return {
+          text: '$(loading~spin) Diffusion',
+          tooltip: `Loading the model${model}${detail}${click}`,
+          severity: 'normal',
+        };
+      case 'ready':
+        return { text: '$(sparkle) Diffusion', tooltip: `Ready${model}${detail}${click}`, severity: 'normal' };
+      case 'error':
+        return { text: '$(error) Diffusion', tooltip: `Error${model}${detail}${click}`, severity: 'error' };
+      case 'stopped':
+        return { text: '$(circle-slash) Diffusion', tooltip: `Stopped${detail}${click}`, severity: 'warning' };
+      case 'notInstalled':
+        return { text: '$(warning) Diffusion', tooltip: `Not installed${detail}${click}`, severity: 'warning' };
+    }
+  }
+
+  private set(phase: Phase, message: string): void {
+    this.phase = phase;
+    this.message = message;
+  }
+}

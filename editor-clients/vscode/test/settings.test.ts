@@ -1,0 +1,94 @@
+import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { configurationChangeParams, SERVER_SETTING_KINDS, toServerSettings } from '../src/settings';
+
+const reader = (values: Record<string, unknown>) => (key: string) => values[key];
+
+describe('toServerSettings', () => {
+  it('sends nothing but the client defaults when the user set nothing', () => {
+    assert.deepEqual(toServerSettings(reader({})), { settings: { drafts: true }, rejected: [] });
+  });
+
+  it('passes every documented key with its protocol name', () => {
+    const values = {
+      model: '/models/dgemma',
+      device: 'cuda:1',
+      dtype: 'bfloat16',
+      deviceMap: 'auto',
+      threads: 4,
+      steps: 8,
+      threshold: 0.9,
+      maxHoleTokens: 32,
+      prefixTokens: 200,
+      suffixTokens: 50,
+      debounceMs: 75,
+      drafts: false,
+      draftIntervalMs: 50,
+      validate: false,
+    };
+    assert.deepEqual(toServerSettings(reader(values)), { settings: values, rejected: [] });
+  });
+
+  it('leaves out unset, null and empty values so the server default applies', () => {
+    const { settings } = toServerSettings(reader({ model: '', deviceMap: null, steps: undefined }));
+    assert.deepEqual(settings, { drafts: true });
+  });
+
+  it('names values of the wrong type and leaves them out', () => {
+    const { settings, rejected } = toServerSettings(
+      reader({ steps: 2.5, threads: '4', drafts: 'yes', threshold: Number.NaN, model: 'embedded' }),
+    );
+    assert.deepEqual(settings, { model: 'embedded', drafts: true });
+    assert.deepEqual(rejected.sort(), ['drafts', 'steps', 'threads', 'threshold']);
+  });
+
+  it('trims strings', () => {
+    assert.equal(toServerSettings(reader({ model: '  ~/ckpt  ' })).settings.model, '~/ckpt');
+  });
+
+  it('ignores keys the server does not know', () => {
+    const { settings } = toServerSettings(reader({ 'server.path': '/bin/x', languages: ['python'] }));
+    assert.deepEqual(settings, { drafts: true });
+  });
+});
+
+describe('configurationChangeParams', () => {
+  it('wraps the settings in the diffusionLsp section', () => {
+    assert.deepEqual(configurationChangeParams({ steps: 4 }), { settings: { diffusionLsp: { steps: 4 } } });
+  });
+});
+
+describe('package.json', () => {
+  const manifest = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  const properties = manifest.contributes.configuration.properties as Record<string, { type: unknown }>;
+
+  it('declares a setting for every server key, with a matching type', () => {
+    for (const [key, kind] of Object.entries(SERVER_SETTING_KINDS)) {
+      const property = properties[`diffusionLsp.${key}`];
+      assert.ok(property, `diffusionLsp.${key} missing`);
+      const types = ([] as unknown[]).concat(property.type);
+      assert.ok(types.includes(kind), `diffusionLsp.${key} has type ${String(property.type)}, expected ${kind}`);
+    }
+  });
+
+  it('contributes every command the extension registers', () => {
+    const commands = (manifest.contributes.commands as { command: string }[]).map((c) => c.command).sort();
+    assert.deepEqual(commands, [
+      'diffusionLsp.completeBody',
+      'diffusionLsp.fillHoles',
+      'diffusionLsp.fixSyntax',
+      'diffusionLsp.restart',
+      'diffusionLsp.rewriteSelection',
+      'diffusionLsp.showLog',
+    ]);
+  });
+
+  it('activates for every default language', () => {
+    const languages = properties['diffusionLsp.languages'] as unknown as { default: string[] };
+    for (const language of languages.default) {
+      assert.ok(manifest.activationEvents.includes(`onLanguage:${language}`), language);
+    }
+  });
+});

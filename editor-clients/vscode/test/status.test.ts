@@ -1,0 +1,76 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { isServerStatus, StatusModel } from '../src/status';
+
+describe('StatusModel', () => {
+  it('goes starting -> loading -> ready', () => {
+    const status = new StatusModel();
+    assert.equal(status.current, 'starting');
+    assert.match(status.view().text, /loading~spin/);
+    status.running();
+    assert.equal(status.current, 'loading');
+    status.serverStatus({ state: 'loading', model: 'embedded', message: 'Loading weights' });
+    assert.match(status.view().tooltip, /Loading the model \(embedded\)\nLoading weights/);
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '' });
+    assert.equal(status.current, 'ready');
+    assert.deepEqual(status.view(), {
+      text: '$(sparkle) Diffusion',
+      tooltip: 'Ready (embedded)\nClick to show the log.',
+      severity: 'normal',
+    });
+  });
+
+  it('does not fall back to loading when the client reports running after the server said ready', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'ready', model: 'm', message: '' });
+    status.running();
+    assert.equal(status.current, 'ready');
+  });
+
+  it('shows a server error with its message in red', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'error', model: '/ckpt', message: 'no config.json' });
+    const view = status.view();
+    assert.equal(view.severity, 'error');
+    assert.match(view.text, /\$\(error\)/);
+    assert.match(view.tooltip, /no config\.json/);
+  });
+
+  it('keeps an error visible when the process then stops', () => {
+    const status = new StatusModel();
+    status.failed('spawn EACCES');
+    status.stopped();
+    assert.equal(status.current, 'error');
+    assert.match(status.view().tooltip, /spawn EACCES/);
+  });
+
+  it('shows a plain stop as a warning, and a restart clears it', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'ready', model: 'm', message: '' });
+    status.stopped();
+    assert.equal(status.view().severity, 'warning');
+    status.starting();
+    status.running();
+    assert.equal(status.current, 'loading');
+  });
+
+  it('says when the server is not installed', () => {
+    const status = new StatusModel();
+    status.notInstalled('diffusion-lsp was not found');
+    status.stopped();
+    assert.equal(status.current, 'notInstalled');
+    assert.match(status.view().tooltip, /Not installed\ndiffusion-lsp was not found/);
+  });
+});
+
+describe('isServerStatus', () => {
+  it('accepts the documented shape', () => {
+    assert.ok(isServerStatus({ state: 'ready', model: 'embedded', message: '' }));
+  });
+  it('rejects other states and shapes', () => {
+    assert.ok(!isServerStatus({ state: 'done', model: 'x', message: '' }));
+    assert.ok(!isServerStatus({ state: 'ready', model: 3 }));
+    assert.ok(!isServerStatus(null));
+    assert.ok(!isServerStatus('ready'));
+  });
+});

@@ -1,0 +1,172 @@
+"""Absorbing-state denoiser over any transformers masked LM (the embedded model is one).
+
+Canvas: ``prefix + [MASK] * slots + suffix`` in natural order, bidirectional attention; accepted
+tokens stay fixed. Mask, pad and EOS ids come from the tokenizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import torch
+
+from ..config import EngineConfig
+from ..requests import ModelLoadError
+from ..sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
+from .base import Candidate, Control, FillPlan, FillResult, HoleSpec
+from .loading import resolve_device, resolve_dtype
+
+log = logging.getLogger(__name__)
+MASK_GLYPH = "▒"
+
+
+class MaskedBackend:
+    name = "masked"
+
+    def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence"):
+        self.model, self.tokenizer, self.device, self.order = model, tokenizer, device, order
+        self.mask_id = tokenizer.mask_token_id
+        specials = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id}
+        self.terminators = torch.tensor(sorted(i for i in specials if i is not None) or [self.mask_id])
+        self._term_set = set(self.terminators.tolist())
+        suppressed = set(tokenizer.all_special_ids) - set(self.terminators.tolist())
+        suppressed.add(self.mask_id)
+        self.suppressed = torch.tensor(sorted(suppressed))
+        vocab = len(tokenizer)
+        self.piece = [tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in range(vocab)]
+        self.newlines = torch.tensor([i for i, p in enumerate(self.piece) if "\n" in p] or [self.mask_id])
+        self.leading = tokenizer("", add_special_tokens=True)["input_ids"]  # [CLS] [SEP] for BERT, [] for ours
+        self.max_len = getattr(model.config, "max_position_embeddings", 512)
+        self._fast = all(hasattr(model, a) for a in ("model", "head", "decoder"))  # ModernBERT: head on masked slots only
+
+    @classmethod
+    def load(cls, config: EngineConfig) -> "MaskedBackend":
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        path = config.model_dir()
+        device = resolve_device(config.device)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            model = AutoModelForMaskedLM.from_pretrained(
+                str(path), local_files_only=True, dtype=resolve_dtype(config.dtype, device),
+                **({"device_map": config.device_map} if config.device_map else {}))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelLoadError(f"cannot load masked LM from {path}: {exc}") from exc
+        if tokenizer.mask_token_id is None:
+            raise ModelLoadError(f"{path}: the tokenizer has no mask token, so it is not a masked LM")
+        if not config.device_map:
+            model.to(device)
+        model.eval()
+        return cls(model, tokenizer, device, config.order)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def close(self) -> None:
+        self.model = None
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+
+    @torch.inference_mode()
+    def _logits_at(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        batch = ids[None].to(self.device)                                        # (1, T)
+        if self._fast:
+            hidden = self.model.model(input_ids=batch).last_hidden_state[0]      # (T, H)
+            return self.model.decoder(self.model.head(hidden[positions.to(self.device)])).cpu()  # (N, V)
+        return self.model(input_ids=batch).logits[0, positions.to(self.device)].cpu()
+
+    def _layout(self, plan: FillPlan) -> tuple[torch.Tensor, list[HoleSlots], list[HoleSpec], torch.Tensor]:
+        ids: list[int] = list(self.leading[:1]) if len(self.leading) >= 2 else []
+        holes: list[HoleSlots] = []
+        specs: list[HoleSpec] = []
+        init_free: list[tuple[int, int]] = []
+        for piece in plan.pieces:
+            if isinstance(piece, str):
+                ids.extend(self._encode(piece))
+                continue
+            lo = len(ids)
+            init = self._encode(piece.init) if piece.init else []
+            slots = max(piece.max_tokens, len(init))
+            ids.extend(init + [self.mask_id] * (slots - len(init)))
+            holes.append(HoleSlots(lo, lo + slots, piece.stop_at_newline))
+            specs.append(piece)
+            init_free.append((lo + len(init), lo + slots))
+        ids.extend(self.leading[1:] if len(self.leading) >= 2 else [])
+        if len(ids) > self.max_len:
+            raise ValueError(f"canvas of {len(ids)} tokens exceeds the model's {self.max_len} positions")
+        canvas = torch.tensor(ids)
+        free = torch.zeros(len(ids), dtype=torch.bool)
+        for lo, hi in init_free:
+            free[lo:hi] = True
+        return canvas, holes, specs, free
+
+    def _renoise(self, canvas: torch.Tensor, holes: list[HoleSlots], specs: list[HoleSpec], free: torch.Tensor):
+        """Rewrite: mask the initial tokens the model doubts most (p < 0.5, at least a quarter of each hole)."""
+        for h, spec in zip(holes, specs):
+            if not spec.init:
+                continue
+            pos = torch.arange(h.lo, h.hi)[~free[h.lo:h.hi]]
+            if len(pos) == 0:
+                continue
+            probs = self._logits_at(canvas, pos).float().softmax(-1)            # (N, V)
+            p_now = probs.gather(1, canvas[pos][:, None]).squeeze(1)            # (N,)
+            doubt = p_now < 0.5
+            k = max(1, len(pos) // 4)
+            doubt[p_now.topk(k, largest=False).indices] = True
+            canvas[pos[doubt]] = self.mask_id
+            free[pos[doubt]] = True
+
+    @torch.inference_mode()
+    def fill(self, plan: FillPlan, control: Control) -> FillResult:
+        canvas, holes, specs, free = self._layout(plan)
+        if any(s.init for s in specs):
+            self._renoise(canvas, holes, specs, free)
+        threshold = plan.threshold or DEFAULT_THRESHOLD
+        on_step = self._draft_hook(holes, control.draft) if control.draft else None
+        out = denoise(self._logits_at, canvas, holes, self.terminators, self.newlines, self.suppressed,
+                      plan.steps, threshold, self.order, control.check, on_step, free)
+        texts, confs, spans, logps, kept = [], [], [], [], 0
+        for h, end in zip(holes, out.ends):
+            toks = out.ids[h.lo:end].tolist()
+            while toks and toks[-1] in self._term_set:
+                toks.pop()
+            text, token_spans = self._decode(toks)
+            c = out.confidence[h.lo:h.lo + len(toks)].tolist()
+            texts.append(text)
+            confs.append(tuple(round(x, 4) for x in c))
+            spans.append(token_spans)
+            logps.extend(torch.tensor(c).clamp_min(1e-9).log().tolist())
+            kept += len(toks)
+        score = sum(logps) / len(logps) if logps else 0.0
+        candidate = Candidate(tuple(texts), tuple(confs), tuple(spans), score)
+        return FillResult((candidate,), out.steps, out.forwards, kept)
+
+    def _decode(self, toks: list[int]) -> tuple[str, tuple[tuple[int, int], ...]]:
+        text = self.tokenizer.decode(toks, clean_up_tokenization_spaces=False)
+        spans, pos = [], 0
+        for t in toks:  # per-token spans; byte-split characters are attributed to the later token
+            piece = self.piece[t]
+            n = len(piece) if "\ufffd" not in piece else 0
+            spans.append((min(pos, len(text)), min(pos + n, len(text))))
+            pos += n
+        return text, tuple(spans)
+
+    def _draft_hook(self, holes: list[HoleSlots], draft: Callable) -> Callable:
+        def on_step(step: int, ids: torch.Tensor, free: torch.Tensor, ends: list[int], conf: torch.Tensor) -> None:
+            texts, confs, pieces = [], [], []
+            for h, end in zip(holes, ends):
+                parts, c = [], []
+                for pos in range(h.lo, end):
+                    if free[pos]:
+                        parts.append(MASK_GLYPH)
+                        c.append(0.0)
+                    elif int(ids[pos]) not in self._term_set:
+                        parts.append(self.piece[int(ids[pos])])
+                        c.append(round(float(conf[pos]), 3))
+                texts.append("".join(parts))
+                confs.append(tuple(c))
+                pieces.append(tuple(parts))
+            draft(step, tuple(texts), tuple(confs), tuple(pieces))
+        return on_step

@@ -1,0 +1,196 @@
+"""The hole and its surroundings: which kind of hole the cursor asks for, and prefix/suffix windows
+cut at syntax boundaries within a token budget. Works in str offsets; tree-sitter rows stay in here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .languages import LanguageSpec, parse
+from .requests import HoleKind
+
+_WORD_TAIL = re.compile(r"[ \t]*[A-Za-z_][A-Za-z0-9_]*$")
+_CHARS_PER_TOKEN = 6  # generous: a raw window this many chars per budget token always covers the budget
+
+
+@dataclass(frozen=True)
+class Hole:
+    """Where the fill goes: ``[start, end)`` is replaced; ``heal`` is typed text the fill must start with."""
+
+    start: int
+    end: int
+    kind: HoleKind
+    heal: str = ""               # text[start:cursor] re-generated for clean token boundaries
+    stop_at_newline: bool = False
+    keep_newline: bool = False
+
+
+@dataclass(frozen=True)
+class Window:
+    prefix: str
+    suffix: str
+    start: int                   # str offset of prefix[0]
+    end: int                     # str offset just after suffix[-1]
+
+
+def _line_bounds(text: str, offset: int) -> tuple[int, int]:
+    lo = text.rfind("\n", 0, offset) + 1
+    hi = text.find("\n", offset)
+    return lo, (len(text) if hi < 0 else hi)
+
+
+def _previous_code_line(text: str, line_start: int) -> str:
+    pos = line_start - 1
+    while pos > 0:
+        lo = text.rfind("\n", 0, pos) + 1
+        line = text[lo:pos].rstrip("\r")
+        if line.strip():
+            return line
+        pos = lo - 1
+    return ""
+
+
+_PY_HEADER = re.compile(r"^\s*(?:async\s+)?(?:def|class|if|elif|else|for|while|with|try|except|finally|match|case)\b|^\s*\)")
+
+
+def _opens_block(spec: LanguageSpec, text: str, line_start: int, before: str) -> bool:
+    """Does the code right before the cursor (this line, else the previous code line) open a body?"""
+    if not spec.block_opener:
+        return False
+    head = before if before.strip() else _previous_code_line(text, line_start)
+    if spec.block_opener == ":":
+        head = re.sub(r"\s+#[^'\"]*$", "", head).rstrip()
+        # A ':' ending a compound statement header (or a multi-line signature's ')...:'), not a slice or dict.
+        return head.endswith(":") and bool(_PY_HEADER.match(head))
+    return head.rstrip().endswith(spec.block_opener)
+
+
+def decide_hole(spec: LanguageSpec, text: str, offset: int, end: int | None = None,
+                kind: HoleKind | None = None) -> Hole:
+    """The hole for a cursor at ``offset`` (or the selection ``[offset, end)``)."""
+    if end is not None and end > offset:
+        return Hole(offset, end, kind or HoleKind.SPAN)
+    lo, hi = _line_bounds(text, offset)
+    before, after = text[lo:offset], text[offset:hi].rstrip("\r")
+    if kind is None:
+        if after.strip():
+            kind = HoleKind.LINE if not before.strip() else HoleKind.INLINE
+        elif _opens_block(spec, text, lo, before):
+            kind = HoleKind.BLOCK
+        else:
+            kind = HoleKind.LINE if not before.strip() else HoleKind.INLINE
+    # Heal: regenerate the typed indentation or word fragment so the fill starts on a token boundary.
+    heal = ""
+    if kind in (HoleKind.LINE, HoleKind.BLOCK) and not before.strip():
+        heal = before
+    elif kind in (HoleKind.INLINE, HoleKind.LINE, HoleKind.BLOCK) and not after.strip():
+        m = _WORD_TAIL.search(before)
+        heal = m.group(0) if m else ""
+    start = offset - len(heal)
+    if kind is HoleKind.LINE:
+        # Inserted before code on this line: a whole line, newline included. On an empty line: no newline.
+        return Hole(start, offset, kind, heal, stop_at_newline=True, keep_newline=bool(after.strip()))
+    if kind is HoleKind.INLINE:
+        return Hole(start, offset, kind, heal, stop_at_newline=True)
+    return Hole(start, offset, kind, heal)
+
+
+def _boundary_rows(spec: LanguageSpec, snippet: str) -> set[int] | None:
+    """Rows of ``snippet`` where a statement-level node starts (depth <= 3), for clean cuts."""
+    tree = parse(spec, snippet)
+    if tree is None:
+        return None
+    rows: set[int] = set()
+    stack = [(tree.root_node, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.is_named and node.type != "ERROR":
+            rows.add(node.start_point[0])
+            rows.add(node.end_point[0] + 1)
+        if depth < 3:
+            stack.extend((c, depth + 1) for c in node.children)
+    return rows
+
+
+def window(spec: LanguageSpec, text: str, start: int, end: int, count_tokens: Callable[[str], int],
+           prefix_tokens: int, suffix_tokens: int) -> Window:
+    """The largest prefix before ``start`` and suffix after ``end`` within the budgets, cut at line
+    starts, preferring lines where a syntax node starts (or ends, for the suffix)."""
+    raw_lo = max(0, start - prefix_tokens * _CHARS_PER_TOKEN)
+    if raw_lo > 0:
+        newline = text.find("\n", raw_lo, start)
+        raw_lo = newline + 1 if newline >= 0 else raw_lo
+    raw_hi = min(len(text), end + suffix_tokens * _CHARS_PER_TOKEN)
+    prefix = _trim_prefix(spec, text[raw_lo:start], count_tokens, prefix_tokens, raw_lo == 0)
+    suffix = _trim_suffix(spec, text[end:raw_hi], count_tokens, suffix_tokens, raw_hi == len(text))
+    return Window(prefix, suffix, start - len(prefix), end + len(suffix))
+
+
+def _line_starts(s: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", s) if m.end() < len(s)]
+
+
+def _trim_prefix(spec, prefix: str, count_tokens, budget: int, whole: bool) -> str:
+    if count_tokens(prefix) <= budget:
+        return prefix
+    starts = _line_starts(prefix)
+    # Smallest cut index whose remainder fits (token counts decrease as the cut moves right).
+    lo, hi = 0, len(starts) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count_tokens(prefix[starts[mid]:]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    if count_tokens(prefix[starts[lo]:]) > budget:  # one very long line: cut mid-line by tokens
+        return _tail_by_tokens(prefix, count_tokens, budget)
+    rows = _boundary_rows(spec, prefix)
+    if rows:
+        for i in range(lo, min(len(starts), lo + 12)):  # the first syntax boundary at or after the cut
+            if i in rows:
+                return prefix[starts[i]:]
+    return prefix[starts[lo]:]
+
+
+def _trim_suffix(spec, suffix: str, count_tokens, budget: int, whole: bool) -> str:
+    if count_tokens(suffix) <= budget:
+        return suffix
+    ends = [m.end() for m in re.finditer("\n", suffix)]
+    lo, hi = 0, len(ends)
+    while lo < hi:  # the largest number of whole lines that fits
+        mid = (lo + hi + 1) // 2
+        if count_tokens(suffix[:ends[mid - 1]]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return _head_by_tokens(suffix, count_tokens, budget)
+    rows = _boundary_rows(spec, suffix[:ends[lo - 1]])
+    if rows:
+        for n in range(lo, max(0, lo - 12), -1):  # end at a row where a node ends / the next starts
+            if n in rows:
+                return suffix[:ends[n - 1]]
+    return suffix[:ends[lo - 1]]
+
+
+def _tail_by_tokens(s: str, count_tokens, budget: int) -> str:
+    lo, hi = 0, len(s)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count_tokens(s[mid:]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return s[lo:]
+
+
+def _head_by_tokens(s: str, count_tokens, budget: int) -> str:
+    lo, hi = 0, len(s)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(s[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return s[:lo]

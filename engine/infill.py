@@ -1,0 +1,115 @@
+"""One request, start to finish, on the engine thread: hole, context window, denoise, validate."""
+
+from __future__ import annotations
+
+import time
+
+from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
+from .config import EngineConfig
+from .context import Hole, Window, decide_hole, window
+from .languages import spec_for
+from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
+from .validate import baseline_errors, parses, tidy
+
+_SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
+_MAX_SPAN_TOKENS = 384
+
+
+def check_request(request: InfillRequest) -> None:
+    n = len(request.text)
+    if not 0 <= request.offset <= n:
+        raise EngineError(f"offset {request.offset} is outside the document (0..{n})")
+    if request.end is not None and not request.offset <= request.end <= n:
+        raise EngineError(f"end {request.end} is outside {request.offset}..{n}")
+
+
+def _slots(hole: Hole, request: InfillRequest, config: EngineConfig, backend: Backend, text: str) -> int:
+    if request.max_tokens:
+        return request.max_tokens
+    if hole.kind is HoleKind.SPAN:
+        return min(_MAX_SPAN_TOKENS, int(backend.count_tokens(text[hole.start:hole.end]) * 1.5) + 8)
+    return min(config.max_hole_tokens, _SLOTS.get(hole.kind, config.max_hole_tokens))
+
+
+def complete(backend: Backend, config: EngineConfig, request: InfillRequest, control: Control) -> Completion:
+    t0 = time.perf_counter()
+    check_request(request)
+    text = request.text
+    spec = spec_for(request.language)
+    hole = decide_hole(spec, text, request.offset, request.end, request.kind)
+    win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
+    line_end = text.find("\n", hole.end)
+    rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
+    original = text[hole.start:hole.end]
+    baseline = baseline_errors(spec, win, original) if config.validate else None
+    slots = _slots(hole, request, config, backend, text)
+    steps = forwards = tokens = rejected = 0
+    # A block may retry at half the slots; cursor-sized holes answer at once (latency first).
+    attempts = (slots, slots // 2) if hole.kind is HoleKind.BLOCK and slots >= 16 else (slots,)
+    budget = request.steps or config.steps  # for the whole request, retries included
+    for attempt in attempts:
+        if budget - steps < 1:
+            break
+        plan = FillPlan(
+            (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
+                                  original if request.rewrite else None), win.suffix),
+            steps=budget - steps, threshold=config.threshold, instruction=request.instruction)
+        result = backend.fill(plan, _offset_steps(control, steps))
+        steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
+        for candidate in result.candidates:
+            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline)
+            rejected += bad
+            if fill is not None:
+                return Completion((fill,), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None,
+                                  rejected, backend.name)
+        if request.rewrite:
+            break
+    return Completion((), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
+
+
+def _offset_steps(control: Control, done: int) -> Control:
+    """Number a retry's steps after the first attempt's, so drafts stay in order."""
+    if not done:
+        return control
+    draft = control.draft
+    return Control(lambda step: control.check(done + step),
+                   (lambda step, *rest: draft(done + step, *rest)) if draft else None)
+
+
+def _options(raw: str, hole: Hole) -> list[str]:
+    """The raw fill, then (for a block) each shorter prefix ending at a line end."""
+    if hole.kind is not HoleKind.BLOCK:
+        return [raw]
+    cuts = [i + 1 for i, ch in enumerate(raw) if ch == "\n" and i + 1 < len(raw)]
+    return [raw] + [raw[:c] for c in reversed(cuts)]
+
+
+def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win: Window,
+                 baseline: int | None) -> tuple[HoleFill | None, int]:
+    bad = 0
+    for option in _options(candidate.texts[0], hole):
+        fill = tidy(option, hole, rest_of_line)
+        if fill is None or not fill[len(hole.heal):].strip():
+            bad += 1
+            continue
+        if not parses(spec, win, fill, baseline):
+            bad += 1
+            continue
+        return _hole_fill(candidate, hole, option, fill), bad
+    return None, bad
+
+
+def _hole_fill(candidate: Candidate, hole: Hole, raw: str, fill: str) -> HoleFill:
+    """The fill without its healed head, with the confidences of the tokens that survived the tidy."""
+    cut = len(hole.heal)
+    confs, spans = [], []
+    for c, (lo, hi) in zip(candidate.confidences[0], candidate.token_spans[0]):
+        if hi <= cut or lo >= len(fill):
+            continue
+        confs.append(c)
+        spans.append((max(lo, cut) - cut, min(hi, len(fill)) - cut))
+    return HoleFill(hole.start + cut, hole.end, fill[cut:], tuple(confs), tuple(spans))
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)

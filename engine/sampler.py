@@ -1,0 +1,129 @@
+"""The masked-diffusion denoising loop: accepted tokens stay, confident tokens are accepted in parallel.
+
+Each step: one forward over the canvas, logits at the still-masked slots only, then accept every
+slot whose top probability clears ``threshold`` (at least enough slots to finish within the step
+budget, at least one). A hole ends at its first accepted terminator (pad/EOS, or a newline for a
+one-line hole): the slots after it are dead and leave the loop. ``order="left_to_right"`` accepts
+exactly the leftmost free slot per step: the autoregressive order, for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .requests import Cancelled
+
+DEFAULT_THRESHOLD = 0.9
+
+
+@dataclass
+class HoleSlots:
+    """One hole's slots on the canvas: ``[lo, hi)``; a newline token may end it."""
+
+    lo: int
+    hi: int
+    newline_ends: bool
+
+
+@dataclass
+class Denoised:
+    ids: torch.Tensor          # (T,) final canvas
+    confidence: torch.Tensor   # (T,) probability each accepted token had when it was accepted
+    ends: list[int]            # per hole, the first dead slot (hole text is ids[lo:end])
+    steps: int
+    forwards: int
+
+
+def denoise(
+    logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ids: torch.Tensor,
+    holes: list[HoleSlots],
+    terminators: torch.Tensor,
+    newline_tokens: torch.Tensor,
+    suppressed: torch.Tensor,
+    steps: int,
+    threshold: float,
+    order: str = "confidence",
+    check: Callable[[int], None] | None = None,
+    on_step: Callable[[int, torch.Tensor, torch.Tensor, list[int], torch.Tensor], None] | None = None,
+    free: torch.Tensor | None = None,
+) -> Denoised:
+    """``ids`` (T,) holds masks in the holes; ``logits_at(ids, positions) -> (N, V)``."""
+    T = ids.shape[0]
+    ids = ids.clone()
+    if free is None:
+        free = torch.zeros(T, dtype=torch.bool)
+        for h in holes:
+            free[h.lo:h.hi] = True
+    confidence = torch.ones(T)
+    confidence[free] = 0.0
+    ends = [h.hi for h in holes]
+    is_term = torch.zeros(int(max(terminators.max(), newline_tokens.max(), suppressed.max())) + 1, dtype=torch.bool)
+    is_newline = is_term.clone()
+    is_term[terminators] = True
+    is_newline[newline_tokens] = True
+    step = forwards = 0
+    steps = max(steps, 1)
+    while free.any():
+        if check is not None:
+            check(step)
+        positions = free.nonzero().squeeze(1)                       # (N,)
+        logits = logits_at(ids, positions).float()                  # (N, V)
+        forwards += 1
+        logits[:, suppressed] = -math.inf
+        first = torch.isin(positions, torch.tensor([h.lo for h in holes]))
+        logits[first.nonzero(), terminators] = -math.inf  # a hole is never empty
+        probs = logits.softmax(-1)
+        conf, pred = probs.max(-1)                                  # (N,), (N,)
+        if order == "left_to_right":
+            accept = torch.zeros_like(conf, dtype=torch.bool)
+            accept[0] = True
+        elif step >= steps - 1:  # the budget is spent: take the argmax everywhere (anytime answer)
+            accept = torch.ones_like(conf, dtype=torch.bool)
+        else:
+            # A terminator may only be accepted at a hole's frontier (its leftmost free slot): pads
+            # are confident far right, and accepting them there would eat the hole from the end.
+            eligible = ~is_term[pred.clamp_max(len(is_term) - 1)] | _frontier(positions, free, holes, ends)
+            remaining = steps - step
+            need = min(int(eligible.sum()), max(1, math.ceil(len(positions) / remaining)))
+            accept = eligible & (conf >= threshold)
+            if int(accept.sum()) < need:
+                accept[torch.where(eligible, conf, -1.0).topk(need).indices] = True
+        chosen = positions[accept]
+        ids[chosen] = pred[accept]
+        confidence[chosen] = conf[accept]
+        free[chosen] = False
+        step += 1
+        _end_holes(ids, free, holes, ends, is_term, is_newline)
+        if on_step is not None:
+            on_step(step, ids, free, ends, confidence)
+    return Denoised(ids, confidence, ends, step, forwards)
+
+
+def _frontier(positions: torch.Tensor, free: torch.Tensor, holes: list[HoleSlots], ends: list[int]) -> torch.Tensor:
+    """(N,) True at each hole's leftmost free slot."""
+    mark = torch.zeros_like(positions, dtype=torch.bool)
+    for h, end in zip(holes, ends):
+        idx = free[h.lo:end].nonzero()
+        if len(idx):
+            mark |= positions == h.lo + int(idx[0])
+    return mark
+
+
+def _end_holes(ids, free, holes: list[HoleSlots], ends: list[int], is_term, is_newline) -> None:
+    """A hole ends at its first decided terminator; everything after it is dead."""
+    for i, h in enumerate(holes):
+        decided = (~free[h.lo:ends[i]]).nonzero().squeeze(1)
+        for j in decided.tolist():
+            tok = int(ids[h.lo + j])
+            if tok < len(is_term) and (is_term[tok] or (h.newline_ends and is_newline[tok])):
+                # Slots after the first terminator are dead; free slots before it still get filled.
+                end = h.lo + j + (0 if is_term[tok] else 1)
+                if end < ends[i]:
+                    free[end:ends[i]] = False
+                    ends[i] = end
+                break

@@ -1,0 +1,224 @@
+"""Engine: one thread owns the model; jobs queue up with a future and a cancel event each.
+
+The newest job per key wins: submitting a job cancels the older one with the same key, before it
+reaches the model if it is still queued, or within one denoising step if it is running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from .backends.base import Backend, Control
+from .config import EngineConfig
+from .infill import complete
+from .requests import Cancelled, Completion, Draft, EngineError, InfillRequest, ModelLoadError, NotReady
+
+log = logging.getLogger(__name__)
+
+
+class EngineState(str, enum.Enum):
+    IDLE = "idle"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+@dataclass
+class Job:
+    request: InfillRequest
+    on_draft: Callable[[Draft], None] | None = None
+    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    stopped_at_step: int | None = None  # set when a running job noticed its cancellation
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.future.cancel()  # succeeds only while queued; a running job stops at its next step
+
+    def check(self, step: int) -> None:
+        if self.cancelled.is_set():
+            self.stopped_at_step = step
+            raise Cancelled(step)
+
+
+@dataclass
+class _Load:
+    config: EngineConfig
+    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+
+
+def _load_backend(config: EngineConfig) -> Backend:
+    from .backends import load_backend
+    return load_backend(config)
+
+
+class Engine:
+    def __init__(self, config: EngineConfig, backend_loader: Callable[[EngineConfig], Backend] = _load_backend):
+        self.config = config
+        self.state = EngineState.IDLE
+        self.error: str | None = None
+        self.backend: Backend | None = None
+        self._loader = backend_loader
+        self._queue: queue.Queue = queue.Queue()
+        self._latest: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[EngineState, str | None], None]] = []
+        self._counters = {"jobs": 0, "completed": 0, "cancelled": 0, "failed": 0, "steps": 0, "forwards": 0,
+                          "last_cancelled_at_step": None, "last_elapsed_ms": None}
+        self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
+        self._thread.start()
+
+    # -- control ----------------------------------------------------------------------------
+    def on_state(self, listener: Callable[[EngineState, str | None], None]) -> None:
+        """Call ``listener(state, error)`` (from the engine thread) whenever the state changes."""
+        self._listeners.append(listener)
+
+    def start(self) -> concurrent.futures.Future:
+        """Load ``self.config``'s model on the engine thread."""
+        return self.reconfigure(self.config, force=True)
+
+    def reconfigure(self, config: EngineConfig, force: bool = False) -> concurrent.futures.Future:
+        """Adopt ``config``; reload the model only when what loads it changed."""
+        same_model = (config.model, config.device, config.dtype, config.device_map, config.order) == (
+            self.config.model, self.config.device, self.config.dtype, self.config.device_map, self.config.order)
+        if same_model and not force and self.state is EngineState.READY:
+            self.config = config
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        load = _Load(config)
+        self._queue.put(load)
+        return load.future
+
+    def close(self, wait: bool = True) -> None:
+        with self._lock:
+            for job in self._latest.values():
+                job.cancel()
+        self._queue.put(None)
+        if wait:
+            self._thread.join(timeout=10)
+
+    def stats(self) -> dict:
+        """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards."""
+        return dict(self._counters)
+
+    # -- requests ---------------------------------------------------------------------------
+    def submit(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None) -> Job:
+        job = Job(request, on_draft)
+        if self.state is not EngineState.READY:
+            job.future.set_exception(NotReady(self._not_ready_message()))
+            return job
+        if request.key is not None:
+            with self._lock:
+                older = self._latest.get(request.key)
+                if older is not None:
+                    older.cancel()
+                self._latest[request.key] = job
+        self._queue.put(job)
+        return job
+
+    async def infill(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None) -> Completion:
+        """Await a completion; cancelling the awaiting task cancels the job."""
+        job = self.submit(request, on_draft)
+        try:
+            return await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+
+    def infill_sync(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None,
+                    timeout: float | None = None) -> Completion:
+        return self.submit(request, on_draft).future.result(timeout)
+
+    def _not_ready_message(self) -> str:
+        if self.state is EngineState.FAILED:
+            return f"the model failed to load: {self.error}"
+        return f"the model is {self.state.value}"
+
+    # -- the engine thread ------------------------------------------------------------------
+    def _set_state(self, state: EngineState, error: str | None = None) -> None:
+        self.state, self.error = state, error
+        for listener in list(self._listeners):
+            try:
+                listener(state, error)
+            except Exception:  # a listener's bug must not kill the engine thread
+                log.exception("state listener failed")
+
+    def _run(self) -> None:
+        while True:
+            task = self._queue.get()
+            if task is None:
+                self._set_state(EngineState.CLOSED)
+                return
+            if isinstance(task, _Load):
+                self._do_load(task)
+            else:
+                self._do_job(task)
+
+    def _do_load(self, task: _Load) -> None:
+        self._set_state(EngineState.LOADING)
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+        try:
+            import torch
+            torch.set_num_threads(max(1, task.config.threads))
+            self.backend = self._loader(task.config)
+        except Exception as exc:  # any load failure is reported once, the engine stays up
+            message = str(exc) if isinstance(exc, ModelLoadError) else f"{type(exc).__name__}: {exc}"
+            log.error("model load failed: %s", message)
+            self.config = task.config
+            self._set_state(EngineState.FAILED, message)
+            task.future.set_exception(ModelLoadError(message))
+            return
+        self.config = task.config
+        self._set_state(EngineState.READY)
+        task.future.set_result(None)
+
+    def _do_job(self, job: Job) -> None:
+        counters = self._counters
+        if not job.future.set_running_or_notify_cancel():
+            counters["cancelled"] += 1
+            counters["last_cancelled_at_step"] = 0
+            return  # cancelled while queued: never reaches the model
+        counters["jobs"] += 1
+        try:
+            if self.backend is None:
+                raise NotReady(self._not_ready_message())
+            control = Control(job.check, self._draft_forwarder(job) if job.on_draft else None)
+            completion = complete(self.backend, self.config, job.request, control)
+            counters["completed"] += 1
+            counters["steps"] += completion.steps
+            counters["forwards"] += completion.forwards
+            counters["last_elapsed_ms"] = completion.elapsed_ms
+            job.future.set_result(completion)
+        except Cancelled as exc:
+            counters["cancelled"] += 1
+            counters["last_cancelled_at_step"] = exc.step
+            job.future.set_exception(exc)
+        except EngineError as exc:
+            counters["failed"] += 1
+            job.future.set_exception(exc)
+        except Exception as exc:  # a bug in one request must not take the engine down
+            log.exception("infill failed")
+            job.future.set_exception(EngineError(f"internal error: {type(exc).__name__}: {exc}"))
+        finally:
+            if job.request.key is not None:
+                with self._lock:
+                    if self._latest.get(job.request.key) is job:
+                        del self._latest[job.request.key]
+
+    @staticmethod
+    def _draft_forwarder(job: Job):
+        def forward(step: int, texts, confidences, pieces=None) -> None:
+            if not job.cancelled.is_set():
+                job.on_draft(Draft(step, tuple(texts), tuple(confidences), tuple(pieces or ())))
+        return forward

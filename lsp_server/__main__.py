@@ -1,0 +1,80 @@
+"""Command line: ``diffusion-lsp`` serves LSP (stdio by default); ``diffusion-lsp infill FILE:LINE:COL``
+fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+
+def _logging(verbosity: int, log_file: str | None) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if verbosity < 2:
+        logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
+
+
+def _parse_location(spec: str) -> tuple[str, int, int]:
+    path, sep, rest = spec.rpartition(":")
+    path2, sep2, line = path.rpartition(":")
+    if not sep or not sep2:
+        raise argparse.ArgumentTypeError(f"expected PATH:LINE:COL, got {spec!r}")
+    try:
+        line_no, col_no = int(line), int(rest)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"LINE and COL must be integers in {spec!r}") from None
+    if line_no < 1 or col_no < 1:
+        raise argparse.ArgumentTypeError("LINE and COL are 1-based")
+    return path2, line_no, col_no
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="diffusion-lsp", description=__doc__)
+    p.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
+    p.add_argument("--tcp", action="store_true", help="listen on a TCP socket instead of stdio")
+    p.add_argument("--ws", action="store_true", help="listen on a websocket instead of stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=2087)
+    p.add_argument("--log-file", help="log here instead of stderr")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug")
+    sub = p.add_subparsers(dest="command")
+    fill = sub.add_parser("infill", help="fill once at PATH:LINE:COL (1-based) and print the inserted text")
+    fill.add_argument("location", type=_parse_location, metavar="PATH:LINE:COL")
+    fill.add_argument("--model", default="embedded", help="'embedded' or a checkpoint directory")
+    fill.add_argument("--steps", type=int, default=None)
+    fill.add_argument("--threads", type=int, default=1)
+    fill.add_argument("--device", default="auto")
+    fill.add_argument("--dtype", default="auto")
+    fill.add_argument("--language", default=None, help="language id (default: from the file extension)")
+    fill.add_argument("--json", action="store_true", help="print one JSON object")
+    demo = sub.add_parser("demo", help="a scripted editor session: watch a suggestion develop step by step")
+    demo.add_argument("--model", default="embedded")
+    demo.add_argument("--file", default=None, help="a source file to complete in (default: a built-in example)")
+    demo.add_argument("--at", default=None, metavar="LINE:COL", help="1-based cursor (default: the example's)")
+    args = p.parse_args(argv)
+    _logging(args.verbose, args.log_file)
+    if args.command == "infill":
+        from .oneshot import run_infill
+        return run_infill(args)
+    if args.command == "demo":
+        from .demo import run_demo
+        return run_demo(args)
+    from .server import build_server
+    server = build_server()
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    elif args.ws:
+        server.start_ws(args.host, args.port)
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""textDocument/inlineCompletion (ghost text) and textDocument/completion (the fallback item)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
+
+from engine import Completion, EngineError, InfillRequest
+
+from .documents import Document
+from .jobs import JobRunner
+from .progress import DraftStream
+
+_ids = itertools.count(1)
+log = logging.getLogger(__name__)
+
+
+async def _complete_at(ls, uri: str, position: types.Position,
+                       progress_token: types.ProgressToken | None = None) -> tuple[Document, Completion] | None:
+    doc = ls.document_or_error(uri)
+    offset = ls.offset_or_error(doc, position)
+    if ls.settings.debounce_ms:
+        version = doc.version
+        await asyncio.sleep(ls.settings.debounce_ms / 1000)
+        if doc.version != version:
+            return None
+    stream = DraftStream(ls, asyncio.get_running_loop(), uri, doc.version, str(next(_ids)),
+                         ls.settings.draft_interval_ms, progress_token)
+    request = InfillRequest(text=doc.text, offset=offset, language=doc.language_id, key=uri)
+    stream.range = _range_json(doc.range_at(offset, offset, ls.encoding))
+    wants_drafts = ls.settings.drafts or progress_token is not None
+    try:
+        completion = await ls.jobs.run(doc, request, stream if wants_drafts else None)
+    except EngineError as exc:
+        raise JsonRpcInternalError(str(exc)) from None
+    if completion is None or not completion.fills:
+        if completion is not None:
+            stream.finish(completion.steps, "", ())
+        return None
+    log.info("fill for %s v%s: %.1f ms engine, %d steps, %d tokens", uri, doc.version,
+             completion.elapsed_ms, completion.steps, completion.tokens)
+    fill = completion.fills[0]
+    stream.range = _range_json(doc.range_at(fill.start, fill.end, ls.encoding))
+    pieces = tuple(fill.text[lo:hi] for lo, hi in fill.token_spans)
+    stream.finish(completion.steps, fill.text, fill.confidences, pieces)
+    return doc, completion
+
+
+def _range_json(r: types.Range) -> dict:
+    return {"start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character}}
+
+
+def register(server) -> None:
+    server.jobs = JobRunner(server)
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls, params: types.InlineCompletionParams) -> types.InlineCompletionList | None:
+        result = await _complete_at(ls, params.text_document.uri, params.position, params.work_done_token)
+        if result is None:
+            return types.InlineCompletionList(items=[])
+        doc, completion = result
+        fill = completion.fills[0]
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(
+            insert_text=fill.text, range=doc.range_at(fill.start, fill.end, ls.encoding))])
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION,
+                    types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", "="]))
+    async def completion(ls, params: types.CompletionParams) -> types.CompletionList:
+        result = await _complete_at(ls, params.text_document.uri, params.position, params.work_done_token)
+        if result is None:
+            return types.CompletionList(is_incomplete=True, items=[])
+        doc, completion = result
+        fill = completion.fills[0]
+        first = next((line for line in fill.text.splitlines() if line.strip()), fill.text).strip()
+        return types.CompletionList(is_incomplete=True, items=[types.CompletionItem(
+            label=first[:80] or "(diffusion fill)",
+            kind=types.CompletionItemKind.Snippet,
+            detail="diffusion fill",
+            documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
+            sort_text="0",
+            text_edit=types.TextEdit(doc.range_at(fill.start, fill.end, ls.encoding), fill.text),
+        )])

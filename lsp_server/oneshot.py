@@ -1,0 +1,64 @@
+"""``diffusion-lsp infill PATH:LINE:COL``: the server's engine path, once, from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from engine import Engine, EngineConfig, EngineError, InfillRequest
+from engine.languages import language_for_path
+
+from .documents import UTF32, Document
+
+
+def run_infill(args) -> int:
+    path, line, col = args.location
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"diffusion-lsp: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    doc = Document(path, args.language or language_for_path(path), 0, text)
+    if line > len(doc.line_starts()):
+        print(f"diffusion-lsp: {path} has {len(doc.line_starts())} lines, not {line}", file=sys.stderr)
+        return 2
+    from lsprotocol.types import Position
+    offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
+    config = EngineConfig(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
+                          **({"steps": args.steps} if args.steps else {}))
+    engine = Engine(config)
+    t0 = time.perf_counter()
+    try:
+        engine.start().result()
+        load_ms = (time.perf_counter() - t0) * 1000
+        completion = engine.infill_sync(InfillRequest(text=text, offset=offset, language=doc.language_id))
+    except EngineError as exc:
+        print(f"diffusion-lsp: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
+    fill = completion.fills[0] if completion.fills else None
+    if args.json:
+        start = doc.position_at(fill.start if fill else offset)
+        end = doc.position_at(fill.end if fill else offset)
+        print(json.dumps({
+            "text": completion.text,
+            "start": {"line": start.line, "character": start.character},
+            "end": {"line": end.line, "character": end.character},
+            "kind": completion.kind.value,
+            "steps": completion.steps, "forwards": completion.forwards, "tokens": completion.tokens,
+            "elapsed_ms": completion.elapsed_ms, "load_ms": round(load_ms, 1),
+            "tokens_per_forward": round(completion.tokens_per_forward, 3),
+            "confidences": list(fill.confidences) if fill else [],
+            "syntax_checked": completion.syntax_checked, "rejected": completion.rejected,
+            "backend": completion.backend, "model": args.model,
+        }))
+    else:
+        sys.stdout.write(completion.text)
+        if completion.text and not completion.text.endswith("\n"):
+            sys.stdout.write("\n")
+        if not completion.text:
+            print("diffusion-lsp: no valid fill found", file=sys.stderr)
+    return 0

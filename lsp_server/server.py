@@ -1,0 +1,184 @@
+"""build_server(engine_factory): the language server with its lifecycle, document sync and settings.
+
+Features live in their own modules (inline.py, actions.py); this module wires them to one server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from engine import Engine, EngineConfig, EngineState
+
+from . import __version__
+from .documents import DocumentStore, PositionError
+from .progress import StatusReporter
+from .settings import SECTION, Settings, parse_settings
+
+log = logging.getLogger(__name__)
+EngineFactory = Callable[[EngineConfig], Engine]
+STATS = "diffusion/stats"
+
+
+class _Skip:
+    """Stands for a message already answered while it was being decoded."""
+
+    jsonrpc = "skip"
+
+
+class DiffusionProtocol(LanguageServerProtocol):
+    """pygls' protocol with two fixes: requests whose params fail to decode get an InvalidParams
+    answer (instead of none: the client would wait forever), and document sync uses our own store."""
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                cause = exc.__cause__
+                detail = f": {cause}" if cause else ""
+                err = JsonRpcInvalidParams(f"invalid params for {data['method']}{detail}")
+                self._send_response(data["id"], None, err.to_response_error())
+                return _Skip()
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Skip):
+            return
+        super().handle_message(message)
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args):
+        """Exit at once (0 after shutdown, 1 otherwise): the engine thread holds nothing to save."""
+        import os
+        import sys
+        sys.stdout.flush()
+        os._exit(0 if self._shutdown else 1)
+        yield from ()
+
+    @property
+    def encoding(self) -> str:
+        return self.workspace.position_encoding if self._workspace is not None else types.PositionEncodingKind.Utf16
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        self._server.documents.open(params.text_document)
+        yield from ()
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        try:
+            self._server.documents.change(params, self.encoding)
+        except PositionError as exc:
+            log.warning("%s is out of sync until the next full-text change: %s", params.text_document.uri, exc)
+        self._server.on_document_changed(params.text_document.uri)
+        yield from ()
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        self._server.documents.close(params.text_document.uri)
+        self._server.on_document_changed(params.text_document.uri)
+        yield from ()
+
+
+class DiffusionServer(LanguageServer):
+    def __init__(self, engine_factory: EngineFactory = Engine):
+        super().__init__("diffusion-lsp", __version__, protocol_cls=DiffusionProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.documents = DocumentStore()
+        self.settings = Settings()
+        self.engine_factory = engine_factory
+        self.engine: Engine | None = None
+        self.status = StatusReporter(self)
+        self._change_listeners: list[Callable[[str], None]] = []
+
+    @property
+    def encoding(self) -> str:
+        return self.protocol.encoding
+
+    def report_server_error(self, error: Exception, source) -> None:
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def on_document_changed(self, uri: str) -> None:
+        for listener in self._change_listeners:
+            listener(uri)
+
+    def add_change_listener(self, listener: Callable[[str], None]) -> None:
+        self._change_listeners.append(listener)
+
+    def warn(self, message: str) -> None:
+        log.warning(message)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"diffusion-lsp: {message}"))
+
+    def apply_settings(self, raw: Any, base: Settings | None = None) -> None:
+        settings, problems = parse_settings(raw, base)
+        if problems:
+            self.warn("invalid settings, defaults used for: " + "; ".join(problems))
+        old, self.settings = self.settings, settings
+        if self.engine is not None and settings.engine_config() != old.engine_config():
+            self.status.loading(settings.model)
+            self.engine.reconfigure(settings.engine_config())
+
+    def document_or_error(self, uri: str):
+        doc = self.documents.get(uri)
+        if doc is None:
+            raise JsonRpcInvalidParams(f"unknown document {uri}: send textDocument/didOpen first")
+        return doc
+
+    def offset_or_error(self, doc, position: types.Position) -> int:
+        try:
+            return doc.offset_at(position, self.encoding)
+        except PositionError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+
+
+def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
+    server = DiffusionServer(engine_factory)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: DiffusionServer, params: types.InitializeParams) -> None:
+        ls.settings, problems = parse_settings(params.initialization_options)
+        ls.status.client_supports_progress = bool(
+            params.capabilities.window and params.capabilities.window.work_done_progress)
+        ls.startup_problems = problems
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
+        ls.status.loop = asyncio.get_running_loop()
+        if getattr(ls, "startup_problems", None):
+            ls.warn("invalid settings, defaults used for: " + "; ".join(ls.startup_problems))
+        ls.engine = ls.engine_factory(ls.settings.engine_config())
+        ls.engine.on_state(ls.status.engine_state_changed)
+        ls.status.loading(ls.settings.model)
+        ls.engine.start()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: DiffusionServer, params: types.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        if isinstance(settings, dict) and SECTION not in settings and "settings" in settings:
+            settings = settings["settings"]
+        ls.apply_settings(settings, ls.settings)
+
+    @server.feature(STATS)
+    def stats(ls: DiffusionServer, params: Any) -> dict:
+        """Engine counters, for clients' status views, tests and benchmarks."""
+        engine = ls.engine
+        return {"state": engine.state.value if engine else "idle", "error": engine.error if engine else None,
+                "model": ls.settings.model, **(engine.stats() if engine else {})}
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DiffusionServer, params: None) -> None:
+        if ls.engine is not None:
+            ls.engine.close(wait=False)  # never block the answer on a model that is still loading
+
+    from . import actions, inline  # feature modules register themselves
+    inline.register(server)
+    actions.register(server)
+    return server

@@ -1,0 +1,492 @@
+"""The benchmark harness: data loading, the sandboxed executor, metrics, edits, the table and the plots."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import table
+from benchmarks.evaluate import evaluate, summarise
+from benchmarks.fillers import ReferenceFiller, apply_edits, make_fill
+from benchmarks.holesets import body_after_opener, one_per_problem, typing_task
+from benchmarks.lsp_client import offset_at, position_at
+from benchmarks.metrics import exact_match, latency_summary, normalise, percentile, syntax_valid
+from benchmarks.sandbox import Limits, check_program, run_program
+from benchmarks.tasks import Task, TaskFormatError, dataset_name, load_tasks
+
+DATA = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "human-eval-infilling"
+FAST = Limits(timeout_s=1.0, cpu_s=2)
+
+RETURN1 = {"task_id": "test/0", "prompt": "def return1():\n", "suffix": "1", "canonical_solution": "    return ",
+           "test": "def check(candidate):\n    assert candidate() == 1", "entry_point": "return1"}
+
+
+def write_jsonl(path: Path, rows: list[dict], gz: bool = False) -> Path:
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- tasks ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_load_tasks_jsonl_and_gz(tmp_path, gz):
+    rows = [RETURN1, {**RETURN1, "task_id": "test/1", "test": None, "entry_point": None}]
+    path = write_jsonl(tmp_path / ("t.jsonl.gz" if gz else "t.jsonl"), rows, gz)
+    tasks = load_tasks(path)
+    assert [t.task_id for t in tasks] == ["test/0", "test/1"]
+    assert tasks[0].text == "def return1():\n1" and tasks[0].offset == len("def return1():\n")
+    assert tasks[0].has_test and not tasks[1].has_test
+    assert len(load_tasks(path, limit=1)) == 1
+
+
+def test_load_tasks_skips_blank_lines_and_reports_bad_ones(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(RETURN1) + "\n\n   \n", encoding="utf-8")
+    assert len(load_tasks(path)) == 1
+    path.write_text(json.dumps({"task_id": "x", "prompt": "a"}) + "\n", encoding="utf-8")
+    with pytest.raises(TaskFormatError, match="suffix"):
+        load_tasks(path)
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(TaskFormatError, match=":1:"):
+        load_tasks(path)
+
+
+def test_dataset_name():
+    assert dataset_name("a/HumanEval-SingleLineInfilling.jsonl.gz") == "HumanEval-SingleLineInfilling"
+    assert dataset_name("x.jsonl") == "x"
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not present")
+def test_shared_single_line_data():
+    tasks = load_tasks(DATA / "HumanEval-SingleLineInfilling.jsonl.gz")
+    assert len(tasks) == 1033 and all(t.has_test for t in tasks)
+
+
+# -- the sandbox ---------------------------------------------------------------------------------
+
+def test_passing_program():
+    r = run_program("assert sum([1, 2]) == 3\nprint('fine')", FAST)
+    assert r.status == "passed" and r.passed and r.returncode == 0
+
+
+def test_failing_assert():
+    r = run_program("assert 1 == 2, 'nope'", FAST)
+    assert r.status == "failed" and not r.passed
+    assert "AssertionError" in r.detail
+
+
+def test_infinite_loop_is_killed_within_the_timeout():
+    start = time.monotonic()
+    r = run_program("while True:\n    pass", FAST)
+    assert r.status == "timeout" and not r.passed
+    assert time.monotonic() - start < FAST.timeout_s + 1.5
+
+
+def test_sleeping_program_is_killed_within_the_timeout():
+    start = time.monotonic()
+    assert run_program("import time\ntime.sleep(60)", FAST).status == "timeout"
+    assert time.monotonic() - start < FAST.timeout_s + 1.5
+
+
+@pytest.mark.parametrize("program, signal_name", [
+    ("import os\nos.abort()", "SIGABRT"),
+    ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
+])
+def test_crash(program, signal_name):
+    r = run_program(program, FAST)
+    assert r.status == "crashed" and not r.passed and signal_name in r.detail
+
+
+def test_nonzero_exit_without_traceback_is_a_crash():
+    r = run_program("import sys\nsys.exit(3)", FAST)
+    assert r.status == "crashed" and r.returncode == 3
+
+
+@pytest.mark.parametrize("program", [
+    "x = bytearray(8 << 30)",                                       # one huge allocation
+    "chunks = []\nwhile True:\n    chunks.append(bytearray(50 << 20))",  # a growing one
+])
+def test_memory_bomb_fails_fast(program):
+    start = time.monotonic()
+    r = run_program(program, Limits(timeout_s=3.0, memory_bytes=512 << 20))
+    assert not r.passed and r.status in ("failed", "crashed")
+    assert time.monotonic() - start < 3.0
+
+
+def test_network_is_blocked():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    accepted = []
+    waiter = threading.Thread(target=lambda: accepted.append(_accept(listener)))
+    waiter.start()
+    program = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hi')"
+    r = run_program(program, FAST)
+    waiter.join()
+    listener.close()
+    assert not r.passed and r.status == "failed"
+    assert accepted == [None]
+    assert r.network in ("namespace", "patched")
+
+
+def _accept(listener):
+    try:
+        return listener.accept()
+    except OSError:
+        return None
+
+
+def test_raw_socket_module_cannot_reach_the_network_in_a_namespace():
+    program = "import _socket\ns = _socket.socket()\ns.settimeout(1)\ns.connect(('127.0.0.1', 9))"
+    r = run_program(program, FAST)
+    if r.network != "namespace":
+        pytest.skip("no network namespace here: only the socket patch applies (documented)")
+    assert not r.passed
+
+
+def test_child_processes_and_deletes_are_blocked():
+    assert run_program("import os\nos.fork()", FAST).status == "failed"
+    assert run_program("import subprocess\nsubprocess.run(['true'])", FAST).status == "failed"
+    assert run_program("import shutil\nshutil.rmtree('/nonexistent-dir')", FAST).detail.startswith("OSError: blocked")
+
+
+def test_early_exit_zero_does_not_pass():
+    r = run_program("import sys\nsys.exit(0)\nassert False", FAST)
+    assert r.status == "failed" and r.returncode == 0
+
+
+def test_runs_in_a_fresh_temporary_directory_with_stdin_closed():
+    r = run_program("import os, sys\nassert sorted(os.listdir('.')) == ['.sandbox', 'main.py', 'stderr', 'stdout']\n"
+                    "assert os.getcwd().split('/')[-1].startswith('bench-exec-')\n"
+                    "assert sys.stdin.read() == ''\nassert 'http_proxy' not in os.environ", FAST)
+    assert r.passed, r.detail
+
+
+def test_output_flood_is_bounded():
+    start = time.monotonic()
+    r = run_program("while True:\n    print('x' * 10000)", Limits(timeout_s=2.0, file_bytes=1 << 20))
+    assert not r.passed
+    assert time.monotonic() - start < 3.5
+
+
+def test_human_eval_infilling_example_samples():
+    """The upstream example samples for test/0: only a correct `return ` line passes."""
+    samples = ["    import subprocess\n    subprocess.check_output('rm -rf tmp')", "    import time\n    time.sleep(10)\n    return 1",
+               "    return input('enter a number')", "    return 1", "  return 1", "\treturn 1",
+               "    import time\n    time.sleep(10)\n    return ", "    return ", "  return ", "\treturn "]
+    expected = [False] * 7 + [True] * 3
+    t = RETURN1
+    got = [run_program(check_program(t["prompt"], s, t["suffix"], t["test"], t["entry_point"]), FAST).passed
+           for s in samples]
+    assert got == expected
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("completion, reference, same", [
+    ("    return x\n", "    return x\n", True),
+    ("    return x   \n\n", "    return x\n", True),
+    ("    return x\r\n", "    return x\n", True),
+    ("    return x", "    return x\n", True),
+    ("  return x\n", "    return x\n", False),
+    ("    return y\n", "    return x\n", False),
+    ("a \n  b\t\n", "a\n  b\n", True),
+    ("", "", True),
+    ("😀 = 1\n", "😀 = 1", True),
+])
+def test_exact_match(completion, reference, same):
+    assert exact_match(completion, reference) is same
+
+
+def test_normalise_keeps_indentation():
+    assert normalise("\tx  \n    y \n\n") == "\tx\n    y"
+
+
+@pytest.mark.parametrize("document, valid", [
+    ("def f():\n    return 1\n", True),
+    ("def f():\nreturn 1\n", False),
+    ("x = (1,\n", False),
+    ("", True),
+    ("s = '\\d'\n", True),               # a SyntaxWarning, not an error
+    ("def f():\r\n\treturn 1\r\n", True),
+])
+def test_syntax_valid(document, valid):
+    assert syntax_valid(document) is valid
+
+
+def test_percentile_matches_numpy_linear():
+    xs = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0]
+    assert percentile(xs, 50) == pytest.approx(4.0)
+    assert percentile(xs, 0) == 1.0 and percentile(xs, 100) == 9.0
+    assert percentile(xs, 95) == pytest.approx(8.5)
+    np = pytest.importorskip("numpy")
+    for q in (10, 50, 90, 95, 99):
+        assert percentile(xs, q) == pytest.approx(float(np.percentile(xs, q)))
+    assert percentile([], 50) is None
+    assert percentile([4.0], 95) == 4.0
+
+
+def test_latency_summary():
+    s = latency_summary([10.0, 20.0, 30.0])
+    assert s == {"p50": 20.0, "p95": 29.0, "mean": 20.0, "max": 30.0, "n": 3}
+    assert latency_summary([])["p50"] is None
+
+
+# -- fills, edits and the quality loop -----------------------------------------------------------
+
+def _task(**kw) -> Task:
+    fields = {k: RETURN1[k] for k in ("task_id", "prompt", "suffix", "canonical_solution", "test", "entry_point")}
+    return Task(**{**fields, **kw})
+
+
+def test_apply_edits_in_original_offsets():
+    assert apply_edits("abcdef", [(1, 1, "X"), (3, 5, "Y")]) == "aXbcYf"
+    assert apply_edits("", [(0, 0, "😀")]) == "😀"
+
+
+def test_make_fill_reads_the_completion_off_the_document():
+    t = _task()
+    inserted = make_fill(t, t.prompt + "    return " + t.suffix, "    return ", elapsed_ms=1.0)
+    assert inserted.completion == "    return " and not inserted.context_edited
+    # A fill that also replaced the start of the suffix: the completion is what was inserted.
+    edited = make_fill(t, t.prompt + "    return 2", "    return 2", elapsed_ms=1.0)
+    assert edited.context_edited and edited.completion == "    return 2"
+
+
+def test_reference_filler_passes_everything():
+    tasks = [_task(), _task(task_id="test/1", test=None, entry_point=None)]
+    with ReferenceFiller() as filler:
+        records = evaluate(filler, tasks, FAST, workers=1)
+    s = summarise(records)
+    assert s["n"] == 2 and s["tested"] == 1
+    assert s["pass_at_1"] == 1.0 and s["exact_match"] == 1.0 and s["syntax_valid"] == 1.0
+    assert s["tokens_per_forward"] is None and s["exec_status"] == {"passed": 1}
+
+
+def test_summarise_engine_figures():
+    base = {"exact_match": True, "syntax_valid": True, "passed": True, "status": "passed", "network": "patched",
+            "empty": False, "engine_ms": 9.0, "kind": "line", "context_edited": False, "error": "", "completion": "x"}
+    records = [{**base, "task_id": "a", "elapsed_ms": 10.0, "steps": 4, "forwards": 4, "tokens": 8},
+               {**base, "task_id": "b", "elapsed_ms": 30.0, "steps": 2, "forwards": 2, "tokens": 2,
+                "passed": False, "exact_match": False, "status": "failed"}]
+    s = summarise(records)
+    assert s["pass_at_1"] == 0.5 and s["exact_match"] == 0.5
+    assert s["steps"] == 3 and s["tokens_per_forward"] == pytest.approx(10 / 6)
+    assert s["latency_ms"]["p50"] == 20.0 and s["kinds"] == {"line": 2}
+
+
+# -- LSP positions and hole sets -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, offset, position", [
+    ("abc", 2, (0, 2)),
+    ("a\nbc", 3, (1, 1)),
+    ("a\r\nbc", 4, (1, 1)),
+    ("😀x\nb", 1, (0, 2)),          # an astral character is two UTF-16 units
+    ("😀x\nb", 2, (0, 3)),
+    ("\tx", 1, (0, 1)),
+    ("", 0, (0, 0)),
+    ("a\n", 2, (1, 0)),
+])
+def test_positions_round_trip(text, offset, position):
+    assert position_at(text, offset) == {"line": position[0], "character": position[1]}
+    assert offset_at(text, {"line": position[0], "character": position[1]}) == offset
+
+
+def test_offset_at_clamps_to_the_line():
+    assert offset_at("ab\ncd", {"line": 0, "character": 99}) == 2
+    assert offset_at("ab\r\ncd", {"line": 0, "character": 99}) == 2
+    assert offset_at("ab", {"line": 5, "character": 0}) == 2
+
+
+def test_typing_task_cuts_mid_line():
+    t = _task(prompt="def f(a):\n", canonical_solution="    return a + 1\n", suffix="\nprint(f(1))\n")
+    typed = typing_task(t)
+    assert typed.prompt + typed.canonical_solution + typed.suffix == t.prompt + t.canonical_solution + t.suffix
+    assert typed.prompt.endswith("    return a") and typed.canonical_solution == " + 1"
+    assert typing_task(_task(canonical_solution="    pass\n")) is None  # one word: nothing to cut
+
+
+def test_hole_set_helpers():
+    a = _task(task_id="X/HumanEval/1/L0")
+    b = _task(task_id="X/HumanEval/1/L1")
+    c = _task(task_id="X/HumanEval/2/L0")
+    assert [t.task_id for t in one_per_problem([a, b, c], 5)] == ["X/HumanEval/1/L0", "X/HumanEval/2/L0"]
+    assert body_after_opener(_task(prompt="if x:\n", canonical_solution="    a\n    b\n"))
+    assert not body_after_opener(_task(prompt="x = 1\n", canonical_solution="    a\n    b\n"))
+
+
+FAKE_SERVER = r"""
+import json, sys
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if not line.strip():
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(msg):
+    body = json.dumps({"jsonrpc": "2.0", **msg}).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+docs = {}
+while True:
+    m = read()
+    method = m.get("method")
+    if method == "initialize":
+        send({"id": m["id"], "result": {"capabilities": {}}})
+    elif method == "initialized":
+        send({"id": 99, "method": "window/workDoneProgress/create", "params": {"token": "t"}})
+        send({"method": "diffusion/status", "params": {"state": "ready", "model": "fake", "message": ""}})
+    elif method == "textDocument/didOpen":
+        docs[m["params"]["textDocument"]["uri"]] = m["params"]["textDocument"]["text"]
+    elif method == "textDocument/inlineCompletion":
+        p = m["params"]["position"]
+        if p["line"] == 0:
+            send({"id": m["id"], "error": {"code": -32602, "message": "no"}})
+        else:
+            send({"id": m["id"], "result": {"items": [{"insertText": "    return ", "range": {"start": p, "end": p}}]}})
+    elif method == "shutdown":
+        send({"id": m["id"], "result": None})
+    elif method == "exit":
+        sys.exit(0)
+"""
+
+
+def test_lsp_client_against_a_fake_server(tmp_path):
+    from benchmarks.fillers import fill_over_lsp
+    from benchmarks.lsp_client import LspClient
+
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER, encoding="utf-8")
+    with LspClient([sys.executable, str(script)]) as client:
+        client.initialize({"model": "fake"})
+        assert client.wait_ready(10)["state"] == "ready"
+        fill = fill_over_lsp(client, _task(prompt="# 😀\ndef return1():\n"), "file:///a.py")
+        assert fill.completion == "    return " and not fill.error and fill.elapsed_ms > 0
+        refused = fill_over_lsp(client, _task(prompt=""), "file:///b.py")   # line 0: the fake refuses
+        assert refused.completion == "" and "no" in refused.error
+    assert client.proc.returncode == 0
+
+
+# -- table and plots -----------------------------------------------------------------------------
+
+def _results(directory: Path) -> None:
+    lat = {"p50": 10.0, "p95": 20.0, "mean": 12.0, "max": 25.0, "n": 3}
+    common = {"command": "python -m benchmarks.x", "created": "2026-01-01T00:00:00", "machine": {"cpus": 2, "load_average": [1.0]},
+              "model": {"model": "embedded", "training": {"step": 100}}, "dataset": "D", "n": 3}
+    quality = {"pass_at_1": 0.5, "exact_match": 0.25, "syntax_valid": 1.0, "empty": 0.0, "latency_ms": lat,
+               "steps": 4.0, "forwards": 4.0, "tokens_per_forward": 2.0}
+    (directory / "infill-d.json").write_text(json.dumps({"benchmark": "infill", **common, **quality, "via": "engine"}))
+    (directory / "compare-order.json").write_text(json.dumps({
+        "benchmark": "compare_order", **common, "plot": "compare-order.png",
+        "orders": {"confidence": quality, "left_to_right": {**quality, "forwards": 8.0}},
+        "ratio_ltr_over_parallel": {"forwards": 2.0, "latency_mean": 1.5}}))
+    (directory / "sweep.json").write_text(json.dumps({
+        "benchmark": "sweep", **common, "plot": "sweep.png",
+        "points": [{"steps_budget": s, "threshold": th, **quality} for s in (2, 4) for th in (0.5, 0.9)]}))
+    (directory / "latency.json").write_text(json.dumps({
+        "benchmark": "latency", **common, "settings": {"steps": 16},
+        "startup_ms": {"ready": lat}, "memory_mb": {"rss": 300.0, "peak": 320.0},
+        "holes": {"single-line": {"n": 3, "warm_ms": lat, "cold_first_ms": lat, "engine_ms": lat,
+                                  "overhead_ms": {"p50": 1.0}, "empty": 0.0}},
+        "targets": {"p50_ms": {"target": 150.0, "measured": 10.0, "met": True}}}))
+    (directory / "notes.json").write_text(json.dumps({"not": "a result"}))
+
+
+def test_table_renders_every_benchmark(tmp_path):
+    _results(tmp_path)
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    for heading in ("### Quality", "### Latency", "### Parallel acceptance", "### Steps x threshold"):
+        assert heading in block
+    assert "[infill-d](infill-d.json)" in block and "![sweep](sweep.png)" in block
+    assert "| single-line | 3 | 10.0 | 20.0 |" in block
+    assert "2.00x the forwards" in block
+    assert "embedded (step 100)" in block
+
+
+def test_table_readme_block(tmp_path, capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    _results(results)
+    readme = tmp_path / "README.md"
+    args = ["--readme", str(readme), "--results", str(results)]
+    assert table.main(args) == 1 and not readme.exists()           # no README: print, change nothing
+    assert "### Quality" in capsys.readouterr().out
+    readme.write_text("# Title\n\nintro\n", encoding="utf-8")
+    assert table.main(args) == 1                                   # no markers: change nothing
+    assert readme.read_text() == "# Title\n\nintro\n"
+    assert table.main(args + ["--insert"]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nintro\n\n## Results\n\n" + table.BEGIN)
+    assert "[infill-d](results/infill-d.json)" in text
+    assert table.main(args + ["--check"]) == 0
+    readme.write_text(text.replace("| 50.0 |", "| 99.0 |"), encoding="utf-8")  # a hand edit
+    assert table.main(args + ["--check"]) == 1
+    assert table.main(args) == 0 and readme.read_text() == text     # regenerated; text around it kept
+
+
+def test_replace_block_needs_ordered_markers():
+    assert table.replace_block("no markers", "x") is None
+    assert table.replace_block(f"{table.END} {table.BEGIN}", "x") is None
+    assert table.replace_block(f"a{table.BEGIN}old{table.END}b", "new") == f"a{table.BEGIN}\nnew\n{table.END}b"
+
+
+def test_plots_write_png(tmp_path):
+    from benchmarks.plots import plot_compare_order, plot_sweep
+
+    _results(tmp_path)
+    sweep = json.loads((tmp_path / "sweep.json").read_text())
+    order = json.loads((tmp_path / "compare-order.json").read_text())
+    for path in (plot_sweep(sweep, tmp_path / "s" / "sweep.png"), plot_compare_order(order, tmp_path / "o.png")):
+        assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- end to end on a real model (skipped when none is available) ---------------------------------
+
+def _model() -> str | None:
+    """BENCH_MODEL (a checkpoint directory), else the embedded model when its weights are present."""
+    import os
+
+    from engine.config import EngineConfig
+
+    chosen = os.environ.get("BENCH_MODEL")
+    if chosen:
+        return chosen
+    return "embedded" if (EngineConfig().model_dir() / "model.safetensors").is_file() else None
+
+
+@pytest.mark.skipif(_model() is None, reason="no embedded model weights (set BENCH_MODEL to a checkpoint)")
+@pytest.mark.parametrize("via_lsp", [False, True], ids=["engine", "lsp"])
+def test_infill_end_to_end(tmp_path, via_lsp):
+    from benchmarks import infill
+
+    argv = ["--data", str(DATA / "HumanEval-SingleLineInfilling.jsonl.gz"), "--model", _model(), "--limit", "2",
+            "--samples", str(tmp_path / "samples.jsonl"), "--out", str(tmp_path / "r.json")]
+    assert infill.main(argv + (["--via-lsp"] if via_lsp else [])) == 0
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["n"] == 2 and r["tested"] == 2 and r["errors"] == 0
+    assert r["via"] == ("lsp" if via_lsp else "engine")
+    for key in ("pass_at_1", "exact_match", "syntax_valid", "latency_ms", "steps", "tokens_per_forward",
+                "model", "settings", "command"):
+        assert key in r
+    assert r["latency_ms"]["p50"] > 0 and r["command"].startswith("python -m benchmarks.infill")
+    samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert [set(s) for s in samples] == [{"task_id", "completion"}] * 2

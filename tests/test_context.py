@@ -1,0 +1,73 @@
+"""Hole kinds from the syntax at the cursor, healing, and context windows within token budgets."""
+
+import pytest
+
+from engine.context import decide_hole, window
+from engine.languages import spec_for
+from engine.requests import HoleKind
+from engine.validate import baseline_errors, parses, tidy
+
+PY = spec_for("python")
+JS = spec_for("javascript")
+
+
+def chars(s: str) -> int:  # a stand-in token counter: one token per 4 characters
+    return (len(s) + 3) // 4
+
+
+@pytest.mark.parametrize("text,offset,kind,heal", [
+    ("def f(x):\n    \n", 14, HoleKind.BLOCK, "    "),        # indented empty line after a header
+    ("def f(x):\n", 9, HoleKind.BLOCK, ""),                  # end of the header line
+    ("x = d[1:\n", 8, HoleKind.INLINE, ""),                  # a slice colon opens nothing
+    ("y = 1\n\nz = 2\n", 6, HoleKind.LINE, ""),              # empty line
+    ("a = foo(1)\n", 8, HoleKind.INLINE, ""),                # mid-line, text after the cursor
+    ("    for x in y:\n", 0, HoleKind.LINE, ""),             # line start, code after: a whole line
+    ("x = prin", 8, HoleKind.INLINE, " prin"),               # word fragment is healed
+    ("", 0, HoleKind.LINE, ""),                              # empty file
+    ("if (a) {\r\n", 8, HoleKind.BLOCK, ""),                 # CRLF, braces
+])
+def test_decide_hole(text, offset, kind, heal):
+    spec = JS if "{" in text else PY
+    hole = decide_hole(spec, text, offset)
+    assert hole.kind is kind and hole.heal == heal and hole.end == offset
+
+
+def test_selection_is_a_span():
+    hole = decide_hole(PY, "abc def", 1, 5)
+    assert (hole.kind, hole.start, hole.end) == (HoleKind.SPAN, 1, 5)
+
+
+def test_line_before_code_keeps_its_newline():
+    hole = decide_hole(PY, "x = 1\n    return x\n", 6)
+    assert hole.kind is HoleKind.LINE and hole.keep_newline
+    assert tidy("    y = 2\n    z = 3\n", hole, "    return x") == "    y = 2\n"
+
+
+def test_inline_never_repeats_the_rest_of_the_line():
+    hole = decide_hole(PY, "print(\n", 6)
+    assert tidy("x)", hole, ")") == "x"
+
+
+def test_window_respects_budgets_and_cuts_at_lines():
+    lines = [f"def f{i}(a):\n    return a + {i}\n" for i in range(200)]
+    text = "".join(lines)
+    offset = len("".join(lines[:100]))
+    w = window(PY, text, offset, offset, chars, 40, 20)
+    assert chars(w.prefix) <= 40 and chars(w.suffix) <= 20
+    assert w.prefix.startswith("def ") and w.suffix.endswith("\n")
+    assert text[w.start:offset] == w.prefix and text[offset:w.end] == w.suffix
+
+
+def test_window_on_one_huge_line_cuts_by_tokens():
+    text = "x" * 100_000
+    w = window(PY, text, 50_000, 50_000, chars, 10, 10)
+    assert 0 < len(w.prefix) <= 40 and 0 < len(w.suffix) <= 40
+
+
+def test_parse_check_rejects_broken_fills():
+    text = "def f(a):\n    \n    return a\n"
+    hole = decide_hole(PY, text, 14)
+    w = window(PY, text, hole.start, hole.end, chars, 100, 100)
+    base = baseline_errors(PY, w, text[hole.start:hole.end])
+    assert parses(PY, w, "    a = a + 1", base)
+    assert not parses(PY, w, "    a = (a +", base)

@@ -1,0 +1,95 @@
+"""The wire itself: malformed messages, undecodable params, load failures, encodings, settings."""
+
+import json
+import sys
+
+import pytest
+
+from benchmarks.lsp_client import LspClient, LspResponseError
+
+SERVER = [sys.executable, "-m", "lsp_server"]
+
+
+def raw(client: LspClient, body: bytes) -> None:
+    client.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    client.proc.stdin.flush()
+
+
+def open_doc(client, uri, text, language="python"):
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1,
+                                                            "text": text}})
+
+
+def inline(client, uri, line, character, timeout=30):
+    return client.request("textDocument/inlineCompletion", {
+        "textDocument": {"uri": uri}, "position": {"line": line, "character": character},
+        "context": {"triggerKind": 1}}, timeout)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LspClient(SERVER) as client:
+        client.initialize({"threads": 1})
+        client.wait_ready(120)
+        yield client
+
+
+def test_malformed_messages_do_not_kill_the_server(server):
+    raw(server, b"{this is not json")
+    raw(server, json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"bogus": 1}}).encode())
+    raw(server, json.dumps({"jsonrpc": "2.0", "id": 999, "method": "no/such/method", "params": {}}).encode())
+    assert server.request("diffusion/stats", {}, 10)["state"] == "ready"
+
+
+@pytest.mark.parametrize("position", [{"line": 0, "character": -1}, {"line": -3, "character": 0},
+                                      {"line": "zero", "character": 0}, None])
+def test_undecodable_params_are_answered_with_invalid_params(server, position):
+    open_doc(server, "file:///neg.py", "x = 1\n")
+    params = {"textDocument": {"uri": "file:///neg.py"}, "context": {"triggerKind": 1}}
+    if position is not None:
+        params["position"] = position
+    with pytest.raises(LspResponseError, match="invalid params"):
+        server.request("textDocument/inlineCompletion", params, 10)
+    assert server.request("diffusion/stats", {}, 10)["state"] == "ready"
+
+
+def test_utf8_is_negotiated_when_offered():
+    with LspClient(SERVER) as client:
+        result = client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {
+            "general": {"positionEncodings": ["utf-8", "utf-16"]}}, "initializationOptions": {"threads": 1}}, 60)
+        assert result["capabilities"]["positionEncoding"] == "utf-8"
+        assert result["capabilities"]["inlineCompletionProvider"] is not None
+        client.notify("initialized", {})
+        client.wait_ready(120)
+        open_doc(client, "file:///u8.py", "s = 'é😀'\nt = \n")
+        # 't = ' ends at byte 4 of line 1; a completion there inserts at that exact position
+        items = inline(client, "file:///u8.py", 1, 4)["items"]
+        for item in items:
+            assert item["range"]["start"] == {"line": 1, "character": 4}
+
+
+def test_a_failed_load_is_reported_once_and_the_server_stays_up(tmp_path):
+    with LspClient(SERVER) as client:
+        client.initialize({"threads": 1, "model": str(tmp_path / "missing"), "steps": "lots"})
+        status = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
+        assert "missing" in status["message"]
+        open_doc(client, "file:///f.py", "def f():\n    \n")
+        assert inline(client, "file:///f.py", 1, 4)["items"] == []
+        assert inline(client, "file:///f.py", 1, 4)["items"] == []
+        messages = [p["message"] for _, m, p in client.notifications if m == "window/showMessage"]
+        assert sum("could not be loaded" in m for m in messages) == 1
+        assert any("'steps'" in m for m in messages)  # the invalid setting was named
+        # fixing the setting loads the model without a restart
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"model": "embedded"}}})
+        client.wait_for("diffusion/status", lambda p: p["state"] == "ready", 120)
+        assert client.request("diffusion/stats", {}, 10)["state"] == "ready"
+
+
+def test_configuration_change_is_honoured(server):
+    server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"steps": 3, "threads": 1}}})
+    open_doc(server, "file:///cfg.py", "def f(a, b):\n    \n")
+    before = server.request("diffusion/stats", {}, 10)
+    inline(server, "file:///cfg.py", 1, 4)
+    after = server.request("diffusion/stats", {}, 10)
+    assert after["jobs"] == before["jobs"] + 1
+    assert after["steps"] - before["steps"] <= 3

@@ -1,0 +1,143 @@
+"""End to end over stdio: the real diffusion-lsp process, the real engine, the embedded model."""
+
+import asyncio
+import time
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.lsp_session import inline_params, open_doc, stats
+
+CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for name in os.listdir(root):\n        \n    return result\n"
+CURSOR = (6, 8)  # the indented empty line inside the loop
+
+
+async def test_inline_completion_at_the_cursor(client):
+    uri = f"file:///inline-{client.snapshot}.py"
+    open_doc(client, uri, CODE)
+    result = await client.text_document_inline_completion_async(inline_params(uri, *CURSOR))
+    assert isinstance(result, types.InlineCompletionList) and len(result.items) <= 1
+    for item in result.items:
+        assert item.range.start == item.range.end == types.Position(*CURSOR)
+        assert item.insert_text.strip() and "\n" not in item.insert_text.rstrip("\n")
+        assert not item.insert_text.endswith("return result")
+
+
+async def test_completion_fallback_item(client):
+    uri = f"file:///completion-{client.snapshot}.py"
+    open_doc(client, uri, CODE)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        types.TextDocumentIdentifier(uri), types.Position(*CURSOR)))
+    assert len(result.items) <= 1
+    for item in result.items:
+        assert item.detail == "diffusion fill" and item.text_edit.new_text.strip()
+        assert item.text_edit.range.start == types.Position(*CURSOR)
+
+
+async def test_drafts_arrive_in_order_and_end_with_the_final_text(client):
+    uri = f"file:///drafts-{client.snapshot}.py"
+    open_doc(client, uri, CODE)
+    client.drafts.clear()
+    result = await client.text_document_inline_completion_async(inline_params(uri, *CURSOR))
+    await asyncio.sleep(0.2)
+    drafts = [d for d in client.drafts if d["uri"] == uri]
+    assert drafts and drafts[-1]["done"]
+    steps = [d["step"] for d in drafts]
+    assert steps == sorted(steps) and all(not d["done"] for d in drafts[:-1])
+    final = result.items[0].insert_text if result.items else ""
+    assert drafts[-1]["text"] == final
+    assert all(0.0 <= t["confidence"] <= 1.0 for d in drafts for t in d["tokens"])
+
+
+async def test_unknown_document_is_an_error(client):
+    with pytest.raises(JsonRpcException, match="unknown document"):
+        await client.text_document_inline_completion_async(inline_params("file:///nope.py", 0, 0))
+
+
+async def test_position_past_the_end_is_an_error(client):
+    uri = f"file:///past-{client.snapshot}.py"
+    open_doc(client, uri, "x = 1\n")
+    with pytest.raises(JsonRpcException, match="past the end"):
+        await client.text_document_inline_completion_async(inline_params(uri, 40, 0))
+    # a character past the line end means the line end (LSP rule): answered normally
+    result = await client.text_document_inline_completion_async(inline_params(uri, 0, 99))
+    assert isinstance(result, types.InlineCompletionList)
+
+
+@pytest.mark.parametrize("language,text", [
+    ("cobol", "IDENTIFICATION DIVISION.\n"),
+    ("python", "\x00\x01\x02binary\xff\ufffd\n" * 50),
+    ("python", ""),
+    ("rust", "fn main() {\r\n    let x = 1;\r\n\t\r\n}\r\n"),
+    ("javascript", "const s = '😀😀';\n"),
+])
+async def test_odd_documents_answer_and_keep_the_server_up(client, language, text):
+    uri = f"file:///odd-{client.snapshot}-{language}-{len(text)}"
+    open_doc(client, uri, text, language)
+    lines = text.splitlines() or [""]
+    result = await client.text_document_inline_completion_async(inline_params(uri, len(lines) - 1, 2))
+    assert isinstance(result, types.InlineCompletionList)
+    assert (await stats(client))["state"] == "ready"
+
+
+async def test_five_megabyte_document_answers_within_seconds(client):
+    uri = f"file:///big-{client.snapshot}.py"
+    body = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(170_000))
+    assert len(body) > 5_000_000
+    open_doc(client, uri, body)
+    t0 = time.monotonic()
+    result = await client.text_document_inline_completion_async(inline_params(uri, 250_000, 4))
+    assert isinstance(result, types.InlineCompletionList)
+    assert time.monotonic() - t0 < 5.0
+
+
+async def test_superseded_request_returns_promptly_and_the_model_stops(client):
+    uri = f"file:///race-{client.snapshot}.py"
+    open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: long enough to be mid-flight
+    before = await stats(client)
+    first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+    await asyncio.sleep(0.12)
+    t0 = time.monotonic()
+    second = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
+    first_result = await asyncio.wait_for(first, 2)
+    superseded_after = time.monotonic() - t0
+    await asyncio.wait_for(second, 10)
+    after = await stats(client)
+    assert not first_result.items and superseded_after < 1.0
+    assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
+
+
+async def test_cancel_request_stops_the_model_within_a_step(client):
+    uri = f"file:///cancel-{client.snapshot}.py"
+    open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: 64 slots, many steps
+    before = await stats(client)
+    msg_id = f"cancel-me-{client.snapshot}"
+    fut = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
+    await asyncio.sleep(0.12)
+    t0 = time.monotonic()
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException) as err:
+        await asyncio.wait_for(asyncio.wrap_future(fut), 5)
+    assert err.value.code == -32800  # RequestCancelled
+    assert time.monotonic() - t0 < 1.0
+    for _ in range(50):  # the engine notices at its next step (one forward, tens of ms)
+        after = await stats(client)
+        if after["cancelled"] > before["cancelled"]:
+            break
+        await asyncio.sleep(0.02)
+    assert time.monotonic() - t0 < 1.0
+    assert after["cancelled"] == before["cancelled"] + 1
+    assert after["last_cancelled_at_step"] >= 1  # stopped mid-denoising, not after finishing
+
+
+async def test_stale_version_is_never_answered(client):
+    uri = f"file:///stale-{client.snapshot}.py"
+    open_doc(client, uri, CODE)
+    pending = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, *CURSOR)))
+    await asyncio.sleep(0.01)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+        [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "# hi\n")]))
+    result = await asyncio.wait_for(pending, 5)
+    assert not result.items
