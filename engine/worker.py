@@ -111,7 +111,7 @@ class Engine:
         return dict(self._counters)
 
     # -- requests ---------------------------------------------------------------------------
-    def submit(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None) -> Job:
+    def submit(self, request, on_draft: Callable[[Draft], None] | None = None) -> Job:
         job = Job(request, on_draft)
         if self.state is not EngineState.READY:
             job.future.set_exception(NotReady(self._not_ready_message()))
@@ -194,7 +194,9 @@ class Engine:
             if self.backend is None:
                 raise NotReady(self._not_ready_message())
             control = Control(job.check, self._draft_forwarder(job) if job.on_draft else None)
-            completion = complete(self.backend, self.config, job.request, control)
+            run = getattr(job.request, "run", None)  # other request kinds (engine/actions.py) carry their own
+            completion = (run(self.backend, self.config, control) if run is not None
+                          else complete(self.backend, self.config, job.request, control))
             counters["completed"] += 1
             counters["steps"] += completion.steps
             counters["forwards"] += completion.forwards

@@ -142,9 +142,11 @@ end)
 
 H.test('config: the command resolves on PATH, then in .venv, else reports where it looked', function()
   H.eq({ 'sh', '-c' }, config.resolve_cmd({ 'sh', '-c' }, '/'), 'on PATH')
-  local dir = H.workspace({ ['.venv/bin/diffusion-lsp'] = '#!/bin/sh' })
-  vim.fn.setfperm(dir .. '/.venv/bin/diffusion-lsp', 'rwxr-xr-x')
-  H.eq({ dir .. '/.venv/bin/diffusion-lsp', '-v' }, config.resolve_cmd({ 'diffusion-lsp', '-v' }, dir), 'in .venv')
+  -- a name that is surely not on $PATH, so the .venv lookup is what finds it
+  local dir = H.workspace({ ['.venv/bin/diffusion-lsp-venv-only'] = '#!/bin/sh' })
+  vim.fn.setfperm(dir .. '/.venv/bin/diffusion-lsp-venv-only', 'rwxr-xr-x')
+  H.eq({ dir .. '/.venv/bin/diffusion-lsp-venv-only', '-v' },
+    config.resolve_cmd({ 'diffusion-lsp-venv-only', '-v' }, dir), 'in .venv')
   local cmd, looked = config.resolve_cmd({ 'no-such-diffusion-lsp' }, '/nowhere')
   H.eq(nil, cmd, 'not found')
   H.eq({ 'no-such-diffusion-lsp (on $PATH)', '/nowhere/.venv/bin/no-such-diffusion-lsp',

@@ -1,0 +1,118 @@
+"""``diffusion-lsp demo``: a scripted editor session against a real server process over stdio.
+
+Opens a file, asks for ghost text at the cursor with drafts on, and prints the suggestion developing
+step by step (masked slots as ▒, doubtful tokens dimmed), then the final edit and its timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+EXAMPLE = '''import os
+
+
+def count_lines(path):
+    """Return the number of lines in the file at path."""
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def largest_file(root):
+    """Return the path of the largest file under root."""
+    best, best_size = None, -1
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            
+            if size > best_size:
+                best, best_size = full, size
+    return best
+'''
+EXAMPLE_CURSOR = (15, 12)  # 0-based: the indented empty line inside the inner loop
+
+
+def _shade(tokens: list[dict], color: bool) -> str:
+    if not color:
+        return "".join(t["text"] for t in tokens)
+    out = []
+    for t in tokens:
+        c = t["confidence"]
+        style = "\033[2m" if t["text"] == "▒" else "\033[1m" if c >= 0.9 else "" if c >= 0.5 else "\033[33m"
+        out.append(f"{style}{t['text']}\033[0m")
+    return "".join(out)
+
+
+async def _session(args) -> int:
+    if args.file:
+        text = Path(args.file).read_text(encoding="utf-8")
+        uri = Path(args.file).resolve().as_uri()
+        line, col = (int(x) - 1 for x in (args.at or "1:1").split(":"))
+    else:
+        text, uri, (line, col) = EXAMPLE, "file:///demo/example.py", EXAMPLE_CURSOR
+    language = "python" if uri.endswith(".py") else Path(uri).suffix.lstrip(".")
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    client = LanguageClient("diffusion-lsp-demo", "1")
+    drafts: list[dict] = []
+    ready = asyncio.Event()
+    status: dict = {}
+
+    @client.feature("diffusion/status")
+    def _status(ls, params):
+        status.update(state=params.state, message=params.message)
+        if params.state in ("ready", "error"):
+            ready.set()
+
+    @client.feature("diffusion/draft")
+    def _draft(ls, params):
+        d = {"step": params.step, "done": params.done,
+             "tokens": [{"text": t.text, "confidence": t.confidence} for t in params.tokens], "text": params.text}
+        drafts.append(d)
+        print(f"  step {d['step']:>2}{' (final)' if d['done'] else '        '} | {_shade(d['tokens'], color) or d['text']}",
+              flush=True)
+
+    t0 = time.monotonic()
+    await client.start_io(sys.executable, "-m", "lsp_server")
+    await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(),
+        initialization_options={"model": args.model, "drafts": True, "draftIntervalMs": 0, "threads": 1}))
+    client.initialized(types.InitializedParams())
+    print(f"diffusion-lsp demo: loading model '{args.model}' in a real server process ...", flush=True)
+    await asyncio.wait_for(ready.wait(), 300)
+    if status.get("state") != "ready":
+        print(f"model failed to load: {status.get('message')}", file=sys.stderr)
+        return 1
+    print(f"ready in {time.monotonic() - t0:.1f} s. Document {uri}, cursor at line {line + 1}, column {col + 1}:\n")
+    lines = text.splitlines()
+    for i in range(max(0, line - 4), min(len(lines), line + 3)):
+        print(f"  {i + 1:>4} {'>' if i == line else ' '} {lines[i]}")
+    print("\nthe suggestion developing, one line per denoising step:")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+    t1 = time.monotonic()
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, col),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    elapsed = (time.monotonic() - t1) * 1000
+    await asyncio.sleep(0.1)
+    if result and result.items:
+        item = result.items[0]
+        r = item.range
+        print(f"\nghost text for {r.start.line + 1}:{r.start.character + 1}: {item.insert_text!r}")
+    else:
+        print("\nno suggestion passed validation here (the embedded model is small; try another spot)")
+    print(f"round trip {elapsed:.0f} ms, {len(drafts)} drafts")
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return 0
+
+
+def run_demo(args) -> int:
+    return asyncio.run(_session(args))
