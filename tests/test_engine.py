@@ -1,0 +1,119 @@
+"""The engine on the real embedded model: completions, budgets, cancellation, newest-wins, load states."""
+
+import concurrent.futures
+import threading
+
+import pytest
+
+from engine import (Cancelled, Engine, EngineConfig, EngineError, EngineState, HoleKind, InfillRequest,
+                    ModelLoadError, NotReady)
+
+CODE = "def mean(values):\n    total = sum(values)\n    \n"
+CURSOR = len(CODE) - 1  # the indented empty line
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = Engine(EngineConfig(threads=1))
+    eng.start().result(timeout=120)
+    yield eng
+    eng.close()
+
+
+def test_completion_is_an_insertion_at_the_cursor(engine):
+    c = engine.infill_sync(InfillRequest(CODE, CURSOR, "python"), timeout=60)
+    assert c.kind is HoleKind.BLOCK or c.kind is HoleKind.LINE
+    assert c.steps >= 1 and c.forwards >= c.steps and c.elapsed_ms > 0 and c.backend == "masked"
+    for fill in c.fills:
+        assert fill.start == fill.end == CURSOR and fill.text
+        assert len(fill.confidences) == len(fill.token_spans)
+        assert all(0 <= lo <= hi <= len(fill.text) for lo, hi in fill.token_spans)
+
+
+def test_step_budget_is_a_cap(engine):
+    for steps in (1, 2, 5):
+        c = engine.infill_sync(InfillRequest(CODE, CURSOR, "python", steps=steps), timeout=60)
+        assert c.steps <= steps
+
+
+def test_left_to_right_order_takes_one_token_per_forward():
+    eng = Engine(EngineConfig(threads=1, order="left_to_right", validate=False))
+    try:
+        eng.start().result(timeout=120)
+        c = eng.infill_sync(InfillRequest("x = 1\ny = ", 10, "python", steps=64), timeout=60)
+        assert c.forwards >= c.tokens  # never more than one accepted token per forward
+    finally:
+        eng.close()
+
+
+def test_drafts_arrive_in_step_order(engine):
+    drafts = []
+    engine.infill_sync(InfillRequest(CODE, CURSOR, "python"), on_draft=drafts.append, timeout=60)
+    assert drafts and [d.step for d in drafts] == sorted(d.step for d in drafts)
+    assert all(len(d.texts) == 1 and len(d.pieces[0]) == len(d.confidences[0]) for d in drafts)
+
+
+def test_cancel_stops_within_one_step(engine):
+    seen = []
+    holder = {}
+
+    def on_draft(draft):
+        seen.append(draft.step)
+        if draft.step == 2:
+            holder["job"].cancel()
+
+    text = "def f(x):\n" + "    y = x\n" * 50
+    holder["job"] = job = engine.submit(InfillRequest(text, 9, "python", max_tokens=64, steps=32), on_draft)
+    with pytest.raises((Cancelled, concurrent.futures.CancelledError)):
+        job.future.result(timeout=60)
+    assert job.stopped_at_step == 2 and max(seen) == 2
+
+
+def test_newest_request_per_key_wins(engine):
+    text = "def f(x):\n" + "    y = x\n" * 50
+    gate = threading.Event()
+    first = engine.submit(InfillRequest(text, 9, "python", key="doc", max_tokens=64, steps=32),
+                          lambda d: gate.set())
+    gate.wait(30)  # the first is denoising now
+    second = engine.submit(InfillRequest(CODE, CURSOR, "python", key="doc"))
+    with pytest.raises((Cancelled, concurrent.futures.CancelledError)):
+        first.future.result(timeout=60)
+    assert second.future.result(timeout=60).steps >= 1
+
+
+@pytest.mark.parametrize("offset,end", [(-1, None), (10_000, None), (5, 2)])
+def test_bad_offsets_are_errors(engine, offset, end):
+    with pytest.raises(EngineError):
+        engine.infill_sync(InfillRequest(CODE, offset, "python", end=end), timeout=30)
+
+
+def test_plain_text_and_binary_context(engine):
+    for text in ("hello world\nsecond line ", "\x00\x01\xff" * 100, ""):
+        c = engine.infill_sync(InfillRequest(text, len(text), "no-such-language"), timeout=60)
+        assert not c.syntax_checked
+
+
+def test_not_ready_and_failed_load_then_recovery(tmp_path):
+    eng = Engine(EngineConfig(model=str(tmp_path / "nothing-here")))
+    try:
+        with pytest.raises(NotReady):
+            eng.infill_sync(InfillRequest("x", 1), timeout=5)
+        with pytest.raises(ModelLoadError, match="nothing-here"):
+            eng.start().result(timeout=30)
+        assert eng.state is EngineState.FAILED
+        with pytest.raises(NotReady, match="failed to load"):
+            eng.infill_sync(InfillRequest("x", 1), timeout=5)
+        eng.reconfigure(EngineConfig(threads=1)).result(timeout=120)
+        assert eng.state is EngineState.READY
+    finally:
+        eng.close()
+
+
+def test_a_directory_that_is_not_a_masked_lm_fails_clearly(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    eng = Engine(EngineConfig(model=str(tmp_path)))
+    try:
+        with pytest.raises(ModelLoadError):
+            eng.start().result(timeout=60)
+    finally:
+        eng.close()
