@@ -180,6 +180,7 @@ class Engine:
             task.future.set_exception(ModelLoadError(message))
             return
         self.config = task.config
+        log.info("model %s loaded (%s backend)", task.config.model, getattr(self.backend, "name", "?"))
         self._set_state(EngineState.READY)
         task.future.set_result(None)
 

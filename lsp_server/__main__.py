@@ -1,4 +1,4 @@
-"""Command line: ``diffusion-lsp`` serves LSP (stdio by default); ``diffusion-lsp infill FILE:LINE:COL``
+"""Command line: ``diffusion-lsp`` serves LSP (stdio by default, or ``--tcp``); ``diffusion-lsp infill FILE:LINE:COL``
 fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session."""
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="diffusion-lsp", description=__doc__)
     p.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
     p.add_argument("--tcp", action="store_true", help="listen on a TCP socket instead of stdio")
-    p.add_argument("--ws", action="store_true", help="listen on a websocket instead of stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=2087)
     p.add_argument("--log-file", help="log here instead of stderr")
@@ -65,12 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from .demo import run_demo
         return run_demo(args)
+    from . import __version__
     from .server import build_server
     server = build_server()
+    logging.getLogger("lsp_server").info("diffusion-lsp %s serving on %s", __version__,
+                                         f"tcp {args.host}:{args.port}" if args.tcp else "stdio")
     if args.tcp:
         server.start_tcp(args.host, args.port)
-    elif args.ws:
-        server.start_ws(args.host, args.port)
     else:
         server.start_io()
     return 0

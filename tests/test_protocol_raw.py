@@ -93,3 +93,41 @@ def test_configuration_change_is_honoured(server):
     after = server.request("diffusion/stats", {}, 10)
     assert after["jobs"] == before["jobs"] + 1
     assert after["steps"] - before["steps"] <= 3
+
+
+def test_tcp_transport_and_log_file(tmp_path):
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "server.log"
+    proc = subprocess.Popen(SERVER + ["--tcp", "--port", str(port), "--log-file", str(log), "-v"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the server never listened")
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"processId": None, "rootUri": None, "capabilities": {},
+                                      "initializationOptions": {"threads": 1}}}).encode()
+        conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        data = b""
+        conn.settimeout(30)
+        while b"inlineCompletionProvider" not in data:
+            chunk = conn.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+        conn.close()
+    finally:
+        proc.kill()
+        out, err = proc.communicate(timeout=10)
+    assert out == b""  # stdout belongs to the protocol; nothing else is ever printed there
+    assert log.read_text().strip()  # logs went to the file
