@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .config import EngineConfig
@@ -38,6 +39,9 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     spec = spec_for(request.language)
     hole = decide_hole(spec, text, request.offset, request.end, request.kind)
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
+    crlf = "\r\n" in win.prefix or "\r\n" in win.suffix
+    if crlf:  # the model reads and writes LF; the user's CRLF comes back on the way out
+        win = replace(win, prefix=win.prefix.replace("\r\n", "\n"), suffix=win.suffix.replace("\r\n", "\n"))
     line_end = text.find("\n", hole.end)
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
     original = text[hole.start:hole.end]
@@ -60,7 +64,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline)
             rejected += bad
             if fill is not None:
-                return Completion((fill,), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None,
+                return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None,
                                   rejected, backend.name)
         if request.rewrite:
             break
@@ -109,6 +113,14 @@ def _hole_fill(candidate: Candidate, hole: Hole, raw: str, fill: str) -> HoleFil
         confs.append(c)
         spans.append((max(lo, cut) - cut, min(hi, len(fill)) - cut))
     return HoleFill(hole.start + cut, hole.end, fill[cut:], tuple(confs), tuple(spans))
+
+
+def _with_crlf(fill: HoleFill) -> HoleFill:
+    """The fill with CRLF line ends, token spans shifted to match."""
+    def shift(i: int) -> int:
+        return i + fill.text.count("\n", 0, i)
+    return replace(fill, text=fill.text.replace("\n", "\r\n"),
+                   token_spans=tuple((shift(lo), shift(hi)) for lo, hi in fill.token_spans))
 
 
 def _ms(t0: float) -> float:

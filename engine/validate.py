@@ -15,9 +15,10 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
     if hole.stop_at_newline:
         cut = fill.find("\n", len(hole.heal))
         if cut >= 0:
-            fill = fill[:cut + 1] if hole.keep_newline else fill[:cut]
-            if not hole.keep_newline:
-                fill = fill.rstrip("\r")
+            fill = fill[:cut + 1] if hole.keep_newline else fill[:cut].rstrip("\r")
+        elif hole.keep_newline:  # a whole line inserted before code must end its own line
+            fill = fill.rstrip(" \t") + "\n"
+
     if hole.kind is HoleKind.INLINE:
         fill = fill.rstrip()
         tail = rest_of_line.strip()

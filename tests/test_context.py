@@ -71,3 +71,8 @@ def test_parse_check_rejects_broken_fills():
     base = baseline_errors(PY, w, text[hole.start:hole.end])
     assert parses(PY, w, "    a = a + 1", base)
     assert not parses(PY, w, "    a = (a +", base)
+
+
+def test_a_line_inserted_before_code_always_ends_its_line():
+    hole = decide_hole(PY, "x = 1\n    return x\n", 6)
+    assert tidy("    y = 2", hole, "    return x") == "    y = 2\n"

@@ -117,3 +117,17 @@ def test_a_directory_that_is_not_a_masked_lm_fails_clearly(tmp_path):
             eng.start().result(timeout=60)
     finally:
         eng.close()
+
+
+def test_crlf_documents_get_crlf_fills():
+    eng = Engine(EngineConfig(threads=1, validate=False))
+    try:
+        eng.start().result(timeout=120)
+        text = "def f(a):\r\n    b = a\r\n\r\n    return b\r\n"
+        offset = text.index("\r\n    return")  # a line inserted before code keeps its own line end
+        c = eng.infill_sync(InfillRequest(text, offset + 2, "python", steps=8), timeout=60)
+        for fill in c.fills:
+            assert "\n" not in fill.text.replace("\r\n", "")
+            assert all(0 <= lo <= hi <= len(fill.text) for lo, hi in fill.token_spans)
+    finally:
+        eng.close()
