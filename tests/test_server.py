@@ -13,6 +13,13 @@ CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for na
 CURSOR = (6, 8)  # the indented empty line inside the loop
 
 
+async def first_draft(client, uri: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(d["uri"] == uri for d in client.drafts):
+        assert time.monotonic() < deadline, "no draft arrived"
+        await asyncio.sleep(0.002)
+
+
 async def test_inline_completion_at_the_cursor(client):
     uri = f"file:///inline-{client.snapshot}.py"
     open_doc(client, uri, CODE)
@@ -96,8 +103,9 @@ async def test_superseded_request_returns_promptly_and_the_model_stops(client):
     uri = f"file:///race-{client.snapshot}.py"
     open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: long enough to be mid-flight
     before = await stats(client)
+    client.drafts.clear()
     first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
-    await asyncio.sleep(0.12)
+    await first_draft(client, uri)  # the first request is denoising now
     t0 = time.monotonic()
     second = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
     first_result = await asyncio.wait_for(first, 2)
@@ -113,8 +121,9 @@ async def test_cancel_request_stops_the_model_within_a_step(client):
     open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: 64 slots, many steps
     before = await stats(client)
     msg_id = f"cancel-me-{client.snapshot}"
+    client.drafts.clear()
     fut = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
-    await asyncio.sleep(0.12)
+    await first_draft(client, uri)  # mid-denoising
     t0 = time.monotonic()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
     with pytest.raises(JsonRpcException) as err:
