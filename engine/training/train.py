@@ -152,7 +152,8 @@ def run(cfg: TrainConfig) -> Path:
         step, tokens, trained_s = state["step"], state["tokens"], state["trained_seconds"]
         rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
-        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s)})
+        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s),
+                  "config": asdict(cfg)})
     else:
         log(out, {"event": "start", "params": sum(p.numel() for p in model.parameters()), "config": asdict(cfg)})
     model.train()
