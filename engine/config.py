@@ -16,8 +16,10 @@ class EngineConfig:
     dtype: str = "auto"               # "auto" | "float32" | "bfloat16" | "float16"
     device_map: str | None = None     # passed to from_pretrained for large checkpoints (e.g. "auto")
     threads: int = 1                  # torch intra-op threads on CPU (1 is fastest on 2 busy cores)
-    steps: int = 16                   # denoising step budget per request
-    threshold: float = 0.0            # accept rule; 0 = the backend's default
+    steps: int = 0                    # denoising step budget per request; 0 = the backend's default
+    threshold: float = 0.0            # accept rule (masked: confidence; DiffusionGemma: entropy bound); 0 = default
+    t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
+    t_max: float = 0.0
     order: str = "confidence"         # "confidence": parallel acceptance; "left_to_right": one token per step, in order
     max_hole_tokens: int = 64         # largest hole for cursor completion (selections may be larger)
     prefix_tokens: int = 160          # context budget before the hole

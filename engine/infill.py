@@ -49,15 +49,17 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     slots = _slots(hole, request, config, backend, text)
     steps = forwards = tokens = rejected = 0
     # A block may retry at half the slots; cursor-sized holes answer at once (latency first).
-    attempts = (slots, slots // 2) if hole.kind is HoleKind.BLOCK and slots >= 16 else (slots,)
-    budget = request.steps or config.steps  # for the whole request, retries included
+    # (Backends that batch several lengths in one call, like DiffusionGemma, never need the retry.)
+    retry = hole.kind is HoleKind.BLOCK and slots >= 16 and not getattr(backend, "batches_lengths", False)
+    attempts = (slots, slots // 2) if retry else (slots,)
+    budget = request.steps or config.steps  # for the whole request, retries included; 0 = backend default
     for attempt in attempts:
-        if budget - steps < 1:
+        if budget and budget - steps < 1:
             break
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=budget - steps, threshold=config.threshold, instruction=request.instruction)
+            steps=budget - steps if budget else 0, threshold=config.threshold, instruction=request.instruction)
         result = backend.fill(plan, _offset_steps(control, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         for candidate in result.candidates:

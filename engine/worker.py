@@ -108,7 +108,8 @@ class Engine:
 
     def stats(self) -> dict:
         """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards."""
-        return dict(self._counters)
+        backend_stats = getattr(self.backend, "stats", None)
+        return {**self._counters, **(backend_stats() if callable(backend_stats) else {})}
 
     # -- requests ---------------------------------------------------------------------------
     def submit(self, request, on_draft: Callable[[Draft], None] | None = None) -> Job:

@@ -6,6 +6,7 @@ Features live in their own modules (inline.py, actions.py); this module wires th
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,16 @@ class DiffusionProtocol(LanguageServerProtocol):
     @property
     def encoding(self) -> str:
         return self.workspace.position_encoding if self._workspace is not None else types.PositionEncodingKind.Utf16
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
+        """Run a command as one awaited task, so $/cancelRequest cancels it (pygls' own wraps it in a
+        generator that a cancel cannot reach). The command gets the arguments as sent."""
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams(f"unknown command {params.command!r}")
+        result = handler(*(params.arguments or ()))
+        return await result if inspect.isawaitable(result) else result
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):

@@ -20,8 +20,10 @@ class Settings:
     dtype: str = "auto"
     device_map: str | None = None
     threads: int = 1
-    steps: int = 16
+    steps: int = 0
     threshold: float = 0.0
+    t_min: float = 0.0
+    t_max: float = 0.0
     max_hole_tokens: int = 64
     prefix_tokens: int = 160
     suffix_tokens: int = 64
@@ -33,6 +35,7 @@ class Settings:
     def engine_config(self) -> EngineConfig:
         return EngineConfig(model=self.model, device=self.device, dtype=self.dtype, device_map=self.device_map,
                             threads=self.threads, steps=self.steps, threshold=self.threshold,
+                            t_min=self.t_min, t_max=self.t_max,
                             max_hole_tokens=self.max_hole_tokens, prefix_tokens=self.prefix_tokens,
                             suffix_tokens=self.suffix_tokens, validate=self.validate)
 
@@ -43,7 +46,8 @@ def _camel(name: str) -> str:
 
 
 _CHOICES = {"device": None, "dtype": {"auto", "float32", "bfloat16", "float16"}}
-_RANGES = {"threads": (1, 256), "steps": (1, 512), "threshold": (0.0, 1e9), "max_hole_tokens": (1, 1024),
+_RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
+           "t_max": (0.0, 100.0), "max_hole_tokens": (1, 1024),
            "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192), "debounce_ms": (0, 10_000),
            "draft_interval_ms": (0, 10_000)}
 

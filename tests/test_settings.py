@@ -16,7 +16,7 @@ def test_camel_case_and_section():
 def test_invalid_values_fall_back_individually():
     s, problems = parse_settings({"threads": 0, "steps": "many", "dtype": "int3", "model": "/m", "bogus": 1,
                                   "drafts": "yes", "threshold": 0.5})
-    assert s.threads == 1 and s.steps == 16 and s.dtype == "auto" and not s.drafts
+    assert s.threads == 1 and s.steps == 0 and s.dtype == "auto" and not s.drafts
     assert s.model == "/m" and s.threshold == 0.5
     assert len(problems) == 5 and any("bogus" in p for p in problems) and any("'threads'" in p for p in problems)
 

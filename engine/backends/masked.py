@@ -14,6 +14,8 @@ import torch
 from ..config import EngineConfig
 from ..requests import ModelLoadError
 from ..sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
+
+DEFAULT_STEPS = 16
 from .base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from .loading import resolve_device, resolve_dtype
 
@@ -126,7 +128,7 @@ class MaskedBackend:
         threshold = plan.threshold or DEFAULT_THRESHOLD
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
         out = denoise(self._logits_at, canvas, holes, self.terminators, self.newlines, self.suppressed,
-                      plan.steps, threshold, self.order, control.check, on_step, free)
+                      plan.steps or DEFAULT_STEPS, threshold, self.order, control.check, on_step, free)
         texts, confs, spans, logps, kept = [], [], [], [], 0
         for h, end in zip(holes, out.ends):
             toks = out.ids[h.lo:end].tolist()

@@ -1,0 +1,191 @@
+"""DiffusionGemma backend: the prefix in the encoder's KV cache, holes denoised on a noise canvas with pinned text.
+
+A fill: tokenize the pieces; make the prompt cache hold ``[bos] + prefix`` (encoding only what
+changed, ``gemma_cache``); lay out one canvas row per hole length (``gemma_canvas``); denoise every
+row in one batch (``gemma_sampler``); read each row back as a candidate, best mean log-probability
+first. The model is the library's ``DiffusionGemmaForBlockDiffusion``; its own ``generate`` is not
+used, since it cannot pin text or batch hole lengths. ``plan.instruction`` is not used: the model
+sees raw code, not a chat turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import torch
+
+from ..config import EngineConfig
+from ..requests import ModelLoadError
+from .base import Control, FillPlan, FillResult, HoleSpec
+from .gemma_cache import PromptCache
+from .gemma_canvas import CanvasBatch, FillReader, Segment, candidates, layout
+from .gemma_sampler import Decode, Denoised, Sampling, denoise
+from .loading import resolve_device, resolve_dtype
+
+log = logging.getLogger(__name__)
+
+SEED = 0            # each fill reseeds its noise: the same request gives the same answer
+REWRITE_T_MAX = 0.5  # a rewrite starts this far from t_min towards t_max (a selection is not noise)
+
+
+def sampling_for(model, config: EngineConfig) -> Sampling:
+    """The checkpoint's generation_config.json, then the sampler settings the engine config carries (0 = default)."""
+    sampling = Sampling.from_generation_config(getattr(model, "generation_config", None))
+    overrides = {"entropy_bound": config.threshold, "t_min": getattr(config, "t_min", 0.0),
+                 "t_max": getattr(config, "t_max", 0.0)}
+    return replace(sampling, **{k: float(v) for k, v in overrides.items() if v})
+
+
+class DiffusionGemmaBackend:
+    name = "diffusion_gemma"
+    batches_lengths = True  # several hole lengths are rows of one batch: the engine need not retry
+
+    def __init__(self, model, tokenizer, sampling: Sampling):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.sampling = sampling
+        self.prompt_cache = PromptCache(model)
+        text = model.config.get_text_config()
+        self.vocab_size = text.vocab_size
+        self.canvas_length = model.config.canvas_length or 256
+        self.pad_id = first_id(tokenizer.pad_token_id, text.pad_token_id, tokenizer.eos_token_id)
+        self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
+        self.reader = FillReader(tokenizer, self.terminators(text))
+
+    @classmethod
+    def load(cls, config: EngineConfig) -> "DiffusionGemmaBackend":
+        from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+
+        path = config.model_dir()
+        device = resolve_device(config.device)
+        try:
+            dtype = resolve_dtype(config.dtype, device)
+        except KeyError:
+            raise ModelLoadError(f"unknown dtype {config.dtype!r} (auto, float32, bfloat16 or float16)") from None
+        if device.type == "cpu":
+            torch.set_num_threads(max(1, config.threads))
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+            kwargs = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
+            if config.device_map:
+                kwargs["device_map"] = config.device_map
+            model = DiffusionGemmaForBlockDiffusion.from_pretrained(str(path), **kwargs)
+            if not config.device_map:
+                model.to(device)
+        except Exception as exc:  # a broken checkpoint fails in many library-specific ways; report each the same
+            raise ModelLoadError(f"cannot load the DiffusionGemma checkpoint at {path}: {exc}") from exc
+        model.eval()
+        backend = cls(model, tokenizer, sampling_for(model, config))
+        log.info("loaded DiffusionGemma from %s on %s (%s), %s", path, backend.device, dtype, backend.sampling)
+        return backend
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.get_input_embeddings().weight.device
+
+    @property
+    def encoder_calls(self) -> int:
+        return self.prompt_cache.encoder_calls
+
+    @property
+    def encoder_tokens(self) -> int:
+        return self.prompt_cache.encoder_tokens
+
+    def stats(self) -> dict:
+        """Prompt-cache counters: encoder forwards and tokens since load, tokens cached now."""
+        return {"encoder_calls": self.encoder_calls, "encoder_tokens": self.encoder_tokens,
+                "cached_prefix_tokens": len(self.prompt_cache)}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def fill(self, plan: FillPlan, control: Control) -> FillResult:
+        prefix, segments = self.segments(plan)
+        specs = [s.spec for s in segments if s.spec is not None]
+        if not specs:
+            return FillResult((), 0, 0, 0)
+        with torch.inference_mode():
+            control.check(0)
+            self.prompt_cache.update(prefix)
+            batch = layout(segments, self.canvas_length, self.pad_id)
+            done = self.denoise(batch, plan, control, rewrite=any(s.init for s in segments))
+            cands = candidates(batch, done.argmax.cpu(), done.logp.cpu(), specs, self.reader)
+        tokens = sum(len(c) for c in cands[0].confidences) if cands else 0
+        return FillResult(tuple(cands), done.steps, done.forwards, tokens)
+
+    def segments(self, plan: FillPlan) -> tuple[list[int], list[Segment]]:
+        """The prefix ids for the cache (after BOS) and the canvas pieces after it."""
+        pieces = list(plan.pieces)
+        head = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
+        prefix = ([self.bos_id] if self.bos_id is not None else []) + self.encode(head)
+        if not prefix:  # the decoder needs a cache to read: start from pad when there is neither BOS nor prefix
+            prefix = [self.pad_id]
+        segments = [Segment(spec=p, init=tuple(self.encode(p.init or ""))) if isinstance(p, HoleSpec)
+                    else Segment(ids=tuple(self.encode(p))) for p in pieces]
+        return prefix, segments
+
+    def decoder(self, batch: CanvasBatch) -> Decode:
+        """The decoder over the cached prefix for this batch's rows; dead slots are hidden by the attention mask."""
+        device, B, C = self.device, batch.rows, batch.start.shape[1]
+        view = self.prompt_cache.view(B)
+        prefix_len = len(self.prompt_cache)
+        positions = torch.arange(prefix_len, prefix_len + C, device=device)[None]            # (1, C)
+        live = torch.cat([torch.ones((B, prefix_len), dtype=torch.bool), batch.live], 1).to(device)
+        masks = self.model.model.decoder.create_diffusion_decoder_attention_mask(
+            config=self.model.config, inputs_embeds=torch.empty((B, C, 0), dtype=self.model.dtype, device=device),
+            cache=view, decoder_attention_mask=live)
+
+        def decode(canvas: torch.Tensor, sc: torch.Tensor | None) -> torch.Tensor:
+            return self.model(decoder_input_ids=canvas, cache=view, self_conditioning_logits=sc,
+                              decoder_attention_mask=masks, decoder_position_ids=positions).logits  # (B, C, V)
+        return decode
+
+    def denoise(self, batch: CanvasBatch, plan: FillPlan, control: Control, rewrite: bool) -> Denoised:
+        device = self.device
+        sampling = self.sampling
+        if plan.threshold > 0:
+            sampling = replace(sampling, entropy_bound=float(plan.threshold))
+        if rewrite:  # the canvas starts from the old code: a cooler start keeps more of it
+            sampling = replace(sampling, t_max=sampling.t_min + REWRITE_T_MAX * (sampling.t_max - sampling.t_min))
+        generator = torch.Generator(device=device).manual_seed(SEED)
+        on_step = self.draft_hook(batch, plan, control) if control.draft is not None else None
+        return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
+                       steps=plan.steps if plan.steps > 0 else sampling.steps, vocab_size=self.vocab_size,
+                       generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
+                       check=control.check, on_step=on_step)
+
+    def draft_hook(self, batch, plan: FillPlan, control: Control):
+        """After each step, hand the engine the best row's current texts (argmax canvas) and confidences."""
+        def on_step(step: int, argmax: torch.Tensor, logp: torch.Tensor) -> None:
+            best = candidates(batch, argmax.cpu(), logp.cpu(), list(plan.holes), self.reader)[0]
+            pieces = tuple(tuple(text[lo:hi] for lo, hi in spans)
+                           for text, spans in zip(best.texts, best.token_spans))
+            control.draft(step, best.texts, best.confidences, pieces)
+        return on_step
+
+    def terminators(self, text_config) -> torch.Tensor:
+        """(V,) bool: ids that end a hole: EOS, pad, every other special token, ids the tokenizer cannot decode."""
+        ends = torch.zeros(self.vocab_size, dtype=torch.bool)
+        ids = set(self.tokenizer.all_special_ids) | {self.pad_id}
+        for eos in (text_config.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None),
+                    self.tokenizer.eos_token_id):
+            ids |= set(eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else [])
+        ends[[i for i in ids if i is not None and 0 <= i < self.vocab_size]] = True
+        ends[len(self.tokenizer):] = True
+        return ends
+
+    def clear_prompt_cache(self) -> None:
+        self.prompt_cache.clear()
+
+    def close(self) -> None:
+        self.prompt_cache.clear()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def first_id(*ids):
+    return next((i for i in ids if i is not None), None)

@@ -1,0 +1,289 @@
+"""Where code actions write: holes (``...``/``pass`` bodies, TODO lines, stubs, ``__``), the body of the
+function at the cursor, and the spans around syntax errors. Tree-sitter bytes stay in here; callers
+get str offsets. Safe to call from any thread (each thread parses with its own parser)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from dataclasses import dataclass
+
+import tree_sitter
+
+from .languages import LanguageSpec, parser_for
+
+MAX_HOLES = 16          # holes filled by one action
+_FILE_REACH = 20_000    # chars either side of the cursor searched when the scope is a whole file
+_STUB_LINES = 12        # a syntax error span larger than this falls back to the cursor's lines
+
+
+@dataclass(frozen=True)
+class Blank:
+    """One place to fill: ``text[start:end]`` becomes ``lead + fill + tail``."""
+
+    start: int
+    end: int
+    label: str                 # "...", "pass", "raise", "TODO", "__", "body"
+    inline: bool = False       # an expression within a line (``__``), not whole statements
+    indent: str = ""           # indentation of the fill's first line (statements only)
+    lead: str = ""             # fixed text before the fill (a line break for a same-line body)
+    tail: str = ""             # fixed text after the fill (the closing brace's line break)
+    context: str = ""          # shown to the model just before the hole but removed by the edit (a TODO line)
+
+
+_QUERIES = {
+    "python": """(pass_statement) @stub (expression_statement (ellipsis)) @stub (raise_statement) @raise
+                 (comment) @comment ((identifier) @blank (#match? @blank "^__+$"))""",
+    "javascript": """(throw_statement) @raise (comment) @comment ((identifier) @blank (#match? @blank "^__+$"))""",
+    "go": """(expression_statement (call_expression)) @raise (comment) @comment
+             ((identifier) @blank (#match? @blank "^__+$"))""",
+    "rust": """(macro_invocation) @raise (line_comment) @comment ((identifier) @blank (#match? @blank "^__+$"))""",
+}
+_QUERIES["typescript"] = _QUERIES["typescriptreact"] = _QUERIES["javascript"]
+_RAISE = {"python": re.compile(r"raise\s+NotImplementedError\b"),
+          "javascript": re.compile(r"(?i)not\s*implemented|unimplemented|\btodo\b"),
+          "go": re.compile(r'(?i)^panic\(\s*"[^"]*(not implemented|unimplemented|todo)'),
+          "rust": re.compile(r"^(todo|unimplemented)!")}
+_RAISE["typescript"] = _RAISE["typescriptreact"] = _RAISE["javascript"]
+_TODO = re.compile(r"^(#|//)\s*(TODO|FIXME)\b")
+_JS_FUNCTIONS = frozenset({"function_declaration", "function_expression", "generator_function_declaration",
+                           "generator_function", "method_definition", "arrow_function"})
+_FUNCTIONS = {"python": frozenset({"function_definition"}), "javascript": _JS_FUNCTIONS,
+              "typescript": _JS_FUNCTIONS, "typescriptreact": _JS_FUNCTIONS,
+              "go": frozenset({"function_declaration", "method_declaration", "func_literal"}),
+              "rust": frozenset({"function_item"})}
+_JS_CLASSES = frozenset({"class_declaration", "class"})
+_CLASSES = {"python": frozenset({"class_definition"}), "javascript": _JS_CLASSES, "typescript": _JS_CLASSES,
+            "typescriptreact": _JS_CLASSES, "go": frozenset(), "rust": frozenset({"impl_item", "trait_item"})}
+_DEFAULT_INDENT = {"python": "    ", "go": "\t", "rust": "    "}
+_NO_STUB_BODY = frozenset({"except_clause", "finally_clause", "except_group_clause"})  # `except: pass` is idiom
+_local = threading.local()
+
+
+class Source:
+    """A document parsed once, with str <-> byte offsets (tree-sitter counts UTF-8 bytes)."""
+
+    def __init__(self, spec: LanguageSpec, text: str):
+        self.spec, self.text = spec, text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.tree = parse(spec, self.data)
+        self._chars: list[int] = []   # str index of each non-ASCII character
+        self._bytes: list[int] = []   # its byte offset
+        self._extra: list[int] = []   # extra bytes up to and including it
+        if len(self.data) != len(text):
+            extra = 0
+            for m in re.finditer(r"[^\x00-\x7f]", text):
+                self._chars.append(m.start())
+                self._bytes.append(m.start() + extra)
+                extra += len(m.group().encode("utf-8", "surrogatepass")) - 1
+                self._extra.append(extra)
+        self.eol = "\r\n" if "\r\n" in text[:4096] else "\n"
+
+    def to_str(self, byte: int) -> int:
+        k = bisect.bisect_left(self._bytes, byte)
+        return byte - (self._extra[k - 1] if k else 0)
+
+    def to_byte(self, offset: int) -> int:
+        k = bisect.bisect_left(self._chars, offset)
+        return offset + (self._extra[k - 1] if k else 0)
+
+    def span(self, node: tree_sitter.Node) -> tuple[int, int]:
+        return self.to_str(node.start_byte), self.to_str(node.end_byte)
+
+    def line_start(self, offset: int) -> int:
+        return self.text.rfind("\n", 0, offset) + 1
+
+    def line_end(self, offset: int) -> int:
+        end = self.text.find("\n", offset)
+        end = len(self.text) if end < 0 else end
+        return end - 1 if end > 0 and self.text[end - 1] == "\r" else end
+
+    def indent_at(self, offset: int) -> str:
+        lo = self.line_start(offset)
+        line = self.text[lo:self.line_end(lo)]
+        return line[:len(line) - len(line.lstrip(" \t"))]
+
+    def indent_unit(self) -> str:
+        for m in re.finditer(r"\n([ \t]+)\S", self.text[:20_000]):
+            ws = m.group(1)
+            return "\t" if ws.startswith("\t") else " " * min(len(ws), 8)
+        return _DEFAULT_INDENT.get(self.spec.name, "  ")
+
+
+def parse(spec: LanguageSpec, data: bytes) -> tree_sitter.Tree | None:
+    """Parse with this thread's own parser (tree-sitter parsers are not shared across threads)."""
+    parsers = _local.__dict__.setdefault("parsers", {})
+    if spec.name not in parsers:
+        shared = parser_for(spec.name)
+        parsers[spec.name] = tree_sitter.Parser(shared.language) if shared else None
+    parser = parsers[spec.name]
+    return parser.parse(data) if parser else None
+
+
+def error_ranges(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
+    """Byte ranges of the outermost ERROR nodes and of MISSING nodes, in document order."""
+    found: list[tuple[int, int]] = []
+    stack = [tree.root_node] if tree.root_node.has_error else []
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            found.append((node.start_byte, node.end_byte))
+            continue
+        stack.extend(c for c in reversed(node.children) if c.has_error)
+    return found
+
+
+def _query(spec: LanguageSpec) -> tree_sitter.Query | None:
+    cache = _local.__dict__.setdefault("queries", {})
+    if spec.name not in cache:
+        parser = parser_for(spec.name)
+        source = _QUERIES.get(spec.name)
+        cache[spec.name] = tree_sitter.Query(parser.language, source) if parser and source else None
+    return cache[spec.name]
+
+
+def statements(block: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The statements of a body (comments left out; Go's statement_list flattened)."""
+    out = []
+    for child in block.named_children:
+        if child.type == "statement_list":
+            out.extend(statements(child))
+        elif "comment" not in child.type:
+            out.append(child)
+    return out
+
+
+def is_docstring(node: tree_sitter.Node) -> bool:
+    return (node.type == "expression_statement" and node.named_child_count == 1
+            and node.named_children[0].type == "string")
+
+
+def _sole_body(node: tree_sitter.Node) -> bool:
+    """Is ``node`` the whole body of its block (a docstring before it allowed)?"""
+    block = node.parent
+    if block is None or block.type != "block" or (block.parent is not None and block.parent.type in _NO_STUB_BODY):
+        return False
+    rest = [s for s in statements(block) if not is_docstring(s)]
+    return rest == [node]
+
+
+def _header_blank(src: Source, opener_end: int, end: int, label: str) -> Blank:
+    """A body on its header's line (``def f(): ...``, ``{ todo!() }``) moves to its own line."""
+    indent = src.indent_at(opener_end)
+    unit = src.indent_unit()
+    if src.spec.block_opener == "{":
+        return Blank(opener_end, end, label, indent=indent + unit, lead=src.eol, tail=src.eol + indent)
+    return Blank(opener_end, end, label, indent=indent + unit, lead=src.eol)
+
+
+def statement_blank(src: Source, start: int, end: int, label: str) -> Blank | None:
+    """The blank for statements ``[start, end)`` alone on their line(s), or alone after their header's opener."""
+    lo = src.line_start(start)
+    before = src.text[lo:start]
+    if not before.strip():
+        return Blank(lo, end, label, indent=before)
+    head = before.rstrip()
+    if src.spec.block_opener and head.endswith(src.spec.block_opener):
+        if src.spec.block_opener == "{":
+            close = src.text.find("}", end)
+            if close < 0 or src.text[end:close].strip() not in ("", ";"):
+                return None
+            end = close
+        return _header_blank(src, lo + len(head), end, label)
+    return None
+
+
+def is_stub(src: Source, node: tree_sitter.Node) -> bool:
+    """``pass``, ``...``, ``raise NotImplementedError`` and the other languages' not-implemented stubs."""
+    if node.type == "pass_statement" or (node.type == "expression_statement" and node.named_child_count == 1
+                                         and node.named_children[0].type == "ellipsis"):
+        return True
+    raise_re = _RAISE.get(src.spec.name)
+    text = node.text.decode("utf-8", "replace")
+    return raise_re is not None and node.type != "comment" and bool(raise_re.search(text))
+
+
+def find_blanks(src: Source, start: int, end: int) -> list[Blank]:
+    """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge)."""
+    query = _query(src.spec)
+    if query is None or src.tree is None:
+        return []
+    cursor = tree_sitter.QueryCursor(query)
+    cursor.set_byte_range(src.to_byte(start), src.to_byte(end))
+    blanks: list[Blank] = []
+    raise_re = _RAISE.get(src.spec.name)
+    for name, nodes in cursor.captures(src.tree.root_node).items():
+        for node in nodes:
+            text = node.text.decode("utf-8", "replace")
+            blank = None
+            if name == "stub" and _sole_body(node):
+                blank = statement_blank(src, *src.span(node), "pass" if node.type == "pass_statement" else "...")
+            elif name == "raise" and raise_re is not None and raise_re.search(text):
+                target = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
+                blank = statement_blank(src, *src.span(target), "raise")
+            elif name == "comment" and _TODO.match(text):
+                s, e = src.span(node)
+                lo = src.line_start(s)
+                if not src.text[lo:s].strip():  # a comment line, not a comment after code
+                    blank = Blank(lo, e, "TODO", indent=src.text[lo:s], context=src.text[lo:e] + src.eol)
+            elif name == "blank":
+                s, e = src.span(node)
+                blank = Blank(s, e, "__", inline=True)
+            if blank is not None and start <= blank.start and blank.end <= end:
+                blanks.append(blank)
+    return _merge(src.text, sorted(set(blanks), key=lambda b: (b.start, b.end)))
+
+
+def _merge(text: str, blanks: list[Blank]) -> list[Blank]:
+    """A TODO line directly above a stub becomes one hole with the TODO as its context; overlaps drop."""
+    out: list[Blank] = []
+    for b in blanks:
+        prev = out[-1] if out else None
+        if prev is not None and prev.label == "TODO" and not b.inline and not b.lead \
+                and not text[prev.end:b.start].strip() and b.indent == prev.indent:
+            out[-1] = Blank(prev.start, b.end, b.label, indent=b.indent, context=prev.context)
+        elif prev is None or b.start >= prev.end:
+            out.append(b)
+    return out
+
+
+def enclosing(src: Source, offset: int, types: frozenset[str]) -> list[tree_sitter.Node]:
+    """Nodes of ``types`` containing ``offset``, innermost first."""
+    if src.tree is None:
+        return []
+    b = src.to_byte(offset)
+    node, found = src.tree.root_node.descendant_for_byte_range(b, b), []
+    while node is not None:
+        if node.type in types:
+            found.append(node)
+        node = node.parent
+    return found
+
+
+def scoped_blanks(src: Source, start: int, end: int) -> tuple[tuple[int, int], list[Blank]]:
+    """The holes of a selection; with none selected, of the innermost enclosing function or class
+    that has any, else of the file around the cursor (the nearest ``MAX_HOLES``)."""
+    if end > start:
+        return (start, end), find_blanks(src, start, end)[:MAX_HOLES]
+    lo = src.line_start(max(0, start - _FILE_REACH))
+    hi = src.line_end(min(len(src.text), start + _FILE_REACH))
+    every = find_blanks(src, lo, hi)
+    types = _FUNCTIONS.get(src.spec.name, frozenset()) | _CLASSES.get(src.spec.name, frozenset())
+    for node in enclosing(src, start, types):
+        s, e = src.span(node)
+        inside = [b for b in every if s <= b.start and b.end <= e]
+        if inside:
+            return (s, e), _nearest(inside, start)
+    return (lo, hi), _nearest(every, start)
+
+
+def _nearest(blanks: list[Blank], offset: int) -> list[Blank]:
+    if len(blanks) <= MAX_HOLES:
+        return blanks
+    keep = sorted(blanks, key=lambda b: min(abs(b.start - offset), abs(b.end - offset)))[:MAX_HOLES]
+    return sorted(keep, key=lambda b: b.start)
+
+
+def function_types(spec: LanguageSpec) -> frozenset[str]:
+    return _FUNCTIONS.get(spec.name, frozenset())

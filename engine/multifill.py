@@ -1,0 +1,219 @@
+"""Several holes filled jointly on one canvas: the layout within the model's window, the shapes a raw
+fill may take (cut at a line end, re-indented), and the choice per hole that keeps the file parsing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
+from .config import EngineConfig
+from .context import Window, window
+from .holes import Blank, parse
+from .languages import LanguageSpec, error_count, parser_for, spec_for
+from .requests import Completion, EngineError, HoleFill, HoleKind
+
+SLOTS_INLINE = 16       # an expression hole (``__``)
+SLOTS_STATEMENTS = 48   # a body or a statement hole
+_DEFAULT_POSITIONS = 1024
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to use a hole's raw fill."""
+
+    text: str
+    confidences: tuple[float, ...]
+    token_spans: tuple[tuple[int, int], ...]
+
+
+def fill_blanks(backend: Backend, config: EngineConfig, control: Control, text: str, language: str,
+                blanks: Sequence[Blank], callers: Sequence[tuple[int, int]] = (), slots: int | None = None,
+                steps: int | None = None) -> Completion:
+    """One denoising job over every blank; a fill that would break the parse is cut shorter or dropped."""
+    t0 = time.perf_counter()
+    spec = spec_for(language)
+    blanks = sorted(blanks, key=lambda b: b.start)
+    _check(text, blanks)
+    sizes = [slots or (SLOTS_INLINE if b.inline else SLOTS_STATEMENTS) for b in blanks]
+    cap = int(getattr(backend, "max_len", 0) or _DEFAULT_POSITIONS) - 16
+    pieces, win = _canvas(spec, text, blanks, sizes, callers, backend.count_tokens, config, cap)
+    plan = FillPlan(pieces, steps=steps or config.steps, threshold=config.threshold)
+    result = backend.fill(plan, control)
+    eol = "\r\n" if "\r\n" in text[:4096] else "\n"
+    best: list[Option | None] = [None] * len(blanks)
+    rejected = 0
+    for candidate in result.candidates:
+        options = [shape(b, candidate, i, eol) for i, b in enumerate(blanks)]
+        chosen, bad = choose(spec, text, win, blanks, options, config.validate)
+        rejected += bad
+        if sum(c is not None for c in chosen) > sum(c is not None for c in best):
+            best = chosen
+        if all(c is not None for c in best):
+            break
+    fills = tuple(_hole_fill(b, o) for b, o in zip(blanks, best) if o is not None)
+    checked = config.validate and parser_for(spec.name) is not None
+    return Completion(fills, HoleKind.BLOCK, result.steps, result.forwards, result.tokens,
+                      round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name)
+
+
+def _check(text: str, blanks: list[Blank]) -> None:
+    if not blanks:
+        raise EngineError("no holes to fill")
+    pos = 0
+    for b in blanks:
+        if not pos <= b.start <= b.end <= len(text):
+            raise EngineError(f"hole {b.start}..{b.end} is outside the document or overlaps another")
+        pos = b.end
+
+
+def _canvas(spec: LanguageSpec, text: str, blanks: list[Blank], sizes: list[int],
+            callers: Sequence[tuple[int, int]], count: Callable[[str], int], config: EngineConfig,
+            cap: int) -> tuple[tuple, Window]:
+    """``prefix [context lead] HOLE tail middle ... HOLE tail suffix [callers]`` within ``cap`` tokens."""
+    budget = cap - sum(sizes)
+    if budget < 32:
+        raise EngineError(f"{len(blanks)} holes do not fit the model's window; select fewer")
+    pre, suf = min(config.prefix_tokens, budget * 2 // 5), min(config.suffix_tokens, budget // 5)
+    per_middle = max(16, (budget - pre - suf) // max(1, len(blanks) - 1))
+    win = window(spec, text, blanks[0].start, blanks[-1].end, count, pre, suf)
+    pieces: list = []
+    current = win.prefix + blanks[0].context + blanks[0].lead
+    for i, (b, size) in enumerate(zip(blanks, sizes)):
+        pieces += [current, HoleSpec(size, stop_at_newline=b.inline)]
+        if i + 1 < len(blanks):
+            nxt = blanks[i + 1]
+            current = b.tail + _middle(spec, text, b.end, nxt.start, count, per_middle) + nxt.context + nxt.lead
+        else:
+            current = b.tail + win.suffix + _callers(text, callers, win)
+    pieces.append(current)
+    used = sum(count(p) for p in pieces if isinstance(p, str)) + sum(sizes)
+    if used > cap:
+        raise EngineError(f"{len(blanks)} holes and their context do not fit the model's window; select fewer")
+    return tuple(pieces), win
+
+
+def _middle(spec: LanguageSpec, text: str, a: int, b: int, count: Callable[[str], int], budget: int) -> str:
+    """The code between two holes, its middle left out when it is over ``budget`` tokens."""
+    middle = text[a:b]
+    if count(middle) <= budget:
+        return middle
+    head = window(spec, text, a, a, count, 0, budget // 2).suffix
+    tail = window(spec, text, b, b, count, budget // 2, 0).prefix
+    return head + tail if a + len(head) <= b - len(tail) else middle
+
+
+def _callers(text: str, callers: Sequence[tuple[int, int]], win: Window) -> str:
+    """Caller lines not already on the canvas, after the suffix."""
+    lines = [text[lo:hi] for lo, hi in callers if hi <= win.start or lo >= win.end]
+    if not lines:
+        return ""
+    sep = "" if not win.suffix or win.suffix.endswith("\n") else "\n"
+    return sep + "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _width(ws: str) -> int:
+    return len(ws.expandtabs(4))
+
+
+def _leading(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def shape(blank: Blank, candidate: Candidate, i: int, eol: str) -> list[Option]:
+    """The usable forms of hole ``i``'s raw fill, longest first: one trimmed line for an expression;
+    for statements, re-indented to the hole and cut at each line end before any line that leaves it."""
+    raw, confs, spans = candidate.texts[i], candidate.confidences[i], candidate.token_spans[i]
+    if blank.inline:
+        head = raw.split("\n", 1)[0]
+        lo, hi = len(head) - len(head.lstrip()), len(head.rstrip())
+        return [_option(raw, lo, hi, "", confs, spans, eol)] if hi > lo else []
+    lines = raw.split("\n")
+    pos, first = 0, 0
+    context = blank.context.strip()
+    while first < len(lines) and (not lines[first].strip() or (context and lines[first].strip() == context)):
+        pos += len(lines[first]) + 1  # leading blank lines, and a repeat of the TODO line, are dropped
+        first += 1
+    if first == len(lines):
+        return []
+    body = pos + len(_leading(lines[first]))
+    width, cuts = _width(blank.indent), []
+    for j in range(first, len(lines)):
+        if j > first and lines[j].strip() and _width(_leading(lines[j])) < width:
+            break  # the fill would leave the hole's block
+        if j > first + 1 and not lines[j].strip() and not lines[j - 1].strip():
+            break  # two blank lines end a body
+        pos += len(lines[j])
+        cuts.append(pos)
+        pos += 1
+    options, seen = [], set()
+    for cut in reversed(cuts):
+        option = _option(raw, body, cut, blank.indent, confs, spans, eol)
+        if option.text.strip() and option.text not in seen:
+            seen.add(option.text)
+            options.append(option)
+    return options
+
+
+def _option(raw: str, lo: int, hi: int, indent: str, confs, spans, eol: str) -> Option:
+    """``indent + raw[lo:hi]`` (right-stripped, line breaks as ``eol``) with the confidences of the tokens kept."""
+    text = indent + raw[lo:hi].rstrip()
+    shift = len(indent) - lo
+    kept_c, kept_s = [], []
+    for c, (s, e) in zip(confs, spans):
+        if e > lo and s < hi:
+            kept_c.append(c)
+            kept_s.append((min(max(s, lo) + shift, len(text)), min(min(e, hi) + shift, len(text))))
+    return _with_eol(Option(text, tuple(kept_c), tuple(kept_s)), eol)
+
+
+def _with_eol(option: Option, eol: str) -> Option:
+    if "\r" not in option.text and eol == "\n":
+        return option
+    out, where, n = [], [], 0  # where[k]: the new index of old index k
+    for ch in option.text:
+        where.append(n)
+        piece = "" if ch == "\r" else eol if ch == "\n" else ch
+        out.append(piece)
+        n += len(piece)
+    where.append(n)
+    return Option("".join(out), option.confidences, tuple((where[s], where[e]) for s, e in option.token_spans))
+
+
+def choose(spec: LanguageSpec, text: str, win: Window, blanks: list[Blank], options: list[list[Option]],
+           validate: bool) -> tuple[list[Option | None], int]:
+    """Per hole, in order, the longest option that adds no parse error (the rest keep their text)."""
+    chosen: list[Option | None] = [None] * len(blanks)
+    if not validate or parser_for(spec.name) is None:
+        return [opts[0] if opts else None for opts in options], 0
+    baseline = _errors(spec, _assemble(text, win, blanks, chosen))
+    rejected = 0
+    for i, opts in enumerate(options):
+        for option in opts:
+            trial = chosen[:i] + [option] + chosen[i + 1:]
+            if _errors(spec, _assemble(text, win, blanks, trial)) <= baseline:
+                chosen = trial
+                break
+            rejected += 1
+    return chosen, rejected
+
+
+def _assemble(text: str, win: Window, blanks: list[Blank], chosen: list[Option | None]) -> str:
+    parts, pos = [win.prefix], blanks[0].start
+    for b, option in zip(blanks, chosen):
+        parts.append(text[pos:b.start])
+        parts.append(b.lead + option.text + b.tail if option is not None else text[b.start:b.end])
+        pos = b.end
+    parts.append(win.suffix)
+    return "".join(parts)
+
+
+def _errors(spec: LanguageSpec, source: str) -> int:
+    return error_count(parse(spec, source.encode("utf-8", "surrogatepass")))
+
+
+def _hole_fill(blank: Blank, option: Option) -> HoleFill:
+    shift = len(blank.lead)
+    return HoleFill(blank.start, blank.end, blank.lead + option.text + blank.tail, option.confidences,
+                    tuple((s + shift, e + shift) for s, e in option.token_spans))

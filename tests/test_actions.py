@@ -1,0 +1,470 @@
+"""Code actions: where holes are (pure), how a fill is shaped (pure), and end to end over stdio against
+the real server on the embedded model: every action on Python and JavaScript, several holes in one
+engine job, fixes only when they parse, stale versions never edited, a long rewrite cancelled, drafts."""
+
+import asyncio
+import time
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from engine.actions import FillRequest, FixRequest, RewriteRequest, minimal_edits
+from engine.backends.base import Candidate, Control, FillResult
+from engine.config import EngineConfig
+from engine.holes import Blank, Source
+from engine.languages import error_count, parse, spec_for
+from engine.multifill import shape
+from engine.requests import HoleFill
+from engine.targets import survey
+from tests.lsp_session import open_doc, plain, stats
+
+PY = '''import math
+
+
+def area(r):
+    """Area of a circle of radius r."""
+    ...
+
+
+def perimeter(r):
+    # TODO: two pi r
+    pass
+
+
+def describe(r):
+    return f"{area(r)} {__}"
+
+
+print(describe(2))
+'''
+JS = '''function area(r) {
+  throw new Error("not implemented");
+}
+
+function perimeter(r) {
+  // TODO: two pi r
+}
+
+const describe = (r) => area(r) + " " + __;
+console.log(describe(2));
+'''
+CONTENT_MODIFIED, REQUEST_CANCELLED = -32801, -32800
+
+
+# -- pure: holes, bodies, error spans, shapes, minimal edits ------------------------------------
+
+def test_python_holes_are_found_with_exact_spans():
+    found = survey(PY, "python", 0, len(PY))
+    assert [(b.label, PY[b.start:b.end]) for b in found.blanks] == [
+        ("...", "    ..."), ("pass", "    # TODO: two pi r\n    pass"), ("__", "__")]
+    todo = found.blanks[1]
+    assert todo.context == "    # TODO: two pi r\n" and todo.indent == "    "
+    assert found.blanks[2].inline
+
+
+def test_javascript_holes_and_the_function_at_the_cursor():
+    found = survey(JS, "javascript", 0, len(JS))
+    assert [(b.label, JS[b.start:b.end]) for b in found.blanks] == [
+        ("raise", '  throw new Error("not implemented");'), ("TODO", "  // TODO: two pi r"), ("__", "__")]
+    at = JS.index("// TODO")
+    cursor = survey(JS, "javascript", at, at)
+    assert cursor.function == "perimeter" and [JS[b.start:b.end] for b in cursor.blanks] == ["  // TODO: two pi r"]
+    assert cursor.body is not None and JS[cursor.body.start:cursor.body.end] == ""  # a comment-only body: appended
+    callers = survey(JS, "javascript", 11, 11).callers
+    assert [JS[lo:hi] for lo, hi in callers] == ["const describe = (r) => area(r) + \" \" + __;\n"]
+
+
+@pytest.mark.parametrize("text,language,at,replaced,lead,tail", [
+    ("def f(x): ...\n", "python", 4, " ...", "\n", ""),                        # same-line body moves down
+    ("def f(x):\n    '''Doc.'''\n", "python", 4, "", "\n", ""),               # docstring only: append
+    ("def f(x):\n    y = 1\n    pass\n", "python", 4, "", "\n", ""),          # real code: continue it
+    ("function f(a) {}\n", "javascript", 9, "", "\n", "\n"),                  # empty braces
+    ("fn f() -> i32 {\n    todo!()\n}\n", "rust", 3, "    todo!()", "", ""),  # a stub is replaced
+])
+def test_complete_body_target(text, language, at, replaced, lead, tail):
+    body = survey(text, language, at, at).body
+    assert body is not None
+    assert (text[body.start:body.end], body.lead, body.tail) == (replaced, lead, tail)
+
+
+def test_non_ascii_and_crlf_offsets_are_str_offsets():
+    text = "s = 'é😀'\r\ndef f():\r\n    pass\r\n"
+    found = survey(text, "python", 0, len(text))
+    assert [text[b.start:b.end] for b in found.blanks] == ["    pass"]
+    src = Source(spec_for("python"), text)
+    assert src.eol == "\r\n" and src.to_str(src.to_byte(text.index("def"))) == text.index("def")
+
+
+def test_syntax_error_spans_grow_from_the_error_lines():
+    text = "def f(x):\n    y = (x + 1\n    return y\n\n\nprint(f(2))\n"
+    at = text.index("y =")
+    spans = survey(text, "python", at, at).errors
+    assert spans and all(text[lo:hi].endswith(("1", "y")) for lo, hi in spans)
+    assert spans[0][1] - spans[0][0] < spans[-1][1] - spans[-1][0] or len(spans) == 1
+    assert survey(PY, "python", 0, 0).errors == ()
+
+
+def _candidate(*texts):
+    return Candidate(texts, tuple(() for _ in texts), tuple(() for _ in texts), 0.0)
+
+
+def test_a_statement_fill_is_reindented_and_stops_where_it_leaves_the_block():
+    blank = Blank(10, 17, "...", indent="    ")
+    options = shape(blank, _candidate("\n  return 1\n    x = 2\ndef g():\n    pass"), 0, "\n")
+    assert [o.text for o in options] == ["    return 1\n    x = 2", "    return 1"]
+    assert [o.text for o in shape(Blank(0, 2, "__", inline=True), _candidate("  a + b \nmore"), 0, "\n")] == ["a + b"]
+    assert shape(blank, _candidate("\n\n  "), 0, "\n") == []
+    crlf = shape(blank, _candidate("a\n    b"), 0, "\r\n")[0]
+    assert crlf.text == "    a\r\n    b"
+
+
+def test_minimal_edits_touch_only_the_changed_lines():
+    text = "a = 1\nb = 2\nc = 3\nd = 4\n"
+    new = "a = 1\nb = 20\nc = 3\nd = 4\ne = 5\n"
+    fill = HoleFill(0, len(text), new, (0.9,) * 4, ((6, 8), (9, 11), (24, 26), (27, 29)))
+    edits = minimal_edits(text, fill)
+    assert [(text[e.start:e.end], e.text) for e in edits] == [("b = 2\n", "b = 20\n"), ("", "e = 5\n")]
+    assert edits[0].token_spans == ((0, 2), (3, 5)) and len(edits[1].confidences) == 2
+
+
+# -- the engine side with a scripted backend: layout, validation, offsets ----------------------
+
+class ScriptedBackend:
+    """Answers fixed texts per hole (one token per character), and keeps the plans it was given."""
+
+    name, max_len = "scripted", 1024
+
+    def __init__(self, *texts):
+        self.texts, self.plans = texts, []
+
+    def count_tokens(self, text):
+        return (len(text) + 3) // 4
+
+    def fill(self, plan, control):
+        self.plans.append(plan)
+        control.check(0)
+        texts = tuple(self.texts[i % len(self.texts)] for i in range(len(plan.holes)))
+        spans = tuple(tuple((i, i + 1) for i in range(len(t))) for t in texts)
+        confs = tuple(tuple(0.5 for _ in t) for t in texts)
+        return FillResult((Candidate(texts, confs, spans, 0.0),), 1, 1, sum(map(len, texts)))
+
+    def close(self):
+        pass
+
+
+def _run(request, backend, **config):
+    return request.run(backend, EngineConfig(**config), Control(lambda step: None))
+
+
+def _applied(text, fills):
+    for f in sorted(fills, key=lambda f: f.start, reverse=True):
+        text = text[:f.start] + f.text + text[f.end:]
+    return text
+
+
+def test_holes_share_one_canvas_and_a_fill_that_breaks_the_parse_is_dropped():
+    blanks = survey(PY, "python", 0, len(PY)).blanks
+    backend = ScriptedBackend("return math.pi * r * r", "\n        return 2 * math.pi * r", "r + ((")
+    completion = _run(FillRequest(PY, "python", blanks), backend)
+    (plan,) = backend.plans
+    assert len(plan.pieces) == 7 and plan.pieces[2].endswith("    # TODO: two pi r\n")  # the TODO is shown
+    assert [(f.start, f.end) for f in completion.fills] == [(b.start, b.end) for b in blanks[:2]]
+    assert [f.text for f in completion.fills] == ["    return math.pi * r * r", "    return 2 * math.pi * r"]
+    assert completion.rejected == 1 and _parses(_applied(PY, completion.fills), "python")
+    unchecked = _run(FillRequest(PY, "python", blanks), backend, validate=False)
+    assert [f.text for f in unchecked.fills][2] == "r + (("
+
+
+def test_complete_body_sees_far_callers_and_a_same_line_body_moves_down():
+    text = "def area(w, h): ...\n" + "x = 1\n" * 80 + "print(area(2, 3))\n"
+    found = survey(text, "python", 5, 5)
+    backend = ScriptedBackend("return w * h")
+    completion = _run(FillRequest(text, "python", (found.body,), found.callers), backend, suffix_tokens=8)
+    assert backend.plans[0].pieces[-1].endswith("print(area(2, 3))\n")
+    assert _applied(text, completion.fills).startswith("def area(w, h):\n    return w * h\nx = 1\n")
+
+
+def test_a_fix_is_kept_only_when_it_removes_the_error():
+    text = "def f(x):\n    y = (x + 1\n    return y\n\n\nprint(f(2))\n"
+    spans = survey(text, "python", text.index("y ="), text.index("y =")).errors
+    good = _run(FixRequest(text, "python", spans), ScriptedBackend("    y = (x + 1)\n    return y"))
+    assert [(text[f.start:f.end], f.text) for f in good.fills] == [("    y = (x + 1\n", "    y = (x + 1)\n")]
+    assert _parses(_applied(text, good.fills), "python")
+    bad = ScriptedBackend("    y = ((x")
+    assert _run(FixRequest(text, "python", spans), bad).fills == ()
+    assert len(bad.plans) == 2 * len(spans)  # each span: re-noised, then masked whole
+
+
+def test_a_rewrite_edits_only_the_lines_that_changed():
+    text = "def f(x):\n    a = 1\n    b = 2\n    return a + b\n"
+    lo, hi = text.index("    a"), len(text)
+    backend = ScriptedBackend("    a = 1\n    b = 3\n    return a + b\n")
+    completion = _run(RewriteRequest(text, "python", lo, hi), backend)
+    assert [(text[f.start:f.end], f.text) for f in completion.fills] == [("    b = 2\n", "    b = 3\n")]
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+@pytest.fixture
+def applied(client):
+    """workspace/applyEdit requests the server sent during the test (the client accepts them)."""
+    if not hasattr(client, "applied_edits"):
+        client.applied_edits = []
+
+        @client.feature(types.WORKSPACE_APPLY_EDIT)
+        def _apply(ls, params: types.ApplyWorkspaceEditParams):
+            ls.applied_edits.append(params)
+            return types.ApplyWorkspaceEditResult(applied=True)
+    client.applied_edits.clear()
+    return client.applied_edits
+
+
+def _range(text: str, start: int, end: int) -> types.Range:
+    def pos(offset):
+        line = text.count("\n", 0, offset)
+        return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+    return types.Range(pos(start), pos(end))
+
+
+def _offset(text: str, p: types.Position) -> int:
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    return starts[p.line] + p.character
+
+
+async def _actions(client, uri, rng, only=None, trigger=types.CodeActionTriggerKind.Invoked):
+    result = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri), rng, types.CodeActionContext([], only=only, trigger_kind=trigger)))
+    return result or []
+
+
+def _pick(actions, prefix):
+    found = [a for a in actions if a.title.startswith(prefix)]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def _edits(client, edit: types.WorkspaceEdit, uri: str, version: int):
+    """The text edits of ``edit``, checking it names the version it was computed for when it can."""
+    if client.snapshot == "vscode":  # documentChanges supported: the edit carries the version
+        (change,) = edit.document_changes
+        assert change.text_document.uri == uri and change.text_document.version == version
+        return list(change.edits)
+    assert edit.document_changes is None
+    return list(edit.changes[uri])
+
+
+def _apply(text: str, edits) -> str:
+    for e in sorted(edits, key=lambda e: _offset(text, e.range.start), reverse=True):
+        text = text[:_offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end):]
+    return text
+
+
+def _parses(text: str, language: str) -> bool:
+    return error_count(parse(spec_for(language), text)) == 0
+
+
+async def _configure(client, **settings):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams({"diffusionLsp": settings}))
+
+
+async def test_offers_are_lazy_titled_and_filtered_by_kind(client):
+    uri = f"file:///offers-{client.snapshot}.py"
+    open_doc(client, uri, PY)
+    everything = await _actions(client, uri, _range(PY, 0, len(PY)))
+    assert {a.title for a in everything} >= {"Fill 3 holes", "Rewrite selection"}
+    assert all(isinstance(a, types.CodeAction) and a.edit is None and a.data for a in everything)
+    assert all(a.kind == types.CodeActionKind.RefactorRewrite for a in everything)
+    assert all(a.tags is None for a in everything)  # neither snapshot advertises codeAction.tagSupport
+    at = PY.index("pass")
+    cursor = await _actions(client, uri, _range(PY, at, at))
+    assert {a.title for a in cursor} == {"Fill 1 hole", "Complete body of perimeter"}
+    assert await _actions(client, uri, _range(PY, 0, len(PY)), only=[types.CodeActionKind.QuickFix]) == []
+
+
+@pytest.mark.parametrize("language,text", [("python", PY), ("javascript", JS)])
+async def test_three_holes_are_filled_in_one_job_exactly_in_place(client, language, text):
+    uri = f"file:///holes-{client.snapshot}.{language}"
+    open_doc(client, uri, text, language)
+    found = survey(text, language, 0, len(text))
+    holes = [_range(text, b.start, b.end) for b in found.blanks]
+    await _configure(client, validate=False)  # every hole is filled, so the ranges can be checked exactly
+    try:
+        action = _pick(await _actions(client, uri, _range(text, 0, len(text))), "Fill 3 holes")
+        client.drafts.clear()
+        before = await stats(client)
+        t0 = time.monotonic()
+        resolved = await client.code_action_resolve_async(action)
+        elapsed = time.monotonic() - t0
+        after = await stats(client)
+    finally:
+        await _configure(client, validate=True)
+    assert after["jobs"] == before["jobs"] + 1 and after["completed"] == before["completed"] + 1
+    edits = _edits(client, resolved.edit, uri, 1)
+    assert [e.range for e in edits] == holes
+    result = resolved.data["result"]["holes"]
+    assert [h["text"] for h in result] == [e.new_text for e in edits]
+    assert all(0 <= t["confidence"] <= 1 for h in result for t in h["tokens"])
+    await asyncio.sleep(0.1)
+    drafts = [d for d in client.drafts if d["uri"] == uri]
+    assert drafts and drafts[-1]["done"] and not any(d["done"] for d in drafts[:-1])
+    assert [d["step"] for d in drafts] == sorted(d["step"] for d in drafts)
+    assert [h["text"] for h in drafts[-1]["holes"]] == [e.new_text for e in edits]
+    assert [h["range"]["start"]["line"] for h in drafts[0]["holes"]] == [r.start.line for r in holes]
+    progress = [r for token, r in client.progress_reports.items() if str(token).startswith("diffusion-lsp/action/")]
+    assert progress and isinstance(progress[-1][0], types.WorkDoneProgressBegin)
+    assert isinstance(progress[-1][-1], types.WorkDoneProgressEnd)
+    print(f"\n{language} 3-hole fill: {elapsed * 1000:.0f} ms round trip, engine {after['last_elapsed_ms']} ms")
+
+
+@pytest.mark.parametrize("language,text", [("python", PY), ("javascript", JS)])
+async def test_validated_fills_and_bodies_parse(client, language, text):
+    uri = f"file:///valid-{client.snapshot}.{language}"
+    open_doc(client, uri, text, language)
+    at = text.index("TODO")
+    for title in ("Fill", "Complete body"):
+        action = _pick(await _actions(client, uri, _range(text, at, at)), title)
+        assert action is not None, title
+        resolved = await client.code_action_resolve_async(action)
+        if resolved.edit is None:  # the small model found nothing that parses: nothing to edit, the user is told
+            assert resolved.data["result"] == {"holes": []}
+            continue
+        new = _apply(text, _edits(client, resolved.edit, uri, 1))
+        assert _parses(new, language)
+        assert new.startswith(text[:text.index("perimeter")]) and new.endswith(text[text.index("\n\n", at):])
+
+
+@pytest.mark.parametrize("language,text,error", [
+    ("python", "def f(x):\n    y = (x + 1\n    return y\n\n\nprint(f(2))\n", "y ="),
+    ("javascript", "function f(a) {\n  const b = a +;\n  return b;\n}\nf(1);\n", "const"),
+])
+async def test_a_fix_is_offered_only_when_it_parses(client, language, text, error):
+    uri = f"file:///fix-{client.snapshot}.{language}"
+    open_doc(client, uri, text, language)
+    at = text.index(error)
+    before = await stats(client)
+    actions = await _actions(client, uri, _range(text, at, at), only=[types.CodeActionKind.QuickFix])
+    assert (await stats(client))["jobs"] == before["jobs"] + 1  # the fix was tried while offering
+    for action in actions:
+        assert action.title == "Fix syntax error" and action.kind == types.CodeActionKind.QuickFix
+        resolved = await client.code_action_resolve_async(action)
+        assert _parses(_apply(text, _edits(client, resolved.edit, uri, 1)), language)
+    clean = f"file:///clean-{client.snapshot}.{language}"
+    open_doc(client, clean, PY if language == "python" else JS, language)
+    assert await _actions(client, clean, _range(PY, 0, 0), only=[types.CodeActionKind.QuickFix]) == []
+
+
+async def test_rewrite_edits_only_changed_whole_lines_inside_the_selection(client, applied):
+    uri = f"file:///rewrite-{client.snapshot}.py"
+    open_doc(client, uri, PY)
+    lo, hi = PY.index("def describe"), PY.index("print(")
+    await _configure(client, validate=False)
+    try:
+        action = _pick(await _actions(client, uri, _range(PY, lo, hi)), "Rewrite selection")
+        resolved = await client.code_action_resolve_async(action)
+        edits = _edits(client, resolved.edit, uri, 1) if resolved.edit else []  # none: the text was kept
+        answer = plain(await client.workspace_execute_command_async(
+            _rewrite(uri, 1, PY, lo, hi, instruction="use math.pi")))
+    finally:
+        await _configure(client, validate=True)
+    for e in edits:
+        start, end = _offset(PY, e.range.start), _offset(PY, e.range.end)
+        assert lo <= start <= end <= hi and e.range.start.character == 0 and e.range.end.character == 0
+    assert answer["applied"] == bool(applied)
+    for params in applied:
+        assert all(lo <= _offset(PY, e.range.start) <= _offset(PY, e.range.end) <= hi
+                   for e in _edits(client, params.edit, uri, 1))
+
+
+def _rewrite(uri, version, text, lo, hi, **extra) -> types.ExecuteCommandParams:
+    r = _range(text, lo, hi)
+    rng = {"start": {"line": r.start.line, "character": r.start.character},
+           "end": {"line": r.end.line, "character": r.end.character}}
+    return types.ExecuteCommandParams("diffusion.rewriteSelection",
+                                      [{"uri": uri, "version": version, "range": rng, **extra}])
+
+
+async def test_a_stale_version_is_never_edited(client, applied):
+    uri = f"file:///stale-action-{client.snapshot}.py"
+    open_doc(client, uri, PY)
+    action = _pick(await _actions(client, uri, _range(PY, 0, len(PY))), "Fill 3 holes")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+        [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "# hi\n")]))
+    with pytest.raises(JsonRpcException) as err:
+        await client.code_action_resolve_async(action)
+    assert err.value.code == CONTENT_MODIFIED
+    with pytest.raises(JsonRpcException) as err:
+        await client.workspace_execute_command_async(_rewrite(uri, 1, PY, 0, 40))
+    assert err.value.code == CONTENT_MODIFIED
+    assert applied == []
+
+
+async def test_an_edit_during_a_long_rewrite_stops_it_and_nothing_is_applied(client, applied):
+    uri = f"file:///moving-{client.snapshot}.py"
+    text = "def f(x):\n" + "    y = x + 1\n" * 60
+    open_doc(client, uri, text)
+    await _configure(client, steps=400, threshold=1.5, validate=False)  # one token a step: hundreds of steps
+    try:
+        before = await stats(client)
+        pending = asyncio.ensure_future(client.workspace_execute_command_async(_rewrite(uri, 1, text, 10, len(text))))
+        await asyncio.sleep(0.4)
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "#\n")]))
+        t0 = time.monotonic()
+        with pytest.raises(JsonRpcException) as err:
+            await asyncio.wait_for(pending, 5)
+        assert err.value.code == CONTENT_MODIFIED and time.monotonic() - t0 < 1.0
+        after = await stats(client)
+    finally:
+        await _configure(client, steps=0, threshold=0, validate=True)
+    assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
+    assert applied == []
+
+
+async def test_cancelling_a_long_rewrite_returns_promptly_and_stops_the_model(client, applied):
+    uri = f"file:///cancel-rewrite-{client.snapshot}.py"
+    text = "def f(x):\n" + "    y = x + 1\n" * 60
+    open_doc(client, uri, text)
+    await _configure(client, steps=400, threshold=1.5)  # one token a step: hundreds of steps
+    try:
+        before = await stats(client)
+        msg_id = f"rewrite-{client.snapshot}"
+        fut = client.protocol.send_request("workspace/executeCommand", _rewrite(uri, 1, text, 10, len(text)),
+                                           msg_id=msg_id)
+        await asyncio.sleep(0.4)
+        t0 = time.monotonic()
+        client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+        with pytest.raises(JsonRpcException) as err:
+            await asyncio.wait_for(asyncio.wrap_future(fut), 5)
+        assert err.value.code == REQUEST_CANCELLED and time.monotonic() - t0 < 1.0
+        for _ in range(50):
+            after = await stats(client)
+            if after["cancelled"] > before["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await _configure(client, steps=0, threshold=0)
+    assert time.monotonic() - t0 < 2.0
+    assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
+    assert applied == []
+
+
+def test_actions_are_tagged_as_generated_when_the_client_supports_it():
+    from pytest_lsp import client_capabilities as snapshot
+
+    from lsp_server.actions import REWRITE, ActionData, Actions
+
+    class Server:
+        client_capabilities = snapshot("visual-studio-code")
+
+    whole = types.Range(types.Position(0, 0), types.Position(1, 0))
+    data = ActionData(REWRITE, "file:///t.py", 1, whole, "Rewrite selection")
+    assert Actions(Server())._format(data).tags is None
+    Server.client_capabilities.text_document.code_action.tag_support = types.CodeActionTagOptions(
+        value_set=[types.CodeActionTag.LlmGenerated])
+    action = Actions(Server())._format(data)
+    assert action.tags == [types.CodeActionTag.LlmGenerated] and action.data["version"] == 1
+    Server.client_capabilities.text_document.code_action.resolve_support = None  # no lazy edits: a command
+    assert Actions(Server())._format(data).command.command == "diffusion.runAction"

@@ -1,0 +1,406 @@
+"""The DiffusionGemma backend on a tiny random checkpoint written at test time, through to the CLI and the server."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+import torch
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from engine.backends import Control, FillPlan, HoleSpec, load_backend
+from engine.backends.gemma_canvas import CanvasBatch, Segment, hole_lengths, layout
+from engine.backends.gemma_sampler import Sampling, denoise, entropy_bound_accept
+from engine.config import EngineConfig
+from engine.requests import Cancelled, ModelLoadError
+from tests.gemma_checkpoint import GENERATION, SAMPLE, write_checkpoint
+from tests.lsp_session import SERVER, inline_params, open_doc, record_notifications, start_session, stats, wait_state
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]
+
+PREFIX = 'def read_config(path):\n    """Read a config file."""\n    with open(path) as handle:\n        return '
+SUFFIX = "\n\n\ndef main():\n    print(read_config('x'))\n"
+
+
+@pytest.fixture(scope="session")
+def gemma_dir(tmp_path_factory):
+    return write_checkpoint(tmp_path_factory.mktemp("diffusion_gemma"))
+
+
+@pytest.fixture
+def backend(gemma_dir):
+    b = load_backend(EngineConfig(model=str(gemma_dir), threads=1))
+    yield b
+    b.close()
+
+
+def plan(*pieces, steps=6, threshold=0.0) -> FillPlan:
+    return FillPlan(tuple(pieces), steps=steps, threshold=threshold)
+
+
+def never(step: int) -> None:
+    return None
+
+
+class Forwards:
+    """Records every decoder call the backend makes (canvas and self-conditioning), through a forward pre-hook."""
+
+    def __init__(self, model):
+        self.calls: list[dict] = []
+        self.handle = model.register_forward_pre_hook(self.record, with_kwargs=True)
+
+    def record(self, module, args, kwargs):
+        if kwargs.get("decoder_input_ids") is not None:
+            sc = kwargs.get("self_conditioning_logits")
+            self.calls.append({"canvas": kwargs["decoder_input_ids"].clone(),
+                               "sc": None if sc is None else sc.float().clone()})
+
+    def __len__(self):
+        return len(self.calls)
+
+    def close(self):
+        self.handle.remove()
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+def test_loads_through_load_backend_with_the_checkpoint_defaults(backend):
+    from engine.backends.diffusion_gemma import DiffusionGemmaBackend
+
+    assert isinstance(backend, DiffusionGemmaBackend) and backend.name == "diffusion_gemma"
+    s = backend.sampling
+    assert (s.steps, s.entropy_bound, s.t_min, s.t_max) == (
+        GENERATION["max_denoising_steps"], GENERATION["sampler_config"]["entropy_bound"],
+        GENERATION["t_min"], GENERATION["t_max"])
+    tok = backend.tokenizer
+    assert (backend.pad_id, backend.bos_id) == (tok.pad_token_id, tok.bos_token_id)
+    assert backend.count_tokens("def f(x):\n    return x\n") == len(tok("def f(x):\n    return x\n",
+                                                                       add_special_tokens=False).input_ids)
+    assert backend.count_tokens("") == 0
+    assert backend.device.type == "cpu" and backend.model.dtype == torch.float32
+
+
+def test_engine_config_overrides_the_entropy_bound(gemma_dir):
+    b = load_backend(EngineConfig(model=str(gemma_dir), threshold=0.05))
+    assert b.sampling.entropy_bound == 0.05 and b.sampling.steps == GENERATION["max_denoising_steps"]
+
+
+def test_without_generation_config_the_library_defaults_apply(tmp_path, gemma_dir):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in gemma_dir.iterdir():
+        if f.name != "generation_config.json":
+            (bare / f.name).symlink_to(f)
+    assert load_backend(EngineConfig(model=str(bare))).sampling == Sampling()
+
+
+def test_load_failures_raise_model_load_error(tmp_path, gemma_dir):
+    with pytest.raises(ModelLoadError, match="config.json"):
+        load_backend(EngineConfig(model=str(tmp_path / "missing")))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text((gemma_dir / "config.json").read_text())
+    with pytest.raises(ModelLoadError, match="DiffusionGemma"):
+        load_backend(EngineConfig(model=str(broken)))
+    with pytest.raises(ModelLoadError, match="dtype"):
+        load_backend(EngineConfig(model=str(gemma_dir), dtype="int3"))
+
+
+# --- pinning and rows ------------------------------------------------------------------------------
+
+def test_pinned_tokens_never_change(backend):
+    p = plan(PREFIX, HoleSpec(8), "\n\n\ndef main():\n    ", HoleSpec(4), SUFFIX, steps=8)
+    _, segments = backend.segments(p)
+    batch = layout(segments, backend.canvas_length, backend.pad_id)
+    rec = Forwards(backend.model)
+    try:
+        result = backend.fill(p, Control(never))
+    finally:
+        rec.close()
+    assert len(rec) == result.forwards == 8
+    pinned, want = batch.pinned, batch.start
+    for call in rec.calls:
+        assert call["canvas"].shape == want.shape
+        assert torch.equal(call["canvas"][pinned], want[pinned])
+        if call["sc"] is not None:  # self-conditioning on a pinned slot is a one-hot on its token
+            probs = call["sc"].softmax(-1)
+            assert torch.equal(probs.argmax(-1)[pinned], want[pinned])
+            assert torch.allclose(probs.max(-1).values[pinned], torch.ones(int(pinned.sum())))
+    free_changed = any(not torch.equal(a["canvas"][~pinned], b["canvas"][~pinned])
+                       for a, b in zip(rec.calls, rec.calls[1:]))
+    assert free_changed
+    assert all(len(c.texts) == 2 for c in result.candidates)
+
+
+def test_hole_lengths_batch_as_rows_with_dead_slots_masked(backend):
+    p = plan(PREFIX, HoleSpec(16), SUFFIX, steps=3)
+    _, segments = backend.segments(p)
+    batch = layout(segments, backend.canvas_length, backend.pad_id)
+    assert batch.lengths == [(16,), (8,), (4,), (2,)]
+    suffix_window = batch.live[0].sum().item() - 16
+    assert batch.live.sum(-1).tolist() == [16 + suffix_window, 8 + suffix_window, 4 + suffix_window, 2 + suffix_window]
+    rec = Forwards(backend.model)
+    try:
+        result = backend.fill(p, Control(never))
+    finally:
+        rec.close()
+    assert all(call["canvas"].shape[0] == 4 for call in rec.calls)        # one forward serves every length
+    assert all(len(c.confidences[0]) <= 16 for c in result.candidates)
+    assert 1 <= len(result.candidates) <= 4
+    assert [c.score for c in result.candidates] == sorted((c.score for c in result.candidates), reverse=True)
+    # A shorter row's live slots see exactly what they would see alone: the dead slots are masked out.
+    g = torch.Generator().manual_seed(3)
+    canvas = torch.where(batch.start < 0, torch.randint(0, backend.vocab_size, batch.start.shape, generator=g),
+                         batch.start)
+    junk = torch.where(batch.live, canvas, torch.randint(0, backend.vocab_size, canvas.shape, generator=g))
+    with torch.inference_mode():
+        together = backend.decoder(batch)(canvas, None)
+        with_junk = backend.decoder(batch)(junk, None)
+        for r in range(1, batch.rows):
+            n = int(batch.live[r].sum())
+            alone_batch = CanvasBatch(batch.start[r:r + 1, :n], batch.pinned[r:r + 1, :n], batch.live[r:r + 1, :n],
+                                      [batch.holes[r]], [batch.lengths[r]])
+            alone = backend.decoder(alone_batch)(canvas[r:r + 1, :n], None)
+            assert torch.allclose(alone[0], together[r, :n], atol=1e-5)
+            assert torch.allclose(with_junk[r, :n], together[r, :n], atol=1e-5)
+
+
+def test_hole_lengths_for_completion_and_rewrite():
+    assert hole_lengths(HoleSpec(64), 0) == [64, 32, 16, 8]
+    assert hole_lengths(HoleSpec(3), 0) == [3, 2, 1]
+    assert hole_lengths(HoleSpec(1), 0) == [1]
+    assert hole_lengths(HoleSpec(40, init="x"), 20) == [20, 25, 15]
+
+
+def test_rewrite_starts_from_the_selection(backend):
+    old = "handle.read()"
+    p = plan(PREFIX, HoleSpec(12, init=old), SUFFIX, steps=2)
+    rec = Forwards(backend.model)
+    try:
+        backend.fill(p, Control(never))
+    finally:
+        rec.close()
+    init = backend.encode(old)
+    first = rec.calls[0]["canvas"]
+    assert first[0, :len(init)].tolist() == init        # the row of the selection's own length
+    assert all(first[r, :min(len(init), n)].tolist() == init[:n] for r, (n,) in enumerate(
+        layout(backend.segments(p)[1], backend.canvas_length, backend.pad_id).lengths))
+
+
+def test_multi_hole_fill_and_drafts(backend):
+    drafts = []
+    p = plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=4)
+    result = backend.fill(p, Control(never, lambda *a: drafts.append(a)))
+    assert [d[0] for d in drafts] == [1, 2, 3, 4]
+    for step, texts, confs, pieces in drafts:
+        assert len(texts) == len(confs) == len(pieces) == 2
+        assert all("".join(parts) == text for parts, text in zip(pieces, texts))
+    best = result.candidates[0]
+    assert "\n" not in best.texts[1]
+    for text, confs, spans in zip(best.texts, best.confidences, best.token_spans):
+        assert len(confs) == len(spans) and all(0.0 <= c <= 1.0 for c in confs)
+        assert all(0 <= lo <= hi <= len(text) for lo, hi in spans)
+    assert result.tokens == sum(len(c) for c in best.confidences)
+
+
+def test_same_request_same_answer(backend):
+    p = plan(PREFIX, HoleSpec(8), SUFFIX)
+    a, b = backend.fill(p, Control(never)), backend.fill(p, Control(never))
+    assert [c.texts for c in a.candidates] == [c.texts for c in b.candidates]
+
+
+# --- reading fills ---------------------------------------------------------------------------------
+
+def test_a_fill_ends_at_eos_and_at_a_newline_when_asked(backend):
+    reader, tok = backend.reader, backend.tokenizer
+    ids = backend.encode("x = 1\ny = 2")
+    eos = tok.eos_token_id
+    lp = [-0.1 * (i + 1) for i in range(len(ids) + 3)]
+    text, confs, spans, scored = reader.read(ids + [eos, 7, 8], lp, HoleSpec(16))
+    assert text == "x = 1\ny = 2" and len(confs) == len(ids)
+    assert scored == lp[:len(ids) + 1]                      # the EOS that chose the length is scored
+    assert "".join(text[lo:hi] for lo, hi in spans) == text
+    text, confs, spans, _ = reader.read(ids, lp, HoleSpec(16, stop_at_newline=True))
+    assert text == "x = 1" and len(confs) == len(spans) and spans[-1][1] <= len(text)
+    text, *_ = reader.read(ids, lp, HoleSpec(16, stop_at_newline=True, keep_newline=True))
+    assert text == "x = 1\n"
+    text, confs, _, scored = reader.read([tok.pad_token_id] + ids, lp, HoleSpec(16))
+    assert text == "" and confs == () and len(scored) == 1
+    text, *_ = reader.read(ids[:2] + [backend.vocab_size - 1], lp, HoleSpec(16))  # an id the tokenizer lacks
+    assert text == tok.decode(ids[:2])
+
+
+# --- the sampler -----------------------------------------------------------------------------------
+
+def test_entropy_bound_accepts_the_lowest_entropies_within_the_bound():
+    h = torch.tensor([[0.5, 0.01, 0.02, 0.3, 0.0]])
+    assert entropy_bound_accept(h, 0.1).tolist() == [[False, True, True, True, True]]
+    assert entropy_bound_accept(h, 0.0).tolist() == [[False, True, False, False, True]]
+
+
+def peaked(canvas_shape, vocab, margin, token=5):
+    """A fake decoder: every slot predicts ``token`` with logit margin ``margin`` over the rest."""
+    def decode(canvas, sc):
+        logits = torch.zeros(*canvas_shape, vocab)
+        logits[..., token] = margin
+        return logits
+    return decode
+
+
+def test_adaptive_stop_counts_free_slots_only():
+    B, C, V = 1, 10, 32
+    pinned = torch.zeros(B, C, dtype=torch.bool)
+    pinned[:, 1:] = True                                   # one free slot among nine pinned
+    start = torch.full((B, C), 3)
+    start[:, 0] = -1
+    flat = Sampling(steps=20, entropy_bound=0.1, t_min=1.0, t_max=1.0, stability=1, confidence=1.0)
+    decode = peaked((B, C), V, margin=8.0)
+    p = torch.softmax(torch.tensor([8.0] + [0.0] * (V - 1)), 0)
+    free_entropy = float(-(p * p.log()).sum())
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    # Confident enough: stops once the argmax held for a step (step 2), long before the budget.
+    out = denoise(decode, start, pinned, replace(flat, confidence=free_entropy * 1.5),
+                  steps=20, vocab_size=V, generator=g(), sc_dtype=torch.float32)
+    assert out.steps == 2 and out.argmax[0, 0] == 5 and torch.equal(out.argmax[0, 1:], start[0, 1:])
+    # Above the bound on the free slot but below it averaged over all ten slots: pinned slots must not count.
+    out = denoise(decode, start, pinned, replace(flat, confidence=free_entropy / 2),
+                  steps=20, vocab_size=V, generator=g(), sc_dtype=torch.float32)
+    assert out.steps == 20
+    assert math.isclose(out.logp[0, 0].item(), math.log(p[0].item()), abs_tol=1e-6)
+
+
+# --- cancellation ----------------------------------------------------------------------------------
+
+def test_cancel_stops_within_one_step(backend):
+    def check(step):
+        if step >= 3:
+            raise Cancelled(step)
+    rec = Forwards(backend.model)
+    try:
+        with pytest.raises(Cancelled) as info:
+            backend.fill(plan(PREFIX, HoleSpec(8), SUFFIX, steps=50), Control(check))
+    finally:
+        rec.close()
+    assert info.value.step == 3 and len(rec) == 3
+
+
+# --- the prompt cache ------------------------------------------------------------------------------
+
+def test_the_encoder_is_skipped_on_a_repeated_prefix(backend):
+    backend.fill(plan(PREFIX, HoleSpec(8), SUFFIX), Control(never))
+    assert backend.encoder_calls == 1
+    first_tokens = backend.encoder_tokens
+    assert first_tokens == 1 + backend.count_tokens(PREFIX)                  # BOS + prefix
+    backend.fill(plan(PREFIX, HoleSpec(8), SUFFIX), Control(never))           # asked again
+    backend.fill(plan(PREFIX, HoleSpec(8), "x" + SUFFIX), Control(never))     # typing after the cursor
+    assert (backend.encoder_calls, backend.encoder_tokens) == (1, first_tokens)
+    backend.fill(plan(PREFIX + "handle", HoleSpec(8), SUFFIX), Control(never))  # typing at the cursor
+    assert backend.encoder_calls == 2 and backend.encoder_tokens - first_tokens <= 4
+
+
+def test_an_edit_reencodes_only_from_the_change_and_matches_a_cold_encode(backend, gemma_dir):
+    long_prefix = SAMPLE * 2                               # longer than the sliding window (64)
+    at = long_prefix.rindex("print(text)") + len("print(text")
+    edited = long_prefix[:at] + ".strip()" + long_prefix[at:]   # an edit near the end of a long prefix
+    backend.fill(plan(long_prefix, HoleSpec(8), SUFFIX), Control(never))
+    before = backend.encoder_tokens
+    warm = backend.fill(plan(edited, HoleSpec(8), SUFFIX), Control(never))
+    reencoded = backend.encoder_tokens - before
+    total = 1 + backend.count_tokens(edited)
+    assert 0 < reencoded < total / 4
+    cold_backend = load_backend(EngineConfig(model=str(gemma_dir)))
+    cold = cold_backend.fill(plan(edited, HoleSpec(8), SUFFIX), Control(never))
+    assert cold_backend.encoder_tokens == total
+    assert [c.texts for c in warm.candidates] == [c.texts for c in cold.candidates]
+    assert [round(c.score, 4) for c in warm.candidates] == [round(c.score, 4) for c in cold.candidates]
+
+
+def test_a_shorter_prefix_crops_without_encoding(backend):
+    backend.fill(plan(PREFIX, HoleSpec(4), SUFFIX, steps=1), Control(never))
+    calls, ids = backend.encoder_calls, [backend.bos_id] + backend.encode(PREFIX)
+    assert backend.prompt_cache.update(ids[:10]) == 0          # e.g. after deleting back to token 10
+    assert backend.encoder_calls == calls and len(backend.prompt_cache) == 10
+    assert backend.prompt_cache.update(ids) == len(ids) - 10 and backend.encoder_calls == calls + 1
+
+
+def test_layout_cuts_the_suffix_to_the_canvas():
+    segs = [Segment(spec=HoleSpec(8)), Segment(ids=tuple(range(10, 100)))]
+    batch = layout(segs, canvas_length=24, pad_id=0)
+    assert batch.start.shape == (4, 24) and batch.start[0, 8:].tolist() == list(range(10, 26))
+    assert (batch.start[0, :8] == -1).all() and not batch.pinned[0, :8].any() and batch.pinned[0, 8:].all()
+    assert batch.live[3].sum() == 1 + 16 and batch.pinned[3].sum() == 24 - 1
+
+
+# --- end to end: the one-shot command and the server -----------------------------------------------
+
+DOC = PREFIX + SUFFIX          # the cursor sits at the end of PREFIX: line 4, after "return "
+CURSOR_LINE, CURSOR_COL = PREFIX.count("\n"), len(PREFIX.rsplit("\n", 1)[1])   # 0-based
+
+
+def test_one_shot_infill_json_is_complete(tmp_path, gemma_dir):
+    source = tmp_path / "sample.py"
+    source.write_text(DOC)
+    where = f"{source}:{CURSOR_LINE + 1}:{CURSOR_COL + 1}"
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", where, "--model", str(gemma_dir),
+                          "--json", "--steps", "4", "--threads", "1"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    for key in ("text", "start", "end", "kind", "steps", "forwards", "tokens", "elapsed_ms", "load_ms",
+                "tokens_per_forward", "confidences", "syntax_checked", "rejected", "backend", "model"):
+        assert key in result, key
+    assert result["backend"] == "diffusion_gemma" and result["model"] == str(gemma_dir)
+    assert result["start"] == {"line": CURSOR_LINE, "character": CURSOR_COL}
+    assert 0 < result["steps"] and result["forwards"] == result["steps"]
+    assert len(result["confidences"]) <= result["tokens"] or not result["text"]
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def gemma_client(lsp_client: LanguageClient, gemma_dir):
+    """The real server (stdio) on the tiny DiffusionGemma checkpoint, under VS Code's capabilities."""
+    record_notifications(lsp_client)
+    await start_session(lsp_client, "vscode", {"model": str(gemma_dir), "steps": 4, "drafts": True,
+                                               "draftIntervalMs": 0})
+    assert await wait_state(lsp_client, "ready", "error") == "ready"
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_inline_completion_through_the_server(gemma_client: LanguageClient, gemma_dir):
+    """The same request path as the embedded model: settings -> Engine -> load_backend -> this backend."""
+    uri = "file:///work/sample.py"
+    open_doc(gemma_client, uri, DOC)
+    result = await gemma_client.text_document_inline_completion_async(inline_params(uri, CURSOR_LINE, CURSOR_COL))
+    assert isinstance(result, types.InlineCompletionList)
+    server = await stats(gemma_client)
+    assert server["state"] == "ready" and server["model"] == str(gemma_dir)
+    steps = [d["step"] for d in gemma_client.drafts if not d["done"]]
+    assert steps[:4] == [1, 2, 3, 4]                     # a draft after every denoising step
+    assert gemma_client.drafts[-1]["done"]
+
+
+# --- the GPU check, end to end on CPU so it cannot rot ---------------------------------------------
+
+def test_gpu_check_runs_tiny_on_cpu(tmp_path):
+    from benchmarks.gpu_check.__main__ import main
+
+    out = tmp_path / "results.json"
+    assert main(["--tiny", "--out", str(out), "--repeats", "1"]) == 0
+    report = json.loads(out.read_text())
+    assert report["complete"] and report["environment"]["device"] == "cpu"
+    figures = report["figures"]
+    cache = figures["prompt_cache"]
+    assert cache["repeated_prefix"]["encoder_skipped"] and cache["typing_8_tokens"]["tokens_encoded"] == 8
+    assert figures["fill"]["rows"] == 4 and figures["fill"]["warm"]["ms"] > 0
+    same = figures["same_canvas"]
+    assert same["generate"]["steps"] == same["ours_cached_prefix"]["steps"] == report["request"]["steps"]
+    assert figures["rows"]["all_rows_ms_per_step"] > 0
