@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from benchmarks.lsp_client import LspClient, LspResponseError, offset_at, position_at
+from benchmarks.lsp_client import LspClient, LspError, LspResponseError, offset_at, position_at
 from benchmarks.tasks import Task
 
 
@@ -143,6 +143,7 @@ def fill_over_lsp(client: LspClient, task: Task, uri: str, trigger: int = INVOKE
     text = task.text
     client.notify("textDocument/didOpen", {"textDocument": {
         "uri": uri, "languageId": "python", "version": 1, "text": text}})
+    before = _completed(client)
     start = time.perf_counter()
     try:
         result, rtt = client.request_timed("textDocument/inlineCompletion", {
@@ -152,16 +153,33 @@ def fill_over_lsp(client: LspClient, task: Task, uri: str, trigger: int = INVOKE
         return failed_fill(task, (time.perf_counter() - start) * 1000.0, str(e))
     finally:
         client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    engine_ms = _engine_ms(client, before)
     items = result.get("items", []) if isinstance(result, dict) else (result or [])
     if not items:
-        return make_fill(task, text, "", elapsed_ms=rtt)
+        return make_fill(task, text, "", elapsed_ms=rtt, engine_ms=engine_ms)
     item = items[0]
     inserted = item["insertText"] if isinstance(item["insertText"], str) else item["insertText"]["value"]
     here = position_at(text, task.offset)
     span = item.get("range") or {"start": here, "end": here}
     start, end = offset_at(text, span["start"]), offset_at(text, span["end"])
     document = apply_edits(text, [(start, end, inserted)])
-    return make_fill(task, document, inserted, elapsed_ms=rtt, engine_ms=engine_time(item))
+    return make_fill(task, document, inserted, elapsed_ms=rtt, engine_ms=engine_time(item) or engine_ms)
+
+
+def _completed(client: LspClient) -> int | None:
+    """Jobs the server's engine has completed so far (its diffusion/stats request), outside the timing."""
+    try:
+        return client.request("diffusion/stats", {}, 10).get("completed")
+    except LspError:
+        return None
+
+
+def _engine_ms(client: LspClient, before: int | None) -> float | None:
+    """The engine time of the request just answered, when exactly one job completed since ``before``."""
+    if before is None:
+        return None
+    stats = client.request("diffusion/stats", {}, 10)
+    return stats.get("last_elapsed_ms") if stats.get("completed") == before + 1 else None
 
 
 def engine_time(item: dict) -> float | None:
