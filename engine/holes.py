@@ -1,6 +1,7 @@
-"""Where code actions write: holes (``...``/``pass`` bodies, TODO lines, stubs, ``__``), the body of the
-function at the cursor, and the spans around syntax errors. Tree-sitter bytes stay in here; callers
-get str offsets. Safe to call from any thread (each thread parses with its own parser)."""
+"""Holes to fill (``...``/``pass`` bodies, TODO lines, not-implemented stubs, ``__``) and the tree-sitter
+plumbing the action targets share: a parsed ``Source`` with byte <-> str offsets, error nodes, body
+statements. Tree-sitter bytes stay in here; callers get str offsets. Safe from any thread (each thread
+parses with its own parser)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from .languages import LanguageSpec, parser_for
 
 MAX_HOLES = 16          # holes filled by one action
 _FILE_REACH = 20_000    # chars either side of the cursor searched when the scope is a whole file
-_STUB_LINES = 12        # a syntax error span larger than this falls back to the cursor's lines
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _sole_body(node: tree_sitter.Node) -> bool:
     return rest == [node]
 
 
-def _header_blank(src: Source, opener_end: int, end: int, label: str) -> Blank:
+def header_blank(src: Source, opener_end: int, end: int, label: str) -> Blank:
     """A body on its header's line (``def f(): ...``, ``{ todo!() }``) moves to its own line."""
     indent = src.indent_at(opener_end)
     unit = src.indent_unit()
@@ -190,7 +190,7 @@ def statement_blank(src: Source, start: int, end: int, label: str) -> Blank | No
             if close < 0 or src.text[end:close].strip() not in ("", ";"):
                 return None
             end = close
-        return _header_blank(src, lo + len(head), end, label)
+        return header_blank(src, lo + len(head), end, label)
     return None
 
 

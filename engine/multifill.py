@@ -38,6 +38,8 @@ def fill_blanks(backend: Backend, config: EngineConfig, control: Control, text: 
     _check(text, blanks)
     sizes = [slots or (SLOTS_INLINE if b.inline else SLOTS_STATEMENTS) for b in blanks]
     cap = int(getattr(backend, "max_len", 0) or _DEFAULT_POSITIONS) - 16
+    while sum(sizes) > cap // 2 and max(sizes) > 12:  # many holes: shorter ones, so context still fits
+        sizes = [max(12, s * 3 // 4) for s in sizes]
     pieces, win = _canvas(spec, text, blanks, sizes, callers, backend.count_tokens, config, cap)
     plan = FillPlan(pieces, steps=steps or config.steps, threshold=config.threshold)
     result = backend.fill(plan, control)

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .holes import (_STUB_LINES, Blank, Source, _header_blank, enclosing, error_ranges, function_types,
-                    is_docstring, is_stub, scoped_blanks, statement_blank, statements)
+from .holes import (Blank, Source, enclosing, error_ranges, function_types, header_blank, is_docstring, is_stub,
+                    scoped_blanks, statement_blank, statements)
 from .languages import spec_for
 
 _DEFINES = re.compile(r"\b(def|function|fn|func)\s*$")
 _lock = threading.Lock()
 _last: Source | None = None
 _MAX_CALLERS = 3
+_STUB_LINES = 12  # a syntax error span larger than this falls back to the cursor's lines
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,12 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> B
             after = src.span(notes[-1])[1]  # a body of comments only: they stay, the code goes after them
             return Blank(after, after, "body", indent=src.indent_at(src.span(notes[-1])[0]), lead=src.eol)
         lo, hi = src.span(body)
-        return _header_blank(src, lo + 1, hi - 1, "body")
+        return header_blank(src, lo + 1, hi - 1, "body")
     colon = next((c for c in fn.children if c.type == ":"), None)
     if colon is None:
         return None
     after = src.span(colon)[1]
-    return _header_blank(src, after, after, "body")
+    return header_blank(src, after, after, "body")
 
 
 def caller_lines(src: Source, name: str, inside: tuple[int, int]) -> tuple[tuple[int, int], ...]:

@@ -115,6 +115,8 @@ class Actions:
         invoked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
         if found.errors and wants(_KINDS[FIX]) and (invoked or params.context.only):
             fix = await self._compute_fix(doc, found, start, end)
+            if doc.version != version:
+                return []
             if fix is not None and fix.fills:
                 offered.insert(0, FIX)
         return [self._format(ActionData(a, doc.uri, version, params.range, _title(a, found))) for a in offered]

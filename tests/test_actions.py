@@ -75,6 +75,18 @@ def test_javascript_holes_and_the_function_at_the_cursor():
     assert [JS[lo:hi] for lo, hi in callers] == ["const describe = (r) => area(r) + \" \" + __;\n"]
 
 
+@pytest.mark.parametrize("language,text,holes", [
+    ("typescript", 'function f(a: number): number {\n  throw new Error("TODO");\n}\nconst x: number = __;\n',
+     ['  throw new Error("TODO");', "__"]),
+    ("go", 'package m\n\nfunc f() int {\n\t// TODO: compute\n\tpanic("not implemented")\n}\n',
+     ['\t// TODO: compute\n\tpanic("not implemented")']),
+    ("rust", "fn f() -> i32 {\n    todo!()\n}\n\nfn g() { unimplemented!(); }\n", ["    todo!()", " unimplemented!(); "]),
+    ("python", "try:\n    import x\nexcept ImportError:\n    pass\n_ = [1, 2][...]\n", []),  # idioms, not holes
+])
+def test_holes_in_other_languages(language, text, holes):
+    assert [text[b.start:b.end] for b in survey(text, language, 0, len(text)).blanks] == holes
+
+
 @pytest.mark.parametrize("text,language,at,replaced,lead,tail", [
     ("def f(x): ...\n", "python", 4, " ...", "\n", ""),                        # same-line body moves down
     ("def f(x):\n    '''Doc.'''\n", "python", 4, "", "\n", ""),               # docstring only: append
@@ -315,6 +327,21 @@ async def test_three_holes_are_filled_in_one_job_exactly_in_place(client, langua
     assert progress and isinstance(progress[-1][0], types.WorkDoneProgressBegin)
     assert isinstance(progress[-1][-1], types.WorkDoneProgressEnd)
     print(f"\n{language} 3-hole fill: {elapsed * 1000:.0f} ms round trip, engine {after['last_elapsed_ms']} ms")
+
+
+async def test_the_run_action_command_ends_in_one_versioned_apply_edit(client, applied):
+    uri = f"file:///run-{client.snapshot}.py"
+    open_doc(client, uri, PY)
+    holes = [_range(PY, b.start, b.end) for b in survey(PY, "python", 0, len(PY)).blanks]
+    action = _pick(await _actions(client, uri, _range(PY, 0, len(PY))), "Fill 3 holes")
+    await _configure(client, validate=False)
+    try:
+        answer = plain(await client.workspace_execute_command_async(
+            types.ExecuteCommandParams("diffusion.runAction", [action.data])))
+    finally:
+        await _configure(client, validate=True)
+    assert answer["applied"] is True and len(applied) == 1 and applied[0].label == "Fill 3 holes"
+    assert [e.range for e in _edits(client, applied[0].edit, uri, 1)] == holes
 
 
 @pytest.mark.parametrize("language,text", [("python", PY), ("javascript", JS)])

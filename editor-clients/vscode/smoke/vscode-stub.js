@@ -64,6 +64,19 @@ class CancellationTokenSource {
 }
 class CancellationError extends Error {}
 class Generic { constructor(...args) { this.args = args; } }
+class CodeActionKind {
+  constructor(value) { this.value = value; }
+  append(part) { return new CodeActionKind(this.value ? `${this.value}.${part}` : part); }
+  contains(other) { return this.value === '' || other.value === this.value || other.value.startsWith(`${this.value}.`); }
+  intersects(other) { return this.contains(other) || other.contains(this); }
+}
+CodeActionKind.Empty = new CodeActionKind('');
+for (const [name, value] of Object.entries({ QuickFix: 'quickfix', Refactor: 'refactor', RefactorExtract: 'refactor.extract',
+  RefactorInline: 'refactor.inline', RefactorMove: 'refactor.move', RefactorRewrite: 'refactor.rewrite', Source: 'source',
+  SourceOrganizeImports: 'source.organizeImports', SourceFixAll: 'source.fixAll', Notebook: 'notebook' })) {
+  CodeActionKind[name] = new CodeActionKind(value);
+}
+class CodeAction { constructor(title, kind) { this.title = title; this.kind = kind; } }
 
 function document(file, languageId, text) {
   const lines = () => text.split('\n');
@@ -110,7 +123,8 @@ const vscode = {
   version: '1.90.0',
   env: { machineId: 'smoke', sessionId: 'smoke', language: 'en', appName: 'smoke', appRoot: '/', uriScheme: 'vscode', remoteName: undefined, uiKind: 1 },
   Disposable, EventEmitter, Position, Range, Selection, Uri, InlineCompletionItem, InlineCompletionList, ThemeColor, MarkdownString,
-  CancellationTokenSource, CancellationError,
+  CancellationTokenSource, CancellationError, CodeActionKind, CodeAction,
+  CodeActionTriggerKind: { Invoke: 1, Automatic: 2 },
   StatusBarAlignment: { Left: 1, Right: 2 },
   DecorationRangeBehavior: { OpenOpen: 0, ClosedClosed: 1, OpenClosed: 2, ClosedOpen: 3 },
   ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
