@@ -32,6 +32,11 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
+def is_test_file(rel: str) -> bool:
+    parts = rel.split("/")
+    return any(p in ("test", "tests") or p.startswith("test_") for p in parts[:-1]) or parts[-1].startswith("test")
+
+
 def _is_holdout(rel: str) -> bool:
     digest = hashlib.sha256(rel.encode()).digest()
     return int.from_bytes(digest[:4], "big") % 1000 < _HOLDOUT_PER_MILLE

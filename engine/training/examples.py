@@ -21,6 +21,16 @@ _MIN_T = 0.05
 class TokenStream:
     ids: np.ndarray         # (N,) int32, files concatenated with <eos> between them
     line_start: np.ndarray  # (N,) bool, token begins a line
+    split: int = 0          # library files come before this index, test files after (0: no split)
+    p_first: float = 0.0    # probability that a window starts in [0, split) (0: uniform over the stream)
+
+    def window_start(self, rng: np.random.Generator, T: int) -> int:
+        """Where a training window starts: uniform, or library code first with probability p_first."""
+        if self.split and T < self.split < len(self.ids) - T and self.p_first:
+            if rng.random() < self.p_first:
+                return int(rng.integers(0, self.split - T))
+            return int(rng.integers(self.split, len(self.ids) - T))
+        return int(rng.integers(0, len(self.ids) - T))
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ def _bucket_for(rng: np.random.Generator, length: int) -> int | None:
 
 def _infill_row(rng, stream: TokenStream, T: int, pad_id: int, mask_id: int, t: float):
     for _ in range(20):
-        start = int(rng.integers(0, len(stream.ids) - T))
+        start = stream.window_start(rng, T)
         window = stream.ids[start:start + T]
         span = _pick_span(rng, np.flatnonzero(stream.line_start[start:start + T]), T)
         if span is None:
@@ -99,7 +109,7 @@ def make_batch(rng: np.random.Generator, stream: TokenStream, batch: int, T: int
             if row is not None:
                 rows.append(row)
                 continue
-        start = int(rng.integers(0, len(stream.ids) - T))
+        start = stream.window_start(rng, T)
         rows.append(_mask(rng, stream.ids[start:start + T].astype(np.int64), np.ones(T, bool), mask_id, max(float(t), _MIN_T)))
     inputs, targets, weights = zip(*rows)
     return Batch(np.stack(inputs), np.stack(targets), np.asarray(weights, np.float32))

@@ -36,6 +36,7 @@ class TrainConfig:
     warmup_steps: int = 200
     decay_fraction: float = 0.15
     p_infill: float = 0.5
+    p_library: float = 0.0            # share of windows from library (non-test) files; 0 = uniform over all
     checkpoint_minutes: float = 10.0
 
 
@@ -60,18 +61,32 @@ def _stream(tokenizer: PreTrainedTokenizerFast, files) -> TokenStream:
 
 
 def prepare_data(cfg: TrainConfig, out: Path):
-    """Tokenizer and token streams, built once per run directory and reused on resume."""
+    """Tokenizer and token streams (library files first, then tests), built once per run directory
+    and reused on resume; a stream from before the library/test split is rebuilt with the same tokenizer."""
     tok_dir, data_file = out / "tokenizer", out / "data.npz"
     if tok_dir.exists() and data_file.exists():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
         d = np.load(data_file)
-        return tokenizer, TokenStream(d["train_ids"], d["train_ls"]), TokenStream(d["valid_ids"], d["valid_ls"])
+        if "train_split" in d:
+            return (tokenizer, TokenStream(d["train_ids"], d["train_ls"], int(d["train_split"]), cfg.p_library),
+                    TokenStream(d["valid_ids"], d["valid_ls"]))
     corp = corpus_mod.load_corpus()
-    tokenizer = tok_mod.train_tokenizer((f.text for f in corp.train), cfg.vocab_size)
-    tok_mod.save(tokenizer, tok_dir)
-    train, valid = _stream(tokenizer, corp.train), _stream(tokenizer, corp.valid)
-    np.savez(data_file, train_ids=train.ids, train_ls=train.line_start, valid_ids=valid.ids, valid_ls=valid.line_start)
+    if tok_dir.exists():
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
+    else:
+        tokenizer = tok_mod.train_tokenizer((f.text for f in corp.train), cfg.vocab_size)
+        tok_mod.save(tokenizer, tok_dir)
+    library = [f for f in corp.train if not corpus_mod.is_test_file(f.path)]
+    tests = [f for f in corp.train if corpus_mod.is_test_file(f.path)]
+    lib_stream, test_stream = _stream(tokenizer, library), _stream(tokenizer, tests)
+    train = TokenStream(np.concatenate([lib_stream.ids, test_stream.ids]),
+                        np.concatenate([lib_stream.line_start, test_stream.line_start]), len(lib_stream.ids),
+                        cfg.p_library)
+    valid = _stream(tokenizer, corp.valid)
+    np.savez(data_file, train_ids=train.ids, train_ls=train.line_start, train_split=train.split,
+             valid_ids=valid.ids, valid_ls=valid.line_start)
     log(out, {"event": "data", "root": corp.root, "train_files": len(corp.train), "valid_files": len(corp.valid),
+              "library_files": len(library), "test_files": len(tests), "library_tokens": int(train.split),
               "duplicates_dropped": corp.duplicates_dropped, "train_tokens": int(len(train.ids)),
               "valid_tokens": int(len(valid.ids)), "train_chars": sum(len(f.text) for f in corp.train)})
     return tokenizer, train, valid
