@@ -96,6 +96,62 @@ def decide_hole(spec: LanguageSpec, text: str, offset: int, end: int | None = No
     return Hole(start, offset, kind, heal)
 
 
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _next_code_line(text: str, offset: int) -> str:
+    pos = text.find("\n", offset)
+    while 0 <= pos < len(text) - 1:
+        end = text.find("\n", pos + 1)
+        line = text[pos + 1: len(text) if end < 0 else end].rstrip("\r")
+        if line.strip():
+            return line
+        pos = end
+    return ""
+
+
+def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]:
+    """Indentations the first line of a fill may be given instead of the model's own: the user's typed
+    indentation (always), or for an indentation-sensitive language at column 0, the levels around
+    the hole (the body of an opener, the next code line's, the previous line's, dedents)."""
+    if hole.heal and not hole.heal.strip():
+        return (hole.heal,)
+    if hole.heal or hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or spec.block_opener != ":":
+        return ()
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    if line_start != hole.start:
+        return ()
+    prev = _previous_code_line(text, line_start)
+    nxt = _next_code_line(text, hole.end - 1) if hole.end > 0 else ""
+    p = _indent(prev)
+    options = [p + "    "] if prev and _opens_block(spec, text, line_start, "") else []
+    if nxt:
+        options.append(_indent(nxt))
+    options.append(p)
+    while p.endswith("    "):  # dedents, nearest first
+        p = p[:-4]
+        options.append(p)
+    return tuple(dict.fromkeys(options))
+
+
+def reindent(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """``fill`` with its first line at ``indent`` and the following lines moved by the same amount.
+    Returns the text and the replaced regions ``(old_start, old_len, new_len)`` for mapping offsets."""
+    old = _indent(fill)
+    if old == indent:
+        return fill, []
+    out, edits, pos = [], [], 0
+    for line in fill.splitlines(keepends=True):
+        if pos == 0 or (line.startswith(old) and line.strip()):
+            out.append(indent + line[len(old):])
+            edits.append((pos, len(old), len(indent)))
+        else:
+            out.append(line)
+        pos += len(line)
+    return "".join(out), edits
+
+
 def _boundary_rows(spec: LanguageSpec, snippet: str) -> set[int] | None:
     """Rows of ``snippet`` where a statement-level node starts (depth <= 3), for clean cuts."""
     tree = parse(spec, snippet)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .config import EngineConfig
-from .context import Hole, Window, decide_hole, window
+from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import spec_for
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .validate import baseline_errors, parses, tidy
@@ -62,8 +62,9 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
             steps=budget - steps if budget else 0, threshold=config.threshold, instruction=request.instruction)
         result = backend.fill(plan, _offset_steps(control, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
+        indents = indent_options(spec, text, hole)
         for candidate in result.candidates:
-            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline)
+            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents)
             rejected += bad
             if fill is not None:
                 return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None,
@@ -91,25 +92,40 @@ def _options(raw: str, hole: Hole) -> list[str]:
 
 
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win: Window,
-                 baseline: int | None) -> tuple[HoleFill | None, int]:
+                 baseline: int | None, indents: tuple[str, ...] = ()) -> tuple[HoleFill | None, int]:
+    """The first option that tidies and parses: the model's fill (or a shorter block), as written,
+    then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
     for option in _options(candidate.texts[0], hole):
-        fill = tidy(option, hole, rest_of_line)
-        if fill is None or not fill[len(hole.heal):].strip():
-            bad += 1
-            continue
-        if not parses(spec, win, fill, baseline):
-            bad += 1
-            continue
-        return _hole_fill(candidate, hole, option, fill), bad
+        variants = [(option, [])] + [reindent(option, indent) for indent in indents]
+        for text, edits in dict((v[0], v) for v in variants).values():
+            fill = tidy(text, hole, rest_of_line)
+            if fill is None or not fill[len(hole.heal):].strip() or not parses(spec, win, fill, baseline):
+                bad += 1
+                continue
+            return _hole_fill(candidate, hole, fill, edits), bad
     return None, bad
 
 
-def _hole_fill(candidate: Candidate, hole: Hole, raw: str, fill: str) -> HoleFill:
+def _moved(i: int, edits) -> int:
+    """Where offset ``i`` of the model's text is after the re-indent ``edits`` (ascending)."""
+    shift = 0
+    for start, old, new in edits:
+        if i >= start + old:
+            shift += new - old
+        elif i > start:  # inside a replaced indentation
+            return start + shift + min(i - start, new)
+        else:
+            break
+    return i + shift
+
+
+def _hole_fill(candidate: Candidate, hole: Hole, fill: str, edits: list[tuple[int, int, int]] = ()) -> HoleFill:
     """The fill without its healed head, with the confidences of the tokens that survived the tidy."""
     cut = len(hole.heal)
     confs, spans = [], []
     for c, (lo, hi) in zip(candidate.confidences[0], candidate.token_spans[0]):
+        lo, hi = _moved(lo, edits), _moved(hi, edits)
         if hi <= cut or lo >= len(fill):
             continue
         confs.append(c)

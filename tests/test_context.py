@@ -76,3 +76,20 @@ def test_parse_check_rejects_broken_fills():
 def test_a_line_inserted_before_code_always_ends_its_line():
     hole = decide_hole(PY, "x = 1\n    return x\n", 6)
     assert tidy("    y = 2", hole, "    return x") == "    y = 2\n"
+
+
+def test_indent_options_at_column_zero_and_typed_indentation():
+    from engine.context import indent_options
+    text = 'def f(xs):\n    """doc"""\n\n        for x in xs:\n            pass\n'
+    offset = text.index("        for x")
+    hole = decide_hole(PY, text, text.index("\n        for x") + 1)
+    assert hole.start == offset and not hole.heal
+    assert indent_options(PY, text, hole)[:2] == ("        ", "    ")  # the next line's level, the previous one's
+    typed = decide_hole(PY, "def f():\n  \n", 11)
+    assert indent_options(PY, "def f():\n  \n", typed) == ("  ",)
+
+
+def test_reindent_moves_following_lines_alike():
+    from engine.context import reindent
+    text, edits = reindent("        if x:\n            y()\n        z\n", "    ")
+    assert text == "    if x:\n        y()\n    z\n" and len(edits) == 3
