@@ -20,6 +20,12 @@ class PositionError(ValueError):
     """A position that does not exist in the document."""
 
 
+def _starts_line(text: str, s: int) -> bool:
+    """Is offset ``s`` (> 0) just after an LSP line break (``\n``, ``\r\n``, or a lone ``\r``)?"""
+    before = text[s - 1]
+    return before == "\n" or (before == "\r" and text[s:s + 1] != "\n")
+
+
 def _units(ch: str, encoding: str) -> int:
     cp = ord(ch)
     if encoding == UTF8:
@@ -86,9 +92,20 @@ class Document:
             if hi < lo:
                 raise PositionError("change range ends before it starts")
             self.text = self.text[:lo] + change.text + self.text[hi:]
+            if self._starts is not None:
+                self._starts = self._shifted_starts(lo, hi, len(change.text))
         else:
             self.text = change.text
-        self._starts = None
+            self._starts = None
+
+    def _shifted_starts(self, lo: int, hi: int, inserted: int) -> list[int]:
+        """Line starts after ``[lo, hi)`` became ``inserted`` chars, without rescanning the document:
+        starts before ``lo`` stay, the edited span is rescanned, the rest shift (a 5 MB file stays fast)."""
+        old, text, delta = self._starts, self.text, inserted - (hi - lo)
+        head = old[:bisect.bisect_left(old, lo)] or [0]
+        middle = [s for s in range(max(lo, 1), min(lo + inserted + 1, len(text)) + 1) if _starts_line(text, s)]
+        tail = [s + delta for s in old[bisect.bisect_left(old, hi + 2):]]
+        return head + middle + tail
 
 
 class DocumentStore:

@@ -78,3 +78,20 @@ def test_range_at_utf16():
     d = doc("a😀b\nc")
     r = d.range_at(3, 5)
     assert (r.start.line, r.start.character, r.end.line, r.end.character) == (0, 4, 1, 1)
+
+
+def test_incremental_line_starts_match_a_full_rescan():
+    import random
+    rng = random.Random(7)
+    alphabet = ["a", "b", "\n", "\r", "\r\n", "😀", " "]
+    d = doc("".join(rng.choice(alphabet) for _ in range(200)))
+    d.line_starts()
+    for _ in range(500):
+        lo = rng.randrange(len(d.text) + 1)
+        hi = rng.randrange(lo, min(len(d.text), lo + 6) + 1)
+        new = "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
+        start, end = d.position_at(lo, UTF32), d.position_at(hi, UTF32)
+        if d.offset_at(start, UTF32) != lo or d.offset_at(end, UTF32) != hi:
+            continue  # between CR and LF: not addressable as a position
+        d.apply(types.TextDocumentContentChangePartial(types.Range(start, end), new), UTF32)
+        assert d.line_starts() == doc(d.text).line_starts()
