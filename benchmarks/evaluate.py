@@ -72,6 +72,7 @@ def score(task: Task, fill: Fill, result: ExecResult | None) -> dict:
         "elapsed_ms": round(fill.elapsed_ms, 2),
         "engine_ms": None if fill.engine_ms is None else round(fill.engine_ms, 2),
         "steps": fill.steps, "forwards": fill.forwards, "tokens": fill.tokens, "kind": fill.kind,
+        "rejected": fill.rejected,
         "context_edited": fill.context_edited, "error": fill.error, "completion": fill.completion,
     }
 
@@ -88,6 +89,10 @@ def summarise(records: Sequence[dict]) -> dict:
         "pass_at_1": rate(tested),
         "exact_match": rate([r["exact_match"] for r in records]),
         "syntax_valid": rate([r["syntax_valid"] for r in records]),
+        # of the fills actually offered (non-empty): the engine's validation at work
+        "syntax_valid_offered": rate([r["syntax_valid"] for r in records if not r["empty"]]),
+        "offered": sum(1 for r in records if not r["empty"]),
+        "rejected_candidates": sum(r.get("rejected") or 0 for r in records),
         "empty": rate([r["empty"] for r in records]),
         "errors": sum(1 for r in records if r["error"]),
         "context_edited": sum(1 for r in records if r["context_edited"]),

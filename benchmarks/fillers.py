@@ -26,6 +26,7 @@ class Fill:
     forwards: int | None = None
     tokens: int | None = None
     kind: str | None = None
+    rejected: int | None = None     # candidates the engine's syntax validation rejected
     context_edited: bool = False    # the edit also changed the prompt or the suffix
     error: str = ""                 # an engine or server error; the task then counts as failed
 
@@ -83,7 +84,8 @@ class EngineFiller:
         elapsed = (time.perf_counter() - start) * 1000.0
         document = apply_edits(task.text, [(f.start, f.end, f.text) for f in c.fills])
         return make_fill(task, document, c.text, elapsed_ms=elapsed, engine_ms=c.elapsed_ms,
-                         steps=c.steps, forwards=c.forwards, tokens=c.tokens, kind=getattr(c.kind, "value", c.kind))
+                         steps=c.steps, forwards=c.forwards, tokens=c.tokens, kind=getattr(c.kind, "value", c.kind),
+                         rejected=c.rejected)
 
 
 class ReferenceFiller:
