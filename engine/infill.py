@@ -60,7 +60,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
             steps=budget - steps if budget else 0, threshold=config.threshold, instruction=request.instruction)
-        result = backend.fill(plan, _offset_steps(control, steps))
+        result = backend.fill(plan, _offset_steps(_drafts_after_heal(control, hole), steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         indents = indent_options(spec, text, hole)
         for candidate in result.candidates:
@@ -81,6 +81,33 @@ def _offset_steps(control: Control, done: int) -> Control:
     draft = control.draft
     return Control(lambda step: control.check(done + step),
                    (lambda step, *rest: draft(done + step, *rest)) if draft else None)
+
+
+def _drafts_after_heal(control: Control, hole: Hole) -> Control:
+    """Drafts show what will be inserted at the cursor: the regenerated (healed) head is cut off."""
+    if not hole.heal or control.draft is None:
+        return control
+    draft, heal = control.draft, hole.heal
+
+    def cut(step, texts, confidences, pieces=None):
+        if not pieces:
+            return draft(step, texts, confidences, pieces)
+        ps, cs = list(pieces[0]), list(confidences[0])
+        text = "".join(ps)
+        # The head to drop: the typed text when the draft starts with it; any indentation when the heal is one.
+        if not heal.strip():  # typed indentation: the fill is re-indented to it, so any indentation goes
+            drop = len(text) - len(text.lstrip(" \t"))
+        else:
+            drop = len(heal) if text.startswith(heal) else 0
+        while drop and ps:
+            if len(ps[0]) <= drop:
+                drop -= len(ps.pop(0))
+                cs.pop(0)
+            else:
+                ps[0], drop = ps[0][drop:], 0
+        return draft(step, ("".join(ps),) + tuple(texts[1:]), (tuple(cs),) + tuple(confidences[1:]),
+                     (tuple(ps),) + tuple(pieces[1:]))
+    return Control(control.check, cut)
 
 
 def _options(raw: str, hole: Hole) -> list[str]:

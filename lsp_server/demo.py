@@ -88,7 +88,8 @@ async def _session(args) -> int:
     if status.get("state") != "ready":
         print(f"model failed to load: {status.get('message')}", file=sys.stderr)
         return 1
-    print(f"ready in {time.monotonic() - t0:.1f} s. Document {uri}, cursor at line {line + 1}, column {col + 1}:\n")
+    shown = args.file or "example.py (built in)"
+    print(f"ready in {time.monotonic() - t0:.1f} s. Document {shown}, cursor at line {line + 1}, column {col + 1}:\n")
     lines = text.splitlines()
     for i in range(max(0, line - 4), min(len(lines), line + 3)):
         print(f"  {i + 1:>4} {'>' if i == line else ' '} {lines[i]}")

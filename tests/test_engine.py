@@ -131,3 +131,13 @@ def test_crlf_documents_get_crlf_fills():
             assert all(0 <= lo <= hi <= len(fill.text) for lo, hi in fill.token_spans)
     finally:
         eng.close()
+
+
+def test_drafts_start_at_the_cursor_when_indentation_is_regenerated(engine):
+    drafts = []
+    c = engine.infill_sync(InfillRequest(CODE, CURSOR, "python"), on_draft=drafts.append, timeout=60)
+    assert drafts
+    for d in drafts:  # the 4 typed spaces are regenerated, but a draft never shows them again
+        assert d.texts[0] == "".join(d.pieces[0])
+        if c.fills and d is drafts[-1]:
+            assert not d.texts[0].startswith("    ") or c.fills[0].text.startswith("    ")
