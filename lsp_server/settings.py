@@ -24,6 +24,8 @@ class Settings:
     threshold: float = 0.0
     t_min: float = 0.0
     t_max: float = 0.0
+    kv_cache: bool = True
+    cache_refresh: int = 4
     max_hole_tokens: int = 64
     prefix_tokens: int = 160
     suffix_tokens: int = 64
@@ -35,7 +37,8 @@ class Settings:
     def engine_config(self) -> EngineConfig:
         return EngineConfig(model=self.model, device=self.device, dtype=self.dtype, device_map=self.device_map,
                             threads=self.threads, steps=self.steps, threshold=self.threshold,
-                            t_min=self.t_min, t_max=self.t_max,
+                            t_min=self.t_min, t_max=self.t_max, kv_cache=self.kv_cache,
+                            cache_refresh=self.cache_refresh,
                             max_hole_tokens=self.max_hole_tokens, prefix_tokens=self.prefix_tokens,
                             suffix_tokens=self.suffix_tokens, validate=self.validate)
 
@@ -47,7 +50,7 @@ def _camel(name: str) -> str:
 
 _CHOICES = {"device": None, "dtype": {"auto", "float32", "bfloat16", "float16"}}
 _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
-           "t_max": (0.0, 100.0), "max_hole_tokens": (1, 1024),
+           "t_max": (0.0, 100.0), "cache_refresh": (0, 1024), "max_hole_tokens": (1, 1024),
            "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192), "debounce_ms": (0, 10_000),
            "draft_interval_ms": (0, 10_000)}
 

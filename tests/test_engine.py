@@ -141,3 +141,33 @@ def test_drafts_start_at_the_cursor_when_indentation_is_regenerated(engine):
         assert d.texts[0] == "".join(d.pieces[0])
         if c.fills and d is drafts[-1]:
             assert not d.texts[0].startswith("    ") or c.fills[0].text.startswith("    ")
+
+
+def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    from engine.backends.kv_cache import DualCache
+    from engine.config import EMBEDDED_DIR
+
+    model = AutoModelForMaskedLM.from_pretrained(str(EMBEDDED_DIR), local_files_only=True).eval()
+    ids = torch.randint(5, 4000, (200,), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        reference = model.model(input_ids=ids[None]).last_hidden_state[0]
+    cache = DualCache(model)
+    assert torch.allclose(cache.forward(ids, None), reference, atol=1e-5)
+    hole = torch.arange(150, 182)  # within 64 of the end: the sliding-window mask matters
+    assert torch.allclose(cache.forward(ids, hole), reference[hole], atol=1e-5)
+
+
+def test_kv_cache_steps_run_over_the_hole_only():
+    eng = Engine(EngineConfig(threads=1, kv_cache=True, cache_refresh=4))
+    try:
+        eng.start().result(timeout=120)
+        c = eng.infill_sync(InfillRequest(CODE, CURSOR, "python", steps=12), timeout=60)
+        stats = eng.stats()
+        assert stats["kv_cache"] and stats["full_forwards"] >= 1
+        if c.forwards > 1:
+            assert stats["hole_forwards"] >= 1 and stats["full_forwards"] <= 1 + (c.forwards - 1) // 4
+    finally:
+        eng.close()

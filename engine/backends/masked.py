@@ -17,6 +17,7 @@ from ..sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
 
 DEFAULT_STEPS = 16
 from .base import Candidate, Control, FillPlan, FillResult, HoleSpec
+from . import kv_cache as kv_cache_mod
 from .loading import resolve_device, resolve_dtype
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,12 @@ MASK_GLYPH = "▒"
 class MaskedBackend:
     name = "masked"
 
-    def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence"):
+    def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
+                 kv_cache: bool = False, cache_refresh: int = 0):
         self.model, self.tokenizer, self.device, self.order = model, tokenizer, device, order
+        self.kv_cache = kv_cache and kv_cache_mod.supports(model)
+        self.cache_refresh = cache_refresh
+        self.passes = {"full": 0, "partial": 0}
         self.mask_id = tokenizer.mask_token_id
         specials = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id}
         self.terminators = torch.tensor(sorted(i for i in specials if i is not None) or [self.mask_id])
@@ -60,7 +65,7 @@ class MaskedBackend:
         if not config.device_map:
             model.to(device)
         model.eval()
-        return cls(model, tokenizer, device, config.order)
+        return cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -78,6 +83,35 @@ class MaskedBackend:
             hidden = self.model.model(input_ids=batch).last_hidden_state[0]      # (T, H)
             return self.model.decoder(self.model.head(hidden[positions.to(self.device)])).cpu()  # (N, V)
         return self.model(input_ids=batch).logits[0, positions.to(self.device)].cpu()
+
+    def _stepper(self, holes: list[HoleSlots], T: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """``logits_at`` for one fill: with the KV cache, a full forward on the first step (and every
+        ``cache_refresh`` steps), then forwards over the hole slots only; without it, full forwards."""
+        if not self.kv_cache:
+            return self._logits_at
+        cache = kv_cache_mod.DualCache(self.model)
+        hole_pos = torch.cat([torch.arange(h.lo, h.hi) for h in holes]).to(self.device)   # (Ph,)
+        where = torch.full((T,), -1, dtype=torch.long)
+        where[hole_pos.cpu()] = torch.arange(len(hole_pos))
+        step = 0
+
+        def logits_at(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+            nonlocal step
+            refresh = step == 0 or (self.cache_refresh and step % self.cache_refresh == 0)
+            step += 1
+            ids = ids.to(self.device)
+            if refresh:
+                self.passes["full"] += 1
+                hidden = cache.forward(ids, None)[positions.to(self.device)]               # (N, H)
+            else:
+                self.passes["partial"] += 1
+                hidden = cache.forward(ids, hole_pos)[where[positions].to(self.device)]    # (N, H)
+            return self.model.decoder(self.model.head(hidden)).cpu()                       # (N, V)
+        return logits_at
+
+    def stats(self) -> dict:
+        return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],
+                "hole_forwards": self.passes["partial"]}
 
     def _layout(self, plan: FillPlan) -> tuple[torch.Tensor, list[HoleSlots], list[HoleSpec], torch.Tensor]:
         ids: list[int] = list(self.leading[:1]) if len(self.leading) >= 2 else []
@@ -127,7 +161,7 @@ class MaskedBackend:
             self._renoise(canvas, holes, specs, free)
         threshold = plan.threshold or DEFAULT_THRESHOLD
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
-        out = denoise(self._logits_at, canvas, holes, self.terminators, self.newlines, self.suppressed,
+        out = denoise(self._stepper(holes, len(canvas)), canvas, holes, self.terminators, self.newlines, self.suppressed,
                       plan.steps or DEFAULT_STEPS, threshold, self.order, control.check, on_step, free)
         texts, confs, spans, logps, kept = [], [], [], [], 0
         for h, end in zip(holes, out.ends):

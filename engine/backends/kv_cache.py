@@ -1,0 +1,72 @@
+"""An approximate key/value cache for ModernBERT denoising (the Fast-dLLM "dual cache" idea).
+
+A full forward over the canvas records every layer's keys and values. Until the next refresh, a step
+recomputes only the hole slots: their queries attend to the cached keys/values of the prefix and
+suffix (stale by the hole's latest tokens, which is the approximation) and to their own fresh ones.
+On a CPU the cost of a forward grows with the tokens processed, so a step over 32 hole slots costs
+a fraction of one over a 256-token canvas.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers.models.modernbert import modeling_modernbert as mb
+
+
+def supports(model) -> bool:
+    base = getattr(model, "model", None)
+    return isinstance(base, mb.ModernBertModel)
+
+
+class DualCache:
+    def __init__(self, model):
+        self.base = model.model
+        self.config = model.config
+        self.keys: list[torch.Tensor] = []    # per layer (1, heads, T, head_dim), after rotary
+        self.values: list[torch.Tensor] = []
+        self.window = self.config.sliding_window  # half-window: |i - j| <= window attends in local layers
+        self.full_passes = self.partial_passes = 0
+
+    def _mask(self, rows: torch.Tensor, T: int, layer_type: str) -> torch.Tensor | None:
+        if layer_type != "sliding_attention":
+            return None
+        cols = torch.arange(T, device=rows.device)
+        return (rows[:, None] - cols[None, :]).abs() <= self.window           # (P, T) True = attend
+
+    def _layer(self, layer, h: torch.Tensor, positions: torch.Tensor, idx: int, cos, sin, full: bool):
+        attn = layer.attn
+        x = layer.attn_norm(h)                                                # (1, P, H)
+        P = x.shape[1]
+        qkv = attn.Wqkv(x).view(1, P, 3, -1, attn.head_dim)
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(dim=-3))             # (1, heads, P, d)
+        q, k = mb.apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
+        if full:
+            self.keys.append(k)
+            self.values.append(v)
+            keys, values = k, v
+        else:
+            keys, values = self.keys[idx], self.values[idx]
+            keys[:, :, positions] = k                                          # the hole's own, fresh
+            values[:, :, positions] = v
+        mask = self._mask(positions, keys.shape[2], layer.attention_type)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=attn.head_dim ** -0.5)
+        h = h + attn.Wo(out.transpose(1, 2).reshape(1, P, -1))
+        return h + layer.mlp(layer.mlp_norm(h))
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+        """Hidden states (P, H) at ``positions`` (all of ``ids`` and a cache refresh when None)."""
+        full = positions is None
+        if full:
+            positions = torch.arange(ids.shape[0], device=ids.device)
+            self.keys, self.values = [], []
+            self.full_passes += 1
+        else:
+            self.partial_passes += 1
+        h = self.base.embeddings(input_ids=ids[positions][None])              # (1, P, H)
+        rope = {t: self.base.rotary_emb(h, positions[None], t) for t in set(self.config.layer_types)}
+        for idx, layer in enumerate(self.base.layers):
+            cos, sin = rope[layer.attention_type]
+            h = self._layer(layer, h, positions, idx, cos, sin, full)
+        return self.base.final_norm(h)[0]
