@@ -23,12 +23,14 @@ def _quality_rows() -> list[str]:
     rows = []
     for path in sorted(_RESULTS.glob("infill-*.json")):
         r = json.loads(path.read_text())
-        if r.get("model", {}).get("name", r.get("model")) not in ("embedded", None) and "embedded" not in json.dumps(r.get("model")):
+        if (r.get("model") or {}).get("model") != "embedded":  # figures of this shipped model only
             continue
         pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
         lat = r.get("latency_ms", {})
         rows.append(f"| {r.get('dataset', path.stem)} | {r['n']} | {pct(r.get('pass_at_1'))} | {pct(r.get('exact_match'))} "
-                    f"| {pct(r.get('syntax_valid'))} | {lat.get('p50', 'n/a')} / {lat.get('p95', 'n/a')} | `{r.get('command', '')}` |")
+                    f"| {pct(r.get('syntax_valid'))} | {pct(r.get('syntax_valid_offered'))} ({r.get('offered', 'n/a')} offered, "
+                    f"{r.get('rejected_candidates', 'n/a')} rejected) | {lat.get('p50', 'n/a')} / {lat.get('p95', 'n/a')} "
+                    f"| `{r.get('command', '')}` |")
     return rows
 
 
@@ -43,7 +45,7 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     cfg = json.loads((target / "config.json").read_text())
     params = next((r["params"] for r in records if r.get("event") == "start"), None)
     size_mb = (target / "model.safetensors").stat().st_size / 1e6
-    quality = _quality_rows() or ["| (no benchmark results yet: run `python -m benchmarks.infill ...`) | | | | | | |"]
+    quality = _quality_rows() or ["| (no benchmark results yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
     v = s["final_validation"]
     text = f"""# The embedded model: a {params / 1e6:.1f}M-parameter masked-diffusion code model trained on a laptop-class CPU
 
@@ -95,8 +97,8 @@ Final validation loss: plain diffusion {v.get('val_diffusion')}, one masked line
 HumanEval-infilling, no oracle length, the same engine path the server uses (syntax validation on),
 pass@1 by executing the tests in a sandbox; an empty fill passes 2.6% of single-line tasks:
 
-| set | n | pass@1 | exact match | syntax valid | latency p50 / p95 (ms) | command |
-|---|---|---|---|---|---|---|
+| set | n | pass@1 | exact match | document parses | offered fills that parse | latency p50 / p95 (ms) | command |
+|---|---|---|---|---|---|---|---|
 {chr(10).join(quality)}
 
 ## Limitations
