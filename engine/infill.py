@@ -52,7 +52,9 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     # (Backends that batch several lengths in one call, like DiffusionGemma, never need the retry.)
     retry = hole.kind is HoleKind.BLOCK and slots >= 16 and not getattr(backend, "batches_lengths", False)
     attempts = (slots, slots // 2) if retry else (slots,)
-    budget = request.steps or config.steps  # for the whole request, retries included; 0 = backend default
+    # The step budget holds for the whole request, retries included (0: the backend's own default).
+    budget = request.steps or config.steps or getattr(backend, "default_steps", 0)
+    indents = indent_options(spec, text, hole)
     for attempt in attempts:
         if budget and budget - steps < 1:
             break
@@ -62,13 +64,12 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
             steps=budget - steps if budget else 0, threshold=config.threshold, instruction=request.instruction)
         result = backend.fill(plan, _offset_steps(_drafts_after_heal(control, hole), steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
-        indents = indent_options(spec, text, hole)
         for candidate in result.candidates:
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents)
             rejected += bad
             if fill is not None:
-                return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None,
-                                  rejected, backend.name)
+                return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
+                                  _ms(t0), baseline is not None, rejected, backend.name)
         if request.rewrite:
             break
     return Completion((), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)

@@ -26,6 +26,7 @@ MASK_GLYPH = "▒"
 
 class MaskedBackend:
     name = "masked"
+    default_steps = DEFAULT_STEPS
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
                  kv_cache: bool = False, cache_refresh: int = 0):
