@@ -377,7 +377,7 @@ async def gemma_client(lsp_client: LanguageClient, gemma_dir):
 
 async def test_inline_completion_through_the_server(gemma_client: LanguageClient, gemma_dir):
     """The same request path as the embedded model: settings -> Engine -> load_backend -> this backend."""
-    uri = "file:///work/sample.py"
+    uri = "file:///project/sample.py"
     open_doc(gemma_client, uri, DOC)
     result = await gemma_client.text_document_inline_completion_async(inline_params(uri, CURSOR_LINE, CURSOR_COL))
     assert isinstance(result, types.InlineCompletionList)

@@ -40,7 +40,11 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for name in _FILES:
         shutil.copy2(run / "checkpoint" / name, target / name)
-    shutil.copy2(run / "train.log", target / "train.log")
+    root = next((r["root"] for r in records if r.get("event") == "data"), None)
+    log_text = (run / "train.log").read_text()
+    if root:  # the machine's path to its stdlib says nothing to a reader: name the stdlib instead
+        log_text = log_text.replace(json.dumps(root), json.dumps(f"<stdlib of CPython {platform.python_version()}>"))
+    (target / "train.log").write_text(log_text)
     plot(records, target / "loss.png")
     cfg = json.loads((target / "config.json").read_text())
     params = next((r["params"] for r in records if r.get("event") == "start"), None)
