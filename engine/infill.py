@@ -10,7 +10,7 @@ from .config import EngineConfig
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import spec_for
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
-from .validate import baseline_errors, parses, tidy
+from .validate import baseline_errors, parses, python_check, tidy
 
 _SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
 _MAX_SPAN_TOKENS = 384
@@ -55,6 +55,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     # The step budget holds for the whole request, retries included (0: the backend's own default).
     budget = request.steps or config.steps or getattr(backend, "default_steps", 0)
     indents = indent_options(spec, text, hole)
+    whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     for attempt in attempts:
         if budget and budget - steps < 1:
             break
@@ -65,7 +66,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
         result = backend.fill(plan, _offset_steps(_drafts_after_heal(control, hole), steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         for candidate in result.candidates:
-            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents)
+            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
             if fill is not None:
                 return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
@@ -120,7 +121,8 @@ def _options(raw: str, hole: Hole) -> list[str]:
 
 
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win: Window,
-                 baseline: int | None, indents: tuple[str, ...] = ()) -> tuple[HoleFill | None, int]:
+                 baseline: int | None, indents: tuple[str, ...] = (),
+                 whole_document_ok=None) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses: the model's fill (or a shorter block), as written,
     then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
@@ -128,7 +130,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win:
         variants = [(option, [])] + [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
-            if fill is None or not fill[len(hole.heal):].strip() or not parses(spec, win, fill, baseline):
+            if (fill is None or not fill[len(hole.heal):].strip() or not parses(spec, win, fill, baseline)
+                    or (whole_document_ok is not None and not whole_document_ok(fill))):
                 bad += 1
                 continue
             return _hole_fill(candidate, hole, fill, edits), bad

@@ -68,18 +68,23 @@ def parse(spec: LanguageSpec, text: str) -> tree_sitter.Tree | None:
 
 def error_count(tree: tree_sitter.Tree) -> int:
     """ERROR and MISSING nodes in ``tree``."""
+    return len(error_spans(tree))
+
+
+def error_spans(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
+    """Byte ranges of the ERROR and MISSING nodes in ``tree`` (outermost ones)."""
     if not tree.root_node.has_error:
-        return 0
-    count, cursor, descend = 0, tree.walk(), True
+        return []
+    spans, cursor, descend = [], tree.walk(), True
     while True:
         node = cursor.node
         if descend and (node.type == "ERROR" or node.is_missing):
-            count += 1
+            spans.append((node.start_byte, node.end_byte))
         if descend and node.has_error and cursor.goto_first_child():
             continue
         if cursor.goto_next_sibling():
             descend = True
             continue
         if not cursor.goto_parent():
-            return count
+            return spans
         descend = False

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+
 from .context import Hole, Window
-from .languages import LanguageSpec, error_count, parse
+from .languages import LanguageSpec, error_count, error_spans, parse
 from .requests import HoleKind
 
 
@@ -29,6 +31,41 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
     return fill
 
 
+_PYTHON_CHECK_LIMIT = 200_000  # characters; beyond this only the tree-sitter window check runs
+
+
+def _first_error(document: str) -> tuple[int, str] | None:
+    try:
+        ast.parse(document)
+        return None
+    except (SyntaxError, ValueError) as exc:
+        return getattr(exc, "lineno", None) or 0, getattr(exc, "msg", str(exc))
+    except RecursionError:
+        return None
+
+
+def python_check(spec: LanguageSpec, text: str, start: int, end: int):
+    """For a small Python document, a check of fills by Python's own parser: the filled document must
+    parse, or fail with exactly the error the user's document already had (moved by the fill's lines).
+    ``None`` for other languages and large documents (the tree-sitter window check still runs)."""
+    if spec.name != "python" or len(text) > _PYTHON_CHECK_LIMIT:
+        return None
+    original = _first_error(text)
+    fill_line = text.count("\n", 0, start) + 1
+    removed = text.count("\n", start, end)
+
+    def accepts(fill: str) -> bool:
+        error = _first_error(text[:start] + fill + text[end:])
+        if error is None:
+            return True
+        if original is None:
+            return False
+        line, message = original
+        moved = line if line < fill_line else line + fill.count("\n") - removed
+        return error == (moved, message)
+    return accepts
+
+
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:
     """Errors in the window as the user has it; ``None`` when the language has no grammar."""
     tree = parse(spec, window.prefix + original_middle + window.suffix)
@@ -36,7 +73,13 @@ def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) ->
 
 
 def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) -> bool:
-    """No new ERROR/MISSING nodes in the window with the fill, compared with the baseline."""
+    """No new ERROR/MISSING nodes in the window with the fill (compared with the baseline), and none
+    touching the fill itself: a fill must not carry an error the document already had elsewhere."""
     if baseline is None:
         return True
-    return error_count(parse(spec, window.prefix + fill + window.suffix)) <= baseline
+    spans = error_spans(parse(spec, window.prefix + fill + window.suffix))
+    if len(spans) > baseline:
+        return False
+    lo = len(window.prefix.encode("utf-8", "surrogatepass"))
+    hi = lo + len(fill.encode("utf-8", "surrogatepass"))
+    return not any(start < max(hi, lo + 1) and end > lo for start, end in spans)

@@ -93,3 +93,24 @@ def test_reindent_moves_following_lines_alike():
     from engine.context import reindent
     text, edits = reindent("        if x:\n            y()\n        z\n", "    ")
     assert text == "    if x:\n        y()\n    z\n" and len(edits) == 3
+
+
+def test_an_error_elsewhere_does_not_block_a_good_fill_nor_excuse_a_bad_one():
+    from engine.context import Window
+    w = Window("x = 1 +\ny = 2\n", "z = 3\n", 0, 0)  # the user's own error on line 1
+    base = baseline_errors(PY, w, "")
+    assert base == 1
+    assert parses(PY, w, "w = 4\n", base)
+    assert not parses(PY, w, "w = (4 +\n", base)
+
+
+def test_python_parser_checks_the_whole_small_document():
+    from engine.validate import python_check
+    text = "def f(a):\n    \n    return a\n"
+    at = text.index("    \n") + 4
+    check = python_check(PY, text, at - 4, at)
+    assert check("    a += 1") and not check("        a += 1")  # unexpected indent
+    later = "def f(a):\n    \n    return (a\n"  # the user's own error after the hole stays theirs
+    check = python_check(PY, later, at - 4, at)
+    assert check("    a += 1") and check("    a += 1\n    b = 2") and not check("        a += 1")
+    assert python_check(spec_for("javascript"), text, 0, 0) is None
