@@ -13,7 +13,7 @@ from .backends.base import Backend, Control, FillPlan, HoleSpec
 from .config import EngineConfig
 from .context import window
 from .holes import Blank, error_ranges, parse
-from .infill import complete
+from .infill import complete, offset_steps
 from .languages import LanguageSpec, error_count, spec_for
 from .multifill import fill_blanks
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -120,7 +120,7 @@ def fix_syntax(backend: Backend, config: EngineConfig, control: Control, request
         for init in (original, None):
             plan = FillPlan((win.prefix, HoleSpec(slots, init=init), win.suffix), steps=budget,
                             threshold=config.threshold)
-            result = backend.fill(plan, _after(control, steps))
+            result = backend.fill(plan, offset_steps(control, steps))
             steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
             for candidate in result.candidates:
                 fill = candidate.texts[0].rstrip()
@@ -132,15 +132,6 @@ def fix_syntax(backend: Backend, config: EngineConfig, control: Control, request
                                       _ms(t0), True, rejected, backend.name)
                 rejected += 1
     return Completion((), HoleKind.SPAN, steps, forwards, tokens, _ms(t0), True, rejected, backend.name)
-
-
-def _after(control: Control, done: int) -> Control:
-    """Number a later attempt's steps after the earlier ones (cancellation reports the total)."""
-    if not done:
-        return control
-    draft = control.draft
-    return Control(lambda step: control.check(done + step),
-                   (lambda step, *rest: draft(done + step, *rest)) if draft else None)
 
 
 def _errors(spec: LanguageSpec, source: str) -> int:

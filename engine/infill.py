@@ -63,7 +63,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
             steps=budget - steps if budget else 0, threshold=config.threshold, instruction=request.instruction)
-        result = backend.fill(plan, _offset_steps(_drafts_after_heal(control, hole), steps))
+        result = backend.fill(plan, offset_steps(_drafts_after_heal(control, hole), steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         for candidate in result.candidates:
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
@@ -76,7 +76,7 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     return Completion((), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
 
 
-def _offset_steps(control: Control, done: int) -> Control:
+def offset_steps(control: Control, done: int) -> Control:
     """Number a retry's steps after the first attempt's, so drafts stay in order."""
     if not done:
         return control
