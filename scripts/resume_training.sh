@@ -12,4 +12,4 @@ if [ ! -f "$RUN/state.pt" ]; then
   cp engine/models/embedded/train.log "$RUN/train.log"   # the log goes on; data.npz is rebuilt (same tokenizer)
 fi
 exec .venv/bin/python -m engine.training --out "$RUN" --minutes "${MINUTES:-120}" --threads "${THREADS:-1}" \
-    --p-infill 0.7 --p-library 0.7 --warmup-steps 50
+    --p-infill 0.7 --p-library 0.7 --max-holes 6 --warmup-steps 50

@@ -68,20 +68,46 @@ def _bucket_for(rng: np.random.Generator, length: int) -> int | None:
     return fitting[0] if rng.random() < 0.5 else fitting[min(len(fitting) - 1, int(rng.integers(1, 4)))]
 
 
-def _infill_row(rng, stream: TokenStream, T: int, pad_id: int, mask_id: int, t: float):
+def _more_lines(rng, line_starts: np.ndarray, taken: list[tuple[int, int]], T: int, k: int) -> list[tuple[int, int]]:
+    """Up to ``k`` more whole-line holes, each at least 4 tokens away from every hole already taken."""
+    usable = line_starts[(line_starts >= 8) & (line_starts < T - 8)]
+    spans = list(taken)
+    for i in rng.permutation(max(len(usable) - 1, 0)):
+        if len(spans) > k:
+            break
+        a, b = int(usable[i]), int(usable[i + 1])
+        if b - a <= BUCKETS[-1] and all(b + 4 <= lo or a >= hi + 4 for lo, hi in spans):
+            spans.append((a, b))
+    return spans
+
+
+def _infill_row(rng, stream: TokenStream, T: int, pad_id: int, mask_id: int, t: float, max_holes: int = 1):
+    """One row with 1..``max_holes`` holes: the curriculum's span, plus whole-line holes elsewhere in the
+    window (more loss per forward; single-line infill is what a cursor asks for most)."""
     for _ in range(20):
         start = stream.window_start(rng, T)
         window = stream.ids[start:start + T]
-        span = _pick_span(rng, np.flatnonzero(stream.line_start[start:start + T]), T)
+        line_starts = np.flatnonzero(stream.line_start[start:start + T])
+        span = _pick_span(rng, line_starts, T)
         if span is None:
             continue
-        a, b = span
-        bucket = _bucket_for(rng, b - a)
-        if bucket is None or a + bucket > T - 4:
+        extra = int(rng.integers(0, max_holes)) if max_holes > 1 else 0
+        spans = sorted(_more_lines(rng, line_starts, [span], T, extra) if extra else [span])
+        pieces, holes, pos, length = [], [], 0, 0
+        for a, b in spans:
+            bucket = _bucket_for(rng, b - a)
+            at = length + a - pos                    # where the hole lands once earlier pads are in
+            if bucket is None or at + bucket > T - 4:
+                break                                # this hole and later ones stay clean text
+            pieces += [window[pos:a], window[a:b], np.full(bucket - (b - a), pad_id, np.int64)]
+            holes.append((at, bucket))
+            length, pos = at + bucket, b
+        if not holes:
             continue
-        filled = np.concatenate([window[:a], window[a:b], np.full(bucket - (b - a), pad_id, np.int64), window[b:]])[:T]
+        filled = np.concatenate(pieces + [window[pos:]])[:T]
         region = np.zeros(T, bool)
-        region[a:a + bucket] = True
+        for at, n in holes:
+            region[at:at + n] = True
         return _mask(rng, filled, region, mask_id, t)
     return None
 
@@ -97,7 +123,7 @@ def _mask(rng, row: np.ndarray, region: np.ndarray, mask_id: int, t: float):
 
 
 def make_batch(rng: np.random.Generator, stream: TokenStream, batch: int, T: int,
-               pad_id: int, mask_id: int, p_infill: float = 0.5) -> Batch:
+               pad_id: int, mask_id: int, p_infill: float = 0.5, max_holes: int = 1) -> Batch:
     # Stratified t over the batch: lower variance than i.i.d. draws.
     ts = (np.arange(batch) + rng.random(batch)) / batch
     rng.shuffle(ts)
@@ -105,7 +131,7 @@ def make_batch(rng: np.random.Generator, stream: TokenStream, batch: int, T: int
     for t in ts:
         if rng.random() < p_infill:
             t_hole = 1.0 if rng.random() < 0.3 else max(float(t), _MIN_T)
-            row = _infill_row(rng, stream, T, pad_id, mask_id, t_hole)
+            row = _infill_row(rng, stream, T, pad_id, mask_id, t_hole, max_holes)
             if row is not None:
                 rows.append(row)
                 continue

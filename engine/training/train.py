@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ class TrainConfig:
     decay_fraction: float = 0.15
     p_infill: float = 0.5
     p_library: float = 0.0            # share of windows from library (non-test) files; 0 = uniform over all
+    max_holes: int = 1                # infill rows carry 1..max_holes holes (extra ones are whole lines)
     checkpoint_minutes: float = 10.0
 
 
@@ -139,6 +142,16 @@ def validate(model, tokenizer, valid: TokenStream, cfg: TrainConfig) -> dict:
             "val_line_acc": round(float(l_acc), 4)}
 
 
+def _stop_on_signal() -> threading.Event:
+    """SIGTERM / SIGINT end the run after the current step, with the state saved and a checkpoint
+    exported as at the end of the budget (main thread only; elsewhere the budget alone ends it)."""
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
 def export(model, tokenizer, cfg: TrainConfig, out: Path, meta: dict) -> Path:
     ckpt = out / "checkpoint"
     ckpt.mkdir(parents=True, exist_ok=True)
@@ -181,18 +194,19 @@ def run(cfg: TrainConfig) -> Path:
                     "trained_seconds": trained_s + time.time() - t0, "rng": rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state()}, state_file)
 
-    while time.time() - t0 < budget:
+    stop = _stop_on_signal()
+    while time.time() - t0 < budget and not stop.is_set():
         for group in opt.param_groups:
             group["lr"] = lr_at(cfg, step_in_run, (time.time() - t0) / budget)
         batch = make_batch(rng, train, cfg.batch_size, cfg.seq_len, tokenizer.pad_token_id,
-                           tokenizer.mask_token_id, cfg.p_infill)
+                           tokenizer.mask_token_id, cfg.p_infill, cfg.max_holes)
         loss, acc = batch_loss(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step, step_in_run, tokens = step + 1, step_in_run + 1, tokens + batch.input_ids.size
-        window.append((float(loss), float(acc)))
+        window.append((float(loss.detach()), float(acc)))
         if step % 25 == 0:
             l, a = np.mean(window, axis=0)
             window.clear()
@@ -204,7 +218,7 @@ def run(cfg: TrainConfig) -> Path:
             export(model, tokenizer, cfg, out, {"step": step, "tokens": tokens})
             last_ckpt = time.time()
     metrics = validate(model, tokenizer, valid, cfg)
-    log(out, {"event": "end", "step": step, "tokens": tokens, **metrics})
+    log(out, {"event": "stopped" if stop.is_set() else "end", "step": step, "tokens": tokens, **metrics})
     save_state()
     return export(model, tokenizer, cfg, out, {"step": step, "tokens": tokens,
                                                 "trained_seconds": round(trained_s + time.time() - t0), **metrics})

@@ -1,0 +1,137 @@
+"""Training rows (plain masking and the infill curriculum, one hole or several) and a tiny training run
+end to end: start, resume where it stopped, stop cleanly on SIGTERM with a loadable checkpoint."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+from engine.config import EMBEDDED_DIR
+from engine.training.examples import BUCKETS, TokenStream, make_batch
+from engine.training.train import TrainConfig, _stream, run
+
+ROOT = Path(__file__).resolve().parents[1]
+T, PAD, MASK = 256, 0, 1
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return AutoTokenizer.from_pretrained(str(EMBEDDED_DIR), local_files_only=True)
+
+
+@pytest.fixture(scope="module")
+def stream(tok):
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = [type("F", (), {"text": (root / n).read_text(encoding="utf-8")})
+             for n in ("textwrap.py", "json/decoder.py", "asyncio/queues.py", "bisect.py")]
+    return _stream(tok, files)
+
+
+def _rebuild(inputs, targets, pad_id):
+    """The row's text with masks replaced by their targets and hole padding dropped."""
+    full = np.where(targets >= 0, targets, inputs)
+    return [int(i) for i in full if i != pad_id]
+
+
+@pytest.mark.parametrize("max_holes", [1, 4])
+def test_rows_mask_only_holes_and_pad_to_buckets(tok, stream, max_holes):
+    rng = np.random.default_rng(0)
+    pad, mask = tok.pad_token_id, tok.mask_token_id
+    holes_seen = []
+    for _ in range(10):
+        b = make_batch(rng, stream, 16, T, pad, mask, p_infill=1.0, max_holes=max_holes)
+        assert b.input_ids.shape == b.targets.shape == (16, T) and b.weights.shape == (16,)
+        masked = b.input_ids == mask
+        assert (masked == (b.targets >= 0)).all()           # loss exactly on masked slots
+        assert masked.any(axis=1).all()                       # every row teaches something
+        assert np.isfinite(b.weights).all() and (b.weights > 0).all()
+        for inputs, targets in zip(b.input_ids, b.targets):
+            full = np.where(targets >= 0, targets, inputs)
+            # with the pads dropped the row is a contiguous piece of the corpus
+            text = _rebuild(inputs, targets, pad)
+            ids = stream.ids.tolist()
+            starts = [i for i in range(len(ids) - len(text) + 1) if ids[i] == text[0] and ids[i:i + len(text)] == text]
+            assert starts, "a row must be corpus text with holes, nothing reordered or lost"
+            # each run of pad targets follows content (a hole ends early, never starts with padding)
+            runs = np.flatnonzero(np.diff(np.concatenate([[0], (full == pad).astype(int)])) == 1)
+            holes_seen.append(len(runs))
+            assert all(r > 0 and full[r - 1] != pad for r in runs)
+    if max_holes > 1:
+        assert max(holes_seen) >= 2       # several holes in one row do occur
+    assert max(BUCKETS) <= T
+
+
+def test_plain_rows_mask_at_rate_t(tok, stream):
+    rng = np.random.default_rng(1)
+    b = make_batch(rng, stream, 64, T, tok.pad_token_id, tok.mask_token_id, p_infill=0.0)
+    rates = (b.input_ids == tok.mask_token_id).mean(axis=1)
+    # stratified t over the batch: rates spread over (0, 1), weight ~ 1 / (t T)
+    assert rates.min() < 0.15 and rates.max() > 0.85
+    assert np.corrcoef(rates, 1 / b.weights)[0, 1] > 0.95
+
+
+def _tiny_run(tmp_path: Path, tok, stream) -> Path:
+    out = tmp_path / "run"
+    (out / "tokenizer").mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(EMBEDDED_DIR / name, out / "tokenizer" / name)
+    n = len(stream.ids) * 9 // 10
+    np.savez(out / "data.npz", train_ids=stream.ids[:n], train_ls=stream.line_start[:n], train_split=n // 2,
+             valid_ids=stream.ids[n:], valid_ls=stream.line_start[n:])
+    return out
+
+
+TINY = dict(hidden_size=32, layers=1, intermediate_size=64, heads=2, batch_size=4, seq_len=256,
+            warmup_steps=2, checkpoint_minutes=100.0, p_infill=0.7, max_holes=3)
+
+
+def _log(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "train.log").read_text().splitlines()]
+
+
+def test_train_resume_and_export(tmp_path, tok, stream):
+    out = _tiny_run(tmp_path, tok, stream)
+    run(TrainConfig(out=str(out), minutes=0.05, **TINY))
+    first = _log(out)
+    assert first[0]["event"] == "start" and first[-1]["event"] == "end"
+    steps = first[-1]["step"]
+    assert steps > 0 and np.isfinite(first[-1]["val_line_hole"])
+    run(TrainConfig(out=str(out), minutes=0.05, **TINY))
+    log = _log(out)
+    resume = next(r for r in log if r.get("event") == "resume")
+    assert resume["step"] == steps                       # resumed, not restarted
+    assert log[-1]["event"] == "end" and log[-1]["step"] > steps
+    meta = json.loads((out / "checkpoint" / "training.json").read_text())
+    assert meta["step"] == log[-1]["step"] and meta["train_config"]["max_holes"] == 3
+    model = AutoModelForMaskedLM.from_pretrained(str(out / "checkpoint"), local_files_only=True)
+    assert model.config.hidden_size == 32
+
+
+def test_sigterm_stops_with_state_saved(tmp_path, tok, stream):
+    out = _tiny_run(tmp_path, tok, stream)
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
+    proc = subprocess.Popen([sys.executable, "-m", "engine.training", "--out", str(out), "--minutes", "10", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        for line in proc.stdout:                         # wait for training to be under way
+            if '"loss"' in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and time.monotonic() - t0 < 30
+    log = _log(out)
+    assert log[-1]["event"] == "stopped"
+    assert (out / "state.pt").exists() and (out / "checkpoint" / "model.safetensors").exists()
