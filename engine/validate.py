@@ -62,7 +62,12 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int):
             return False
         line, message = original
         moved = line if line < fill_line else line + fill.count("\n") - removed
-        return error == (moved, message)
+        if error != (moved, message):
+            return False
+        # An indentation error on the fill's lines or the line after it is the hole's to fix: the code
+        # below is indented under a block opener that is missing (or the hole is a block's empty body).
+        last = fill_line + fill.count("\n")
+        return not ("indent" in message and fill_line <= moved <= last + 1)
     return accepts
 
 

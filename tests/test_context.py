@@ -114,3 +114,16 @@ def test_python_parser_checks_the_whole_small_document():
     check = python_check(PY, later, at - 4, at)
     assert check("    a += 1") and check("    a += 1\n    b = 2") and not check("        a += 1")
     assert python_check(spec_for("javascript"), text, 0, 0) is None
+
+
+def test_an_indentation_error_at_the_hole_is_the_fills_to_fix():
+    from engine.validate import python_check
+    text = "def f(xs):\n    n = 0\n    \n        print(x)\n    return xs\n"   # the loop header is missing
+    at = text.index("    \n") + 4
+    check = python_check(PY, text, at - 4, at)
+    assert check("    for x in xs:") and check("    for x in xs:\n")
+    assert not check("    y = 1") and not check("    # note")        # the unexpected indent stays
+    far = "def f(xs):\n    n = 0\n    \n    y = 2\n\n\n\n        z = 3\n"  # an indentation error far below is not
+    at = far.index("    \n") + 4
+    check = python_check(PY, far, at - 4, at)
+    assert check("    x = 1")
