@@ -90,7 +90,7 @@ def _tiny_run(tmp_path: Path, tok, stream) -> Path:
     return out
 
 
-TINY = dict(hidden_size=32, layers=1, intermediate_size=64, heads=2, batch_size=4, seq_len=256,
+TINY = dict(precision="bf16", hidden_size=32, layers=1, intermediate_size=64, heads=2, batch_size=4, seq_len=256,
             warmup_steps=2, checkpoint_minutes=100.0, p_infill=0.7, max_holes=3)
 
 
@@ -114,6 +114,10 @@ def test_train_resume_and_export(tmp_path, tok, stream):
     assert meta["step"] == log[-1]["step"] and meta["train_config"]["max_holes"] == 3
     model = AutoModelForMaskedLM.from_pretrained(str(out / "checkpoint"), local_files_only=True)
     assert model.config.hidden_size == 32
+    from engine.training.report import read_log, runs   # the model card's table of runs
+    table = runs(read_log(out))
+    assert [(r["from_step"], r["to_step"]) for r in table] == [(0, steps), (steps, log[-1]["step"])]
+    assert all(r["bf16"] and r["max_holes"] == 3 and r["tokens_m"] >= 0 for r in table)
 
 
 def test_sigterm_stops_with_state_saved(tmp_path, tok, stream):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..config import EMBEDDED_DIR
-from .report import plot, read_log, summary
+from .report import plot, read_log, runs, summary
 
 _FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "training.json")
 _RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -32,6 +32,15 @@ def _quality_rows() -> list[str]:
                     f"{r.get('rejected_candidates', 'n/a')} rejected) | {lat.get('p50', 'n/a')} / {lat.get('p95', 'n/a')} "
                     f"| `{r.get('command', '')}` |")
     return rows
+
+
+def _run_rows(records: list[dict]) -> list[str]:
+    def cell(v):
+        return "not logged" if v is None else v
+    return [f"| {r['from_step']:,}-{r['to_step']:,} | {r['tokens_m']}M | {r['minutes']} | {cell(r['threads'])} "
+            f"| {cell(r['p_infill'])} | {'not logged' if r['threads'] is None else r['p_library'] or 'uniform'} "
+            f"| {1 if r['max_holes'] == 1 else '1-' + str(r['max_holes'])} | {'yes' if r['bf16'] else 'no'} |"
+            for r in runs(records) if r["to_step"] > r["from_step"]]
 
 
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
@@ -89,7 +98,16 @@ validation. Nothing else: HumanEval and all other code stay unseen for evaluatio
 {s['tokens_seen'] / 1e6:.1f}M tokens seen, {s['trained_hours']} hours of training on a 2-core x86-64 CPU
 (no GPU), AdamW, peak learning rate 1.5e-3 with warmup and a linear decay over the last 15% of each
 run, batch 24 x 256 tokens. It ran as {s['runs']} runs ({s['resumes']} resumes; the full log with
-every setting is `train.log` beside this card).
+every setting is `train.log` beside this card):
+
+| steps | tokens | minutes | threads | infill share | library share | holes per infill row | bf16 autocast |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(_run_rows(records))}
+
+A run's steps end where its last saved state was; steps logged after that (a run stopped between
+checkpoints) were discarded and trained again. Infill rows with several holes (`--max-holes`) add whole-line holes elsewhere in the window: about
+twice the loss-bearing slots per row. bf16 autocast (fp32 weights, optimizer and loss) runs where the
+CPU has native bf16 (`--precision auto`); on this machine it made a step about twice as fast.
 
 Final validation loss: plain diffusion {v.get('val_diffusion')}, one masked line in a 24-slot hole
 {v.get('val_line_hole')} (nats per hole slot, pads included).

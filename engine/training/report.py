@@ -29,6 +29,25 @@ def summary(records: list[dict]) -> dict:
     }
 
 
+def runs(records: list[dict]) -> list[dict]:
+    """Each run (start or resume) with the settings that changed between runs and where it began/ended."""
+    marks = [i for i, r in enumerate(records) if r.get("event") in ("start", "resume")]
+    out = []
+    for n, i in enumerate(marks):
+        r = records[i]
+        cfg = r.get("config") or {}
+        part = records[i:marks[n + 1] if n + 1 < len(marks) else len(records)]
+        done = [x for x in part[1:] if "tokens" in x and "step" in x]   # progress lines and the end event
+        last = done[-1] if done else r
+        out.append({"from_step": r.get("step", 0), "to_step": last.get("step", 0),
+                    "tokens_m": round((last.get("tokens", 0) - r.get("tokens", 0)) / 1e6, 1),
+                    "minutes": round((last["time"] - r["time"]) / 60),
+                    "threads": cfg.get("threads"), "p_infill": cfg.get("p_infill"),
+                    "p_library": cfg.get("p_library", 0.0), "max_holes": cfg.get("max_holes", 1),
+                    "bf16": r.get("bf16", False)})
+    return out
+
+
 def plot(records: list[dict], out: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")

@@ -40,6 +40,8 @@ class TrainConfig:
     p_infill: float = 0.5
     p_library: float = 0.0            # share of windows from library (non-test) files; 0 = uniform over all
     max_holes: int = 1                # infill rows carry 1..max_holes holes (extra ones are whole lines)
+    precision: str = "auto"           # bf16: matmuls autocast to bfloat16, weights and loss fp32; fp32; auto:
+                                      # bf16 where the CPU has native bf16 (AVX512-BF16/AMX), else fp32
     checkpoint_minutes: float = 10.0
 
 
@@ -142,6 +144,14 @@ def validate(model, tokenizer, valid: TokenStream, cfg: TrainConfig) -> dict:
             "val_line_acc": round(float(l_acc), 4)}
 
 
+def use_bf16(precision: str) -> bool:
+    if precision not in ("auto", "bf16", "fp32"):
+        raise ValueError(f"precision must be auto, bf16 or fp32, not {precision!r}")
+    if precision == "auto":
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return precision == "bf16"
+
+
 def _stop_on_signal() -> threading.Event:
     """SIGTERM / SIGINT end the run after the current step, with the state saved and a checkpoint
     exported as at the end of the budget (main thread only; elsewhere the budget alone ends it)."""
@@ -165,6 +175,7 @@ def run(cfg: TrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
+    bf16 = use_bf16(cfg.precision)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     tokenizer, train, valid = prepare_data(cfg, out)
@@ -180,10 +191,11 @@ def run(cfg: TrainConfig) -> Path:
         step, tokens, trained_s = state["step"], state["tokens"], state["trained_seconds"]
         rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
-        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s),
+        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s), "bf16": bf16,
                   "config": asdict(cfg)})
     else:
-        log(out, {"event": "start", "params": sum(p.numel() for p in model.parameters()), "config": asdict(cfg)})
+        log(out, {"event": "start", "params": sum(p.numel() for p in model.parameters()), "bf16": bf16,
+                  "config": asdict(cfg)})
     model.train()
     budget = cfg.minutes * 60
     t0 = last_ckpt = time.time()
@@ -200,7 +212,8 @@ def run(cfg: TrainConfig) -> Path:
             group["lr"] = lr_at(cfg, step_in_run, (time.time() - t0) / budget)
         batch = make_batch(rng, train, cfg.batch_size, cfg.seq_len, tokenizer.pad_token_id,
                            tokenizer.mask_token_id, cfg.p_infill, cfg.max_holes)
-        loss, acc = batch_loss(model, batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss, acc = batch_loss(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
