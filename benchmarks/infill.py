@@ -28,6 +28,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=0.0, help="accept threshold (0: backend default)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                        help="model weights' dtype (auto: the engine's choice for the device)")
     parser.add_argument("--kv-cache", type=int, choices=(0, 1), default=1,
                         help="approximate KV cache for masked LMs (1, the default) or full forwards every step (0)")
     parser.add_argument("--cache-refresh", type=int, default=4, help="full forward every N steps with the cache")
@@ -37,14 +39,15 @@ def engine_config(args, **overrides):
     from engine.config import EngineConfig
 
     fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
-                  device=args.device, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh)
+                  device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh)
     return EngineConfig(**{**fields, **overrides})
 
 
 def server_options(args) -> dict:
     """The same settings as initializationOptions for ``diffusion-lsp`` (docs/PROTOCOL.md)."""
     return {"model": args.model, "steps": args.steps, "threshold": args.threshold, "threads": args.threads,
-            "device": args.device, "kvCache": bool(args.kv_cache), "cacheRefresh": args.cache_refresh}
+            "device": args.device, "dtype": args.dtype, "kvCache": bool(args.kv_cache),
+            "cacheRefresh": args.cache_refresh}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -22,9 +22,11 @@ start=$SECONDS
     --out "$OUT/results/sweep.json"
 "$PY" -m benchmarks.latency --model "$MODEL" --n 2 --cold-runs 1 --holes single-line multi-line \
     --out "$OUT/results/latency.json"
+"$PY" -m benchmarks.threads --data "$SINGLE" --model "$MODEL" --limit 2 --threads 1 --dtypes float32 bfloat16 \
+    --out "$OUT/results/threads.json"
 
 test "$(wc -l < "$OUT/samples.jsonl")" -eq 3
-for f in infill-smoke infill-smoke-lsp compare-order sweep latency; do test -s "$OUT/results/$f.json"; done
+for f in infill-smoke infill-smoke-lsp compare-order sweep latency threads; do test -s "$OUT/results/$f.json"; done
 for f in compare-order sweep; do test -s "$OUT/results/$f.png"; done
 "$PY" -m benchmarks.table --print --results "$OUT/results" --readme "$OUT/README.md" > "$OUT/table.md"
 grep -q "### Quality" "$OUT/table.md"

@@ -20,7 +20,8 @@ fi
 "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" \
     --out $R/infill-random-span-light.json
 "$PY" -m benchmarks.latency "${LAT[@]}" --out $R/latency.json
-"$PY" -m benchmarks.threads --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/threads.json
+"$PY" -m benchmarks.threads --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT \
+    --threads 1 2 --dtypes float32 bfloat16 --out $R/threads.json
 "$PY" -m benchmarks.compare_order --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $ORDER_LIMIT \
     --out $R/compare-order.json
 "$PY" -m benchmarks.sweep --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/sweep.json
