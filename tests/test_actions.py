@@ -427,6 +427,15 @@ async def test_a_stale_version_is_never_edited(client, applied):
     assert applied == []
 
 
+async def _denoising(client, uri: str, timeout: float = 20.0) -> None:
+    """Until the model is past its first denoising step on ``uri`` (a draft says so); a loaded machine
+    may take longer than any fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not any(d["uri"] == uri and d["step"] >= 1 for d in client.drafts):
+        assert time.monotonic() < deadline, "no draft past step 1"
+        await asyncio.sleep(0.02)
+
+
 async def test_an_edit_during_a_long_rewrite_stops_it_and_nothing_is_applied(client, applied):
     uri = f"file:///moving-{client.snapshot}.py"
     text = "def f(x):\n" + "    y = x + 1\n" * 60
@@ -434,8 +443,9 @@ async def test_an_edit_during_a_long_rewrite_stops_it_and_nothing_is_applied(cli
     await _configure(client, steps=400, threshold=1.5, validate=False)  # one token a step: hundreds of steps
     try:
         before = await stats(client)
+        client.drafts.clear()
         pending = asyncio.ensure_future(client.workspace_execute_command_async(_rewrite(uri, 1, text, 10, len(text))))
-        await asyncio.sleep(0.4)
+        await _denoising(client, uri)
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             types.VersionedTextDocumentIdentifier(version=2, uri=uri),
             [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "#\n")]))
@@ -457,10 +467,11 @@ async def test_cancelling_a_long_rewrite_returns_promptly_and_stops_the_model(cl
     await _configure(client, steps=400, threshold=1.5)  # one token a step: hundreds of steps
     try:
         before = await stats(client)
+        client.drafts.clear()
         msg_id = f"rewrite-{client.snapshot}"
         fut = client.protocol.send_request("workspace/executeCommand", _rewrite(uri, 1, text, 10, len(text)),
                                            msg_id=msg_id)
-        await asyncio.sleep(0.4)
+        await _denoising(client, uri)
         t0 = time.monotonic()
         client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
         with pytest.raises(JsonRpcException) as err:

@@ -23,7 +23,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def native_cpu_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX): then bf16 matmuls are about
+    twice as fast as fp32 (training autocasts to it; ``dtype: bfloat16`` opts the server in); elsewhere
+    they are emulated and slower."""
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """``auto``: bfloat16 on CUDA, float32 elsewhere (exact, and what every figure here was measured with)."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     return _DTYPES[name]

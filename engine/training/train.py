@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from transformers import ModernBertConfig, ModernBertForMaskedLM, PreTrainedTokenizerFast
 
+from ..backends.loading import native_cpu_bf16
 from . import corpus as corpus_mod
 from . import tokenizer as tok_mod
 from .examples import Batch, TokenStream, line_hole_batch, make_batch
@@ -148,7 +149,7 @@ def use_bf16(precision: str) -> bool:
     if precision not in ("auto", "bf16", "fp32"):
         raise ValueError(f"precision must be auto, bf16 or fp32, not {precision!r}")
     if precision == "auto":
-        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        return native_cpu_bf16()
     return precision == "bf16"
 
 
