@@ -33,13 +33,16 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv-cache", type=int, choices=(0, 1), default=1,
                         help="approximate KV cache for masked LMs (1, the default) or full forwards every step (0)")
     parser.add_argument("--cache-refresh", type=int, default=4, help="full forward every N steps with the cache")
+    parser.add_argument("--max-hole-tokens", type=int, default=64,
+                        help="cap on a hole's slots (line holes use at most 32, inline 24)")
 
 
 def engine_config(args, **overrides):
     from engine.config import EngineConfig
 
     fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
-                  device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh)
+                  device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
+                  max_hole_tokens=args.max_hole_tokens)
     return EngineConfig(**{**fields, **overrides})
 
 
@@ -47,7 +50,7 @@ def server_options(args) -> dict:
     """The same settings as initializationOptions for ``diffusion-lsp`` (docs/PROTOCOL.md)."""
     return {"model": args.model, "steps": args.steps, "threshold": args.threshold, "threads": args.threads,
             "device": args.device, "dtype": args.dtype, "kvCache": bool(args.kv_cache),
-            "cacheRefresh": args.cache_refresh}
+            "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
