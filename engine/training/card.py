@@ -123,6 +123,9 @@ pass@1 by executing the tests in a sandbox; an empty fill passes 2.6% of single-
 |---|---|---|---|---|---|---|---|
 {chr(10).join(quality)}
 
+Rows whose command sets `--steps` ran with that step budget instead of the default 16 (the `steps`
+setting): more steps cost latency and buy quality with this model.
+
 Against the targets of the model issue (pass@1 >= 10% single-line, >= 95% of offered fills parse):
 read the table; a model this small and this briefly trained does not reach them yet, and training
 resumes from `training-state/` in later sessions (`bash scripts/resume_training.sh`).

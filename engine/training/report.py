@@ -13,13 +13,14 @@ def read_log(run: Path) -> list[dict]:
 
 def summary(records: list[dict]) -> dict:
     steps = [r for r in records if "loss" in r]
+    done = [r for r in records if "tokens" in r and "step" in r]
     vals = [r for r in records if "val_diffusion" in r]
     data = next((r for r in records if r.get("event") == "data"), {})
     resumes = [r for r in records if r.get("event") == "resume"]
     starts = [r for r in records if r.get("event") in ("start", "resume")]
     return {
-        "steps": steps[-1]["step"] if steps else 0,
-        "tokens_seen": steps[-1]["tokens"] if steps else 0,
+        "steps": done[-1]["step"] if done else 0,            # the end event when the run ended cleanly
+        "tokens_seen": done[-1]["tokens"] if done else 0,
         "trained_hours": round(steps[-1]["trained_seconds"] / 3600, 2) if steps else 0,
         "final_train_loss": steps[-1]["loss"] if steps else None,
         "final_validation": {k: v for k, v in vals[-1].items() if k.startswith("val_")} if vals else {},
