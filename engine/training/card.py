@@ -38,7 +38,7 @@ def _run_rows(records: list[dict]) -> list[str]:
     def cell(v):
         return "not logged" if v is None else v
     return [f"| {r['from_step']:,}-{r['to_step']:,} | {r['tokens_m']}M | {r['minutes']} | {cell(r['threads'])} "
-            f"| {cell(r['p_infill'])} | {'not logged' if r['threads'] is None else r['p_library'] or 'uniform'} "
+            f"| {cell(r['p_infill'])} | {cell(r['p_library'] if r['p_library'] is None else r['p_library'] or 'uniform')} "
             f"| {1 if r['max_holes'] == 1 else '1-' + str(r['max_holes'])} | {'yes' if r['bf16'] else 'no'} |"
             for r in runs(records) if r["to_step"] > r["from_step"]]
 

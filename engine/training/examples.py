@@ -40,9 +40,14 @@ class Batch:
     weights: np.ndarray     # (B,) float32, per-row weight applied to each masked token's loss
 
 
+def _usable(line_starts: np.ndarray, T: int) -> np.ndarray:
+    """Line starts a hole may begin at: clear of the window's first and last 8 tokens."""
+    return line_starts[(line_starts >= 8) & (line_starts < T - 8)]
+
+
 def _pick_span(rng: np.random.Generator, line_starts: np.ndarray, T: int) -> tuple[int, int] | None:
     """A hole ``[a, b)`` inside a window of ``T`` tokens; ``None`` when the window has no fitting span."""
-    usable = line_starts[(line_starts >= 8) & (line_starts < T - 8)]
+    usable = _usable(line_starts, T)
     kind = rng.random()
     if kind < 0.40 and len(usable) >= 2:                      # one whole line, newline included
         i = rng.integers(0, len(usable) - 1)
@@ -70,7 +75,7 @@ def _bucket_for(rng: np.random.Generator, length: int) -> int | None:
 
 def _more_lines(rng, line_starts: np.ndarray, taken: list[tuple[int, int]], T: int, k: int) -> list[tuple[int, int]]:
     """Up to ``k`` more whole-line holes, each at least 4 tokens away from every hole already taken."""
-    usable = line_starts[(line_starts >= 8) & (line_starts < T - 8)]
+    usable = _usable(line_starts, T)
     spans = list(taken)
     for i in rng.permutation(max(len(usable) - 1, 0)):
         if len(spans) > k:

@@ -44,7 +44,7 @@ def runs(records: list[dict]) -> list[dict]:
                     "tokens_m": round((last.get("tokens", 0) - r.get("tokens", 0)) / 1e6, 1),
                     "minutes": round((last["time"] - r["time"]) / 60),
                     "threads": cfg.get("threads"), "p_infill": cfg.get("p_infill"),
-                    "p_library": cfg.get("p_library", 0.0), "max_holes": cfg.get("max_holes", 1),
+                    "p_library": cfg.get("p_library", 0.0) if cfg else None, "max_holes": cfg.get("max_holes", 1),
                     "bf16": r.get("bf16", False)})
     return out
 
