@@ -3,6 +3,7 @@ end to end: start, resume where it stopped, stop cleanly on SIGTERM with a loada
 
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -100,7 +101,9 @@ def _log(out: Path) -> list[dict]:
 
 def test_train_resume_and_export(tmp_path, tok, stream):
     out = _tiny_run(tmp_path, tok, stream)
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     run(TrainConfig(out=str(out), minutes=0.05, **TINY))
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers  # given back
     first = _log(out)
     assert first[0]["event"] == "start" and first[-1]["event"] == "end"
     steps = first[-1]["step"]
@@ -139,3 +142,86 @@ def test_sigterm_stops_with_state_saved(tmp_path, tok, stream):
     log = _log(out)
     assert log[-1]["event"] == "stopped"
     assert (out / "state.pt").exists() and (out / "checkpoint" / "model.safetensors").exists()
+
+
+def test_worker_batches_are_the_same_whatever_the_worker_count(tok, stream):
+    from engine.training.loader import Batches
+    made = {}
+    for workers in (1, 2):
+        cfg = TrainConfig(out="-", loader_workers=workers, batch_size=4, p_infill=0.7, max_holes=3)
+        batches = Batches(stream, cfg, tok.pad_token_id, tok.mask_token_id, np.random.default_rng(0), step=100)
+        try:
+            made[workers] = [batches.next() for _ in range(3)]
+        finally:
+            batches.close()
+    for a, b in zip(made[1], made[2]):
+        assert (a.input_ids == b.input_ids).all() and (a.targets == b.targets).all() and (a.weights == b.weights).all()
+    # batch n comes from a generator seeded by (seed, n): a run resumed at step 101 goes on with the second
+    cfg = TrainConfig(out="-", loader_workers=1, batch_size=4, p_infill=0.7, max_holes=3)
+    batches = Batches(stream, cfg, tok.pad_token_id, tok.mask_token_id, np.random.default_rng(0), step=101)
+    try:
+        assert (batches.next().input_ids == made[1][1].input_ids).all()
+    finally:
+        batches.close()
+    assert not (made[1][0].input_ids == made[1][1].input_ids).all()
+
+
+def test_init_from_a_checkpoint_and_keep_the_best_state(tmp_path, tok, stream):
+    import torch
+    from safetensors.torch import load_file
+    first = _tiny_run(tmp_path / "a", tok, stream)
+    run(TrainConfig(out=str(first), minutes=0.05, **TINY))
+    start = _log(first)[-1]
+    second = _tiny_run(tmp_path / "b", tok, stream)
+    # A learning rate this high wrecks the model: every later state validates worse than the start.
+    cfg = {**TINY, "peak_lr": 5.0, "warmup_steps": 1, "checkpoint_minutes": 0.01}
+    run(TrainConfig(out=str(second), minutes=0.05, init_from=str(first / "checkpoint"), keep_best=True, **cfg))
+    log = _log(second)
+    resume = next(r for r in log if r.get("event") == "resume")
+    assert resume["step"] == start["step"] and resume["fresh_optimizer"] and resume["hardware"].startswith("CPU")
+    end = log[-1]
+    assert end["event"] == "end" and end["kept_best_of"] > start["step"]
+    assert end["step"] == start["step"] and end["val_line_hole"] == pytest.approx(start["val_line_hole"], abs=1e-3)
+    kept = load_file(str(second / "checkpoint" / "model.safetensors"))
+    init = load_file(str(first / "checkpoint" / "model.safetensors"))
+    assert all(torch.equal(kept[k], init[k]) for k in init)                # the starting weights were kept
+    assert torch.load(second / "state.pt", weights_only=False)["step"] == start["step"]
+    from engine.training.report import read_log, summary
+    assert summary(read_log(second))["steps"] == start["step"]
+
+
+def test_init_from_a_checkpoint_of_another_shape_is_refused(tmp_path, tok, stream):
+    first = _tiny_run(tmp_path / "a", tok, stream)
+    run(TrainConfig(out=str(first), minutes=0.02, **TINY))
+    with pytest.raises(ValueError, match="shape"):
+        run(TrainConfig(out=str(tmp_path / "b"), minutes=0.02, init_from=str(first / "checkpoint"),
+                        **{**TINY, "hidden_size": 64}))
+    with pytest.raises(ValueError, match="no model.safetensors"):
+        run(TrainConfig(out=str(tmp_path / "c"), minutes=0.02, init_from=str(tmp_path / "nowhere"), **TINY))
+
+
+def test_device_choice():
+    import torch
+    from engine.training.train import resolve_device
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="auto, cpu or cuda"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no GPU"):
+            resolve_device("cuda")
+
+
+def test_data_only_builds_a_compressed_stream_with_the_checkpoint_tokenizer(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "engine.training", "--out", str(out), "--init-from", str(EMBEDDED_DIR),
+                           "--data-only"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "state.pt").exists() and not (out / "checkpoint").exists()   # nothing trained
+    assert (out / "tokenizer" / "tokenizer.json").read_text() == (EMBEDDED_DIR / "tokenizer.json").read_text()
+    d = np.load(out / "data.npz")
+    assert d["train_ids"].dtype == np.uint16 and len(d["train_ids"]) == len(d["train_ls"])
+    shipped = next(r for r in map(json.loads, (EMBEDDED_DIR / "train.log").read_text().splitlines())
+                   if r.get("event") == "data")
+    if shipped["root"].endswith(f"CPython {platform.python_version()}>"):  # the same stdlib: the same corpus
+        assert len(d["train_ids"]) == shipped["train_tokens"]

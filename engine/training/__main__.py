@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from .train import TrainConfig, run
+from .train import TrainConfig, prepare, run
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -14,9 +14,16 @@ def main(argv: list[str] | None = None) -> None:
         flag = "--" + f.name.replace("_", "-")
         if f.name == "out":
             p.add_argument(flag, required=True, help="run directory (resumed when it holds state.pt)")
+        elif isinstance(f.default, bool):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=f"default {f.default}")
         else:
             p.add_argument(flag, type=type(f.default), default=f.default, help=f"default {f.default}")
+    p.add_argument("--data-only", action="store_true",
+                   help="build the run directory's tokenizer and data.npz, then stop (no training)")
     args = vars(p.parse_args(argv))
+    if args.pop("data_only"):
+        print(f"data: {prepare(TrainConfig(**args))}")
+        return
     ckpt = run(TrainConfig(**args))
     print(f"checkpoint: {ckpt}")
 

@@ -37,10 +37,29 @@ def _quality_rows() -> list[str]:
 def _run_rows(records: list[dict]) -> list[str]:
     def cell(v):
         return "not logged" if v is None else v
-    return [f"| {r['from_step']:,}-{r['to_step']:,} | {r['tokens_m']}M | {r['minutes']} | {cell(r['threads'])} "
+
+    def note(r):
+        parts = ["fresh optimizer from the exported checkpoint"] if r["fresh_optimizer"] else []
+        if r["kept_best_of"]:
+            parts.append(f"trained to step {r['kept_best_of']:,}, kept the state that validated best")
+        return "; ".join(parts)
+    return [f"| {r['from_step']:,}-{r['to_step']:,} | {r['tokens_m']}M | {r['minutes']} | {r['hardware']} "
+            f"| {r['batch_size']} | {r['peak_lr']:g} "
             f"| {cell(r['p_infill'])} | {cell(r['p_library'] if r['p_library'] is None else r['p_library'] or 'uniform')} "
-            f"| {1 if r['max_holes'] == 1 else '1-' + str(r['max_holes'])} | {'yes' if r['bf16'] else 'no'} |"
+            f"| {1 if r['max_holes'] == 1 else '1-' + str(r['max_holes'])} | {'yes' if r['bf16'] else 'no'} | {note(r)} |"
             for r in runs(records) if r["to_step"] > r["from_step"]]
+
+
+def _hardware_time(records: list[dict]) -> str:
+    """Training time per kind of hardware, e.g. '4.3 hours on a 2-core x86-64 CPU and 9.9 minutes on one NVIDIA H200'."""
+    cpu = sum(r["minutes"] for r in runs(records) if r["hardware"].startswith("CPU"))
+    gpus: dict[str, float] = {}
+    for r in runs(records):
+        if not r["hardware"].startswith("CPU"):
+            gpus[r["hardware"]] = gpus.get(r["hardware"], 0.0) + r["minutes"]
+    parts = [f"{cpu / 60:.2f} hours on a 2-core x86-64 CPU"] if cpu else []
+    parts += [f"{m:.1f} minutes on one {name}" for name, m in gpus.items()]
+    return " and ".join(parts) or "no time"
 
 
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
@@ -60,7 +79,9 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     size_mb = (target / "model.safetensors").stat().st_size / 1e6
     quality = _quality_rows() or ["| (no benchmark results yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
     v = s["final_validation"]
-    text = f"""# The embedded model: a {params / 1e6:.1f}M-parameter masked-diffusion code model trained on a laptop-class CPU
+    on = "a laptop-class CPU" + (" and briefly on one GPU" if any(not r["hardware"].startswith("CPU")
+                                                                 for r in runs(records)) else "")
+    text = f"""# The embedded model: a {params / 1e6:.1f}M-parameter masked-diffusion code model trained on {on}
 
 Shipped in `engine/models/embedded/` so that diffusion-lsp works offline on a fresh machine. It loads
 through exactly the code path of any published checkpoint (`AutoModelForMaskedLM`,
@@ -95,14 +116,18 @@ validation. Nothing else: HumanEval and all other code stay unseen for evaluatio
 
 `python -m engine.training --out runs/embedded --minutes N` (seeded, resumable: state in
 `runs/embedded/state.pt`, checkpoint exported every 10 minutes). This model: {s['steps']:,} steps,
-{s['tokens_seen'] / 1e6:.1f}M tokens seen, {s['trained_hours']} hours of training on a 2-core x86-64 CPU
-(no GPU), AdamW, peak learning rate 1.5e-3 with warmup and a linear decay over the last 15% of each
-run, batch 24 x 256 tokens. It ran as {s['runs']} runs ({s['resumes']} resumes; the full log with
-every setting is `train.log` beside this card):
+{s['tokens_seen'] / 1e6:.1f}M tokens seen, {_hardware_time(records)} of training; AdamW with warmup
+and a linear decay at the end of each run, rows of 256 tokens. It ran as {s['runs']} runs
+({s['resumes']} resumes; the full log with every setting is `train.log` beside this card):
 
-| steps | tokens | minutes | threads | infill share | library share | holes per infill row | bf16 autocast |
-|---|---|---|---|---|---|---|---|
+| steps | tokens | minutes | hardware | batch (rows) | peak lr | infill share | library share | holes per infill row | bf16 autocast | note |
+|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(_run_rows(records))}
+
+GPU runs (`scripts/train_on_gpu.sh`) train the same model shape, so the shipped model keeps its CPU
+speed: the data is built here (`--data-only`: the corpus is this interpreter's standard library) and
+carried there, batches are made ahead by worker processes, and `--keep-best` keeps the state with the
+lowest one-line-hole validation loss, validated every 30 seconds.
 
 A run's steps end where its last saved state was; steps logged after that (a run stopped between
 checkpoints) were discarded and trained again. Infill rows with several holes (`--max-holes`) add whole-line holes elsewhere in the window: about

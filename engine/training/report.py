@@ -30,6 +30,10 @@ def summary(records: list[dict]) -> dict:
     }
 
 
+def _cpu(threads: int | None) -> str:
+    return "CPU" if not threads else f"CPU, {threads} thread{'s' if threads != 1 else ''}"
+
+
 def runs(records: list[dict]) -> list[dict]:
     """Each run (start or resume) with the settings that changed between runs and where it began/ended."""
     marks = [i for i, r in enumerate(records) if r.get("event") in ("start", "resume")]
@@ -40,12 +44,17 @@ def runs(records: list[dict]) -> list[dict]:
         part = records[i:marks[n + 1] if n + 1 < len(marks) else len(records)]
         done = [x for x in part[1:] if "tokens" in x and "step" in x]   # progress lines and the end event
         last = done[-1] if done else r
+        end = next((x for x in reversed(part) if x.get("event") in ("end", "stopped")), {})
         out.append({"from_step": r.get("step", 0), "to_step": last.get("step", 0),
                     "tokens_m": round((last.get("tokens", 0) - r.get("tokens", 0)) / 1e6, 1),
-                    "minutes": round((last["time"] - r["time"]) / 60),
+                    "minutes": round((part[-1]["time"] - r["time"]) / 60, 1),
                     "threads": cfg.get("threads"), "p_infill": cfg.get("p_infill"),
                     "p_library": cfg.get("p_library", 0.0) if cfg else None, "max_holes": cfg.get("max_holes", 1),
-                    "bf16": r.get("bf16", False)})
+                    "bf16": r.get("bf16", False),
+                    # runs from before the GPU option logged no hardware: they ran on the CPU
+                    "hardware": r.get("hardware") or _cpu(cfg.get("threads")),
+                    "batch_size": cfg.get("batch_size", 24), "peak_lr": cfg.get("peak_lr", 1.5e-3),
+                    "fresh_optimizer": bool(r.get("fresh_optimizer")), "kept_best_of": end.get("kept_best_of")})
     return out
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 import random
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from ..backends.loading import native_cpu_bf16
 from . import corpus as corpus_mod
 from . import tokenizer as tok_mod
 from .examples import Batch, TokenStream, line_hole_batch, make_batch
+from .loader import Batches
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class TrainConfig:
     precision: str = "auto"           # bf16: matmuls autocast to bfloat16, weights and loss fp32; fp32; auto:
                                       # bf16 where the CPU has native bf16 (AVX512-BF16/AMX), else fp32
     checkpoint_minutes: float = 10.0
+    device: str = "auto"              # auto: cuda when torch sees a GPU, else cpu
+    loader_workers: int = 0           # > 0: worker processes make batches ahead, batch n from a generator
+                                      # seeded by (seed, n); 0: one generator in the training process
+    init_from: str = ""               # a run directory without state.pt starts from this exported checkpoint:
+                                      # its weights, tokenizer and step count, a fresh optimizer
+    keep_best: bool = False           # keep the state with the lowest val_line_hole (validated at the start and
+                                      # at each checkpoint) instead of the last one
 
 
 def log(out: Path, record: dict) -> None:
@@ -74,8 +84,9 @@ def prepare_data(cfg: TrainConfig, out: Path):
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
         d = np.load(data_file)
         if "train_split" in d:
-            return (tokenizer, TokenStream(d["train_ids"], d["train_ls"], int(d["train_split"]), cfg.p_library),
-                    TokenStream(d["valid_ids"], d["valid_ls"]))
+            ids = lambda k: d[k].astype(np.int32)  # noqa: E731 (stored as uint16 when the vocabulary fits)
+            return (tokenizer, TokenStream(ids("train_ids"), d["train_ls"], int(d["train_split"]), cfg.p_library),
+                    TokenStream(ids("valid_ids"), d["valid_ls"]))
     corp = corpus_mod.load_corpus()
     if tok_dir.exists():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
@@ -89,8 +100,9 @@ def prepare_data(cfg: TrainConfig, out: Path):
                         np.concatenate([lib_stream.line_start, test_stream.line_start]), len(lib_stream.ids),
                         cfg.p_library)
     valid = _stream(tokenizer, corp.valid)
-    np.savez(data_file, train_ids=train.ids, train_ls=train.line_start, train_split=train.split,
-             valid_ids=valid.ids, valid_ls=valid.line_start)
+    small = np.uint16 if len(tokenizer) <= 1 << 16 else np.int32
+    np.savez_compressed(data_file, train_ids=train.ids.astype(small), train_ls=train.line_start,
+                        train_split=train.split, valid_ids=valid.ids.astype(small), valid_ls=valid.line_start)
     log(out, {"event": "data", "root": corp.root, "train_files": len(corp.train), "valid_files": len(corp.valid),
               "library_files": len(library), "test_files": len(tests), "library_tokens": int(train.split),
               "duplicates_dropped": corp.duplicates_dropped, "train_tokens": int(len(train.ids)),
@@ -112,14 +124,15 @@ def build_model(cfg: TrainConfig, tokenizer: PreTrainedTokenizerFast) -> ModernB
 
 
 def batch_loss(model: ModernBertForMaskedLM, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weighted masked-diffusion loss and the top-1 accuracy on masked tokens."""
-    ids = torch.from_numpy(batch.input_ids)
-    targets = torch.from_numpy(batch.targets)
+    """Weighted masked-diffusion loss and the top-1 accuracy on masked tokens (on the model's device)."""
+    device = model.device
+    ids = torch.from_numpy(batch.input_ids).to(device)
+    targets = torch.from_numpy(batch.targets).to(device)
     hidden = model.model(input_ids=ids).last_hidden_state           # (B, T, H)
     chosen = targets != -100                                         # (B, T)
     logits = model.decoder(model.head(hidden[chosen]))               # (N, V): only masked positions
     ce = F.cross_entropy(logits.float(), targets[chosen], reduction="none")  # (N,)
-    row_weight = torch.from_numpy(batch.weights)[:, None].expand_as(chosen)[chosen]
+    row_weight = torch.from_numpy(batch.weights).to(device)[:, None].expand_as(chosen)[chosen]
     loss = (ce * row_weight).sum() / len(batch.weights)
     acc = (logits.argmax(-1) == targets[chosen]).float().mean()
     return loss, acc
@@ -145,22 +158,81 @@ def validate(model, tokenizer, valid: TokenStream, cfg: TrainConfig) -> dict:
             "val_line_acc": round(float(l_acc), 4)}
 
 
-def use_bf16(precision: str) -> bool:
+def use_bf16(precision: str, device: str = "cpu") -> bool:
     if precision not in ("auto", "bf16", "fp32"):
         raise ValueError(f"precision must be auto, bf16 or fp32, not {precision!r}")
     if precision == "auto":
-        return native_cpu_bf16()
+        return torch.cuda.is_bf16_supported() if device == "cuda" else native_cpu_bf16()
     return precision == "bf16"
 
 
-def _stop_on_signal() -> threading.Event:
+def resolve_device(name: str) -> str:
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, not {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda asked for, but torch sees no GPU")
+    return name
+
+
+def hardware(device: str, threads: int) -> str:
+    """What the run trains on, for the log and the model card."""
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return f"CPU {platform.machine()}, {threads} thread{'s' if threads != 1 else ''}"
+
+
+def init_tokenizer(src: Path, out: Path) -> None:
+    """A run that starts from a checkpoint tokenizes with the checkpoint's tokenizer."""
+    if not (out / "tokenizer").exists():
+        PreTrainedTokenizerFast.from_pretrained(str(src), local_files_only=True).save_pretrained(str(out / "tokenizer"))
+
+
+def prepare(cfg: TrainConfig) -> Path:
+    """Only the run directory's tokenizer and token streams (``--data-only``): built where the corpus is,
+    then carried to another machine that trains (the corpus is this interpreter's standard library)."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.init_from:
+        init_tokenizer(Path(cfg.init_from), out)
+    prepare_data(cfg, out)
+    return out / "data.npz"
+
+
+def load_init(cfg: TrainConfig, out: Path) -> tuple[ModernBertForMaskedLM, dict]:
+    """The weights and training.json of an exported checkpoint; the run directory gets its tokenizer."""
+    src = Path(cfg.init_from)
+    if not (src / "model.safetensors").is_file():
+        raise ValueError(f"--init-from {src}: no model.safetensors there")
+    model = ModernBertForMaskedLM.from_pretrained(str(src), local_files_only=True)
+    mc = model.config
+    want = (cfg.hidden_size, cfg.layers, cfg.intermediate_size, cfg.heads)
+    got = (mc.hidden_size, mc.num_hidden_layers, mc.intermediate_size, mc.num_attention_heads)
+    if want != got:
+        raise ValueError(f"--init-from {src}: its shape (hidden, layers, intermediate, heads) {got} is not this "
+                         f"run's {want}")
+    init_tokenizer(src, out)
+    meta_file = src / "training.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    return model.float(), meta
+
+
+@contextmanager
+def _stop_on_signal():
     """SIGTERM / SIGINT end the run after the current step, with the state saved and a checkpoint
-    exported as at the end of the budget (main thread only; elsewhere the budget alone ends it)."""
+    exported as at the end of the budget (main thread only; elsewhere the budget alone ends it).
+    The previous handlers come back when the run is over."""
     stop = threading.Event()
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-    return stop
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def export(model, tokenizer, cfg: TrainConfig, out: Path, meta: dict) -> Path:
@@ -176,27 +248,42 @@ def run(cfg: TrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
-    bf16 = use_bf16(cfg.precision)
+    device = resolve_device(cfg.device)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    tokenizer, train, valid = prepare_data(cfg, out)
-    model = build_model(cfg, tokenizer)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.peak_lr, betas=(0.9, 0.98), weight_decay=0.01)
-    rng = np.random.default_rng(cfg.seed)
     state_file = out / "state.pt"
+    init = load_init(cfg, out) if cfg.init_from and not state_file.exists() else None
+    tokenizer, train, valid = prepare_data(cfg, out)
+    rng = np.random.default_rng(cfg.seed)
     step, tokens, trained_s = 0, 0, 0.0
-    if state_file.exists():
-        state = torch.load(state_file, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
+    state = torch.load(state_file, weights_only=False, map_location="cpu") if state_file.exists() else None
+    if state is not None:
         step, tokens, trained_s = state["step"], state["tokens"], state["trained_seconds"]
         rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
-        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s), "bf16": bf16,
-                  "config": asdict(cfg)})
+    elif init is not None:
+        step, tokens = init[1].get("step", 0), init[1].get("tokens", 0)
+        trained_s = float(init[1].get("trained_seconds", 0))
+    # Worker processes are forked before the GPU is touched (a forked child must not inherit CUDA state).
+    batches = Batches(train, cfg, tokenizer.pad_token_id, tokenizer.mask_token_id, rng, step)
+    bf16 = use_bf16(cfg.precision, device)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    model = init[0] if init is not None else build_model(cfg, tokenizer)
+    if state is not None:
+        model.load_state_dict(state["model"])
+    model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.peak_lr, betas=(0.9, 0.98), weight_decay=0.01)
+    if state is not None:
+        opt.load_state_dict(state["optimizer"])
+    where = {"bf16": bf16, "hardware": hardware(device, cfg.threads), "config": asdict(cfg)}
+    if state is not None:
+        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s), **where})
+    elif init is not None:
+        log(out, {"event": "resume", "step": step, "tokens": tokens, "trained_seconds": round(trained_s),
+                  "from_checkpoint": cfg.init_from, "fresh_optimizer": True, **where})
     else:
-        log(out, {"event": "start", "params": sum(p.numel() for p in model.parameters()), "bf16": bf16,
-                  "config": asdict(cfg)})
+        log(out, {"event": "start", "params": sum(p.numel() for p in model.parameters()), **where})
     model.train()
     budget = cfg.minutes * 60
     t0 = last_ckpt = time.time()
@@ -204,35 +291,59 @@ def run(cfg: TrainConfig) -> Path:
 
     def save_state():
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "tokens": tokens,
-                    "trained_seconds": trained_s + time.time() - t0, "rng": rng.bit_generator.state,
+                    "trained_seconds": trained_s + time.time() - t0, "rng": batches.rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state()}, state_file)
 
-    stop = _stop_on_signal()
-    while time.time() - t0 < budget and not stop.is_set():
-        for group in opt.param_groups:
-            group["lr"] = lr_at(cfg, step_in_run, (time.time() - t0) / budget)
-        batch = make_batch(rng, train, cfg.batch_size, cfg.seq_len, tokenizer.pad_token_id,
-                           tokenizer.mask_token_id, cfg.p_infill, cfg.max_holes)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss, acc = batch_loss(model, batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step, step_in_run, tokens = step + 1, step_in_run + 1, tokens + batch.input_ids.size
-        window.append((float(loss.detach()), float(acc)))
-        if step % 25 == 0:
-            l, a = np.mean(window, axis=0)
-            window.clear()
-            log(out, {"step": step, "tokens": tokens, "loss": round(float(l), 4), "acc": round(float(a), 4),
-                      "lr": round(opt.param_groups[0]["lr"], 6), "trained_seconds": round(trained_s + time.time() - t0)})
-        if time.time() - last_ckpt > cfg.checkpoint_minutes * 60:
-            log(out, {"step": step, **validate(model, tokenizer, valid, cfg)})
-            save_state()
-            export(model, tokenizer, cfg, out, {"step": step, "tokens": tokens})
-            last_ckpt = time.time()
-    metrics = validate(model, tokenizer, valid, cfg)
-    log(out, {"event": "stopped" if stop.is_set() else "end", "step": step, "tokens": tokens, **metrics})
-    save_state()
-    return export(model, tokenizer, cfg, out, {"step": step, "tokens": tokens,
-                                                "trained_seconds": round(trained_s + time.time() - t0), **metrics})
+    best = {"val_line_hole": math.inf}
+
+    def checkpoint(metrics: dict) -> None:
+        """Save the state and export a checkpoint, unless keep_best and an earlier state validated better."""
+        if cfg.keep_best and metrics["val_line_hole"] >= best["val_line_hole"]:
+            return
+        best.update(metrics, step=step, tokens=tokens)
+        save_state()
+        export(model, tokenizer, cfg, out, {"step": step, "tokens": tokens,
+                                            "trained_seconds": round(trained_s + time.time() - t0), **metrics})
+
+    if cfg.keep_best:  # the starting point is the first candidate
+        metrics = validate(model, tokenizer, valid, cfg)
+        log(out, {"step": step, **metrics})
+        checkpoint(metrics)
+    with _stop_on_signal() as stop:
+        autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=bf16)
+        try:
+            while time.time() - t0 < budget and not stop.is_set():
+                for group in opt.param_groups:
+                    group["lr"] = lr_at(cfg, step_in_run, (time.time() - t0) / budget)
+                batch = batches.next()
+                with autocast:
+                    loss, acc = batch_loss(model, batch)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                step, step_in_run, tokens = step + 1, step_in_run + 1, tokens + batch.input_ids.size
+                window.append(torch.stack([loss.detach(), acc]))
+                if step % 25 == 0:
+                    l, a = torch.stack(window).mean(0).tolist()
+                    window.clear()
+                    log(out, {"step": step, "tokens": tokens, "loss": round(l, 4), "acc": round(a, 4),
+                              "lr": round(opt.param_groups[0]["lr"], 6), "trained_seconds": round(trained_s + time.time() - t0)})
+                if time.time() - last_ckpt > cfg.checkpoint_minutes * 60:
+                    metrics = validate(model, tokenizer, valid, cfg)
+                    log(out, {"step": step, **metrics})
+                    checkpoint(metrics)
+                    last_ckpt = time.time()
+        finally:
+            batches.close()
+        metrics = validate(model, tokenizer, valid, cfg)
+        ended = "stopped" if stop.is_set() else "end"
+        if cfg.keep_best and metrics["val_line_hole"] >= best["val_line_hole"]:
+            # The end event names the state that was kept: the next resume starts from it.
+            log(out, {"step": step, **metrics})
+            log(out, {"event": ended, "step": best["step"], "tokens": best["tokens"], "kept_best_of": step,
+                      **{k: v for k, v in best.items() if k.startswith("val_")}})
+            return out / "checkpoint"
+        log(out, {"event": ended, "step": step, "tokens": tokens, **metrics})
+        checkpoint(metrics)  # always kept here: plain runs keep the last state, keep_best runs improved on the best
+        return out / "checkpoint"

@@ -1,0 +1,63 @@
+"""Where training batches come from: the training process itself, or worker processes ahead of it.
+
+With no workers, one generator makes every batch in turn and its state is saved with the run, as
+before. With workers (a GPU eats batches faster than one core makes them), batch ``n`` is made from
+a generator seeded by ``(seed, n)``: the batches are the same whatever the number of workers, and a
+resumed run goes on from its step.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+from collections import deque
+
+import numpy as np
+
+from .examples import Batch, TokenStream, make_batch
+
+_JOB: tuple | None = None  # (stream, cfg, pad_id, mask_id): set before the fork, read by the workers
+
+
+def _worker_init() -> None:
+    """Workers take the default signal actions, whatever the parent installed: SIGTERM ends them (the
+    pool's terminate), SIGINT is left to the parent (Ctrl-C stops the run, which closes the pool)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _make(n: int) -> Batch:
+    stream, cfg, pad_id, mask_id = _JOB
+    rng = np.random.default_rng([cfg.seed, n])
+    return make_batch(rng, stream, cfg.batch_size, cfg.seq_len, pad_id, mask_id, cfg.p_infill, cfg.max_holes)
+
+
+class Batches:
+    def __init__(self, stream: TokenStream, cfg, pad_id: int, mask_id: int, rng: np.random.Generator, step: int):
+        self.stream, self.cfg, self.pad_id, self.mask_id, self.rng = stream, cfg, pad_id, mask_id, rng
+        self.pool, self.pending, self.next_n = None, deque(), step
+        if cfg.loader_workers > 0:
+            global _JOB
+            _JOB = (stream, cfg, pad_id, mask_id)
+            self.pool = mp.get_context("fork").Pool(cfg.loader_workers, initializer=_worker_init)
+            for _ in range(4 * cfg.loader_workers):
+                self._submit()
+
+    def _submit(self) -> None:
+        self.pending.append(self.pool.apply_async(_make, (self.next_n,)))
+        self.next_n += 1
+
+    def next(self) -> Batch:
+        if self.pool is None:
+            c = self.cfg
+            return make_batch(self.rng, self.stream, c.batch_size, c.seq_len, self.pad_id, self.mask_id,
+                              c.p_infill, c.max_holes)
+        batch = self.pending.popleft().get()
+        self._submit()
+        return batch
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
