@@ -1,8 +1,9 @@
 """The masked-diffusion denoising loop: accepted tokens stay, confident tokens are accepted in parallel.
 
 Each step: one forward over the canvas, logits at the still-masked slots only, then accept every
-slot whose top probability clears ``threshold`` (at least enough slots to finish within the step
-budget, at least one). A hole ends at its first accepted terminator (pad/EOS, or a newline for a
+slot whose top probability clears ``threshold`` (at least one, and at least enough to finish the
+slots the fill is still expected to use within the step budget: those before each hole's predicted
+end). A hole ends at its first accepted terminator (pad/EOS, or a newline for a
 one-line hole): the slots after it are dead and leave the loop. ``order="left_to_right"`` accepts
 exactly the leftmost free slot per step: the autoregressive order, for comparison.
 """
@@ -89,7 +90,8 @@ def denoise(
             # are confident far right, and accepting them there would eat the hole from the end.
             eligible = ~is_term[pred.clamp_max(len(is_term) - 1)] | _frontier(positions, free, holes, ends)
             remaining = steps - step
-            need = min(int(eligible.sum()), max(1, math.ceil(len(positions) / remaining)))
+            live = _live_slots(positions, pred, holes, ends, is_term, is_newline)
+            need = min(int(eligible.sum()), max(1, math.ceil(live / remaining)))
             accept = eligible & (conf >= threshold)
             if int(accept.sum()) < need:
                 accept[torch.where(eligible, conf, -1.0).topk(need).indices] = True
@@ -102,6 +104,29 @@ def denoise(
         if on_step is not None:
             on_step(step, ids, free, ends, confidence)
     return Denoised(ids, confidence, ends, step, forwards)
+
+
+def _live_slots(positions: torch.Tensor, pred: torch.Tensor, holes: list[HoleSlots], ends: list[int],
+                is_term: torch.Tensor, is_newline: torch.Tensor) -> int:
+    """Free slots the fill is still expected to need: in each hole, those before the first free slot
+    whose prediction ends the hole (a terminator, or a newline that ends a one-line hole, itself counted).
+    The step budget is spread over these, not over every slot: a short line in a roomy hole is then
+    decoded about one token per step instead of being rushed to fill pads it will never use."""
+    p = pred.clamp_max(len(is_term) - 1)
+    term, newline = is_term[p], is_newline[p]
+    live = 0
+    for h, end in zip(holes, ends):
+        idx = ((positions >= h.lo) & (positions < end)).nonzero().squeeze(1)
+        if not len(idx):
+            continue
+        stops = (term[idx] | newline[idx]) if h.newline_ends else term[idx]
+        first = stops.nonzero()
+        if not len(first):
+            live += len(idx)
+        else:
+            k = int(first[0])
+            live += k + (0 if term[idx[k]] else 1)
+    return live
 
 
 def _frontier(positions: torch.Tensor, free: torch.Tensor, holes: list[HoleSlots], ends: list[int]) -> torch.Tensor:
