@@ -35,6 +35,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-refresh", type=int, default=4, help="full forward every N steps with the cache")
     parser.add_argument("--max-hole-tokens", type=int, default=64,
                         help="cap on a hole's slots (line holes use at most 32, inline 24)")
+    parser.add_argument("--prefix-tokens", type=int, default=160, help="context budget before the hole")
+    parser.add_argument("--suffix-tokens", type=int, default=64, help="context budget after the hole")
 
 
 def engine_config(args, **overrides):
@@ -42,7 +44,8 @@ def engine_config(args, **overrides):
 
     fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
-                  max_hole_tokens=args.max_hole_tokens)
+                  max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
+                  suffix_tokens=args.suffix_tokens)
     return EngineConfig(**{**fields, **overrides})
 
 
@@ -50,7 +53,8 @@ def server_options(args) -> dict:
     """The same settings as initializationOptions for ``diffusion-lsp`` (docs/PROTOCOL.md)."""
     return {"model": args.model, "steps": args.steps, "threshold": args.threshold, "threads": args.threads,
             "device": args.device, "dtype": args.dtype, "kvCache": bool(args.kv_cache),
-            "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens}
+            "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens,
+            "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
