@@ -112,12 +112,25 @@ def _drafts_after_heal(control: Control, hole: Hole) -> Control:
     return Control(control.check, cut)
 
 
-def _options(raw: str, hole: Hole) -> list[str]:
-    """The raw fill, then (for a block) each shorter prefix ending at a line end."""
+def _options(raw: str, hole: Hole, offside: bool = False) -> list[str]:
+    """The raw fill, then (for a block) each shorter prefix ending at a line end. In an
+    indentation-sensitive language a block fill ends before its first line indented less than its
+    first: the block under the cursor is what is missing, and code after it is the suffix's."""
     if hole.kind is not HoleKind.BLOCK:
         return [raw]
+    if offside:
+        raw = _within_block(raw)
     cuts = [i + 1 for i, ch in enumerate(raw) if ch == "\n" and i + 1 < len(raw)]
     return [raw] + [raw[:c] for c in reversed(cuts)]
+
+
+def _within_block(raw: str) -> str:
+    lines = raw.split("\n")
+    depth = len(lines[0]) - len(lines[0].lstrip(" \t"))
+    for i, line in enumerate(lines[1:], 1):
+        if line.strip() and len(line) - len(line.lstrip(" \t")) < depth:
+            return "\n".join(lines[:i]) + "\n"
+    return raw
 
 
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win: Window,
@@ -126,7 +139,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win:
     """The first option that tidies and parses: the model's fill (or a shorter block), as written,
     then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
-    for option in _options(candidate.texts[0], hole):
+    for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         variants = [(option, [])] + [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)

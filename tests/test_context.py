@@ -127,3 +127,17 @@ def test_an_indentation_error_at_the_hole_is_the_fills_to_fix():
     at = far.index("    \n") + 4
     check = python_check(PY, far, at - 4, at)
     assert check("    x = 1")
+
+
+def test_a_python_block_fill_ends_where_it_would_leave_the_block():
+    from engine.context import Hole
+    from engine.infill import _options
+    hole = Hole(0, 0, HoleKind.BLOCK)
+    # the body under the cursor, then statements at the enclosing level (the suffix's business): cut there
+    raw = "        x = f(name)\n        y = x\n    result = x\n    return result\n"
+    assert _options(raw, hole, offside=True) == ["        x = f(name)\n        y = x\n", "        x = f(name)\n"]
+    # deeper lines and blank lines stay inside the block
+    nested = "        if x:\n            y()\n\n        z()\n"
+    assert _options(nested, hole, offside=True)[0] == nested
+    # braces languages: a closing brace is less indented and legitimate, nothing is cut
+    assert _options("  return 1;\n}\n", hole)[0] == "  return 1;\n}\n"
