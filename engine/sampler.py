@@ -88,9 +88,11 @@ def denoise(
         else:
             # A terminator may only be accepted at a hole's frontier (its leftmost free slot): pads
             # are confident far right, and accepting them there would eat the hole from the end.
-            eligible = ~is_term[pred.clamp_max(len(is_term) - 1)] | _frontier(positions, free, holes, ends)
+            capped = pred.clamp_max(len(is_term) - 1)
+            ends_here = is_term[capped]                                 # (N,) predicted terminators
+            eligible = ~ends_here | _frontier(positions, free, holes, ends)
             remaining = steps - step
-            live = _live_slots(positions, pred, holes, ends, is_term, is_newline)
+            live = _live_slots(positions, ends_here, is_newline[capped], holes, ends)
             need = min(int(eligible.sum()), max(1, math.ceil(live / remaining)))
             accept = eligible & (conf >= threshold)
             if int(accept.sum()) < need:
@@ -106,14 +108,12 @@ def denoise(
     return Denoised(ids, confidence, ends, step, forwards)
 
 
-def _live_slots(positions: torch.Tensor, pred: torch.Tensor, holes: list[HoleSlots], ends: list[int],
-                is_term: torch.Tensor, is_newline: torch.Tensor) -> int:
+def _live_slots(positions: torch.Tensor, term: torch.Tensor, newline: torch.Tensor, holes: list[HoleSlots],
+                ends: list[int]) -> int:
     """Free slots the fill is still expected to need: in each hole, those before the first free slot
     whose prediction ends the hole (a terminator, or a newline that ends a one-line hole, itself counted).
     The step budget is spread over these, not over every slot: a short line in a roomy hole is then
     decoded about one token per step instead of being rushed to fill pads it will never use."""
-    p = pred.clamp_max(len(is_term) - 1)
-    term, newline = is_term[p], is_newline[p]
     live = 0
     for h, end in zip(holes, ends):
         idx = ((positions >= h.lo) & (positions < end)).nonzero().squeeze(1)
