@@ -30,8 +30,10 @@ def summary(records: list[dict]) -> dict:
     }
 
 
-def _cpu(threads: int | None) -> str:
-    return "CPU" if not threads else f"CPU, {threads} thread{'s' if threads != 1 else ''}"
+def cpu_label(threads: int | None, machine: str = "") -> str:
+    """'CPU x86_64, 2 threads': how the log and the card name a CPU run."""
+    name = f"CPU {machine}" if machine else "CPU"
+    return name if not threads else f"{name}, {threads} thread{'s' if threads != 1 else ''}"
 
 
 def runs(records: list[dict]) -> list[dict]:
@@ -52,7 +54,7 @@ def runs(records: list[dict]) -> list[dict]:
                     "p_library": cfg.get("p_library", 0.0) if cfg else None, "max_holes": cfg.get("max_holes", 1),
                     "bf16": r.get("bf16", False),
                     # runs from before the GPU option logged no hardware: they ran on the CPU
-                    "hardware": r.get("hardware") or _cpu(cfg.get("threads")),
+                    "hardware": r.get("hardware") or cpu_label(cfg.get("threads")),
                     "batch_size": cfg.get("batch_size", 24), "peak_lr": cfg.get("peak_lr", 1.5e-3),
                     "fresh_optimizer": bool(r.get("fresh_optimizer")), "kept_best_of": end.get("kept_best_of")})
     return out

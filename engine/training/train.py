@@ -23,6 +23,7 @@ from . import corpus as corpus_mod
 from . import tokenizer as tok_mod
 from .examples import Batch, TokenStream, line_hole_batch, make_batch
 from .loader import Batches
+from .report import cpu_label
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def hardware(device: str, threads: int) -> str:
     """What the run trains on, for the log and the model card."""
     if device == "cuda":
         return torch.cuda.get_device_name()
-    return f"CPU {platform.machine()}, {threads} thread{'s' if threads != 1 else ''}"
+    return cpu_label(threads, platform.machine())
 
 
 def init_tokenizer(src: Path, out: Path) -> None:
