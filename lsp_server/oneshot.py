@@ -24,6 +24,11 @@ def run_infill(args) -> int:
     if line > len(doc.line_starts()):
         print(f"diffusion-lsp: {path} has {len(doc.line_starts())} lines, not {line}", file=sys.stderr)
         return 2
+    width = len(text.split("\n")[line - 1].rstrip("\r"))  # characters, as COL counts them
+    if col > width + 1:
+        print(f"diffusion-lsp: line {line} of {path} has {width} characters: COL is 1..{width + 1}, not {col}",
+              file=sys.stderr)
+        return 2
     from lsprotocol.types import Position
     offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
     config = EngineConfig(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
