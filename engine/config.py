@@ -22,7 +22,7 @@ class EngineConfig:
     t_max: float = 0.0
     order: str = "confidence"         # "confidence": parallel acceptance; "left_to_right": one token per step, in order
     kv_cache: bool = True             # masked LMs (ModernBERT): recompute only the hole between refreshes
-    cache_refresh: int = 4            # full forward every N steps (0: only the first step)
+    cache_refresh: int = 4            # recompute the holes and the text after them every N steps (0: never)
     max_hole_tokens: int = 64         # largest hole for cursor completion (selections may be larger)
     prefix_tokens: int = 160          # context budget before the hole
     suffix_tokens: int = 64           # context budget after the hole

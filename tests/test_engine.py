@@ -160,6 +160,43 @@ def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
     assert torch.allclose(cache.forward(ids, hole), reference[hole], atol=1e-5)
 
 
+def test_a_seeded_prefix_gives_the_full_forward_of_the_rest():
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    from engine.backends.kv_cache import DualCache
+    from engine.config import EMBEDDED_DIR
+
+    model = AutoModelForMaskedLM.from_pretrained(str(EMBEDDED_DIR), local_files_only=True).eval()
+    ids = torch.randint(5, 4000, (200,), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        reference = model.model(input_ids=ids[None]).last_hidden_state[0]
+    first = DualCache(model)
+    first.forward(ids, None)
+    second = DualCache(model)
+    second.seed(first.prefix(ids, 120), len(ids))   # the keys and values of the same canvas: exact
+    assert torch.allclose(second.forward(ids, torch.arange(120, 200)), reference[120:], atol=1e-5)
+    longer = torch.cat([ids[:120], torch.full((16,), 7), ids[120:]])
+    third = DualCache(model)
+    third.seed(first.prefix(ids, 120), len(longer))  # another hole length: the rest is computed, shifted
+    assert third.forward(longer, torch.arange(120, len(longer))).shape == (len(longer) - 120, model.config.hidden_size)
+
+
+def test_a_line_hole_tries_two_lengths_over_one_full_forward():
+    eng = Engine(EngineConfig(threads=1))
+    try:
+        eng.start().result(timeout=120)
+        text = "def area(w, h):\n    result = w * h\n\n    return result\n"
+        c = eng.infill_sync(InfillRequest(text, text.index("\n\n") + 1, "python"), timeout=60)
+        stats = eng.stats()
+        assert c.kind is HoleKind.LINE and c.steps <= 16          # the lengths share the step budget
+        assert stats["full_forwards"] == 1 and stats["tail_forwards"] >= 1   # the second length reuses the prefix
+        again = eng.infill_sync(InfillRequest(text, text.index("\n\n") + 1, "python"), timeout=60)
+        assert again.fills == c.fills and eng.stats()["full_forwards"] == 1  # the same context: nothing recomputed
+    finally:
+        eng.close()
+
+
 def test_kv_cache_steps_run_over_the_hole_only():
     eng = Engine(EngineConfig(threads=1, kv_cache=True, cache_refresh=4))
     try:

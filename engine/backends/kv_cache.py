@@ -9,6 +9,8 @@ a fraction of one over a 256-token canvas.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from transformers.models.modernbert import modeling_modernbert as mb
@@ -17,6 +19,15 @@ from transformers.models.modernbert import modeling_modernbert as mb
 def supports(model) -> bool:
     base = getattr(model, "model", None)
     return isinstance(base, mb.ModernBertModel)
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """Every layer's keys and values of a canvas's first ``len(ids)`` tokens, from a full forward."""
+
+    ids: torch.Tensor                 # (P,) the tokens they were computed for
+    keys: tuple[torch.Tensor, ...]    # per layer (1, heads, P, head_dim)
+    values: tuple[torch.Tensor, ...]
 
 
 class DualCache:
@@ -53,6 +64,18 @@ class DualCache:
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=attn.head_dim ** -0.5)
         h = h + attn.Wo(out.transpose(1, 2).reshape(1, P, -1))
         return h + layer.mlp(layer.mlp_norm(h))
+
+    def prefix(self, ids: torch.Tensor, length: int) -> Prefix:
+        """The cached keys and values of the first ``length`` tokens (after a full forward over ``ids``)."""
+        return Prefix(ids[:length].clone(), tuple(k[:, :, :length].clone() for k in self.keys),
+                      tuple(v[:, :, :length].clone() for v in self.values))
+
+    def seed(self, prefix: Prefix, T: int) -> None:
+        """Start from ``prefix``'s keys and values for a canvas of ``T`` tokens that begins with the same
+        tokens; the rest must then be computed by ``forward(ids, arange(len(prefix.ids), T))``."""
+        P = len(prefix.ids)
+        self.keys = [torch.cat([k, k.new_zeros(*k.shape[:2], T - P, k.shape[3])], dim=2) for k in prefix.keys]
+        self.values = [torch.cat([v, v.new_zeros(*v.shape[:2], T - P, v.shape[3])], dim=2) for v in prefix.values]
 
     @torch.inference_mode()
     def forward(self, ids: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:

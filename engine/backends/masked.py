@@ -33,7 +33,8 @@ class MaskedBackend:
         self.model, self.tokenizer, self.device, self.order = model, tokenizer, device, order
         self.kv_cache = kv_cache and kv_cache_mod.supports(model)
         self.cache_refresh = cache_refresh
-        self.passes = {"full": 0, "partial": 0}
+        self.passes = {"full": 0, "tail": 0, "partial": 0}
+        self._prefix: tuple[tuple, kv_cache_mod.Prefix] | None = None  # the last fill's, by its text
         self.mask_id = tokenizer.mask_token_id
         specials = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id}
         self.terminators = torch.tensor(sorted(i for i in specials if i is not None) or [self.mask_id])
@@ -85,12 +86,19 @@ class MaskedBackend:
             return self.model.decoder(self.model.head(hidden[positions.to(self.device)])).cpu()  # (N, V)
         return self.model(input_ids=batch).logits[0, positions.to(self.device)].cpu()
 
-    def _stepper(self, holes: list[HoleSlots], T: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """``logits_at`` for one fill: with the KV cache, a full forward on the first step (and every
-        ``cache_refresh`` steps), then forwards over the hole slots only; without it, full forwards."""
+    def _stepper(self, holes: list[HoleSlots], T: int, context: tuple = ()
+                 ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """``logits_at`` for one fill. With the KV cache: the first step runs a full forward, or, when the
+        previous fill had the same text around its holes (``context``: another length tried for the same
+        hole), reuses that forward's keys and values up to the first hole and computes only the rest; a
+        refresh every ``cache_refresh`` steps recomputes the holes and the text after the first hole
+        (the prefix keeps its first-step keys and values); the steps between compute the hole slots
+        only. Without the cache, full forwards."""
         if not self.kv_cache:
             return self._logits_at
         cache = kv_cache_mod.DualCache(self.model)
+        lo = min(h.lo for h in holes)
+        tail = torch.arange(lo, T, device=self.device)                                      # (T - lo,)
         hole_pos = torch.cat([torch.arange(h.lo, h.hi) for h in holes]).to(self.device)   # (Ph,)
         where = torch.full((T,), -1, dtype=torch.long)
         where[hole_pos.cpu()] = torch.arange(len(hole_pos))
@@ -98,12 +106,20 @@ class MaskedBackend:
 
         def logits_at(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             nonlocal step
-            refresh = step == 0 or (self.cache_refresh and step % self.cache_refresh == 0)
+            first, refresh = step == 0, bool(self.cache_refresh and step % self.cache_refresh == 0)
             step += 1
             ids = ids.to(self.device)
-            if refresh:
+            reuse = first and self._prefix is not None and self._prefix[0] == context
+            if reuse and torch.equal(self._prefix[1].ids, ids[:lo]):
+                cache.seed(self._prefix[1], T)
+                first = False
+            if first:
                 self.passes["full"] += 1
-                hidden = cache.forward(ids, None)[positions.to(self.device)]               # (N, H)
+                hidden = cache.forward(ids, None)[positions.to(self.device)]                # (N, H)
+                self._prefix = (context, cache.prefix(ids, lo)) if context else None
+            elif refresh or reuse:
+                self.passes["tail"] += 1
+                hidden = cache.forward(ids, tail)[(positions - lo).to(self.device)]          # (N, H)
             else:
                 self.passes["partial"] += 1
                 hidden = cache.forward(ids, hole_pos)[where[positions].to(self.device)]    # (N, H)
@@ -112,7 +128,7 @@ class MaskedBackend:
 
     def stats(self) -> dict:
         return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],
-                "hole_forwards": self.passes["partial"]}
+                "tail_forwards": self.passes["tail"], "hole_forwards": self.passes["partial"]}
 
     def _layout(self, plan: FillPlan) -> tuple[torch.Tensor, list[HoleSlots], list[HoleSpec], torch.Tensor]:
         ids: list[int] = list(self.leading[:1]) if len(self.leading) >= 2 else []
@@ -162,7 +178,9 @@ class MaskedBackend:
             self._renoise(canvas, holes, specs, free)
         threshold = plan.threshold or DEFAULT_THRESHOLD
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
-        out = denoise(self._stepper(holes, len(canvas)), canvas, holes, self.terminators, self.newlines, self.suppressed,
+        # What the first forward's prefix keys and values depend on, bar the holes' lengths.
+        context = tuple(p if isinstance(p, str) else ("hole", p.init) for p in plan.pieces) + (self.order,)
+        out = denoise(self._stepper(holes, len(canvas), context), canvas, holes, self.terminators, self.newlines, self.suppressed,
                       plan.steps or DEFAULT_STEPS, threshold, self.order, control.check, on_step, free)
         texts, confs, spans, logps, kept = [], [], [], [], 0
         for h, end in zip(holes, out.ends):
