@@ -11,7 +11,7 @@ from .config import EngineConfig
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import spec_for
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
-from .validate import baseline_errors, parses, python_check, tidy
+from .validate import PARSES, baseline_errors, parses, python_check, tidy
 
 _SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
 # A one-line hole is filled at each of these slot counts (two of the training's length buckets: half
@@ -176,8 +176,13 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win:
         variants = [(option, [])] + [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
-            if (fill is None or not fill[len(hole.heal):].strip() or not parses(spec, win, fill, baseline)
-                    or (whole_document_ok is not None and not whole_document_ok(fill))):
+            if fill is None or not fill[len(hole.heal):].strip():
+                bad += 1
+                continue
+            # Python's parser on the whole document is the authority when it accepts the document as a
+            # whole: the window can start inside a docstring, where tree-sitter sees errors everywhere.
+            verdict = whole_document_ok(fill) if whole_document_ok is not None else None
+            if verdict == "" or (verdict != PARSES and not parses(spec, win, fill, baseline)):
                 bad += 1
                 continue
             return _hole_fill(candidate, hole, fill, edits), bad

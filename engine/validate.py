@@ -44,30 +44,36 @@ def _first_error(document: str) -> tuple[int, str] | None:
         return None
 
 
+PARSES = "parses"                  # python_check verdicts: the whole filled document parses,
+KEEPS_ERROR = "keeps-error"        # or fails with exactly the error the user's document already had
+
+
 def python_check(spec: LanguageSpec, text: str, start: int, end: int):
     """For a small Python document, a check of fills by Python's own parser: the filled document must
-    parse, or fail with exactly the error the user's document already had (moved by the fill's lines).
-    ``None`` for other languages and large documents (the tree-sitter window check still runs)."""
+    parse (``PARSES``), or fail with exactly the error the user's document already had, moved by the
+    fill's lines (``KEEPS_ERROR``: Python stops at the first error, so code after it is unchecked);
+    ``""`` rejects. ``None`` for other languages and large documents (the tree-sitter window check
+    still runs)."""
     if spec.name != "python" or len(text) > _PYTHON_CHECK_LIMIT:
         return None
     original = _first_error(text)
     fill_line = text.count("\n", 0, start) + 1
     removed = text.count("\n", start, end)
 
-    def accepts(fill: str) -> bool:
+    def accepts(fill: str) -> str:
         error = _first_error(text[:start] + fill + text[end:])
         if error is None:
-            return True
+            return PARSES
         if original is None:
-            return False
+            return ""
         line, message = original
         moved = line if line < fill_line else line + fill.count("\n") - removed
         if error != (moved, message):
-            return False
+            return ""
         # An indentation error on the fill's lines or the line after it is the hole's to fix: the code
         # below is indented under a block opener that is missing (or the hole is a block's empty body).
         last = fill_line + fill.count("\n")
-        return not ("indent" in message and fill_line <= moved <= last + 1)
+        return "" if "indent" in message and fill_line <= moved <= last + 1 else KEEPS_ERROR
     return accepts
 
 

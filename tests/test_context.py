@@ -141,3 +141,29 @@ def test_a_python_block_fill_ends_where_it_would_leave_the_block():
     assert _options(nested, hole, offside=True)[0] == nested
     # braces languages: a closing brace is less indented and legitimate, nothing is cut
     assert _options("  return 1;\n}\n", hole)[0] == "  return 1;\n}\n"
+
+
+def test_a_window_starting_inside_a_docstring_does_not_reject_a_good_line():
+    from engine.backends.base import Candidate
+    from engine.infill import _first_valid
+    from engine.validate import KEEPS_ERROR, PARSES, baseline_errors, python_check
+    prompt = 'def f(grid, k):\n    """' + "Find the path; the docstring runs on.\n    " * 30 + '"""\n'
+    suffix = "    val = n * n + 1\n    return val\n"
+    text, at = prompt + suffix, len(prompt)
+    hole = decide_hole(PY, text, at)
+    win = window(PY, text, at, at, chars, 40, 16)
+    assert '"""' not in win.prefix[:-5]             # the window opens inside the docstring
+    baseline = baseline_errors(PY, win, "")
+    assert baseline > 0                              # so tree-sitter sees the rest of it as broken code
+    line = "    n = len(grid)\n"
+    candidate = Candidate((line,), ((0.9,),), (((0, len(line)),),), 0.0)
+    check = python_check(PY, text, at, at)
+    fill, bad = _first_valid(candidate, hole, suffix.split("\n")[0], PY, win, baseline, (), check)
+    assert check(line) == PARSES and fill is not None and fill.text == line and bad == 0
+    alone, _ = _first_valid(candidate, hole, suffix.split("\n")[0], PY, win, baseline, ())
+    assert alone is None                             # the window check alone would have refused it
+    broken = Candidate(("    n = len(grid\n",), ((0.9,),), (((0, 17),),), 0.0)
+    assert _first_valid(broken, hole, suffix.split("\n")[0], PY, win, baseline, (), check)[0] is None
+    later = text + "def g(:\n"                       # the user's own error below: Python stops there,
+    check = python_check(PY, later, at, at)          # so the window check still has the last word
+    assert check(line) == KEEPS_ERROR
