@@ -56,9 +56,10 @@ class EngineFiller:
 
     via = "engine"
 
-    def __init__(self, config, kind: str | None = None):
+    def __init__(self, config, kind: str | None = None, slots: int | None = None):
         self.config = config               # an engine.EngineConfig
         self.kind = kind                   # a HoleKind value, or None: decided from the syntax
+        self.slots = slots                 # one fill at this many slots, or None: the engine's choice
         self._engine = None
 
     def __enter__(self) -> "EngineFiller":
@@ -75,7 +76,7 @@ class EngineFiller:
         from engine import EngineError, HoleKind, InfillRequest
 
         request = InfillRequest(text=task.text, offset=task.offset, language="python",
-                                kind=HoleKind(self.kind) if self.kind else None)
+                                kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots)
         start = time.perf_counter()
         try:
             c = self._engine.infill_sync(request)

@@ -69,13 +69,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="fill with the canonical solutions (checks the harness: pass@1 must be 100%%)")
     p.add_argument("--kind", choices=KINDS, default="auto",
                    help="hole kind; auto (default) lets the engine decide from the syntax, like the server")
+    p.add_argument("--slots", type=int, default=None,
+                   help="fill every hole once at this many token slots (default: the engine's choice, e.g. "
+                        "8 and 24 for a one-line hole); for studies of hole length")
     p.add_argument("--timeout", type=float, default=3.0, help="wall-clock limit per test program (s)")
     p.add_argument("--workers", type=int, default=None, help="test processes at once (default: CPUs)")
     p.add_argument("--no-tests", action="store_true", help="skip executing tests")
     engine_args(p)
     args = p.parse_args(argv)
-    if args.via_lsp and args.kind != "auto":
-        p.error("--kind cannot be sent through the LSP; use it without --via-lsp")
+    if args.via_lsp and (args.kind != "auto" or args.slots):
+        p.error("--kind and --slots cannot be sent through the LSP; use them without --via-lsp")
+    if args.slots is not None and args.slots < 1:
+        p.error("--slots must be at least 1")
     return args
 
 
@@ -84,7 +89,7 @@ def make_filler(args, stderr_dir: str):
         return ReferenceFiller()
     if args.via_lsp:
         return LspFiller(server_options(args), stderr_path=Path(stderr_dir) / "server.log")
-    return EngineFiller(engine_config(args), kind=None if args.kind == "auto" else args.kind)
+    return EngineFiller(engine_config(args), kind=None if args.kind == "auto" else args.kind, slots=args.slots)
 
 
 def settings(args) -> dict:
@@ -92,7 +97,7 @@ def settings(args) -> dict:
         return {}
     if args.via_lsp:
         return {**server_options(args), "kind": "auto"}
-    return {**asdict(engine_config(args)), "kind": args.kind}
+    return {**asdict(engine_config(args)), "kind": args.kind, "slots": args.slots}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -490,3 +490,34 @@ def test_infill_end_to_end(tmp_path, via_lsp):
     assert r["latency_ms"]["p50"] > 0 and r["command"].startswith("python -m benchmarks.infill")
     samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert [set(s) for s in samples] == [{"task_id", "completion"}] * 2
+
+
+def test_stdlib_lines_are_whole_one_line_statements_in_function_bodies():
+    from benchmarks.stdlib_lines import line_tasks
+
+    source = ('"""Module doc."""\nimport os\n\n\ndef f(xs):\n    """Doc."""\n    total = 0\n'
+              '    for x in xs:\n        total += x\n    return (total +\n            1)\n')
+    tasks = line_tasks([("m.py", source)])
+    assert sorted(t["canonical_solution"] for t in tasks) == ["        total += x\n", "    total = 0\n"]
+    for t in tasks:  # the document is the file with that line taken out; the hole is the whole line
+        assert t["prompt"] + t["canonical_solution"] + t["suffix"] == source
+        assert t["prompt"].endswith("\n")
+    assert line_tasks([("bad.py", "def f(:\n")]) == []
+    assert len(line_tasks([("m.py", source)], per_file=1)) == 1
+
+
+@pytest.mark.skipif(_model() is None, reason="no embedded model weights (set BENCH_MODEL to a checkpoint)")
+def test_infill_at_fixed_slots_and_without_tests(tmp_path):
+    from benchmarks import infill
+
+    data = tmp_path / "lines.jsonl"
+    data.write_text(json.dumps({"task_id": "t/0", "prompt": "def f(a, b):\n    s = a + b\n",
+                                "suffix": "    return s * 2\n", "canonical_solution": "    s = s + 1\n"}) + "\n")
+    assert infill.main(["--data", str(data), "--model", _model(), "--slots", "4", "--out", str(tmp_path / "r.json")]) == 0
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["n"] == 1 and r["tested"] == 0 and r["pass_at_1"] is None and r["settings"]["slots"] == 4
+    assert r["tokens"] <= 4   # one fill at 4 slots, not the engine's two lengths
+    with pytest.raises(SystemExit):
+        infill.parse_args(["--data", str(data), "--out", "x", "--slots", "0"])
+    with pytest.raises(SystemExit):
+        infill.parse_args(["--data", str(data), "--out", "x", "--slots", "8", "--via-lsp"])
