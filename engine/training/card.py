@@ -160,7 +160,10 @@ pass@1 by executing the tests in a sandbox; an empty fill passes 2.6% of single-
 {chr(10).join(quality)}
 
 Rows whose command sets `--steps` ran with that step budget instead of the default 16 (the `steps`
-setting).
+setting). The engine fills a one-line hole at 8 and at 24 slots and offers the valid fill the model is
+surer of (`docs/ARCHITECTURE.md`); rows whose command sets `--slots` filled every hole once at that
+size: the length study behind that choice (`benchmarks/README.md`). The `stdlib-lines` rows are the
+development set (one-line holes from the held-out stdlib files; exact match only, they have no tests).
 
 Against the targets of the model issue, at the default step budget: {_targets()}. Training resumes
 from `training-state/` (`bash scripts/resume_training.sh`, or `scripts/train_on_gpu.sh` on a GPU).
