@@ -143,17 +143,26 @@ def test_drafts_start_at_the_cursor_when_indentation_is_regenerated(engine):
             assert not d.texts[0].startswith("    ") or c.fills[0].text.startswith("    ")
 
 
-def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
+def _model_and_reference(seed: int):
+    """The embedded model, 200 random token ids, and a plain full forward's hidden states over them."""
     import torch
     from transformers import AutoModelForMaskedLM
 
-    from engine.backends.kv_cache import DualCache
     from engine.config import EMBEDDED_DIR
 
     model = AutoModelForMaskedLM.from_pretrained(str(EMBEDDED_DIR), local_files_only=True).eval()
-    ids = torch.randint(5, 4000, (200,), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(5, 4000, (200,), generator=torch.Generator().manual_seed(seed))
     with torch.inference_mode():
         reference = model.model(input_ids=ids[None]).last_hidden_state[0]
+    return model, ids, reference
+
+
+def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
+    import torch
+
+    from engine.backends.kv_cache import DualCache
+
+    model, ids, reference = _model_and_reference(0)
     cache = DualCache(model)
     assert torch.allclose(cache.forward(ids, None), reference, atol=1e-5)
     hole = torch.arange(150, 182)  # within 64 of the end: the sliding-window mask matters
@@ -162,15 +171,10 @@ def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
 
 def test_a_seeded_prefix_gives_the_full_forward_of_the_rest():
     import torch
-    from transformers import AutoModelForMaskedLM
 
     from engine.backends.kv_cache import DualCache
-    from engine.config import EMBEDDED_DIR
 
-    model = AutoModelForMaskedLM.from_pretrained(str(EMBEDDED_DIR), local_files_only=True).eval()
-    ids = torch.randint(5, 4000, (200,), generator=torch.Generator().manual_seed(1))
-    with torch.inference_mode():
-        reference = model.model(input_ids=ids[None]).last_hidden_state[0]
+    model, ids, reference = _model_and_reference(1)
     first = DualCache(model)
     first.forward(ids, None)
     second = DualCache(model)

@@ -109,15 +109,15 @@ class MaskedBackend:
             first, refresh = step == 0, bool(self.cache_refresh and step % self.cache_refresh == 0)
             step += 1
             ids = ids.to(self.device)
-            reuse = first and self._prefix is not None and self._prefix[0] == context
-            if reuse and torch.equal(self._prefix[1].ids, ids[:lo]):
+            seeded = (first and self._prefix is not None and self._prefix[0] == context
+                      and torch.equal(self._prefix[1].ids, ids[:lo]))
+            if seeded:
                 cache.seed(self._prefix[1], T)
-                first = False
-            if first:
+            if first and not seeded:
                 self.passes["full"] += 1
                 hidden = cache.forward(ids, None)[positions.to(self.device)]                # (N, H)
                 self._prefix = (context, cache.prefix(ids, lo)) if context else None
-            elif refresh or reuse:
+            elif first or refresh:
                 self.passes["tail"] += 1
                 hidden = cache.forward(ids, tail)[(positions - lo).to(self.device)]          # (N, H)
             else:
