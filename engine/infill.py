@@ -51,13 +51,18 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     # requests empty with the embedded model, which seldom rewrites the fragment it was given.
     typed = _complete_hole(backend, config, request, control, spec,
                            replace(hole, start=request.offset, heal=""), t0)
-    budget = request.steps or config.steps or getattr(backend, "default_steps", 0)
+    budget = _budget(backend, config, request)
     if typed.fills or (budget and typed.steps >= budget):
         return typed
     healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps if budget else None),
                             offset_steps(control, typed.steps), spec, hole, t0)
     return replace(healed, steps=typed.steps + healed.steps, forwards=typed.forwards + healed.forwards,
                    tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected)
+
+
+def _budget(backend: Backend, config: EngineConfig, request: InfillRequest) -> int:
+    """The request's step budget: its own, else the configured one, else the backend's default (0: none)."""
+    return request.steps or config.steps or getattr(backend, "default_steps", 0)
 
 
 def _complete_hole(backend: Backend, config: EngineConfig, request: InfillRequest, control: Control, spec,
@@ -82,7 +87,7 @@ def _complete_hole(backend: Backend, config: EngineConfig, request: InfillReques
     attempts = lengths or ((slots, slots // 2) if retry else (slots,))
     # The step budget holds for the whole request, retries and lengths included (0: the backend's
     # default); lengths share it evenly, a retry gets what the first attempt left.
-    budget = request.steps or config.steps or getattr(backend, "default_steps", 0)
+    budget = _budget(backend, config, request)
     share = max(1, budget // len(lengths)) if lengths and budget else 0
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
