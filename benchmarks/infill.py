@@ -46,7 +46,7 @@ def engine_config(args, **overrides):
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
                   suffix_tokens=args.suffix_tokens)
-    return EngineConfig(**{**fields, **overrides})
+    return EngineConfig.of(**{**fields, **overrides})
 
 
 def server_options(args) -> dict:

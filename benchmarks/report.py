@@ -34,9 +34,9 @@ def _file_digest(path: Path) -> str | None:
 
 def model_info(model: str) -> dict:
     """Which weights were measured: the source, a digest of the weights, and the training summary."""
-    from engine.config import EngineConfig
+    from engine.config import model_dir
 
-    directory = EngineConfig(model=model).model_dir()
+    directory = model_dir(model)
     info: dict = {"model": model, "digest": _file_digest(directory / "model.safetensors")}
     training = directory / "training.json"
     if training.is_file():

@@ -1,32 +1,69 @@
-"""EngineConfig: which model, where it runs, and the sampler and context budgets."""
+"""The engine's configuration in two halves: what loading the model depends on (a change reloads it) and the
+fill options every request carries (a change applies to the next request, with no reload)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).parent / "models" / "embedded"
 
 
+def model_dir(model: str) -> Path:
+    """The checkpoint directory a ``model`` setting names (``embedded``: the shipped model)."""
+    return EMBEDDED_DIR if model == EMBEDDED else Path(model).expanduser()
+
+
 @dataclass(frozen=True)
-class EngineConfig:
+class LoadConfig:
+    """Everything the loaded backend is built from: changing any field reloads the model."""
+
     model: str = EMBEDDED             # "embedded" or a local checkpoint directory
     device: str = "auto"              # "auto" | "cpu" | "cuda" | "cuda:N" | "mps"
     dtype: str = "auto"               # "auto" | "float32" | "bfloat16" | "float16"
     device_map: str | None = None     # passed to from_pretrained for large checkpoints (e.g. "auto")
     threads: int = 1                  # torch intra-op threads on CPU (1 is fastest on 2 busy cores)
-    steps: int = 0                    # denoising step budget per request; 0 = the backend's default
-    threshold: float = 0.0            # accept rule (masked: confidence; DiffusionGemma: entropy bound); 0 = default
-    t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
-    t_max: float = 0.0
     order: str = "confidence"         # "confidence": parallel acceptance; "left_to_right": one token per step, in order
     kv_cache: bool = True             # masked LMs (ModernBERT): recompute only the hole between refreshes
     cache_refresh: int = 4            # recompute the holes and the text after them every N steps (0: never)
-    max_hole_tokens: int = 64         # largest hole for cursor completion (selections may be larger)
+    t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
+    t_max: float = 0.0
+
+    def model_dir(self) -> Path:
+        return model_dir(self.model)
+
+
+@dataclass(frozen=True)
+class FillOptions:
+    """What travels with each request: step budget, accept rule, hole and context budgets, validation."""
+
+    steps: int = 0                    # denoising step budget per request; 0 = the backend's default
+    threshold: float = 0.0            # accept rule (masked: confidence; DiffusionGemma: entropy bound); 0 = default
+    max_hole_tokens: int = 64         # largest hole for cursor completion and a body (selections may be larger)
     prefix_tokens: int = 160          # context budget before the hole
     suffix_tokens: int = 64           # context budget after the hole
     validate: bool = True             # re-parse and reject fills that break the syntax
 
-    def model_dir(self) -> Path:
-        return EMBEDDED_DIR if self.model == EMBEDDED else Path(self.model).expanduser()
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The model to load and the fill options used by requests that carry none of their own."""
+
+    load: LoadConfig = field(default_factory=LoadConfig)
+    fill: FillOptions = field(default_factory=FillOptions)
+
+    @classmethod
+    def of(cls, **values: Any) -> EngineConfig:
+        """From flat field names (``EngineConfig.of(model=..., steps=8)``); an unknown name is a TypeError."""
+        halves: dict[type, dict[str, Any]] = {LoadConfig: {}, FillOptions: {}}
+        for name, value in values.items():
+            half = next((h for h in halves if name in {f.name for f in fields(h)}), None)
+            if half is None:
+                raise TypeError(f"EngineConfig has no setting {name!r}")
+            halves[half][name] = value
+        return cls(LoadConfig(**halves[LoadConfig]), FillOptions(**halves[FillOptions]))
+
+    def with_fill(self, **values: Any) -> EngineConfig:
+        return replace(self, fill=replace(self.fill, **values))

@@ -1,35 +1,19 @@
 """Holes to fill (``...``/``pass`` bodies, TODO lines, not-implemented stubs, ``__``) and the tree-sitter
-plumbing the action targets share: a parsed ``Source`` with byte <-> str offsets, error nodes, body
-statements. Tree-sitter bytes stay in here; callers get str offsets. Safe from any thread (each thread
-parses with its own parser)."""
+plumbing the action targets share: a parsed ``Source`` with byte <-> str offsets, body statements.
+Tree-sitter bytes stay in here; callers get str offsets. Safe from any thread (``languages.parse``)."""
 
 from __future__ import annotations
 
 import bisect
 import re
 import threading
-from dataclasses import dataclass
-
 import tree_sitter
 
-from .languages import LanguageSpec, parser_for
+from .languages import LanguageSpec, grammar, parse
+from .requests import Blank
 
 MAX_HOLES = 16          # holes filled by one action
 _FILE_REACH = 20_000    # chars either side of the cursor searched when the scope is a whole file
-
-
-@dataclass(frozen=True)
-class Blank:
-    """One place to fill: ``text[start:end]`` becomes ``lead + fill + tail``."""
-
-    start: int
-    end: int
-    label: str                 # "...", "pass", "raise", "TODO", "__", "body"
-    inline: bool = False       # an expression within a line (``__``), not whole statements
-    indent: str = ""           # indentation of the fill's first line (statements only)
-    lead: str = ""             # fixed text before the fill (a line break for a same-line body)
-    tail: str = ""             # fixed text after the fill (the closing brace's line break)
-    context: str = ""          # shown to the model just before the hole but removed by the edit (a TODO line)
 
 
 _QUERIES = {
@@ -111,35 +95,12 @@ class Source:
         return _DEFAULT_INDENT.get(self.spec.name, "  ")
 
 
-def parse(spec: LanguageSpec, data: bytes) -> tree_sitter.Tree | None:
-    """Parse with this thread's own parser (tree-sitter parsers are not shared across threads)."""
-    parsers = _local.__dict__.setdefault("parsers", {})
-    if spec.name not in parsers:
-        shared = parser_for(spec.name)
-        parsers[spec.name] = tree_sitter.Parser(shared.language) if shared else None
-    parser = parsers[spec.name]
-    return parser.parse(data) if parser else None
-
-
-def error_ranges(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
-    """Byte ranges of the outermost ERROR nodes and of MISSING nodes, in document order."""
-    found: list[tuple[int, int]] = []
-    stack = [tree.root_node] if tree.root_node.has_error else []
-    while stack:
-        node = stack.pop()
-        if node.type == "ERROR" or node.is_missing:
-            found.append((node.start_byte, node.end_byte))
-            continue
-        stack.extend(c for c in reversed(node.children) if c.has_error)
-    return found
-
-
 def _query(spec: LanguageSpec) -> tree_sitter.Query | None:
     cache = _local.__dict__.setdefault("queries", {})
     if spec.name not in cache:
-        parser = parser_for(spec.name)
+        language = grammar(spec.name)
         source = _QUERIES.get(spec.name)
-        cache[spec.name] = tree_sitter.Query(parser.language, source) if parser and source else None
+        cache[spec.name] = tree_sitter.Query(language, source) if language is not None and source else None
     return cache[spec.name]
 
 

@@ -1,4 +1,4 @@
-"""One request, start to finish, on the engine thread: hole, context window, denoise, validate."""
+"""One cursor or selection request, start to finish, on the engine thread: hole, context window, denoise, validate."""
 
 from __future__ import annotations
 
@@ -6,21 +6,14 @@ import math
 import time
 from dataclasses import replace
 
+from . import lengths
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
-from .config import EngineConfig
+from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
-from .languages import spec_for
+from .languages import LanguageSpec, spec_for
+from .lines import to_crlf
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
-from .validate import PARSES, baseline_errors, parses, python_check, tidy
-
-_SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
-# A one-line hole is filled at each of these slot counts (two of the training's length buckets: half
-# of HumanEval's lines fit in 8 tokens, nine in ten in 24), and the valid fill the model is most
-# confident of wins. The model reads a hole's size as a hint of the line's length: on HumanEval
-# single-line one fill at 32 slots passes 7.5%, at 24 8.7%, at 8 9.7%, the two together 10.8%
-# (benchmarks/README.md, which also has the held-out stdlib set, where one 24-slot fill does best).
-_LINE_LENGTHS = (8, 24)
-_MAX_SPAN_TOKENS = 384
+from .validate import PARSES, Verdict, baseline_errors, parses, python_check, tidy
 
 
 def check_request(request: InfillRequest) -> None:
@@ -31,15 +24,8 @@ def check_request(request: InfillRequest) -> None:
         raise EngineError(f"end {request.end} is outside {request.offset}..{n}")
 
 
-def _slots(hole: Hole, request: InfillRequest, config: EngineConfig, backend: Backend, text: str) -> int:
-    if request.max_tokens:
-        return request.max_tokens
-    if hole.kind is HoleKind.SPAN:
-        return min(_MAX_SPAN_TOKENS, int(backend.count_tokens(text[hole.start:hole.end]) * 1.5) + 8)
-    return min(config.max_hole_tokens, _SLOTS.get(hole.kind, config.max_hole_tokens))
-
-
-def complete(backend: Backend, config: EngineConfig, request: InfillRequest, control: Control) -> Completion:
+def complete(backend: Backend, config: FillOptions, request: InfillRequest, control: Control) -> Completion:
+    """The fill for ``request`` (``config``: the fill options in force for it)."""
     t0 = time.perf_counter()
     check_request(request)
     spec = spec_for(request.language)
@@ -51,22 +37,17 @@ def complete(backend: Backend, config: EngineConfig, request: InfillRequest, con
     # requests empty with the embedded model, which seldom rewrites the fragment it was given.
     typed = _complete_hole(backend, config, request, control, spec,
                            replace(hole, start=request.offset, heal=""), t0)
-    budget = _budget(backend, config, request)
-    if typed.fills or (budget and typed.steps >= budget):
+    budget = lengths.step_budget(request.steps, config, backend)
+    if typed.fills or typed.steps >= budget:
         return typed
-    healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps if budget else None),
+    healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps),
                             offset_steps(control, typed.steps), spec, hole, t0)
     return replace(healed, steps=typed.steps + healed.steps, forwards=typed.forwards + healed.forwards,
                    tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected)
 
 
-def _budget(backend: Backend, config: EngineConfig, request: InfillRequest) -> int:
-    """The request's step budget: its own, else the configured one, else the backend's default (0: none)."""
-    return request.steps or config.steps or getattr(backend, "default_steps", 0)
-
-
-def _complete_hole(backend: Backend, config: EngineConfig, request: InfillRequest, control: Control, spec,
-                   hole: Hole, t0: float) -> Completion:
+def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
+                   spec: LanguageSpec, hole: Hole, t0: float) -> Completion:
     text = request.text
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
     crlf = "\r\n" in win.prefix or "\r\n" in win.suffix
@@ -76,38 +57,33 @@ def _complete_hole(backend: Backend, config: EngineConfig, request: InfillReques
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
     original = text[hole.start:hole.end]
     baseline = baseline_errors(spec, win, original) if config.validate else None
-    slots = _slots(hole, request, config, backend, text)
-    steps = forwards = tokens = rejected = 0
-    # A block may retry at half the slots; cursor-sized holes answer at once (latency first).
-    # (Backends that batch several lengths in one call, like DiffusionGemma, never need the retry.)
-    batches = getattr(backend, "batches_lengths", False)
-    retry = hole.kind is HoleKind.BLOCK and slots >= 16 and not batches
-    # A one-line hole is tried at several lengths and the most confident valid fill wins (see _LINE_LENGTHS).
-    lengths = _line_lengths(hole, request, config, batches)
-    attempts = lengths or ((slots, slots // 2) if retry else (slots,))
-    # The step budget holds for the whole request, retries and lengths included (0: the backend's
-    # default); lengths share it evenly, a retry gets what the first attempt left.
-    budget = _budget(backend, config, request)
-    share = max(1, budget // len(lengths)) if lengths and budget else 0
+    slots = lengths.cursor_slots(hole.kind, request.max_tokens, config,
+                                 backend.count_tokens(original) if hole.kind is HoleKind.SPAN else 0)
+    # A one-line hole is tried at several lengths and the most confident valid fill wins; a block may
+    # retry at half the slots. The step budget holds for the whole request, attempts included.
+    line_lengths = lengths.line_lengths(hole.kind, request.max_tokens, config, backend)
+    budget = lengths.step_budget(request.steps, config, backend)
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
+    steps = forwards = tokens = rejected = 0
     best: tuple[float, HoleFill] | None = None
-    for attempt in attempts:
-        if budget and budget - steps < 1:
+    for attempt in lengths.attempts(hole.kind, slots, line_lengths, backend):
+        left = lengths.attempt_steps(budget, steps, line_lengths)
+        if not left:
             break
-        left = min(share, budget - steps) if share else (budget - steps if budget else 0)
+        instruction = request.instruction if backend.takes_instruction else None
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=left, threshold=config.threshold, instruction=request.instruction)
+            steps=left, threshold=config.threshold, instruction=instruction)
         result = backend.fill(plan, offset_steps(_drafts_after_heal(control, hole), steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         for candidate in result.candidates:
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
             if fill is not None:
-                if not lengths:
-                    return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
+                if not line_lengths:
+                    return Completion((to_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
                                       _ms(t0), baseline is not None, rejected, backend.name)
                 score = confidence_score(fill)
                 if best is None or score > best[0]:
@@ -115,15 +91,8 @@ def _complete_hole(backend: Backend, config: EngineConfig, request: InfillReques
                 break
         if request.rewrite:
             break
-    fills = () if best is None else ((_with_crlf(best[1]) if crlf else best[1]),)
+    fills = () if best is None else ((to_crlf(best[1]) if crlf else best[1]),)
     return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
-
-
-def _line_lengths(hole: Hole, request: InfillRequest, config: EngineConfig, batches: bool) -> tuple[int, ...]:
-    """The slot counts a one-line hole is tried at; () when the hole is filled once at its own size."""
-    if hole.kind is not HoleKind.LINE or request.max_tokens or batches:
-        return ()
-    return tuple(dict.fromkeys(min(n, config.max_hole_tokens) for n in _LINE_LENGTHS))
 
 
 def confidence_score(fill: HoleFill) -> float:
@@ -191,9 +160,9 @@ def _within_block(raw: str) -> str:
     return raw
 
 
-def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec, win: Window,
+def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
                  baseline: int | None, indents: tuple[str, ...] = (),
-                 whole_document_ok=None) -> tuple[HoleFill | None, int]:
+                 whole_document_ok: Verdict | None = None) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses: the model's fill (or a shorter block), as written,
     then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
@@ -238,14 +207,6 @@ def _hole_fill(candidate: Candidate, hole: Hole, fill: str, edits: list[tuple[in
         confs.append(c)
         spans.append((max(lo, cut) - cut, min(hi, len(fill)) - cut))
     return HoleFill(hole.start + cut, hole.end, fill[cut:], tuple(confs), tuple(spans))
-
-
-def _with_crlf(fill: HoleFill) -> HoleFill:
-    """The fill with CRLF line ends, token spans shifted to match."""
-    def shift(i: int) -> int:
-        return i + fill.text.count("\n", 0, i)
-    return replace(fill, text=fill.text.replace("\n", "\r\n"),
-                   token_spans=tuple((shift(lo), shift(hi)) for lo, hi in fill.token_spans))
 
 
 def _ms(t0: float) -> float:

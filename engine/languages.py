@@ -1,8 +1,11 @@
-"""Language ids -> tree-sitter grammars (one wheel per grammar) and the few syntax facts the engine needs."""
+"""Language ids -> tree-sitter grammars (one wheel per grammar), the one parse (a parser per thread) and the
+one walk over a tree's ERROR and MISSING nodes, and the few syntax facts the engine needs."""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import threading
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -14,24 +17,16 @@ class LanguageSpec:
     name: str
     module: str                       # grammar wheel module
     function: str = "language"        # its function returning the grammar pointer
-    line_comment: str = "#"
     block_opener: str = ":"           # a line ending with this opens an indented body
-    compound: frozenset[str] = frozenset()  # statement types whose ':' / '{' opens a body
 
-
-_PY_COMPOUND = frozenset({
-    "function_definition", "class_definition", "if_statement", "elif_clause", "else_clause",
-    "for_statement", "while_statement", "with_statement", "try_statement", "except_clause",
-    "finally_clause", "match_statement", "case_clause", "decorated_definition",
-})
 
 _SPECS = {
-    "python": LanguageSpec("python", "tree_sitter_python", compound=_PY_COMPOUND),
-    "javascript": LanguageSpec("javascript", "tree_sitter_javascript", line_comment="//", block_opener="{"),
-    "typescript": LanguageSpec("typescript", "tree_sitter_typescript", "language_typescript", "//", "{"),
-    "typescriptreact": LanguageSpec("typescriptreact", "tree_sitter_typescript", "language_tsx", "//", "{"),
-    "go": LanguageSpec("go", "tree_sitter_go", line_comment="//", block_opener="{"),
-    "rust": LanguageSpec("rust", "tree_sitter_rust", line_comment="//", block_opener="{"),
+    "python": LanguageSpec("python", "tree_sitter_python"),
+    "javascript": LanguageSpec("javascript", "tree_sitter_javascript", block_opener="{"),
+    "typescript": LanguageSpec("typescript", "tree_sitter_typescript", "language_typescript", "{"),
+    "typescriptreact": LanguageSpec("typescriptreact", "tree_sitter_typescript", "language_tsx", "{"),
+    "go": LanguageSpec("go", "tree_sitter_go", block_opener="{"),
+    "rust": LanguageSpec("rust", "tree_sitter_rust", block_opener="{"),
 }
 _ALIASES = {"javascriptreact": "javascript", "js": "javascript", "jsx": "javascript", "ts": "typescript",
             "tsx": "typescriptreact", "py": "python", "python3": "python", "golang": "go", "rs": "rust"}
@@ -39,7 +34,8 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
                ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript", ".tsx": "typescriptreact",
                ".go": "go", ".rs": "rust"}
 
-PLAIN = LanguageSpec("plaintext", "", line_comment="", block_opener="")
+_local = threading.local()
+PLAIN = LanguageSpec("plaintext", "", block_opener="")
 
 
 def spec_for(language_id: str) -> LanguageSpec:
@@ -53,38 +49,48 @@ def language_for_path(path: str) -> str:
 
 
 @functools.cache
-def parser_for(name: str) -> tree_sitter.Parser | None:
+def grammar(name: str) -> tree_sitter.Language | None:
+    """The tree-sitter grammar of a language name; None for plain text."""
     spec = _SPECS.get(name)
     if spec is None:
         return None
-    module = __import__(spec.module)
-    return tree_sitter.Parser(tree_sitter.Language(getattr(module, spec.function)()))
+    module = importlib.import_module(spec.module)
+    return tree_sitter.Language(getattr(module, spec.function)())
 
 
-def parse(spec: LanguageSpec, text: str) -> tree_sitter.Tree | None:
-    parser = parser_for(spec.name)
-    return parser.parse(text.encode("utf-8", "surrogatepass")) if parser else None
+def has_grammar(spec: LanguageSpec) -> bool:
+    return spec.name in _SPECS
 
 
-def error_count(tree: tree_sitter.Tree) -> int:
-    """ERROR and MISSING nodes in ``tree``."""
-    return len(error_spans(tree))
+def parse(spec: LanguageSpec, source: str | bytes) -> tree_sitter.Tree | None:
+    """The syntax tree of ``source`` (str, or its UTF-8 bytes); None without a grammar. Safe from any
+    thread: each thread parses with its own parser (tree-sitter parsers are not shared across threads)."""
+    parsers = _local.__dict__.setdefault("parsers", {})
+    if spec.name not in parsers:
+        language = grammar(spec.name)
+        parsers[spec.name] = tree_sitter.Parser(language) if language is not None else None
+    parser = parsers[spec.name]
+    if parser is None:
+        return None
+    return parser.parse(source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source)
 
 
-def error_spans(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
-    """Byte ranges of the ERROR and MISSING nodes in ``tree`` (outermost ones)."""
-    if not tree.root_node.has_error:
-        return []
-    spans, cursor, descend = [], tree.walk(), True
-    while True:
-        node = cursor.node
-        if descend and (node.type == "ERROR" or node.is_missing):
+def error_count(tree: tree_sitter.Tree | None) -> int:
+    """ERROR and MISSING nodes in ``tree``, nested ones included (0 without a tree)."""
+    return 0 if tree is None else len(error_spans(tree))
+
+
+def error_spans(tree: tree_sitter.Tree, nested: bool = True) -> list[tuple[int, int]]:
+    """Byte ranges of the ERROR and MISSING nodes in ``tree``, in document order; ``nested=False``: the
+    outermost ones only (what an error covers, not what is inside it)."""
+    spans: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
             spans.append((node.start_byte, node.end_byte))
-        if descend and node.has_error and cursor.goto_first_child():
-            continue
-        if cursor.goto_next_sibling():
-            descend = True
-            continue
-        if not cursor.goto_parent():
-            return spans
-        descend = False
+            if not nested:
+                continue
+        if node.has_error:
+            stack.extend(reversed(node.children))
+    return spans

@@ -7,16 +7,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
-from .config import EngineConfig
+from . import lengths
+from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec, Piece
+from .config import FillOptions
 from .context import Window, window
-from .holes import Blank, parse
-from .languages import LanguageSpec, error_count, parser_for, spec_for
-from .requests import Completion, EngineError, HoleFill, HoleKind
-
-SLOTS_INLINE = 16       # an expression hole (``__``)
-SLOTS_STATEMENTS = 48   # a body or a statement hole
-_DEFAULT_POSITIONS = 1024
+from .languages import LanguageSpec, has_grammar, spec_for
+from .lines import eol_of, with_eol
+from .requests import Blank, Completion, EngineError, FillRequest, HoleFill, HoleKind
+from .validate import choose
 
 
 @dataclass(frozen=True)
@@ -28,34 +26,31 @@ class Option:
     token_spans: tuple[tuple[int, int], ...]
 
 
-def fill_blanks(backend: Backend, config: EngineConfig, control: Control, text: str, language: str,
-                blanks: Sequence[Blank], callers: Sequence[tuple[int, int]] = (), slots: int | None = None,
-                steps: int | None = None) -> Completion:
+def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, control: Control) -> Completion:
     """One denoising job over every blank; a fill that would break the parse is cut shorter or dropped."""
     t0 = time.perf_counter()
-    spec = spec_for(language)
-    blanks = sorted(blanks, key=lambda b: b.start)
+    text, spec = request.text, spec_for(request.language)
+    blanks = sorted(request.blanks, key=lambda b: b.start)
     _check(text, blanks)
-    sizes = [slots or (SLOTS_INLINE if b.inline else SLOTS_STATEMENTS) for b in blanks]
-    cap = int(getattr(backend, "max_len", 0) or _DEFAULT_POSITIONS) - 16
-    while sum(sizes) > cap // 2 and max(sizes) > 12:  # many holes: shorter ones, so context still fits
-        sizes = [max(12, s * 3 // 4) for s in sizes]
-    pieces, win = _canvas(spec, text, blanks, sizes, callers, backend.count_tokens, config, cap)
-    plan = FillPlan(pieces, steps=steps or config.steps, threshold=config.threshold)
+    sizes = lengths.blank_slots(blanks, request.body, config, backend)
+    pieces, win = _canvas(spec, text, blanks, sizes, request.callers, backend.count_tokens, config,
+                          lengths.canvas_cap(backend))
+    plan = FillPlan(pieces, steps=lengths.step_budget(request.steps, config, backend), threshold=config.threshold)
     result = backend.fill(plan, control)
-    eol = "\r\n" if "\r\n" in text[:4096] else "\n"
+    eol = eol_of(text)
     best: list[Option | None] = [None] * len(blanks)
     rejected = 0
     for candidate in result.candidates:
         options = [shape(b, candidate, i, eol) for i, b in enumerate(blanks)]
-        chosen, bad = choose(spec, text, win, blanks, options, config.validate)
+        picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
+        chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]
         rejected += bad
         if sum(c is not None for c in chosen) > sum(c is not None for c in best):
             best = chosen
         if all(c is not None for c in best):
             break
     fills = tuple(_hole_fill(b, o) for b, o in zip(blanks, best) if o is not None)
-    checked = config.validate and parser_for(spec.name) is not None
+    checked = config.validate and has_grammar(spec)
     return Completion(fills, HoleKind.BLOCK, result.steps, result.forwards, result.tokens,
                       round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name)
 
@@ -71,8 +66,8 @@ def _check(text: str, blanks: list[Blank]) -> None:
 
 
 def _canvas(spec: LanguageSpec, text: str, blanks: list[Blank], sizes: list[int],
-            callers: Sequence[tuple[int, int]], count: Callable[[str], int], config: EngineConfig,
-            cap: int) -> tuple[tuple, Window]:
+            callers: Sequence[tuple[int, int]], count: Callable[[str], int], config: FillOptions,
+            cap: int) -> tuple[tuple[Piece, ...], Window]:
     """``prefix [context lead] HOLE tail middle ... HOLE tail suffix [callers]`` within ``cap`` tokens."""
     budget = cap - sum(sizes)
     if budget < 32:
@@ -80,7 +75,7 @@ def _canvas(spec: LanguageSpec, text: str, blanks: list[Blank], sizes: list[int]
     pre, suf = min(config.prefix_tokens, budget * 2 // 5), min(config.suffix_tokens, budget // 5)
     per_middle = max(16, (budget - pre - suf) // max(1, len(blanks) - 1))
     win = window(spec, text, blanks[0].start, blanks[-1].end, count, pre, suf)
-    pieces: list = []
+    pieces: list[Piece] = []
     current = win.prefix + blanks[0].context + blanks[0].lead
     for i, (b, size) in enumerate(zip(blanks, sizes)):
         pieces += [current, HoleSpec(size, stop_at_newline=b.inline)]
@@ -171,48 +166,8 @@ def _option(raw: str, lo: int, hi: int, indent: str, confs, spans, eol: str) -> 
 
 
 def _with_eol(option: Option, eol: str) -> Option:
-    if "\r" not in option.text and eol == "\n":
-        return option
-    out, where, n = [], [], 0  # where[k]: the new index of old index k
-    for ch in option.text:
-        where.append(n)
-        piece = "" if ch == "\r" else eol if ch == "\n" else ch
-        out.append(piece)
-        n += len(piece)
-    where.append(n)
-    return Option("".join(out), option.confidences, tuple((where[s], where[e]) for s, e in option.token_spans))
-
-
-def choose(spec: LanguageSpec, text: str, win: Window, blanks: list[Blank], options: list[list[Option]],
-           validate: bool) -> tuple[list[Option | None], int]:
-    """Per hole, in order, the longest option that adds no parse error (the rest keep their text)."""
-    chosen: list[Option | None] = [None] * len(blanks)
-    if not validate or parser_for(spec.name) is None:
-        return [opts[0] if opts else None for opts in options], 0
-    baseline = _errors(spec, _assemble(text, win, blanks, chosen))
-    rejected = 0
-    for i, opts in enumerate(options):
-        for option in opts:
-            trial = chosen[:i] + [option] + chosen[i + 1:]
-            if _errors(spec, _assemble(text, win, blanks, trial)) <= baseline:
-                chosen = trial
-                break
-            rejected += 1
-    return chosen, rejected
-
-
-def _assemble(text: str, win: Window, blanks: list[Blank], chosen: list[Option | None]) -> str:
-    parts, pos = [win.prefix], blanks[0].start
-    for b, option in zip(blanks, chosen):
-        parts.append(text[pos:b.start])
-        parts.append(b.lead + option.text + b.tail if option is not None else text[b.start:b.end])
-        pos = b.end
-    parts.append(win.suffix)
-    return "".join(parts)
-
-
-def _errors(spec: LanguageSpec, source: str) -> int:
-    return error_count(parse(spec, source.encode("utf-8", "surrogatepass")))
+    text, spans = with_eol(option.text, option.token_spans, eol)
+    return Option(text, option.confidences, spans)
 
 
 def _hole_fill(blank: Blank, option: Option) -> HoleFill:

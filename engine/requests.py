@@ -1,9 +1,16 @@
-"""The engine's vocabulary: requests in, completions and drafts out, and the errors between. No torch here."""
+"""The engine's vocabulary: requests in, completions and drafts out, and the errors between. No torch here.
+
+Each request kind is a frozen dataclass; ``engine/serve.py`` runs it by its type. A request may carry its own
+``FillOptions`` (step budget, accept rule, budgets); without them the engine's configured ones apply.
+"""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Union
+
+from .config import FillOptions
 
 
 class HoleKind(str, enum.Enum):
@@ -24,11 +31,69 @@ class InfillRequest:
     language: str = ""                 # LSP language id; '' or unknown means plain-text context
     end: int | None = None             # replace [offset, end) instead of inserting
     kind: HoleKind | None = None       # None: decided from the syntax at the cursor
-    max_tokens: int | None = None      # None: from EngineConfig and the hole kind
-    steps: int | None = None           # None: from EngineConfig
+    max_tokens: int | None = None      # None: from the fill options and the hole kind (engine/lengths.py)
+    steps: int | None = None           # None: from the fill options
     rewrite: bool = False              # start the hole from the replaced text, not from masks
-    instruction: str | None = None     # for backends that take one; others ignore it
+    instruction: str | None = None     # a rewrite's instruction, for backends that take one
     key: str | None = None             # newest request per key wins (the server uses the URI)
+    options: FillOptions | None = None # None: the engine's configured fill options
+
+
+@dataclass(frozen=True)
+class Blank:
+    """One place a multi-hole fill writes: ``text[start:end]`` becomes ``lead + fill + tail``."""
+
+    start: int
+    end: int
+    label: str                 # "...", "pass", "raise", "TODO", "__", "body"
+    inline: bool = False       # an expression within a line (``__``), not whole statements
+    indent: str = ""           # indentation of the fill's first line (statements only)
+    lead: str = ""             # fixed text before the fill (a line break for a same-line body)
+    tail: str = ""             # fixed text after the fill (the closing brace's line break)
+    context: str = ""          # shown to the model just before the hole but removed by the edit (a TODO line)
+
+
+@dataclass(frozen=True)
+class FillRequest:
+    """Fill ``blanks`` of ``text`` jointly, in one canvas ("Fill N holes", "Complete body")."""
+
+    text: str
+    language: str
+    blanks: tuple[Blank, ...]
+    callers: tuple[tuple[int, int], ...] = ()  # lines calling the function, extra context after the suffix
+    body: bool = False                         # a function body: one hole of ``max_hole_tokens`` slots
+    steps: int | None = None
+    key: str | None = None
+    options: FillOptions | None = None
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """Re-noise ``text[start:end]`` and denoise it with both sides fixed; fills are the changed lines."""
+
+    text: str
+    language: str
+    start: int
+    end: int
+    instruction: str | None = None
+    steps: int | None = None
+    key: str | None = None
+    options: FillOptions | None = None
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """Re-mask the spans around a syntax error, smallest first, until a fill parses; fills are the changed lines."""
+
+    text: str
+    language: str
+    spans: tuple[tuple[int, int], ...]
+    steps: int | None = None
+    key: str | None = None
+    options: FillOptions | None = None
+
+
+Request = Union[InfillRequest, FillRequest, RewriteRequest, FixRequest]
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .holes import (Blank, Source, enclosing, error_ranges, function_types, header_blank, is_docstring, is_stub,
-                    scoped_blanks, statement_blank, statements)
+from .holes import (Source, enclosing, function_types, header_blank, is_docstring, is_stub, scoped_blanks,
+                    statement_blank, statements)
+from .languages import error_spans as tree_errors
 from .languages import spec_for
+from .requests import Blank
 
 _DEFINES = re.compile(r"\b(def|function|fn|func)\s*$")
 _lock = threading.Lock()
@@ -137,7 +139,7 @@ def error_spans(src: Source, start: int, end: int) -> list[tuple[int, int]]:
         return []
     lo, hi = src.line_start(start), src.line_end(end)
     near_lo, near_hi = src.line_start(max(0, lo - 1)), src.line_end(min(len(src.text), hi + 1))  # a line either side
-    for b0, b1 in error_ranges(src.tree):
+    for b0, b1 in tree_errors(src.tree, nested=False):
         s, e = src.to_str(b0), src.to_str(b1)
         if e < near_lo or s > near_hi:
             continue

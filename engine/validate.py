@@ -1,12 +1,15 @@
-"""Is a fill acceptable? Re-parse the context window with it, compare with the original, tidy the seams."""
+"""Is a fill acceptable? The one home of every validation: tidy a fill's seams, re-parse the context window
+with it and compare with the original, Python's own verdict, a fix's check, and the choice per hole of a
+multi-hole fill that keeps the file parsing."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 
 from .context import Hole, Window
-from .languages import LanguageSpec, error_count, error_spans, parse
-from .requests import HoleKind
+from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
+from .requests import Blank, HoleKind
 
 
 def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
@@ -48,7 +51,10 @@ PARSES = "parses"                  # python_check verdicts: the whole filled doc
 KEEPS_ERROR = "keeps-error"        # or fails with exactly the error the user's document already had
 
 
-def python_check(spec: LanguageSpec, text: str, start: int, end: int):
+Verdict = Callable[[str], str]  # a fill -> PARSES, KEEPS_ERROR, or "" (rejected)
+
+
+def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict | None:
     """For a small Python document, a check of fills by Python's own parser: the filled document must
     parse (``PARSES``), or fail with exactly the error the user's document already had, moved by the
     fill's lines (``KEEPS_ERROR``: Python stops at the first error, so code after it is unchecked);
@@ -83,14 +89,65 @@ def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) ->
     return None if tree is None else error_count(tree)
 
 
+def errors_in(spec: LanguageSpec, source: str) -> int:
+    """ERROR and MISSING nodes when ``source`` is parsed (0 without a grammar)."""
+    return error_count(parse(spec, source))
+
+
 def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) -> bool:
     """No new ERROR/MISSING nodes in the window with the fill (compared with the baseline), and none
     touching the fill itself: a fill must not carry an error the document already had elsewhere."""
     if baseline is None:
         return True
-    spans = error_spans(parse(spec, window.prefix + fill + window.suffix))
+    tree = parse(spec, window.prefix + fill + window.suffix)
+    if tree is None:
+        return True
+    spans = error_spans(tree)
     if len(spans) > baseline:
         return False
     lo = len(window.prefix.encode("utf-8", "surrogatepass"))
     hi = lo + len(fill.encode("utf-8", "surrogatepass"))
     return not any(start < max(hi, lo + 1) and end > lo for start, end in spans)
+
+
+def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baseline: int) -> bool:
+    """A syntax fix: fewer errors than ``baseline``, and none left inside (or at the edges of) the fill."""
+    tree = parse(spec, prefix + fill + suffix)
+    if tree is None or error_count(tree) >= baseline:
+        return False
+    lo = len(prefix.encode("utf-8", "surrogatepass"))
+    hi = lo + len(fill.encode("utf-8", "surrogatepass"))
+    return not any(s < hi and e > lo or s == e and lo <= s <= hi for s, e in error_spans(tree, nested=False))
+
+
+def choose(spec: LanguageSpec, text: str, win: Window, blanks: Sequence[Blank], options: Sequence[Sequence[str]],
+           validate: bool) -> tuple[list[int | None], int]:
+    """For a multi-hole fill: per hole, in order, the index of the longest option (``options[i]``, longest
+    first) that adds no parse error (``None``: the hole keeps its text); and how many were rejected."""
+    if not validate or not has_grammar(spec):
+        return [0 if opts else None for opts in options], 0
+    chosen: list[int | None] = [None] * len(blanks)
+
+    def errors(trial: list[int | None]) -> int:
+        return errors_in(spec, _assemble(text, win, blanks, [None if k is None else options[i][k]
+                                                            for i, k in enumerate(trial)]))
+    baseline = errors(chosen)
+    rejected = 0
+    for i, opts in enumerate(options):
+        for k in range(len(opts)):
+            trial = chosen[:i] + [k] + chosen[i + 1:]
+            if errors(trial) <= baseline:
+                chosen = trial
+                break
+            rejected += 1
+    return chosen, rejected
+
+
+def _assemble(text: str, win: Window, blanks: Sequence[Blank], chosen: Sequence[str | None]) -> str:
+    parts, pos = [win.prefix], blanks[0].start
+    for b, option in zip(blanks, chosen):
+        parts.append(text[pos:b.start])
+        parts.append(b.lead + option + b.tail if option is not None else text[b.start:b.end])
+        pos = b.end
+    parts.append(win.suffix)
+    return "".join(parts)

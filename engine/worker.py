@@ -6,19 +6,18 @@ reaches the model if it is still queued, or within one denoising step if it is r
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import enum
 import logging
 import queue
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 
 from .backends.base import Backend, Control
-from .config import EngineConfig
-from .infill import complete
-from .requests import Cancelled, Completion, Draft, EngineError, InfillRequest, ModelLoadError, NotReady
+from .config import EngineConfig, LoadConfig
+from .requests import Cancelled, Completion, Draft, EngineError, ModelLoadError, NotReady, Request
+from .serve import serve
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +32,9 @@ class EngineState(str, enum.Enum):
 
 @dataclass
 class Job:
-    request: InfillRequest
+    request: Request
     on_draft: Callable[[Draft], None] | None = None
-    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    future: concurrent.futures.Future[Completion] = field(default_factory=concurrent.futures.Future)
     cancelled: threading.Event = field(default_factory=threading.Event)
     stopped_at_step: int | None = None  # set when a running job noticed its cancellation
 
@@ -50,29 +49,42 @@ class Job:
 
 
 @dataclass
+class Counters:
+    """What the engine thread did since start (``diffusion/stats``)."""
+
+    jobs: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    failed: int = 0
+    steps: int = 0
+    forwards: int = 0
+    last_cancelled_at_step: int | None = None
+    last_elapsed_ms: float | None = None
+
+
+@dataclass
 class _Load:
     config: EngineConfig
-    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
 
 
-def _load_backend(config: EngineConfig) -> Backend:
+def _load_backend(config: LoadConfig) -> Backend:
     from .backends import load_backend
     return load_backend(config)
 
 
 class Engine:
-    def __init__(self, config: EngineConfig, backend_loader: Callable[[EngineConfig], Backend] = _load_backend):
+    def __init__(self, config: EngineConfig, backend_loader: Callable[[LoadConfig], Backend] = _load_backend):
         self.config = config
         self.state = EngineState.IDLE
         self.error: str | None = None
         self.backend: Backend | None = None
         self._loader = backend_loader
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[_Load | Job | None] = queue.Queue()
         self._latest: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
-        self._counters = {"jobs": 0, "completed": 0, "cancelled": 0, "failed": 0, "steps": 0, "forwards": 0,
-                          "last_cancelled_at_step": None, "last_elapsed_ms": None}
+        self._counters = Counters()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
         self._thread.start()
 
@@ -81,22 +93,27 @@ class Engine:
         """Call ``listener(state, error)`` (from the engine thread) whenever the state changes."""
         self._listeners.append(listener)
 
-    def start(self) -> concurrent.futures.Future:
+    def start(self) -> concurrent.futures.Future[None]:
         """Load ``self.config``'s model on the engine thread."""
         return self.reconfigure(self.config, force=True)
 
-    def reconfigure(self, config: EngineConfig, force: bool = False) -> concurrent.futures.Future:
-        """Adopt ``config``; reload the model only when what loads it changed."""
-        same_model = (config.model, config.device, config.dtype, config.device_map, config.order) == (
-            self.config.model, self.config.device, self.config.dtype, self.config.device_map, self.config.order)
-        if same_model and not force and self.state is EngineState.READY:
+    def reconfigure(self, config: EngineConfig, force: bool = False) -> concurrent.futures.Future[None]:
+        """Adopt ``config``: its fill options at once; a reload when any load setting changed (or the model is
+        not loaded)."""
+        if config.load == self.config.load and not force and self.state is EngineState.READY:
             self.config = config
-            done: concurrent.futures.Future = concurrent.futures.Future()
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
             return done
         load = _Load(config)
         self._queue.put(load)
         return load.future
+
+    def cancel_keys(self, matches: Callable[[str], bool]) -> None:
+        """Cancel the newest job of every key ``matches`` accepts (the server: a document's jobs, on an edit)."""
+        with self._lock:
+            for key in [k for k in self._latest if matches(k)]:
+                self._latest.pop(key).cancel()
 
     def close(self, wait: bool = True) -> None:
         with self._lock:
@@ -106,13 +123,13 @@ class Engine:
         if wait:
             self._thread.join(timeout=10)
 
-    def stats(self) -> dict:
-        """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards."""
-        backend_stats = getattr(self.backend, "stats", None)
-        return {**self._counters, **(backend_stats() if callable(backend_stats) else {})}
+    def stats(self) -> dict[str, object]:
+        """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards; and
+        the backend's own."""
+        return {**asdict(self._counters), **(self.backend.stats() if self.backend is not None else {})}
 
     # -- requests ---------------------------------------------------------------------------
-    def submit(self, request, on_draft: Callable[[Draft], None] | None = None) -> Job:
+    def submit(self, request: Request, on_draft: Callable[[Draft], None] | None = None) -> Job:
         job = Job(request, on_draft)
         if self.state is not EngineState.READY:
             job.future.set_exception(NotReady(self._not_ready_message()))
@@ -126,16 +143,7 @@ class Engine:
         self._queue.put(job)
         return job
 
-    async def infill(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None) -> Completion:
-        """Await a completion; cancelling the awaiting task cancels the job."""
-        job = self.submit(request, on_draft)
-        try:
-            return await asyncio.wrap_future(job.future)
-        except asyncio.CancelledError:
-            job.cancel()
-            raise
-
-    def infill_sync(self, request: InfillRequest, on_draft: Callable[[Draft], None] | None = None,
+    def infill_sync(self, request: Request, on_draft: Callable[[Draft], None] | None = None,
                     timeout: float | None = None) -> Completion:
         return self.submit(request, on_draft).future.result(timeout)
 
@@ -170,9 +178,7 @@ class Engine:
             self.backend.close()
             self.backend = None
         try:
-            import torch
-            torch.set_num_threads(max(1, task.config.threads))
-            self.backend = self._loader(task.config)
+            self.backend = self._loader(task.config.load)
         except Exception as exc:  # any load failure is reported once, the engine stays up
             message = str(exc) if isinstance(exc, ModelLoadError) else f"{type(exc).__name__}: {exc}"
             log.error("model load failed: %s", message)
@@ -181,35 +187,33 @@ class Engine:
             task.future.set_exception(ModelLoadError(message))
             return
         self.config = task.config
-        log.info("model %s loaded (%s backend)", task.config.model, getattr(self.backend, "name", "?"))
+        log.info("model %s loaded (%s backend)", task.config.load.model, self.backend.name)
         self._set_state(EngineState.READY)
         task.future.set_result(None)
 
     def _do_job(self, job: Job) -> None:
         counters = self._counters
         if not job.future.set_running_or_notify_cancel():
-            counters["cancelled"] += 1
-            counters["last_cancelled_at_step"] = 0
+            counters.cancelled += 1
+            counters.last_cancelled_at_step = 0
             return  # cancelled while queued: never reaches the model
-        counters["jobs"] += 1
+        counters.jobs += 1
         try:
             if self.backend is None:
                 raise NotReady(self._not_ready_message())
             control = Control(job.check, self._draft_forwarder(job) if job.on_draft else None)
-            run = getattr(job.request, "run", None)  # other request kinds (engine/actions.py) carry their own
-            completion = (run(self.backend, self.config, control) if run is not None
-                          else complete(self.backend, self.config, job.request, control))
-            counters["completed"] += 1
-            counters["steps"] += completion.steps
-            counters["forwards"] += completion.forwards
-            counters["last_elapsed_ms"] = completion.elapsed_ms
+            completion = serve(self.backend, self.config.fill, job.request, control)
+            counters.completed += 1
+            counters.steps += completion.steps
+            counters.forwards += completion.forwards
+            counters.last_elapsed_ms = completion.elapsed_ms
             job.future.set_result(completion)
         except Cancelled as exc:
-            counters["cancelled"] += 1
-            counters["last_cancelled_at_step"] = exc.step
+            counters.cancelled += 1
+            counters.last_cancelled_at_step = exc.step
             job.future.set_exception(exc)
         except EngineError as exc:
-            counters["failed"] += 1
+            counters.failed += 1
             job.future.set_exception(exc)
         except Exception as exc:  # a bug in one request must not take the engine down
             log.exception("infill failed")
@@ -221,8 +225,12 @@ class Engine:
                         del self._latest[job.request.key]
 
     @staticmethod
-    def _draft_forwarder(job: Job):
-        def forward(step: int, texts, confidences, pieces=None) -> None:
+    def _draft_forwarder(job: Job) -> Callable[..., None]:
+        on_draft = job.on_draft
+        assert on_draft is not None
+
+        def forward(step: int, texts: Sequence[str], confidences: Sequence[tuple[float, ...]],
+                    pieces: Sequence[tuple[str, ...]] | None = None) -> None:
             if not job.cancelled.is_set():
-                job.on_draft(Draft(step, tuple(texts), tuple(confidences), tuple(pieces or ())))
+                on_draft(Draft(step, tuple(texts), tuple(confidences), tuple(pieces or ())))
         return forward

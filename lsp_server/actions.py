@@ -1,40 +1,34 @@
-"""Code actions: "Rewrite selection", "Fill N holes", "Complete body of NAME" (refactor.rewrite) and
-"Fix syntax error" (quickfix). Offered by textDocument/codeAction, computed in codeAction/resolve or by
-the diffusion.runAction command (ending in workspace/applyEdit); diffusion.rewriteSelection takes an
-instruction. Every edit is for the version it was computed for, and never for another."""
+"""Code actions: offered by textDocument/codeAction, computed in codeAction/resolve or by the
+diffusion.runAction command (ending in workspace/applyEdit); diffusion.rewriteSelection takes an
+instruction. What each action is lives in ``action_specs.py``. Every edit is for the version it was
+computed for, and never for another."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from engine import Completion, EngineError
-from engine.actions import FillRequest, FixRequest, RewriteRequest
+from engine import Completion, EngineError, FixRequest, Request
 from engine.targets import Survey, survey
 
-from .action_drafts import ActionStream, hole_json, range_json
+from .action_specs import FIX, REWRITE, SPECS, ActionSpec, JsonRpcRequestFailed, Target
 from .documents import Document
-from .jobs import JobRunner
+from .drafts import DraftStream, hole_json, range_json
+from .jobs import document_key
+
+if TYPE_CHECKING:
+    from .server import DiffusionServer
 
 log = logging.getLogger(__name__)
 REWRITE_COMMAND = "diffusion.rewriteSelection"
 RUN_COMMAND = "diffusion.runAction"
-REWRITE, FILL, BODY, FIX = "rewriteSelection", "fillHoles", "completeBody", "fixSyntax"
-_KINDS = {REWRITE: types.CodeActionKind.RefactorRewrite, FILL: types.CodeActionKind.RefactorRewrite,
-          BODY: types.CodeActionKind.RefactorRewrite, FIX: types.CodeActionKind.QuickFix}
 _FIX_CACHE = 8
-
-
-class JsonRpcRequestFailed(JsonRpcException):
-    """LSP RequestFailed: the request was valid but nothing could be computed."""
-
-    CODE = -32803
-    MESSAGE = "Request Failed"
 
 
 @dataclass(frozen=True)
@@ -48,7 +42,11 @@ class ActionData:
     title: str = ""
     instruction: str | None = None
 
-    def to_json(self) -> dict:
+    @property
+    def spec(self) -> ActionSpec:
+        return SPECS[self.action]
+
+    def to_json(self) -> dict[str, Any]:
         out = {"action": self.action, "uri": self.uri, "version": self.version,
                "range": range_json(self.range), "title": self.title}
         return out if self.instruction is None else {**out, "instruction": self.instruction}
@@ -62,7 +60,7 @@ class ActionData:
                               types.Position(int(r["end"]["line"]), int(r["end"]["character"])))
             name = action or raw["action"]
             instruction = raw.get("instruction")
-            if name not in _KINDS or not isinstance(raw["uri"], str) or not isinstance(raw["version"], int) \
+            if name not in SPECS or not isinstance(raw["uri"], str) or not isinstance(raw["version"], int) \
                     or not (instruction is None or isinstance(instruction, str)):
                 raise ValueError(name)
             return cls(name, raw["uri"], raw["version"], rng, str(raw.get("title", "")),
@@ -79,19 +77,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _title(action: str, found: Survey | None = None) -> str:
-    if action == FILL and found is not None:
-        n = len(found.blanks)
-        return f"Fill {n} hole{'s' if n != 1 else ''}"
-    if action == BODY and found is not None:
-        return f"Complete body of {found.function}"
-    return {REWRITE: "Rewrite selection", FIX: "Fix syntax error", FILL: "Fill holes", BODY: "Complete body"}[action]
-
-
 class Actions:
-    def __init__(self, server):
+    def __init__(self, server: DiffusionServer):
         self.server = server
-        self.fixes: dict[tuple, Completion] = {}  # (uri, version, start, end) -> a fix computed while offering
+        self.fixes: dict[tuple[str, int, int, int], Completion] = {}  # (uri, version, start, end) -> a fix found while offering
 
     # -- offering --------------------------------------------------------------------------
     async def offer(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
@@ -100,29 +89,30 @@ class Actions:
         start, end = sorted((ls.offset_or_error(doc, params.range.start), ls.offset_or_error(doc, params.range.end)))
         version, text = doc.version, doc.text
         wants = _wants(params.context.only)
-        if not any(wants(k) for k in set(_KINDS.values())):
+        if not any(wants(spec.kind) for spec in SPECS.values()):
             return []
         found = await asyncio.to_thread(survey, text, doc.language_id, start, end)
         if doc.version != version:
             return []
-        offered = []
-        if end > start and wants(_KINDS[REWRITE]):
-            offered.append(REWRITE)
-        if found.blanks and wants(_KINDS[FILL]):
-            offered.append(FILL)
-        if found.body is not None and wants(_KINDS[BODY]):
-            offered.append(BODY)
         invoked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
-        if found.errors and wants(_KINDS[FIX]) and (invoked or params.context.only):
-            fix = await self._compute_fix(doc, found, start, end)
-            if doc.version != version:
-                return []
-            if fix is not None and fix.fills:
-                offered.insert(0, FIX)
-        return [self._format(ActionData(a, doc.uri, version, params.range, _title(a, found))) for a in offered]
+        offered = []
+        for spec in SPECS.values():
+            if not wants(spec.kind) or not spec.offered(found, start, end):
+                continue
+            if spec.computed_on_offer:
+                if not (invoked or params.context.only):
+                    continue
+                fix = await self._compute_fix(doc, found, start, end)
+                if doc.version != version:
+                    return []
+                if fix is None or not fix.fills:
+                    continue
+            offered.append(spec)
+        return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found)))
+                for spec in offered]
 
     async def _compute_fix(self, doc: Document, found: Survey, start: int, end: int) -> Completion | None:
-        request = FixRequest(doc.text, doc.language_id, found.errors, key=doc.uri + "#fix")
+        request = FixRequest(doc.text, doc.language_id, found.errors, key=document_key(doc.uri, "fix"))
         completion = await self._run(doc, request, None)
         if completion is not None and completion.fills:
             self.fixes[(doc.uri, doc.version, start, end)] = completion
@@ -139,7 +129,7 @@ class Actions:
         lazy = bool(caps.data_support and caps.resolve_support and "edit" in caps.resolve_support.properties)
         tags = [types.CodeActionTag.LlmGenerated] if (
             caps.tag_support and types.CodeActionTag.LlmGenerated in caps.tag_support.value_set) else None
-        return types.CodeAction(data.title, kind=_KINDS[data.action], is_preferred=data.action == FIX or None,
+        return types.CodeAction(data.title, kind=data.spec.kind, is_preferred=data.action == FIX or None,
                                 data=data.to_json() if lazy else None, command=None if lazy else command,
                                 tags=tags)
 
@@ -150,7 +140,7 @@ class Actions:
         if completion.fills:
             action.edit = self._edit(doc, data.version, completion)
         else:  # resolved without an edit: the client changes nothing, the user is told why
-            self._tell(_nothing(data.action))
+            self._tell(data.spec.nothing)
         action.data = {**data.to_json(), "result": self._result(doc, completion)}
         return action
 
@@ -158,35 +148,31 @@ class Actions:
         """Compute ``data``'s edit and have the client apply it (``workspace/applyEdit``)."""
         doc, completion = await self.compute(data)
         if not completion.fills:
-            self._tell(_nothing(data.action))
-            return {"applied": False, "reason": _nothing(data.action)}
+            self._tell(data.spec.nothing)
+            return {"applied": False, "reason": data.spec.nothing}
         edit = self._edit(doc, data.version, completion)
         result = await self.server.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit, label=data.title or _title(data.action)))
+            types.ApplyWorkspaceEditParams(edit, label=data.title or data.spec.label))
         return {"applied": bool(result.applied), "result": self._result(doc, completion),
                 **({"reason": result.failure_reason} if result.failure_reason else {})}
 
     async def compute(self, data: ActionData) -> tuple[Document, Completion]:
         """The completion for ``data`` on exactly the version it names (else ContentModified)."""
-        ls = self.server
+        ls, spec = self.server, data.spec
         doc = _current(ls, data)
         start, end = sorted((ls.offset_or_error(doc, data.range.start), ls.offset_or_error(doc, data.range.end)))
-        cached = self.fixes.get((doc.uri, doc.version, start, end)) if data.action == FIX else None
+        cached = self.fixes.get((doc.uri, doc.version, start, end)) if spec.computed_on_offer else None
         if cached is not None:
             return doc, cached
-        text, language, key = doc.text, doc.language_id, doc.uri + "#action"
-        if data.action == REWRITE:
-            if end <= start:
-                raise JsonRpcInvalidParams("select the code to rewrite")
-            request, ranges = RewriteRequest(text, language, start, end, data.instruction, key=key), [(start, end)]
-        else:
-            found = await asyncio.to_thread(survey, text, language, start, end)
-            doc = _current(ls, data)
-            request, ranges = _request(data.action, found, text, language, key, ls.settings.max_hole_tokens)
+        text = doc.text
+        found = await asyncio.to_thread(survey, text, doc.language_id, start, end) if spec.surveys else None
+        doc = _current(ls, data)
+        request, ranges = spec.build(Target(text, doc.language_id, start, end, found, data.instruction,
+                                            document_key(doc.uri, "action")))
         stream = None
-        if data.action != FIX:
-            stream = await ActionStream.open(ls, doc, data.action, data.title or _title(data.action),
-                                             [range_json(doc.range_at(s, e, ls.encoding)) for s, e in ranges])
+        if spec.streams:
+            stream = await DraftStream.for_action(ls, doc.uri, doc.version, data.action, data.title or spec.label,
+                                                  [range_json(doc.range_at(s, e, ls.encoding)) for s, e in ranges])
             doc = _current(ls, data)
         try:
             completion = await self._run(doc, request, stream)
@@ -201,9 +187,9 @@ class Actions:
             stream.finish(completion.steps, self._final_holes(doc, data.action, text, ranges, completion))
         return doc, completion
 
-    async def _run(self, doc: Document, request, stream) -> Completion | None:
+    async def _run(self, doc: Document, request: Request, stream: DraftStream | None) -> Completion | None:
         try:
-            return await self.server.jobs.run(doc, request, stream)
+            return await self.server.jobs.run(doc, request, stream.on_draft if stream is not None else None)
         except EngineError as exc:
             raise JsonRpcRequestFailed(str(exc)) from None
 
@@ -220,7 +206,7 @@ class Actions:
                 types.OptionalVersionedTextDocumentIdentifier(doc.uri, version), edits)])
         return types.WorkspaceEdit(changes={doc.uri: edits})
 
-    def _result(self, doc: Document, completion: Completion) -> dict:
+    def _result(self, doc: Document, completion: Completion) -> dict[str, Any]:
         """Per edit: its range, new text and per-token confidence (for marking doubtful tokens)."""
         enc = self.server.encoding
         return {"holes": [hole_json(range_json(doc.range_at(f.start, f.end, enc)), f.text,
@@ -228,7 +214,7 @@ class Actions:
                           for f in completion.fills]}
 
     def _final_holes(self, doc: Document, action: str, text: str, ranges: list[tuple[int, int]],
-                     completion: Completion) -> list[dict]:
+                     completion: Completion) -> list[dict[str, Any]]:
         """The final text of every streamed hole: a fill's text, or the hole as it was when left unfilled;
         for a rewrite, the whole selection with its changed lines applied."""
         enc = self.server.encoding
@@ -249,22 +235,7 @@ class Actions:
         return holes
 
 
-def _request(action: str, found: Survey, text: str, language: str, key: str, body_slots: int):
-    if action == FILL:
-        if not found.blanks:
-            raise JsonRpcRequestFailed("no holes to fill here any more")
-        return FillRequest(text, language, found.blanks, key=key), [(b.start, b.end) for b in found.blanks]
-    if action == BODY:
-        if found.body is None:
-            raise JsonRpcRequestFailed("no function body here")
-        body = found.body
-        return FillRequest(text, language, (body,), found.callers, slots=body_slots, key=key), [(body.start, body.end)]
-    if not found.errors:
-        raise JsonRpcRequestFailed("no syntax error here any more")
-    return FixRequest(text, language, found.errors, key=key), []
-
-
-def _current(ls, data: ActionData) -> Document:
+def _current(ls: DiffusionServer, data: ActionData) -> Document:
     doc = ls.document_or_error(data.uri)
     if doc.version != data.version or doc.out_of_sync:
         raise JsonRpcContentModified(
@@ -272,39 +243,33 @@ def _current(ls, data: ActionData) -> Document:
     return doc
 
 
-def _nothing(action: str) -> str:
-    return {REWRITE: "no rewrite that parses and changes something was found",
-            FIX: "no fix that parses was found", FILL: "no fill that parses was found",
-            BODY: "no body that parses was found"}[action]
-
-
-def _wants(only):
+def _wants(only: list[str] | None) -> Callable[[str], bool]:
     def wants(kind: str) -> bool:
         return not only or any(kind == o or kind.startswith(f"{o}.") for o in only)
     return wants
 
 
-def register(server) -> None:
-    if getattr(server, "jobs", None) is None:
-        server.jobs = JobRunner(server)
-    actions = server.actions = Actions(server)
+def register(server: DiffusionServer) -> None:
+    actions = server.actions
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.RefactorRewrite, types.CodeActionKind.QuickFix],
+        code_action_kinds=[types.CodeActionKind.RefactorRewrite, types.CodeActionKind.QuickFix]
+        + [spec.kind for spec in SPECS.values() if spec.kind != types.CodeActionKind.QuickFix],
         resolve_provider=True))
-    async def code_action(ls, params: types.CodeActionParams):
+    async def code_action(ls: DiffusionServer,
+                          params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
         return await actions.offer(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
-    async def code_action_resolve(ls, params: types.CodeAction) -> types.CodeAction:
+    async def code_action_resolve(ls: DiffusionServer, params: types.CodeAction) -> types.CodeAction:
         return await actions.resolve(params)
 
     @server.command(RUN_COMMAND)
-    async def run_action(ls, *arguments) -> dict:
+    async def run_action(ls: DiffusionServer, *arguments: Any) -> dict[str, Any]:
         """``diffusion.runAction`` with an offered action's data: compute, then workspace/applyEdit."""
         return await actions.apply(ActionData.parse(arguments[0] if arguments else None))
 
     @server.command(REWRITE_COMMAND)
-    async def rewrite_selection(ls, *arguments) -> dict:
+    async def rewrite_selection(ls: DiffusionServer, *arguments: Any) -> dict[str, Any]:
         """``diffusion.rewriteSelection`` with ``{uri, version, range, instruction?}``."""
         return await actions.apply(ActionData.parse(arguments[0] if arguments else None, REWRITE))

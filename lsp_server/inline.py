@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
@@ -12,54 +12,47 @@ from pygls.exceptions import JsonRpcInternalError
 from engine import Completion, EngineError, InfillRequest
 
 from .documents import Document
-from .jobs import JobRunner
-from .progress import DraftStream
+from .drafts import DraftStream, hole_json, range_json
 
-_ids = itertools.count(1)
+if TYPE_CHECKING:
+    from .server import DiffusionServer
+
 log = logging.getLogger(__name__)
 
 
-async def _complete_at(ls, uri: str, position: types.Position,
+async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
                        progress_token: types.ProgressToken | None = None) -> tuple[Document, Completion] | None:
     doc = ls.document_or_error(uri)
     offset = ls.offset_or_error(doc, position)
-    if ls.settings.debounce_ms:
+    if ls.settings.server.debounce_ms:
         version = doc.version
-        await asyncio.sleep(ls.settings.debounce_ms / 1000)
+        await asyncio.sleep(ls.settings.server.debounce_ms / 1000)
         if doc.version != version:
             return None
-    stream = DraftStream(ls, asyncio.get_running_loop(), uri, doc.version, str(next(_ids)),
-                         ls.settings.draft_interval_ms, progress_token)
+    stream = DraftStream(ls, uri, doc.version, [range_json(doc.range_at(offset, offset, ls.encoding))],
+                         token=progress_token)
     request = InfillRequest(text=doc.text, offset=offset, language=doc.language_id, key=uri)
-    stream.range = _range_json(doc.range_at(offset, offset, ls.encoding))
-    wants_drafts = ls.settings.drafts or progress_token is not None
     try:
-        completion = await ls.jobs.run(doc, request, stream if wants_drafts else None)
+        completion = await ls.jobs.run(doc, request, stream.on_draft if stream.wanted() else None)
     except EngineError as exc:
         raise JsonRpcInternalError(str(exc)) from None
     if completion is None or not completion.fills:
         if completion is not None:
-            stream.finish(completion.steps, "", ())
+            stream.finish(completion.steps, [])
         return None
     log.info("fill for %s v%s: %.1f ms engine, %d steps, %d tokens", uri, doc.version,
              completion.elapsed_ms, completion.steps, completion.tokens)
     fill = completion.fills[0]
-    stream.range = _range_json(doc.range_at(fill.start, fill.end, ls.encoding))
     pieces = tuple(fill.text[lo:hi] for lo, hi in fill.token_spans)
-    stream.finish(completion.steps, fill.text, fill.confidences, pieces)
+    final = hole_json(range_json(doc.range_at(fill.start, fill.end, ls.encoding)), fill.text, pieces, fill.confidences)
+    stream.finish(completion.steps, [final])
     return doc, completion
 
 
-def _range_json(r: types.Range) -> dict:
-    return {"start": {"line": r.start.line, "character": r.start.character},
-            "end": {"line": r.end.line, "character": r.end.character}}
-
-
-def register(server) -> None:
-    server.jobs = JobRunner(server)
-
+def register(server: DiffusionServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-    async def inline_completion(ls, params: types.InlineCompletionParams) -> types.InlineCompletionList | None:
+    async def inline_completion(ls: DiffusionServer,
+                                params: types.InlineCompletionParams) -> types.InlineCompletionList | None:
         result = await _complete_at(ls, params.text_document.uri, params.position, params.work_done_token)
         if result is None:
             return types.InlineCompletionList(items=[])
@@ -70,7 +63,7 @@ def register(server) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", "="]))
-    async def completion(ls, params: types.CompletionParams) -> types.CompletionList:
+    async def completion(ls: DiffusionServer, params: types.CompletionParams) -> types.CompletionList:
         result = await _complete_at(ls, params.text_document.uri, params.position, params.work_done_token)
         if result is None:
             return types.CompletionList(is_incomplete=True, items=[])

@@ -1,16 +1,19 @@
-"""Engine jobs on behalf of documents: the newest per document wins, an edit cancels what was
-computed for the old text, $/cancelRequest stops the model within a step, stale results are dropped."""
+"""Engine jobs on behalf of documents: each request goes with the current fill options and a key naming its
+document; the engine's newest-per-key rule supersedes older ones; an edit cancels what was computed for the
+old text; $/cancelRequest stops the model within a step; stale results are dropped. The engine holds the
+only registry of running jobs."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine import Cancelled, Completion, EngineError, InfillRequest, NotReady
+from engine import Cancelled, Completion, Draft, NotReady, Request
 
 from .documents import Document
-from .progress import DraftStream
 
 if TYPE_CHECKING:
     from .server import DiffusionServer
@@ -18,25 +21,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def document_key(uri: str, purpose: str = "") -> str:
+    """The engine key of a document's jobs: its URI, and ``URI#purpose`` for jobs that run beside them."""
+    return f"{uri}#{purpose}" if purpose else uri
+
+
 class JobRunner:
     def __init__(self, server: DiffusionServer):
         self.server = server
-        self._running: dict[str, object] = {}  # key -> engine Job
-        server.add_change_listener(self.cancel_document)
 
     def cancel_document(self, uri: str) -> None:
-        for key in [k for k in self._running if k == uri or k.startswith(uri + "#")]:
-            self._running.pop(key).cancel()
+        if self.server.engine is not None:
+            self.server.engine.cancel_keys(lambda key: key == uri or key.startswith(uri + "#"))
 
-    async def run(self, doc: Document, request: InfillRequest, stream: DraftStream | None = None) -> Completion | None:
+    async def run(self, doc: Document, request: Request,
+                  on_draft: Callable[[Draft], None] | None = None) -> Completion | None:
         """The completion for ``doc`` as it is now, or None if the model is not ready, the job was
         superseded or cancelled, or the document changed meanwhile. Engine errors propagate."""
         engine = self.server.engine
         if engine is None or doc.out_of_sync:
             return None
-        version, key = doc.version, request.key or doc.uri
-        job = engine.submit(request, stream.on_draft if stream else None)
-        self._running[key] = job
+        request = replace(request, key=request.key or doc.uri, options=self.server.settings.fill)
+        version = doc.version
+        job = engine.submit(request, on_draft)
         try:
             completion = await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
@@ -44,17 +51,14 @@ class JobRunner:
             if task is not None and task.cancelling():  # $/cancelRequest, or the client went away
                 job.cancel()
                 raise
-            log.debug("job for %s superseded while queued", key)
+            log.debug("job for %s superseded while queued", request.key)
             return None
         except Cancelled as exc:  # superseded or cancelled while denoising
-            log.debug("job for %s stopped: %s", key, exc)
+            log.debug("job for %s stopped: %s", request.key, exc)
             return None
         except NotReady as exc:
             log.info("no completion: %s", exc)
             return None
-        finally:
-            if self._running.get(key) is job:
-                del self._running[key]
         current = self.server.documents.get(doc.uri)
         if current is None or current.version != version or current.out_of_sync:
             log.debug("dropping a completion for %s v%s: the document moved on", doc.uri, version)

@@ -31,8 +31,8 @@ def run_infill(args) -> int:
         return 2
     from lsprotocol.types import Position
     offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
-    config = EngineConfig(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
-                          **({"steps": args.steps} if args.steps else {}))
+    config = EngineConfig.of(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
+                             **({"steps": args.steps} if args.steps else {}))
     engine = Engine(config)
     t0 = time.perf_counter()
     try:

@@ -1,24 +1,22 @@
-"""What the server tells the user while it works: model status ($/progress, diffusion/status, one
-message on failure) and the draft stream of a denoising request (diffusion/draft)."""
+"""The model's status for the user: ``diffusion/status``, ``$/progress`` while it loads, one message when it
+fails (drafts of a request are ``drafts.py``'s)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engine import Draft, EngineState
+from engine import EngineState
 
 if TYPE_CHECKING:
     from .server import DiffusionServer
 
 log = logging.getLogger(__name__)
 STATUS = "diffusion/status"
-DRAFT = "diffusion/draft"
 
 
 class StatusReporter:
@@ -47,7 +45,7 @@ class StatusReporter:
             self.loop.call_soon_threadsafe(self._on_state, state, error)
 
     def _on_state(self, state: EngineState, error: str | None) -> None:
-        model = self.server.settings.model
+        model = self.server.settings.load.model
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
@@ -72,57 +70,3 @@ class StatusReporter:
 
     def _send(self, method: str, params: dict) -> None:
         self.server.protocol.notify(method, params)
-
-
-class DraftStream:
-    """Forwards a request's drafts to the client at most every ``interval`` seconds, final one always."""
-
-    def __init__(self, server: DiffusionServer, loop: asyncio.AbstractEventLoop, uri: str, version: int,
-                 request_id: str, interval_ms: int, progress_token: types.ProgressToken | None = None):
-        self.server, self.loop, self.uri, self.version, self.id = server, loop, uri, version, request_id
-        self.interval = interval_ms / 1000
-        self.token = progress_token
-        self.range: dict | None = None
-        self._last = 0.0
-        self._began = False
-
-    def on_draft(self, draft: Draft) -> None:
-        """Engine thread: throttle, then hop to the loop."""
-        now = time.monotonic()
-        if now - self._last < self.interval:
-            return
-        self._last = now
-        self.loop.call_soon_threadsafe(self._emit, draft.step, draft.texts[0] if draft.texts else "",
-                                       draft.confidences[0] if draft.confidences else (), False,
-                                       draft.pieces[0] if draft.pieces else ())
-
-    def finish(self, step: int, text: str, confidences: tuple[float, ...], tokens: tuple[str, ...] = ()) -> None:
-        self._emit(step, text, confidences, True, tokens)
-
-    def _emit(self, step: int, text: str, confidences, done: bool, tokens: tuple[str, ...] = ()) -> None:
-        if self.server.settings.drafts:
-            pieces = tokens or _split_draft(text, len(confidences))
-            self.server.protocol.notify(DRAFT, {
-                "uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
-                "range": self.range, "text": text,
-                "tokens": [{"text": p, "confidence": round(float(c), 3)} for p, c in zip(pieces, confidences)],
-            })
-        if self.token is not None:
-            self._progress(step, text, done)
-
-    def _progress(self, step: int, text: str, done: bool) -> None:
-        first_line = text.splitlines()[0] if text else ""
-        if not self._began:
-            self._began = True
-            self.server.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
-                title="diffusion", message=first_line, cancellable=True))
-        if done:
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=first_line))
-        else:
-            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-                message=f"step {step}: {first_line}"))
-
-
-def _split_draft(text: str, n: int) -> list[str]:
-    """Best-effort per-token pieces of a draft (mask glyphs are one token each)."""
-    return list(text) if len(text) == n else [text] + [""] * max(0, n - 1)

@@ -1,6 +1,6 @@
-"""build_server(engine_factory): the language server with its lifecycle, document sync and settings.
-
-Features live in their own modules (inline.py, actions.py); this module wires them to one server.
+"""build_server(engine_factory): the declared server (documents, settings, engine, jobs, status, actions),
+its lifecycle, document sync and settings. Features live in their own modules (inline.py, actions.py) and
+register against ``DiffusionServer``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from engine import Engine, EngineConfig, EngineState
 
-from . import __version__
-from .documents import DocumentStore, PositionError
+from . import __version__, actions, inline
+from .actions import Actions
+from .documents import Document, DocumentStore, PositionError
+from .jobs import JobRunner
 from .progress import StatusReporter
 from .settings import SECTION, Settings, parse_settings
 
@@ -38,7 +40,9 @@ class DiffusionProtocol(LanguageServerProtocol):
     """pygls' protocol with two fixes: requests whose params fail to decode get an InvalidParams
     answer (instead of none: the client would wait forever), and document sync uses our own store."""
 
-    def structure_message(self, data: dict[str, Any]):
+    _server: DiffusionServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -50,7 +54,7 @@ class DiffusionProtocol(LanguageServerProtocol):
                 return _Skip()
             raise
 
-    def handle_message(self, message):
+    def handle_message(self, message: Any) -> None:
         if isinstance(message, _Skip):
             return
         super().handle_message(message)
@@ -100,29 +104,32 @@ class DiffusionProtocol(LanguageServerProtocol):
 
 
 class DiffusionServer(LanguageServer):
+    """The server's state, declared: features read these and attach nothing of their own."""
+
+    protocol: DiffusionProtocol
+
     def __init__(self, engine_factory: EngineFactory = Engine):
         super().__init__("diffusion-lsp", __version__, protocol_cls=DiffusionProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.documents = DocumentStore()
         self.settings = Settings()
+        self.startup_problems: list[str] = []   # invalid initializationOptions, shown once initialized
         self.engine_factory = engine_factory
-        self.engine: Engine | None = None
+        self.engine: Engine | None = None       # made after `initialized`
         self.status = StatusReporter(self)
-        self._change_listeners: list[Callable[[str], None]] = []
+        self.jobs = JobRunner(self)
+        self.actions = Actions(self)
 
     @property
     def encoding(self) -> str:
         return self.protocol.encoding
 
-    def report_server_error(self, error: Exception, source) -> None:
+    def report_server_error(self, error: Exception, source: Any) -> None:
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
     def on_document_changed(self, uri: str) -> None:
-        for listener in self._change_listeners:
-            listener(uri)
-
-    def add_change_listener(self, listener: Callable[[str], None]) -> None:
-        self._change_listeners.append(listener)
+        """An edit or a close: what was being computed for the old text is cancelled."""
+        self.jobs.cancel_document(uri)
 
     def warn(self, message: str) -> None:
         log.warning(message)
@@ -133,17 +140,18 @@ class DiffusionServer(LanguageServer):
         if problems:
             self.warn("invalid settings, defaults used for: " + "; ".join(problems))
         old, self.settings = self.settings, settings
-        if self.engine is not None and settings.engine_config() != old.engine_config():
-            self.status.loading(settings.model)
+        # Fill options travel with each request; any load setting reloads the model.
+        if self.engine is not None and settings.load != old.load:
+            self.status.loading(settings.load.model)
             self.engine.reconfigure(settings.engine_config())
 
-    def document_or_error(self, uri: str):
+    def document_or_error(self, uri: str) -> Document:
         doc = self.documents.get(uri)
         if doc is None:
             raise JsonRpcInvalidParams(f"unknown document {uri}: send textDocument/didOpen first")
         return doc
 
-    def offset_or_error(self, doc, position: types.Position) -> int:
+    def offset_or_error(self, doc: Document, position: types.Position) -> int:
         try:
             return doc.offset_at(position, self.encoding)
         except PositionError as exc:
@@ -163,11 +171,11 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
     @server.feature(types.INITIALIZED)
     def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
         ls.status.loop = asyncio.get_running_loop()
-        if getattr(ls, "startup_problems", None):
+        if ls.startup_problems:
             ls.warn("invalid settings, defaults used for: " + "; ".join(ls.startup_problems))
         ls.engine = ls.engine_factory(ls.settings.engine_config())
         ls.engine.on_state(ls.status.engine_state_changed)
-        ls.status.loading(ls.settings.model)
+        ls.status.loading(ls.settings.load.model)
         ls.engine.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -178,18 +186,17 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         ls.apply_settings(settings, ls.settings)
 
     @server.feature(STATS)
-    def stats(ls: DiffusionServer, params: Any) -> dict:
+    def stats(ls: DiffusionServer, params: Any) -> dict[str, Any]:
         """Engine counters, for clients' status views, tests and benchmarks."""
         engine = ls.engine
         return {"state": engine.state.value if engine else "idle", "error": engine.error if engine else None,
-                "model": ls.settings.model, **(engine.stats() if engine else {})}
+                "model": ls.settings.load.model, **(engine.stats() if engine else {})}
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DiffusionServer, params: None) -> None:
         if ls.engine is not None:
             ls.engine.close(wait=False)  # never block the answer on a model that is still loading
 
-    from . import actions, inline  # feature modules register themselves
     inline.register(server)
     actions.register(server)
     return server

@@ -1,58 +1,59 @@
-"""Settings from initializationOptions / workspace configuration: parsed at the edge, frozen, with defaults.
+"""Settings from initializationOptions / workspace configuration: parsed at the edge into frozen dataclasses.
 
-Each invalid value falls back to its default and is reported by name, so one typo never loses the rest.
+The settings are the fields of the engine's ``LoadConfig`` (a change reloads the model) and ``FillOptions``
+(sent with every request) and the server's own ``ServerOptions``, each under its camelCase name; nothing
+is copied by hand. Each invalid value falls back to its default and is reported by name, so one typo never
+loses the rest.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any
 
-from engine.config import EngineConfig
+from engine import EngineConfig, FillOptions, LoadConfig
 
 SECTION = "diffusionLsp"
 
 
 @dataclass(frozen=True)
+class ServerOptions:
+    """What only the server reads."""
+
+    debounce_ms: int = 0              # wait this long after a request before asking the engine
+    drafts: bool = False              # send diffusion/draft notifications while denoising
+    draft_interval_ms: int = 100      # at most one draft per this many milliseconds
+
+
+@dataclass(frozen=True)
 class Settings:
-    model: str = "embedded"
-    device: str = "auto"
-    dtype: str = "auto"
-    device_map: str | None = None
-    threads: int = 1
-    steps: int = 0
-    threshold: float = 0.0
-    t_min: float = 0.0
-    t_max: float = 0.0
-    kv_cache: bool = True
-    cache_refresh: int = 4
-    max_hole_tokens: int = 64
-    prefix_tokens: int = 160
-    suffix_tokens: int = 64
-    debounce_ms: int = 0
-    drafts: bool = False
-    draft_interval_ms: int = 100
-    validate: bool = True
+    load: LoadConfig = field(default_factory=LoadConfig)
+    fill: FillOptions = field(default_factory=FillOptions)
+    server: ServerOptions = field(default_factory=ServerOptions)
 
     def engine_config(self) -> EngineConfig:
-        return EngineConfig(model=self.model, device=self.device, dtype=self.dtype, device_map=self.device_map,
-                            threads=self.threads, steps=self.steps, threshold=self.threshold,
-                            t_min=self.t_min, t_max=self.t_max, kv_cache=self.kv_cache,
-                            cache_refresh=self.cache_refresh,
-                            max_hole_tokens=self.max_hole_tokens, prefix_tokens=self.prefix_tokens,
-                            suffix_tokens=self.suffix_tokens, validate=self.validate)
+        return EngineConfig(self.load, self.fill)
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w.capitalize() for w in rest)
-
-
-_CHOICES = {"device": None, "dtype": {"auto", "float32", "bfloat16", "float16"}}
+_GROUPS = ("load", "fill", "server")
+_GROUP_TYPES = {"load": LoadConfig, "fill": FillOptions, "server": ServerOptions}
+_INTERNAL = frozenset({"order"})  # engine fields no client sets (benchmarks compare decoding orders)
+_DTYPES = ("auto", "float32", "bfloat16", "float16")
 _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
            "t_max": (0.0, 100.0), "cache_refresh": (0, 1024), "max_hole_tokens": (1, 1024),
            "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192), "debounce_ms": (0, 10_000),
            "draft_interval_ms": (0, 10_000)}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def setting_fields() -> dict[str, tuple[str, Field[Any]]]:
+    """Every setting: its camelCase name -> (its group in ``Settings``, its dataclass field)."""
+    return {camel(f.name): (group, f) for group in _GROUPS for f in fields(_GROUP_TYPES[group])
+            if f.name not in _INTERNAL}
 
 
 def _check(name: str, value: Any, default: Any) -> Any:
@@ -75,8 +76,8 @@ def _check(name: str, value: Any, default: Any) -> Any:
         return kind(value)
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string")
-    if name == "dtype" and value not in _CHOICES["dtype"]:
-        raise ValueError(f"must be one of {sorted(_CHOICES['dtype'])}")
+    if name == "dtype" and value not in _DTYPES:
+        raise ValueError(f"must be one of {sorted(_DTYPES)}")
     if name == "device" and not (value in {"auto", "cpu", "cuda", "mps"} or value.startswith("cuda:")):
         raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
     return value
@@ -91,15 +92,18 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         return base, [f"settings must be an object, got {type(raw).__name__}"]
     if isinstance(raw.get(SECTION), dict):
         raw = raw[SECTION]
-    problems, values = [], {}
-    known = {_camel(f.name): f for f in fields(Settings)}
+    known = setting_fields()
+    by_snake = {f.name: (group, f) for group, f in known.values()}
+    problems: list[str] = []
+    values: dict[str, dict[str, Any]] = {group: {} for group in _GROUPS}
     for key, value in raw.items():
-        f = known.get(key) or next((g for g in fields(Settings) if g.name == key), None)
-        if f is None:
+        found = known.get(key) or by_snake.get(key)
+        if found is None:
             problems.append(f"unknown setting '{key}'")
             continue
+        group, f = found
         try:
-            values[f.name] = _check(f.name, value, f.default)
+            values[group][f.name] = _check(f.name, value, f.default)
         except ValueError as exc:
-            problems.append(f"'{_camel(f.name)}' {exc}; using {getattr(base, f.name)!r}")
-    return replace(base, **values), problems
+            problems.append(f"'{camel(f.name)}' {exc}; using {getattr(getattr(base, group), f.name)!r}")
+    return Settings(**{g: replace(getattr(base, g), **values[g]) for g in _GROUPS}), problems

@@ -9,10 +9,12 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine.actions import FillRequest, FixRequest, RewriteRequest, minimal_edits
+from engine.actions import minimal_edits
 from engine.backends.base import Candidate, Control, FillResult
-from engine.config import EngineConfig
-from engine.holes import Blank, Source
+from engine.config import FillOptions
+from engine.holes import Source
+from engine.requests import Blank, FillRequest, FixRequest, RewriteRequest
+from engine.serve import serve
 from engine.languages import error_count, parse, spec_for
 from engine.multifill import shape
 from engine.requests import HoleFill
@@ -145,7 +147,8 @@ def test_minimal_edits_touch_only_the_changed_lines():
 class ScriptedBackend:
     """Answers fixed texts per hole (one token per character), and keeps the plans it was given."""
 
-    name, max_len = "scripted", 1024
+    name, max_positions, default_steps = "scripted", 1024, 16
+    searches_lengths = takes_instruction = False
 
     def __init__(self, *texts):
         self.texts, self.plans = texts, []
@@ -161,12 +164,15 @@ class ScriptedBackend:
         confs = tuple(tuple(0.5 for _ in t) for t in texts)
         return FillResult((Candidate(texts, confs, spans, 0.0),), 1, 1, sum(map(len, texts)))
 
+    def stats(self):
+        return {}
+
     def close(self):
         pass
 
 
-def _run(request, backend, **config):
-    return request.run(backend, EngineConfig(**config), Control(lambda step: None))
+def _run(request, backend, **options):
+    return serve(backend, FillOptions(**options), request, Control(lambda step: None))
 
 
 def _applied(text, fills):
@@ -286,11 +292,15 @@ async def test_offers_are_lazy_titled_and_filtered_by_kind(client):
     everything = await _actions(client, uri, _range(PY, 0, len(PY)))
     assert {a.title for a in everything} >= {"Fill 3 holes", "Rewrite selection"}
     assert all(isinstance(a, types.CodeAction) and a.edit is None and a.data for a in everything)
-    assert all(a.kind == types.CodeActionKind.RefactorRewrite for a in everything)
+    kinds = {a.data["action"]: a.kind for a in everything}  # clients match on these, never on titles
+    assert kinds == {"rewriteSelection": "refactor.rewrite.rewriteSelection", "fillHoles": "refactor.rewrite.fillHoles"}
     assert all(a.tags is None for a in everything)  # neither snapshot advertises codeAction.tagSupport
     at = PY.index("pass")
     cursor = await _actions(client, uri, _range(PY, at, at))
     assert {a.title for a in cursor} == {"Fill 1 hole", "Complete body of perimeter"}
+    assert {a.kind for a in cursor} == {"refactor.rewrite.fillHoles", "refactor.rewrite.completeBody"}
+    only_body = await _actions(client, uri, _range(PY, at, at), only=["refactor.rewrite.completeBody"])
+    assert [a.data["action"] for a in only_body] == ["completeBody"]
     assert await _actions(client, uri, _range(PY, 0, len(PY)), only=[types.CodeActionKind.QuickFix]) == []
 
 

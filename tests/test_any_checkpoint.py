@@ -33,7 +33,7 @@ def bert_dir(tmp_path_factory):
 
 def test_a_bert_checkpoint_fills_through_the_engine(bert_dir):
     assert json.loads((bert_dir / "config.json").read_text())["model_type"] == "bert"
-    engine = Engine(EngineConfig(model=str(bert_dir), validate=False, steps=4))
+    engine = Engine(EngineConfig.of(model=str(bert_dir), validate=False, steps=4))
     try:
         engine.start().result(timeout=60)
         text = "def add(a, b):\n    return \n"

@@ -17,9 +17,9 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from engine.backends import Control, FillPlan, HoleSpec, load_backend
-from engine.backends.gemma_canvas import CanvasBatch, Segment, hole_lengths, layout
-from engine.backends.gemma_sampler import Sampling, denoise, entropy_bound_accept
-from engine.config import EngineConfig
+from engine.backends.diffusion_gemma.canvas import CanvasBatch, Segment, hole_lengths, layout
+from engine.backends.diffusion_gemma.sampler import Sampling, denoise, entropy_bound_accept
+from engine.config import LoadConfig
 from engine.requests import Cancelled, ModelLoadError
 from tests.gemma_checkpoint import GENERATION, SAMPLE, write_checkpoint
 from tests.lsp_session import SERVER, inline_params, open_doc, record_notifications, start_session, stats, wait_state
@@ -38,7 +38,7 @@ def gemma_dir(tmp_path_factory):
 
 @pytest.fixture
 def backend(gemma_dir):
-    b = load_backend(EngineConfig(model=str(gemma_dir), threads=1))
+    b = load_backend(LoadConfig(model=str(gemma_dir), threads=1))
     yield b
     b.close()
 
@@ -74,7 +74,7 @@ class Forwards:
 # --- loading ---------------------------------------------------------------------------------------
 
 def test_loads_through_load_backend_with_the_checkpoint_defaults(backend):
-    from engine.backends.diffusion_gemma import DiffusionGemmaBackend
+    from engine.backends.diffusion_gemma.backend import DiffusionGemmaBackend
 
     assert isinstance(backend, DiffusionGemmaBackend) and backend.name == "diffusion_gemma"
     s = backend.sampling
@@ -89,9 +89,11 @@ def test_loads_through_load_backend_with_the_checkpoint_defaults(backend):
     assert backend.device.type == "cpu" and backend.model.dtype == torch.float32
 
 
-def test_engine_config_overrides_the_entropy_bound(gemma_dir):
-    b = load_backend(EngineConfig(model=str(gemma_dir), threshold=0.05))
-    assert b.sampling.entropy_bound == 0.05 and b.sampling.steps == GENERATION["max_denoising_steps"]
+def test_load_config_overrides_the_temperatures_and_the_default_budget_is_the_checkpoints(gemma_dir):
+    b = load_backend(LoadConfig(model=str(gemma_dir), t_min=0.2, t_max=0.7))
+    assert (b.sampling.t_min, b.sampling.t_max) == (0.2, 0.7)
+    # the engine's budget for a request without steps: the checkpoint's, once for a typed-then-healed hole too
+    assert b.default_steps == b.sampling.steps == GENERATION["max_denoising_steps"]
 
 
 def test_without_generation_config_the_library_defaults_apply(tmp_path, gemma_dir):
@@ -100,19 +102,19 @@ def test_without_generation_config_the_library_defaults_apply(tmp_path, gemma_di
     for f in gemma_dir.iterdir():
         if f.name != "generation_config.json":
             (bare / f.name).symlink_to(f)
-    assert load_backend(EngineConfig(model=str(bare))).sampling == Sampling()
+    assert load_backend(LoadConfig(model=str(bare))).sampling == Sampling()
 
 
 def test_load_failures_raise_model_load_error(tmp_path, gemma_dir):
     with pytest.raises(ModelLoadError, match="config.json"):
-        load_backend(EngineConfig(model=str(tmp_path / "missing")))
+        load_backend(LoadConfig(model=str(tmp_path / "missing")))
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text((gemma_dir / "config.json").read_text())
     with pytest.raises(ModelLoadError, match="DiffusionGemma"):
-        load_backend(EngineConfig(model=str(broken)))
+        load_backend(LoadConfig(model=str(broken)))
     with pytest.raises(ModelLoadError, match="dtype"):
-        load_backend(EngineConfig(model=str(gemma_dir), dtype="int3"))
+        load_backend(LoadConfig(model=str(gemma_dir), dtype="int3"))
 
 
 # --- pinning and rows ------------------------------------------------------------------------------
@@ -317,7 +319,7 @@ def test_an_edit_reencodes_only_from_the_change_and_matches_a_cold_encode(backen
     reencoded = backend.encoder_tokens - before
     total = 1 + backend.count_tokens(edited)
     assert 0 < reencoded < total / 4
-    cold_backend = load_backend(EngineConfig(model=str(gemma_dir)))
+    cold_backend = load_backend(LoadConfig(model=str(gemma_dir)))
     cold = cold_backend.fill(plan(edited, HoleSpec(8), SUFFIX), Control(never))
     assert cold_backend.encoder_tokens == total
     assert [c.texts for c in warm.candidates] == [c.texts for c in cold.candidates]

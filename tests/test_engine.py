@@ -14,7 +14,7 @@ CURSOR = len(CODE) - 1  # the indented empty line
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = Engine(EngineConfig(threads=1))
+    eng = Engine(EngineConfig.of(threads=1))
     eng.start().result(timeout=120)
     yield eng
     eng.close()
@@ -37,7 +37,7 @@ def test_step_budget_is_a_cap(engine):
 
 
 def test_left_to_right_order_takes_one_token_per_forward():
-    eng = Engine(EngineConfig(threads=1, order="left_to_right", validate=False))
+    eng = Engine(EngineConfig.of(threads=1, order="left_to_right", validate=False))
     try:
         eng.start().result(timeout=120)
         c = eng.infill_sync(InfillRequest("x = 1\ny = ", 10, "python", steps=64), timeout=60)
@@ -94,7 +94,7 @@ def test_plain_text_and_binary_context(engine):
 
 
 def test_not_ready_and_failed_load_then_recovery(tmp_path):
-    eng = Engine(EngineConfig(model=str(tmp_path / "nothing-here")))
+    eng = Engine(EngineConfig.of(model=str(tmp_path / "nothing-here")))
     try:
         with pytest.raises(NotReady):
             eng.infill_sync(InfillRequest("x", 1), timeout=5)
@@ -103,7 +103,7 @@ def test_not_ready_and_failed_load_then_recovery(tmp_path):
         assert eng.state is EngineState.FAILED
         with pytest.raises(NotReady, match="failed to load"):
             eng.infill_sync(InfillRequest("x", 1), timeout=5)
-        eng.reconfigure(EngineConfig(threads=1)).result(timeout=120)
+        eng.reconfigure(EngineConfig.of(threads=1)).result(timeout=120)
         assert eng.state is EngineState.READY
     finally:
         eng.close()
@@ -111,7 +111,7 @@ def test_not_ready_and_failed_load_then_recovery(tmp_path):
 
 def test_a_directory_that_is_not_a_masked_lm_fails_clearly(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
-    eng = Engine(EngineConfig(model=str(tmp_path)))
+    eng = Engine(EngineConfig.of(model=str(tmp_path)))
     try:
         with pytest.raises(ModelLoadError):
             eng.start().result(timeout=60)
@@ -120,7 +120,7 @@ def test_a_directory_that_is_not_a_masked_lm_fails_clearly(tmp_path):
 
 
 def test_crlf_documents_get_crlf_fills():
-    eng = Engine(EngineConfig(threads=1, validate=False))
+    eng = Engine(EngineConfig.of(threads=1, validate=False))
     try:
         eng.start().result(timeout=120)
         text = "def f(a):\r\n    b = a\r\n\r\n    return b\r\n"
@@ -160,7 +160,7 @@ def _model_and_reference(seed: int):
 def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
     import torch
 
-    from engine.backends.kv_cache import DualCache
+    from engine.backends.masked.kv_cache import DualCache
 
     model, ids, reference = _model_and_reference(0)
     cache = DualCache(model)
@@ -172,7 +172,7 @@ def test_kv_cache_matches_a_full_forward_on_the_same_canvas():
 def test_a_seeded_prefix_gives_the_full_forward_of_the_rest():
     import torch
 
-    from engine.backends.kv_cache import DualCache
+    from engine.backends.masked.kv_cache import DualCache
 
     model, ids, reference = _model_and_reference(1)
     first = DualCache(model)
@@ -187,7 +187,7 @@ def test_a_seeded_prefix_gives_the_full_forward_of_the_rest():
 
 
 def test_a_line_hole_tries_two_lengths_over_one_full_forward():
-    eng = Engine(EngineConfig(threads=1))
+    eng = Engine(EngineConfig.of(threads=1))
     try:
         eng.start().result(timeout=120)
         text = "def area(w, h):\n    result = w * h\n\n    return result\n"
@@ -202,7 +202,7 @@ def test_a_line_hole_tries_two_lengths_over_one_full_forward():
 
 
 def test_kv_cache_steps_run_over_the_hole_only():
-    eng = Engine(EngineConfig(threads=1, kv_cache=True, cache_refresh=4))
+    eng = Engine(EngineConfig.of(threads=1, kv_cache=True, cache_refresh=4))
     try:
         eng.start().result(timeout=120)
         c = eng.infill_sync(InfillRequest(CODE, CURSOR, "python", steps=12), timeout=60)

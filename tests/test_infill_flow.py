@@ -1,7 +1,7 @@
 """engine.infill.complete with a scripted backend: which holes are tried, in what order, and what is offered."""
 
 from engine.backends.base import Candidate, Control, FillResult
-from engine.config import EngineConfig
+from engine.config import FillOptions
 from engine.infill import complete
 from engine.requests import InfillRequest
 
@@ -12,7 +12,8 @@ class Scripted:
     """Answers each fill with ``answer(prefix)``; records the prefixes it was asked about."""
 
     name = "scripted"
-    default_steps = 16
+    default_steps, max_positions = 16, 1024
+    searches_lengths = takes_instruction = False
 
     def __init__(self, answer):
         self.answer, self.prefixes = answer, []
@@ -26,12 +27,15 @@ class Scripted:
         text = self.answer(prefix)
         return FillResult((Candidate((text,), ((0.9,),), (((0, len(text)),),), 0.0),), 3, 3, 1)
 
+    def stats(self) -> dict:
+        return {}
+
     def close(self) -> None:
         pass
 
 
 def _complete(backend, steps=None):
-    return complete(backend, EngineConfig(), InfillRequest(TEXT, len(TEXT), "python", steps=steps), Control(lambda s: None))
+    return complete(backend, FillOptions(), InfillRequest(TEXT, len(TEXT), "python", steps=steps), Control(lambda s: None))
 
 
 def test_a_typed_word_is_continued_as_typed_first():

@@ -2,7 +2,7 @@
 
 import torch
 
-from engine.sampler import HoleSlots, denoise
+from engine.backends.masked.sampler import HoleSlots, denoise
 
 PAD, MASK, NEWLINE, V = 0, 1, 15, 16
 CONTENT = [5, 6, 7, 8]          # the line the scripted model wants; pads after it

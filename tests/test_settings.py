@@ -10,14 +10,14 @@ def test_defaults_and_none():
 
 def test_camel_case_and_section():
     s, problems = parse_settings({"diffusionLsp": {"maxHoleTokens": 32, "threads": 2, "drafts": True}})
-    assert problems == [] and s.max_hole_tokens == 32 and s.threads == 2 and s.drafts
+    assert problems == [] and s.fill.max_hole_tokens == 32 and s.load.threads == 2 and s.server.drafts
 
 
 def test_invalid_values_fall_back_individually():
     s, problems = parse_settings({"threads": 0, "steps": "many", "dtype": "int3", "model": "/m", "bogus": 1,
                                   "drafts": "yes", "threshold": 0.5})
-    assert s.threads == 1 and s.steps == 0 and s.dtype == "auto" and not s.drafts
-    assert s.model == "/m" and s.threshold == 0.5
+    assert s.load.threads == 1 and s.fill.steps == 0 and s.load.dtype == "auto" and not s.server.drafts
+    assert s.load.model == "/m" and s.fill.threshold == 0.5
     assert len(problems) == 5 and any("bogus" in p for p in problems) and any("'threads'" in p for p in problems)
 
 
@@ -28,4 +28,4 @@ def test_not_an_object():
 
 def test_engine_config_mapping():
     cfg = parse_settings({"model": "/ckpt", "prefixTokens": 100, "validate": False})[0].engine_config()
-    assert cfg.model == "/ckpt" and cfg.prefix_tokens == 100 and cfg.validate is False
+    assert cfg.load.model == "/ckpt" and cfg.fill.prefix_tokens == 100 and cfg.fill.validate is False

@@ -51,8 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def make_bench(args, model, tokenizer) -> measure.Bench:
     from engine.backends.base import FillPlan, HoleSpec
-    from engine.backends.diffusion_gemma import DiffusionGemmaBackend
-    from engine.backends.gemma_sampler import Sampling
+    from engine.backends.diffusion_gemma.backend import DiffusionGemmaBackend
+    from engine.backends.diffusion_gemma.sampler import Sampling
 
     sampling = Sampling(steps=args.steps)  # the library's defaults: what the checkpoint ships unless it says otherwise
     backend = DiffusionGemmaBackend(model, tokenizer, sampling)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from engine.backends.base import Control, FillPlan, HoleSpec
-from engine.backends.diffusion_gemma import SEED, DiffusionGemmaBackend
-from engine.backends.gemma_canvas import CanvasBatch, Segment, layout
+from engine.backends.diffusion_gemma.backend import SEED, DiffusionGemmaBackend
+from engine.backends.diffusion_gemma.canvas import CanvasBatch, Segment, layout
 
 
 def never(step: int) -> None:

@@ -1,4 +1,5 @@
-"""What a backend implements: fill the holes of a canvas plan, with cancel and draft hooks per step."""
+"""The backend contract: every capability the engine reads from a backend, and the plan and result types
+a fill passes through (fill the holes of a canvas plan, with cancel and draft hooks per step)."""
 
 from __future__ import annotations
 
@@ -62,10 +63,18 @@ class Control:
 
 
 class Backend(Protocol):
-    name: str
+    """A loaded model. The engine reads nothing else from it (no ``getattr``)."""
+
+    name: str                  # shown in completions and logs
+    default_steps: int         # the step budget of a request that sets none (``steps: 0``)
+    max_positions: int         # the largest canvas (prefix + holes + suffix) in tokens
+    searches_lengths: bool     # tries several hole lengths itself (rows of one batch): the engine need not
+    takes_instruction: bool    # reads ``FillPlan.instruction`` (a rewrite's instruction); others never see one
 
     def count_tokens(self, text: str) -> int: ...
 
     def fill(self, plan: FillPlan, control: Control) -> FillResult: ...
+
+    def stats(self) -> dict[str, object]: ...
 
     def close(self) -> None: ...

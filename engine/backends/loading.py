@@ -1,4 +1,4 @@
-"""Device and dtype resolution shared by the backends; offline flags set before transformers loads."""
+"""Device, dtype and thread settings shared by the backends' loaders; offline flags set before transformers loads."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def apply_threads(threads: int) -> None:
+    """torch's intra-op threads on CPU, set before a model loads."""
+    torch.set_num_threads(max(1, threads))
 
 
 def resolve_device(name: str) -> torch.device:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import Candidate, HoleSpec
+from ..base import Candidate, HoleSpec
 
 LENGTH_FRACTIONS = (1.0, 0.5, 0.25, 0.125)  # hole lengths tried, as fractions of max_tokens, one row each
 REWRITE_FRACTIONS = (1.0, 1.25, 0.75)       # of the selection's own length when rewriting

@@ -1,8 +1,8 @@
 """DiffusionGemma backend: the prefix in the encoder's KV cache, holes denoised on a noise canvas with pinned text.
 
 A fill: tokenize the pieces; make the prompt cache hold ``[bos] + prefix`` (encoding only what
-changed, ``gemma_cache``); lay out one canvas row per hole length (``gemma_canvas``); denoise every
-row in one batch (``gemma_sampler``); read each row back as a candidate, best mean log-probability
+changed, ``prompt_cache``); lay out one canvas row per hole length (``canvas``); denoise every
+row in one batch (``sampler``); read each row back as a candidate, best mean log-probability
 first. The model is the library's ``DiffusionGemmaForBlockDiffusion``; its own ``generate`` is not
 used, since it cannot pin text or batch hole lengths. ``plan.instruction`` is not used: the model
 sees raw code, not a chat turn.
@@ -15,31 +15,34 @@ from dataclasses import replace
 
 import torch
 
-from ..config import EngineConfig
-from ..requests import ModelLoadError
-from .base import Control, FillPlan, FillResult, HoleSpec
-from .gemma_cache import PromptCache
-from .gemma_canvas import CanvasBatch, FillReader, Segment, candidates, layout
-from .gemma_sampler import Decode, Denoised, Sampling, denoise
-from .loading import resolve_device, resolve_dtype
+from ...config import LoadConfig
+from ...requests import ModelLoadError
+from ..base import Control, FillPlan, FillResult, HoleSpec
+from ..loading import apply_threads, resolve_device, resolve_dtype
+from .canvas import CanvasBatch, FillReader, Segment, candidates, layout
+from .prompt_cache import PromptCache
+from .sampler import Decode, Denoised, Sampling, denoise
 
 log = logging.getLogger(__name__)
 
 SEED = 0            # each fill reseeds its noise: the same request gives the same answer
 REWRITE_T_MAX = 0.5  # a rewrite starts this far from t_min towards t_max (a selection is not noise)
+MAX_POSITIONS = 1024  # canvas budget the engine lays multi-hole fills out in (the prompt cache takes any prefix)
 
 
-def sampling_for(model, config: EngineConfig) -> Sampling:
-    """The checkpoint's generation_config.json, then the sampler settings the engine config carries (0 = default)."""
+def sampling_for(model, config: LoadConfig) -> Sampling:
+    """The checkpoint's generation_config.json, then the temperatures the load config sets (0 = default).
+    The entropy bound travels with each fill (``FillPlan.threshold``)."""
     sampling = Sampling.from_generation_config(getattr(model, "generation_config", None))
-    overrides = {"entropy_bound": config.threshold, "t_min": getattr(config, "t_min", 0.0),
-                 "t_max": getattr(config, "t_max", 0.0)}
+    overrides = {"t_min": config.t_min, "t_max": config.t_max}
     return replace(sampling, **{k: float(v) for k, v in overrides.items() if v})
 
 
 class DiffusionGemmaBackend:
     name = "diffusion_gemma"
-    batches_lengths = True  # several hole lengths are rows of one batch: the engine need not retry
+    searches_lengths = True    # several hole lengths are rows of one batch: the engine need not retry
+    takes_instruction = False  # the model sees raw code, not a chat turn
+    max_positions = MAX_POSITIONS
 
     def __init__(self, model, tokenizer, sampling: Sampling):
         self.model = model
@@ -53,8 +56,13 @@ class DiffusionGemmaBackend:
         self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
         self.reader = FillReader(tokenizer, self.terminators(text))
 
+    @property
+    def default_steps(self) -> int:
+        """The checkpoint's ``max_denoising_steps``: the budget of a request that sets none."""
+        return self.sampling.steps
+
     @classmethod
-    def load(cls, config: EngineConfig) -> "DiffusionGemmaBackend":
+    def load(cls, config: LoadConfig) -> DiffusionGemmaBackend:
         from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
         path = config.model_dir()
@@ -63,8 +71,7 @@ class DiffusionGemmaBackend:
             dtype = resolve_dtype(config.dtype, device)
         except KeyError:
             raise ModelLoadError(f"unknown dtype {config.dtype!r} (auto, float32, bfloat16 or float16)") from None
-        if device.type == "cpu":
-            torch.set_num_threads(max(1, config.threads))
+        apply_threads(config.threads)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
             kwargs = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
@@ -92,7 +99,7 @@ class DiffusionGemmaBackend:
     def encoder_tokens(self) -> int:
         return self.prompt_cache.encoder_tokens
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, object]:
         """Prompt-cache counters: encoder forwards and tokens since load, tokens cached now."""
         return {"encoder_calls": self.encoder_calls, "encoder_tokens": self.encoder_tokens,
                 "cached_prefix_tokens": len(self.prompt_cache)}

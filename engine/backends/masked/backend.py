@@ -11,22 +11,23 @@ from collections.abc import Callable
 
 import torch
 
-from ..config import EngineConfig
-from ..requests import ModelLoadError
-from ..sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
-
-DEFAULT_STEPS = 16
-from .base import Candidate, Control, FillPlan, FillResult, HoleSpec
+from ...config import LoadConfig
+from ...requests import ModelLoadError
+from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
+from ..loading import apply_threads, resolve_device, resolve_dtype
 from . import kv_cache as kv_cache_mod
-from .loading import resolve_device, resolve_dtype
+from .sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
 
 log = logging.getLogger(__name__)
+DEFAULT_STEPS = 16
 MASK_GLYPH = "▒"
 
 
 class MaskedBackend:
     name = "masked"
     default_steps = DEFAULT_STEPS
+    searches_lengths = False   # one hole length per fill: the engine tries lengths and retries
+    takes_instruction = False  # the canvas is raw code
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
                  kv_cache: bool = False, cache_refresh: int = 0):
@@ -46,19 +47,20 @@ class MaskedBackend:
         self.piece = [tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in range(vocab)]
         self.newlines = torch.tensor([i for i, p in enumerate(self.piece) if "\n" in p] or [self.mask_id])
         self.leading = tokenizer("", add_special_tokens=True)["input_ids"]  # [CLS] [SEP] for BERT, [] for ours
-        self.max_len = getattr(model.config, "max_position_embeddings", 512)
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
         self._fast = all(hasattr(model, a) for a in ("model", "head", "decoder"))  # ModernBERT: head on masked slots only
 
     @classmethod
-    def load(cls, config: EngineConfig) -> "MaskedBackend":
+    def load(cls, config: LoadConfig) -> MaskedBackend:
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+        apply_threads(config.threads)
         path = config.model_dir()
         device = resolve_device(config.device)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
             model = AutoModelForMaskedLM.from_pretrained(
-                str(path), local_files_only=True, dtype=resolve_dtype(config.dtype, device),
+                str(path), local_files_only=True, trust_remote_code=False, dtype=resolve_dtype(config.dtype, device),
                 **({"device_map": config.device_map} if config.device_map else {}))
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(f"cannot load masked LM from {path}: {exc}") from exc
@@ -126,7 +128,7 @@ class MaskedBackend:
             return self.model.decoder(self.model.head(hidden)).cpu()                       # (N, V)
         return logits_at
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, object]:
         return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],
                 "tail_forwards": self.passes["tail"], "hole_forwards": self.passes["partial"]}
 
@@ -147,8 +149,8 @@ class MaskedBackend:
             specs.append(piece)
             init_free.append((lo + len(init), lo + slots))
         ids.extend(self.leading[1:] if len(self.leading) >= 2 else [])
-        if len(ids) > self.max_len:
-            raise ValueError(f"canvas of {len(ids)} tokens exceeds the model's {self.max_len} positions")
+        if len(ids) > self.max_positions:
+            raise ValueError(f"canvas of {len(ids)} tokens exceeds the model's {self.max_positions} positions")
         canvas = torch.tensor(ids)
         free = torch.zeros(len(ids), dtype=torch.bool)
         for lo, hi in init_free:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import torch
 
-from .requests import Cancelled
 
 DEFAULT_THRESHOLD = 0.9
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from . import loading  # noqa: F401  (sets the offline flags before transformers loads)
+from .. import loading  # noqa: F401  (sets the offline flags before transformers loads)
 from transformers import DynamicCache  # noqa: E402
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 

@@ -37,7 +37,6 @@ class DualCache:
         self.keys: list[torch.Tensor] = []    # per layer (1, heads, T, head_dim), after rotary
         self.values: list[torch.Tensor] = []
         self.window = self.config.sliding_window  # half-window: |i - j| <= window attends in local layers
-        self.full_passes = self.partial_passes = 0
 
     def _mask(self, rows: torch.Tensor, T: int, layer_type: str) -> torch.Tensor | None:
         if layer_type != "sliding_attention":
@@ -84,9 +83,6 @@ class DualCache:
         if full:
             positions = torch.arange(ids.shape[0], device=ids.device)
             self.keys, self.values = [], []
-            self.full_passes += 1
-        else:
-            self.partial_passes += 1
         h = self.base.embeddings(input_ids=ids[positions][None])              # (1, P, H)
         rope = {t: self.base.rotary_emb(h, positions[None], t) for t in set(self.config.layer_types)}
         for idx, layer in enumerate(self.base.layers):

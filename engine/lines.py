@@ -1,0 +1,41 @@
+"""The one line-ending rule: the model reads and writes LF; a fill goes back with the document's line end
+(CRLF when the text it was cut from uses it), token spans moved to match."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .requests import HoleFill
+
+Spans = tuple[tuple[int, int], ...]
+_SAMPLE = 4096  # characters looked at to decide a document's line end
+
+
+def eol_of(text: str) -> str:
+    """``"\\r\\n"`` when ``text`` (its first few thousand characters) uses CRLF, else ``"\\n"``."""
+    return "\r\n" if "\r\n" in text[:_SAMPLE] else "\n"
+
+
+def to_lf(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+def with_eol(text: str, spans: Spans, eol: str) -> tuple[str, Spans]:
+    """``text`` with every line break as ``eol`` (a stray ``\\r`` dropped) and ``spans`` moved to match."""
+    if "\r" not in text and eol == "\n":
+        return text, spans
+    out, where, n = [], [], 0  # where[k]: the new index of old index k
+    for ch in text:
+        where.append(n)
+        piece = "" if ch == "\r" else eol if ch == "\n" else ch
+        out.append(piece)
+        n += len(piece)
+    where.append(n)
+    last = len(text)  # spans may reach past a text that was stripped after tokenizing
+    return "".join(out), tuple((where[min(s, last)], where[min(e, last)]) for s, e in spans)
+
+
+def to_crlf(fill: HoleFill) -> HoleFill:
+    """The fill with CRLF line ends, token spans shifted to match."""
+    text, spans = with_eol(fill.text, fill.token_spans, "\r\n")
+    return replace(fill, text=text, token_spans=spans)

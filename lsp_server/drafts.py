@@ -1,0 +1,139 @@
+"""The one draft stream: a request's developing text while the model denoises, as ``diffusion/draft``
+notifications (when the client opted in) and ``$/progress`` reports (when there is a progress token),
+throttled on the engine thread; the final draft is always sent and equals the answer. Inline requests
+stream one hole at the cursor; code actions stream every hole they fill."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from engine import Draft
+
+if TYPE_CHECKING:
+    from .server import DiffusionServer
+
+log = logging.getLogger(__name__)
+DRAFT = "diffusion/draft"
+_ids = itertools.count(1)
+_CREATE_TIMEOUT = 2.0  # seconds a client may take to accept a progress token
+_MESSAGE_CHARS = 80
+
+
+def range_json(r: types.Range) -> dict[str, Any]:
+    return {"start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character}}
+
+
+def hole_json(range_: dict[str, Any] | None, text: str, pieces: Any, confidences: Any) -> dict[str, Any]:
+    return {"range": range_, "text": text,
+            "tokens": [{"text": p, "confidence": round(float(c), 3)} for p, c in zip(pieces, confidences)]}
+
+
+class DraftStream:
+    """Forwards a request's drafts at most every ``draftIntervalMs``; ``finish`` sends the final holes.
+
+    ``action`` is None for an inline request (its notification carries one hole's fields) and the action
+    name for a code action (its notification also lists every hole)."""
+
+    def __init__(self, server: DiffusionServer, uri: str, version: int, ranges: list[dict[str, Any]],
+                 action: str | None = None, token: types.ProgressToken | None = None, title: str = "diffusion"):
+        self.server, self.loop = server, asyncio.get_running_loop()
+        self.uri, self.version, self.ranges, self.action = uri, version, ranges, action
+        self.id = f"action-{next(_ids)}" if action else str(next(_ids))
+        self.interval = server.settings.server.draft_interval_ms / 1000
+        self.token, self.title = token, title
+        self._last = 0.0
+        self._began = False
+
+    @classmethod
+    async def for_action(cls, server: DiffusionServer, uri: str, version: int, action: str, title: str,
+                         ranges: list[dict[str, Any]]) -> DraftStream | None:
+        """A stream when the client wants drafts or shows progress (a server-created token, begun at once
+        with a cancel button), else None."""
+        token: str | None = None
+        if server.status.client_supports_progress:
+            token = f"diffusion-lsp/action/{next(_ids)}"
+            try:
+                await asyncio.wait_for(server.work_done_progress.create_async(token), _CREATE_TIMEOUT)
+            except Exception as exc:  # the client refused the token or never answered: drafts only
+                log.debug("progress token %s not created: %r", token, exc)
+                token = None
+        if token is None and not server.settings.server.drafts:
+            return None
+        stream = cls(server, uri, version, ranges, action, token, title)
+        if token is not None:
+            stream._begin("")
+            stream._cancel_with_progress(asyncio.current_task())
+        return stream
+
+    def wanted(self) -> bool:
+        return self.server.settings.server.drafts or self.token is not None
+
+    def _cancel_with_progress(self, task: asyncio.Task[Any] | None) -> None:
+        """The client's cancel button (window/workDoneProgress/cancel) cancels the request's task."""
+        cancelled = self.server.work_done_progress.tokens.get(self.token) if self.token is not None else None
+        if task is not None and cancelled is not None:
+            cancelled.add_done_callback(
+                lambda f: f.cancelled() and self._began and self.loop.call_soon_threadsafe(task.cancel))
+
+    def on_draft(self, draft: Draft) -> None:
+        """Engine thread: throttle, then hop to the loop."""
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        pieces = draft.pieces or ((),) * len(draft.texts)
+        holes = [hole_json(r, text, ps, confs)
+                 for r, text, ps, confs in zip(self.ranges, draft.texts, pieces, draft.confidences)]
+        self.loop.call_soon_threadsafe(self._emit, draft.step, holes, False)
+
+    def finish(self, step: int, holes: list[dict[str, Any]]) -> None:
+        self._emit(step, holes, True)
+
+    def close(self) -> None:
+        """End the progress without a final draft (the request failed or was cancelled)."""
+        if self._began:
+            self._end(None)
+
+    def _emit(self, step: int, holes: list[dict[str, Any]], done: bool) -> None:
+        first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}
+        if self.server.settings.server.drafts:
+            params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
+                      "range": first["range"], "text": first["text"], "tokens": first["tokens"]}
+            if self.action is not None:
+                params.update(action=self.action, holes=holes)
+            self.server.protocol.notify(DRAFT, params)
+        if self.token is not None:
+            line = next((h["text"].strip().splitlines()[0] for h in holes if h["text"].strip()), "")
+            self._progress(step, line[:_MESSAGE_CHARS], done)
+
+    def _progress(self, step: int, line: str, done: bool) -> None:
+        assert self.token is not None
+        if not self._began:
+            if self.action is not None:  # an action's progress began when it opened, and has ended
+                return
+            self._begin(line)  # an inline request's (client-created) token begins with its first draft
+        if done:
+            self._end(line)
+        else:
+            self.server.work_done_progress.report(self.token, types.WorkDoneProgressReport(
+                message=f"step {step}: {line}"))
+
+    def _begin(self, message: str) -> None:
+        assert self.token is not None
+        self._began = True
+        self.server.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
+            title=self.title, message=message or None, cancellable=True))
+
+    def _end(self, message: str | None) -> None:
+        assert self.token is not None
+        self._began = False
+        self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        if self.action is not None:  # a token the server created
+            self.server.work_done_progress.tokens.pop(self.token, None)
