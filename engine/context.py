@@ -51,7 +51,8 @@ def _previous_code_line(text: str, line_start: int) -> str:
     return ""
 
 
-_PY_HEADER = re.compile(r"^\s*(?:async\s+)?(?:def|class|if|elif|else|for|while|with|try|except|finally|match|case)\b|^\s*\)")
+_PY_HEADER = re.compile(
+    r"^\s*(?:async\s+)?(?:def|class|if|elif|else|for|while|with|try|except|finally|match|case)\b|^\s*\)")
 
 
 def _opens_block(spec: LanguageSpec, text: str, line_start: int, before: str) -> bool:

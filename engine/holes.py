@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+
 import tree_sitter
 
 from .languages import LanguageSpec, grammar, parse
@@ -95,6 +96,10 @@ class Source:
         return _DEFAULT_INDENT.get(self.spec.name, "  ")
 
 
+def _node_text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
 def _query(spec: LanguageSpec) -> tree_sitter.Query | None:
     cache = _local.__dict__.setdefault("queries", {})
     if spec.name not in cache:
@@ -161,7 +166,7 @@ def is_stub(src: Source, node: tree_sitter.Node) -> bool:
                                          and node.named_children[0].type == "ellipsis"):
         return True
     raise_re = _RAISE.get(src.spec.name)
-    text = node.text.decode("utf-8", "replace")
+    text = _node_text(node)
     return raise_re is not None and node.type != "comment" and bool(raise_re.search(text))
 
 
@@ -176,7 +181,7 @@ def find_blanks(src: Source, start: int, end: int) -> list[Blank]:
     raise_re = _RAISE.get(src.spec.name)
     for name, nodes in cursor.captures(src.tree.root_node).items():
         for node in nodes:
-            text = node.text.decode("utf-8", "replace")
+            text = _node_text(node)
             blank = None
             if name == "stub" and _sole_body(node):
                 blank = statement_blank(src, *src.span(node), "pass" if node.type == "pass_statement" else "...")

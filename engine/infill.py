@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from . import lengths
@@ -167,7 +168,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
-        variants = [(option, [])] + [reindent(option, indent) for indent in indents]
+        variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])]
+        variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip():
@@ -183,7 +185,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     return None, bad
 
 
-def _moved(i: int, edits) -> int:
+def _moved(i: int, edits: Sequence[tuple[int, int, int]]) -> int:
     """Where offset ``i`` of the model's text is after the re-indent ``edits`` (ascending)."""
     shift = 0
     for start, old, new in edits:
@@ -196,7 +198,7 @@ def _moved(i: int, edits) -> int:
     return i + shift
 
 
-def _hole_fill(candidate: Candidate, hole: Hole, fill: str, edits: list[tuple[int, int, int]] = ()) -> HoleFill:
+def _hole_fill(candidate: Candidate, hole: Hole, fill: str, edits: Sequence[tuple[int, int, int]] = ()) -> HoleFill:
     """The fill without its healed head, with the confidences of the tokens that survived the tidy."""
     cut = len(hole.heal)
     confs, spans = [], []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Union
 
 from .config import FillOptions
 
@@ -93,7 +92,7 @@ class FixRequest:
     options: FillOptions | None = None
 
 
-Request = Union[InfillRequest, FillRequest, RewriteRequest, FixRequest]
+Request = InfillRequest | FillRequest | RewriteRequest | FixRequest
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,17 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .holes import (Source, enclosing, function_types, header_blank, is_docstring, is_stub, scoped_blanks,
-                    statement_blank, statements)
+from .holes import (
+    Source,
+    enclosing,
+    function_types,
+    header_blank,
+    is_docstring,
+    is_stub,
+    scoped_blanks,
+    statement_blank,
+    statements,
+)
 from .languages import error_spans as tree_errors
 from .languages import spec_for
 from .requests import Blank
@@ -49,7 +58,8 @@ def _survey(src: Source, start: int, end: int) -> Survey:
         return Survey((start, end), ())
     scope, blanks = scoped_blanks(src, start, end)
     found = body_blank(src, start)
-    body, name, callers = (None, "", ())
+    body: Blank | None = None
+    name, callers = "", ()  # type: tuple[str, tuple[tuple[int, int], ...]]
     if found is not None:
         body, fn = found
         name = function_name(fn)
@@ -62,7 +72,7 @@ def function_name(fn: tree_sitter.Node) -> str:
     if node is None and fn.parent is not None and fn.parent.type in ("variable_declarator", "pair", "assignment"):
         node = fn.parent.child_by_field_name("name") or fn.parent.child_by_field_name("key") \
             or fn.parent.child_by_field_name("left")
-    return node.text.decode("utf-8", "replace") if node is not None else "function"
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else "function"
 
 
 def body_blank(src: Source, offset: int) -> tuple[Blank, tree_sitter.Node] | None:

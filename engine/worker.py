@@ -179,7 +179,7 @@ class Engine:
             self.backend = None
         try:
             self.backend = self._loader(task.config.load)
-        except Exception as exc:  # any load failure is reported once, the engine stays up
+        except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)
             message = str(exc) if isinstance(exc, ModelLoadError) else f"{type(exc).__name__}: {exc}"
             log.error("model load failed: %s", message)
             self.config = task.config

@@ -4,7 +4,6 @@ fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing thro
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 

@@ -14,6 +14,7 @@ from engine import FillRequest, FixRequest, Request, RewriteRequest
 from engine.targets import Survey
 
 REWRITE, FILL, BODY, FIX = "rewriteSelection", "fillHoles", "completeBody", "fixSyntax"
+_REWRITE_KIND = types.CodeActionKind.RefactorRewrite.value  # "refactor.rewrite"; each action its own sub-kind
 
 
 class JsonRpcRequestFailed(JsonRpcException):
@@ -89,14 +90,14 @@ def _holes_title(found: Survey) -> str:
 
 SPECS: dict[str, ActionSpec] = {spec.name: spec for spec in (
     # The fix comes first: it is preferred when offered.
-    ActionSpec(FIX, types.CodeActionKind.QuickFix, "Fix syntax error", lambda found, s, e: bool(found.errors),
+    ActionSpec(FIX, types.CodeActionKind.QuickFix.value, "Fix syntax error", lambda found, s, e: bool(found.errors),
                _fix, "no fix that parses was found", streams=False, computed_on_offer=True),
-    ActionSpec(REWRITE, f"{types.CodeActionKind.RefactorRewrite}.{REWRITE}", "Rewrite selection",
+    ActionSpec(REWRITE, f"{_REWRITE_KIND}.{REWRITE}", "Rewrite selection",
                lambda found, s, e: e > s, _rewrite, "no rewrite that parses and changes something was found",
                surveys=False),
-    ActionSpec(FILL, f"{types.CodeActionKind.RefactorRewrite}.{FILL}", "Fill holes",
+    ActionSpec(FILL, f"{_REWRITE_KIND}.{FILL}", "Fill holes",
                lambda found, s, e: bool(found.blanks), _fill, "no fill that parses was found", title=_holes_title),
-    ActionSpec(BODY, f"{types.CodeActionKind.RefactorRewrite}.{BODY}", "Complete body",
+    ActionSpec(BODY, f"{_REWRITE_KIND}.{BODY}", "Complete body",
                lambda found, s, e: found.body is not None, _body, "no body that parses was found",
                title=lambda found: f"Complete body of {found.function}"),
 )}

@@ -80,7 +80,8 @@ def _plain(value: Any) -> Any:
 class Actions:
     def __init__(self, server: DiffusionServer):
         self.server = server
-        self.fixes: dict[tuple[str, int, int, int], Completion] = {}  # (uri, version, start, end) -> a fix found while offering
+        # (uri, version, start, end) -> a fix found while offering
+        self.fixes: dict[tuple[str, int, int, int], Completion] = {}
 
     # -- offering --------------------------------------------------------------------------
     async def offer(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
@@ -88,7 +89,9 @@ class Actions:
         doc = ls.document_or_error(params.text_document.uri)
         start, end = sorted((ls.offset_or_error(doc, params.range.start), ls.offset_or_error(doc, params.range.end)))
         version, text = doc.version, doc.text
-        wants = _wants(params.context.only)
+        # lsprotocol makes known kinds enum members: compare their values ("refactor.rewrite")
+        only = [getattr(kind, "value", kind) for kind in params.context.only] if params.context.only else None
+        wants = _wants(only)
         if not any(wants(spec.kind) for spec in SPECS.values()):
             return []
         found = await asyncio.to_thread(survey, text, doc.language_id, start, end)
@@ -121,8 +124,8 @@ class Actions:
         return completion
 
     def _format(self, data: ActionData) -> types.CodeAction | types.Command:
-        caps = self.server.client_capabilities.text_document
-        caps = caps.code_action if caps else None
+        document_caps = self.server.client_capabilities.text_document
+        caps = document_caps.code_action if document_caps else None
         command = types.Command(data.title, RUN_COMMAND, arguments=[data.to_json()])
         if caps is None or caps.code_action_literal_support is None:
             return command
@@ -228,10 +231,10 @@ class Actions:
         by_start = {f.start: f for f in completion.fills}
         holes = []
         for s, e in ranges:
-            f = by_start.get(s)
-            pieces = [f.text[a:b] for a, b in f.token_spans] if f else []
-            holes.append(hole_json(range_json(doc.range_at(s, e, enc)), f.text if f else text[s:e], pieces,
-                                   f.confidences if f else ()))
+            found = by_start.get(s)
+            pieces = [found.text[a:b] for a, b in found.token_spans] if found else []
+            holes.append(hole_json(range_json(doc.range_at(s, e, enc)), found.text if found else text[s:e], pieces,
+                                   found.confidences if found else ()))
         return holes
 
 
@@ -254,7 +257,7 @@ def register(server: DiffusionServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.RefactorRewrite, types.CodeActionKind.QuickFix]
-        + [spec.kind for spec in SPECS.values() if spec.kind != types.CodeActionKind.QuickFix],
+        + [spec.kind for spec in SPECS.values() if spec.kind != types.CodeActionKind.QuickFix.value],
         resolve_provider=True))
     async def code_action(ls: DiffusionServer,
                           params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:

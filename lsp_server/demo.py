@@ -30,7 +30,7 @@ def largest_file(root):
     for dirpath, _, names in os.walk(root):
         for name in names:
             full = os.path.join(dirpath, name)
-            
+
             if size > best_size:
                 best, best_size = full, size
     return best
@@ -74,8 +74,8 @@ async def _session(args) -> int:
         d = {"step": params.step, "done": params.done,
              "tokens": [{"text": t.text, "confidence": t.confidence} for t in params.tokens], "text": params.text}
         drafts.append(d)
-        print(f"  step {d['step']:>2}{' (final)' if d['done'] else '        '} | {_shade(d['tokens'], color) or d['text']}",
-              flush=True)
+        label = " (final)" if d["done"] else "        "
+        print(f"  step {d['step']:>2}{label} | {_shade(d['tokens'], color) or d['text']}", flush=True)
 
     t0 = time.monotonic()
     await client.start_io(sys.executable, "-m", "lsp_server")
@@ -102,9 +102,10 @@ async def _session(args) -> int:
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     elapsed = (time.monotonic() - t1) * 1000
     await asyncio.sleep(0.1)
-    if result and result.items:
-        item = result.items[0]
-        r = item.range
+    items = result.items if isinstance(result, types.InlineCompletionList) else list(result or ())
+    r = items[0].range if items else None
+    if items and r is not None:
+        item = items[0]
         print(f"\nghost text for {r.start.line + 1}:{r.start.character + 1}: {item.insert_text!r}")
     else:
         print("\nno suggestion passed validation here (the embedded model is small; try another spot)")

@@ -101,7 +101,7 @@ class Document:
     def _shifted_starts(self, lo: int, hi: int, inserted: int) -> list[int]:
         """Line starts after ``[lo, hi)`` became ``inserted`` chars, without rescanning the document:
         starts before ``lo`` stay, the edited span is rescanned, the rest shift (a 5 MB file stays fast)."""
-        old, text, delta = self._starts, self.text, inserted - (hi - lo)
+        old, text, delta = self.line_starts(), self.text, inserted - (hi - lo)
         head = old[:bisect.bisect_left(old, lo)] or [0]
         middle = [s for s in range(max(lo, 1), min(lo + inserted + 1, len(text)) + 1) if _starts_line(text, s)]
         tail = [s + delta for s in old[bisect.bisect_left(old, hi + 2):]]

@@ -61,7 +61,7 @@ class DraftStream:
             token = f"diffusion-lsp/action/{next(_ids)}"
             try:
                 await asyncio.wait_for(server.work_done_progress.create_async(token), _CREATE_TIMEOUT)
-            except Exception as exc:  # the client refused the token or never answered: drafts only
+            except Exception as exc:  # noqa: BLE001 (the client refused the token or never answered: drafts only)
                 log.debug("progress token %s not created: %r", token, exc)
                 token = None
         if token is None and not server.settings.server.drafts:

@@ -65,7 +65,7 @@ class StatusReporter:
             token, self._token = self._token, None
             try:
                 self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-            except Exception as exc:  # the client may not have created the token
+            except Exception as exc:  # noqa: BLE001 (the client may not have created the token)
                 log.debug("progress end failed: %s", exc)
 
     def _send(self, method: str, params: dict) -> None:

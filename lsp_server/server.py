@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from engine import Engine, EngineConfig, EngineState
+from engine import Engine, EngineConfig
 
 from . import __version__, actions, inline
 from .actions import Actions
@@ -70,10 +70,12 @@ class DiffusionProtocol(LanguageServerProtocol):
 
     @property
     def encoding(self) -> str:
-        return self.workspace.position_encoding if self._workspace is not None else types.PositionEncodingKind.Utf16
+        encoding = self.workspace.position_encoding if self._workspace is not None else None
+        return str(getattr(encoding, "value", encoding) or types.PositionEncodingKind.Utf16.value)
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams):
+    async def lsp_workspace__execute_command(  # type: ignore[override]  # awaited, not a generator: cancellable
+            self, params: types.ExecuteCommandParams) -> Any:
         """Run a command as one awaited task, so $/cancelRequest cancels it (pygls' own wraps it in a
         generator that a cancel cannot reach). The command gets the arguments as sent."""
         handler = self.fm.commands.get(params.command)

@@ -59,3 +59,13 @@ def test_the_healed_attempt_keeps_within_the_step_budget():
     backend = Scripted(lambda prefix: "al(((")
     c = _complete(backend, steps=3)                                           # the first attempt spends it
     assert len(backend.prefixes) == 1 and not c.fills
+
+
+def test_the_backends_default_budget_holds_for_typed_and_healed_together():
+    # A backend that searches lengths itself (DiffusionGemma) declares its default budget like any other:
+    # with no steps set, the typed attempt's 3 steps spend a default of 3 and no healed attempt follows
+    # (DiffusionGemma once had no default_steps, and a typed-then-healed request spent its default twice).
+    backend = Scripted(lambda prefix: "al(((")
+    backend.default_steps, backend.searches_lengths = 3, True
+    c = _complete(backend)
+    assert len(backend.prefixes) == 1 and c.steps == 3 and not c.fills

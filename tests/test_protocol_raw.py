@@ -1,4 +1,5 @@
-"""The wire itself: malformed messages, undecodable params, load failures, encodings, settings."""
+"""The wire itself: malformed messages, undecodable params, load failures, encodings, settings. These run the
+real server on the scripted engine (tests/scripted.py): what is tested is the protocol, not the model."""
 
 import json
 import sys
@@ -8,6 +9,7 @@ import pytest
 from benchmarks.lsp_client import LspClient, LspResponseError
 
 SERVER = [sys.executable, "-m", "lsp_server"]
+SCRIPTED = [sys.executable, "-m", "tests.scripted"]
 
 
 def raw(client: LspClient, body: bytes) -> None:
@@ -28,7 +30,7 @@ def inline(client, uri, line, character, timeout=30):
 
 @pytest.fixture(scope="module")
 def server():
-    with LspClient(SERVER) as client:
+    with LspClient(SCRIPTED) as client:
         client.initialize({"threads": 1})
         client.wait_ready(120)
         yield client
@@ -54,7 +56,7 @@ def test_undecodable_params_are_answered_with_invalid_params(server, position):
 
 
 def test_utf8_is_negotiated_when_offered():
-    with LspClient(SERVER) as client:
+    with LspClient(SCRIPTED) as client:
         result = client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {
             "general": {"positionEncodings": ["utf-8", "utf-16"]}}, "initializationOptions": {"threads": 1}}, 60)
         assert result["capabilities"]["positionEncoding"] == "utf-8"
@@ -69,7 +71,7 @@ def test_utf8_is_negotiated_when_offered():
 
 
 def test_a_failed_load_is_reported_once_and_the_server_stays_up(tmp_path):
-    with LspClient(SERVER) as client:
+    with LspClient(SCRIPTED) as client:
         client.initialize({"threads": 1, "model": str(tmp_path / "missing"), "steps": "lots"})
         status = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
         assert "missing" in status["message"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from typing import Protocol
 
 from ..config import LoadConfig
 from ..requests import ModelLoadError
@@ -31,16 +32,22 @@ def model_type(config: LoadConfig) -> str:
         raise ModelLoadError(f"unreadable {path}: {exc}") from None
 
 
-def backend_class(kind: str) -> type:
+class BackendLoader(Protocol):
+    """A backend class: ``load`` builds the backend from a load config."""
+
+    def load(self, config: LoadConfig) -> Backend: ...
+
+
+def backend_class(kind: str) -> BackendLoader:
     """The backend class registered for ``model_type`` ``kind`` (the masked LM for any other)."""
     module, _, name = _BY_MODEL_TYPE.get(kind, _DEFAULT).partition(":")
-    return getattr(importlib.import_module(module), name)
+    loader: BackendLoader = getattr(importlib.import_module(module), name)
+    return loader
 
 
 def load_backend(config: LoadConfig) -> Backend:
     """Load the checkpoint named by ``config`` with no network access."""
-    backend: Backend = backend_class(model_type(config)).load(config)
-    return backend
+    return backend_class(model_type(config)).load(config)
 
 
 __all__ = ["Backend", "Candidate", "Control", "FillPlan", "FillResult", "HoleSpec", "backend_class",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, Union
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class HoleSpec:
     init: str | None = None           # rewrite: start from this text instead of masks / noise
 
 
-Piece = Union[str, HoleSpec]
+Piece = str | HoleSpec
 
 
 @dataclass(frozen=True)

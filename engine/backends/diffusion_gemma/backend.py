@@ -11,7 +11,9 @@ sees raw code, not a chat turn.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -34,8 +36,11 @@ def sampling_for(model, config: LoadConfig) -> Sampling:
     """The checkpoint's generation_config.json, then the temperatures the load config sets (0 = default).
     The entropy bound travels with each fill (``FillPlan.threshold``)."""
     sampling = Sampling.from_generation_config(getattr(model, "generation_config", None))
-    overrides = {"t_min": config.t_min, "t_max": config.t_max}
-    return replace(sampling, **{k: float(v) for k, v in overrides.items() if v})
+    if config.t_min:
+        sampling = replace(sampling, t_min=float(config.t_min))
+    if config.t_max:
+        sampling = replace(sampling, t_max=float(config.t_max))
+    return sampling
 
 
 class DiffusionGemmaBackend:
@@ -74,12 +79,12 @@ class DiffusionGemmaBackend:
         apply_threads(config.threads)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
-            kwargs = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
+            kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
             if config.device_map:
                 kwargs["device_map"] = config.device_map
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(str(path), **kwargs)
             if not config.device_map:
-                model.to(device)
+                model.to(device)  # type: ignore[arg-type]  # transformers' stub wraps to() oddly
         except Exception as exc:  # a broken checkpoint fails in many library-specific ways; report each the same
             raise ModelLoadError(f"cannot load the DiffusionGemma checkpoint at {path}: {exc}") from exc
         model.eval()
@@ -127,7 +132,10 @@ class DiffusionGemmaBackend:
     def segments(self, plan: FillPlan) -> tuple[list[int], list[Segment]]:
         """The prefix ids for the cache (after BOS) and the canvas pieces after it."""
         pieces = list(plan.pieces)
-        head = pieces.pop(0) if pieces and isinstance(pieces[0], str) else ""
+        first = pieces[0] if pieces else None
+        head = first if isinstance(first, str) else ""
+        if isinstance(first, str):
+            pieces.pop(0)
         prefix = ([self.bos_id] if self.bos_id is not None else []) + self.encode(head)
         if not prefix:  # the decoder needs a cache to read: start from pad when there is neither BOS nor prefix
             prefix = [self.pad_id]
@@ -165,13 +173,17 @@ class DiffusionGemmaBackend:
                        generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
                        check=control.check, on_step=on_step)
 
-    def draft_hook(self, batch, plan: FillPlan, control: Control):
+    def draft_hook(self, batch: CanvasBatch, plan: FillPlan, control: Control
+                   ) -> Callable[[int, torch.Tensor, torch.Tensor], None]:
         """After each step, hand the engine the best row's current texts (argmax canvas) and confidences."""
+        draft = control.draft
+        assert draft is not None
+
         def on_step(step: int, argmax: torch.Tensor, logp: torch.Tensor) -> None:
             best = candidates(batch, argmax.cpu(), logp.cpu(), list(plan.holes), self.reader)[0]
             pieces = tuple(tuple(text[lo:hi] for lo, hi in spans)
                            for text, spans in zip(best.texts, best.token_spans))
-            control.draft(step, best.texts, best.confidences, pieces)
+            draft(step, best.texts, best.confidences, pieces)
         return on_step
 
     def terminators(self, text_config) -> torch.Tensor:

@@ -11,11 +11,13 @@ step and every row of a fill.
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from .. import loading  # noqa: F401  (sets the offline flags before transformers loads)
+import torch
 from transformers import DynamicCache  # noqa: E402
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+from .. import loading  # noqa: F401  (sets the offline flags before transformers loads)
 
 
 class PromptCache:
@@ -39,7 +41,7 @@ class PromptCache:
         if keep == len(ids) == len(self.ids):
             return 0
         cache, self.ids = self.cache, []   # invalid until the encoder has finished
-        if keep == 0 or not self.croppable(cache):
+        if keep == 0 or cache is None or not self.croppable(cache):
             keep, cache = 0, self.fresh()
         else:
             crop(cache, keep)
@@ -64,15 +66,17 @@ class PromptCache:
     def view(self, batch: int) -> DynamicCache:
         """A read-only cache for ``batch`` decoder rows: the same tensors expanded, windows cut as the library does."""
         view = DynamicCache(config=self.model.config)
-        for src, dst in zip(self.cache.layers, view.layers):
+        assert self.cache is not None, "view() after update()"
+        layers: list[Any] = list(self.cache.layers)  # DynamicLayer / DynamicSlidingWindowLayer (croppable)
+        for src, dst in zip(layers, view.layers):
             keys, values = src.keys, src.values
             if isinstance(src, DynamicSlidingWindowLayer):
                 keys, values = keys[..., -(src.sliding_window - 1):, :], values[..., -(src.sliding_window - 1):, :]
-            dst.lazy_initialization(keys, values)
-            dst.keys = keys.expand(batch, -1, -1, -1)
-            dst.values = values.expand(batch, -1, -1, -1)
+            dst.lazy_initialization(keys, values)  # type: ignore[union-attr]
+            dst.keys = keys.expand(batch, -1, -1, -1)  # type: ignore[union-attr]
+            dst.values = values.expand(batch, -1, -1, -1)  # type: ignore[union-attr]
             if isinstance(src, DynamicSlidingWindowLayer):
-                dst.cumulative_length = src.cumulative_length
+                dst.cumulative_length = src.cumulative_length  # type: ignore[union-attr]
         return view
 
     @staticmethod
@@ -83,7 +87,8 @@ class PromptCache:
 
 def crop(cache: DynamicCache, length: int) -> None:
     """Keep the first ``length`` positions of every layer (sliding layers hold their whole past here)."""
-    for layer in cache.layers:
+    layers: list[Any] = list(cache.layers)  # croppable: DynamicLayer / DynamicSlidingWindowLayer only
+    for layer in layers:
         if layer.is_initialized:
             layer.keys = layer.keys[..., :length, :]
             layer.values = layer.values[..., :length, :]

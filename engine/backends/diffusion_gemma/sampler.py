@@ -30,7 +30,7 @@ class Sampling:
     confidence: float = 0.005          # confidence_threshold on the mean entropy of free slots
 
     @classmethod
-    def from_generation_config(cls, gen) -> "Sampling":
+    def from_generation_config(cls, gen) -> Sampling:
         """From a ``DiffusionGemmaGenerationConfig``; unset fields keep the library's defaults, as in ``generate``."""
         base = cls()
         bound = getattr(getattr(gen, "sampler_config", None), "entropy_bound", None)

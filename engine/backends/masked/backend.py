@@ -48,7 +48,8 @@ class MaskedBackend:
         self.newlines = torch.tensor([i for i, p in enumerate(self.piece) if "\n" in p] or [self.mask_id])
         self.leading = tokenizer("", add_special_tokens=True)["input_ids"]  # [CLS] [SEP] for BERT, [] for ours
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
-        self._fast = all(hasattr(model, a) for a in ("model", "head", "decoder"))  # ModernBERT: head on masked slots only
+        # ModernBERT: the head runs on the masked slots only
+        self._fast = all(hasattr(model, a) for a in ("model", "head", "decoder"))
 
     @classmethod
     def load(cls, config: LoadConfig) -> MaskedBackend:
@@ -111,10 +112,10 @@ class MaskedBackend:
             first, refresh = step == 0, bool(self.cache_refresh and step % self.cache_refresh == 0)
             step += 1
             ids = ids.to(self.device)
-            seeded = (first and self._prefix is not None and self._prefix[0] == context
-                      and torch.equal(self._prefix[1].ids, ids[:lo]))
-            if seeded:
-                cache.seed(self._prefix[1], T)
+            kept = self._prefix
+            seeded = first and kept is not None and kept[0] == context and torch.equal(kept[1].ids, ids[:lo])
+            if seeded and kept is not None:
+                cache.seed(kept[1], T)
             if first and not seeded:
                 self.passes["full"] += 1
                 hidden = cache.forward(ids, None)[positions.to(self.device)]                # (N, H)
@@ -182,7 +183,8 @@ class MaskedBackend:
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
         # What the first forward's prefix keys and values depend on, bar the holes' lengths.
         context = tuple(p if isinstance(p, str) else ("hole", p.init) for p in plan.pieces) + (self.order,)
-        out = denoise(self._stepper(holes, len(canvas), context), canvas, holes, self.terminators, self.newlines, self.suppressed,
+        out = denoise(self._stepper(holes, len(canvas), context), canvas, holes, self.terminators, self.newlines,
+                      self.suppressed,
                       plan.steps or DEFAULT_STEPS, threshold, self.order, control.check, on_step, free)
         texts, confs, spans, logps, kept = [], [], [], [], 0
         for h, end in zip(holes, out.ends):

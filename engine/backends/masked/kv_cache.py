@@ -80,12 +80,13 @@ class DualCache:
     def forward(self, ids: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
         """Hidden states (P, H) at ``positions`` (all of ``ids`` and a cache refresh when None)."""
         full = positions is None
-        if full:
+        if positions is None:
             positions = torch.arange(ids.shape[0], device=ids.device)
             self.keys, self.values = [], []
-        h = self.base.embeddings(input_ids=ids[positions][None])              # (1, P, H)
-        rope = {t: self.base.rotary_emb(h, positions[None], t) for t in set(self.config.layer_types)}
+        at: torch.Tensor = positions
+        h = self.base.embeddings(input_ids=ids[at][None])                     # (1, P, H)
+        rope = {t: self.base.rotary_emb(h, at[None], t) for t in set(self.config.layer_types)}
         for idx, layer in enumerate(self.base.layers):
             cos, sin = rope[layer.attention_type]
-            h = self._layer(layer, h, positions, idx, cos, sin, full)
+            h = self._layer(layer, h, at, idx, cos, sin, full)
         return self.base.final_norm(h)[0]

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import torch
 
-
 DEFAULT_THRESHOLD = 0.9
 
 
