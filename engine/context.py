@@ -8,22 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .languages import LanguageSpec, parse
-from .requests import HoleKind
+from .requests import Hole, HoleKind
 
 _WORD_TAIL = re.compile(r"[ \t]*[A-Za-z_][A-Za-z0-9_]*$")
 _CHARS_PER_TOKEN = 6  # generous: a raw window this many chars per budget token always covers the budget
-
-
-@dataclass(frozen=True)
-class Hole:
-    """Where the fill goes: ``[start, end)`` is replaced; ``heal`` is typed text the fill must start with."""
-
-    start: int
-    end: int
-    kind: HoleKind
-    heal: str = ""               # text[start:cursor] re-generated for clean token boundaries
-    stop_at_newline: bool = False
-    keep_newline: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import threading
 import tree_sitter
 
 from .languages import LanguageSpec, grammar, parse
-from .requests import Blank
+from .requests import Hole, HoleKind
 
 MAX_HOLES = 16          # holes filled by one action
 _FILE_REACH = 20_000    # chars either side of the cursor searched when the scope is a whole file
@@ -96,6 +96,14 @@ class Source:
         return _DEFAULT_INDENT.get(self.spec.name, "  ")
 
 
+def found_hole(start: int, end: int, label: str, inline: bool = False, indent: str = "", lead: str = "",
+               tail: str = "", context: str = "") -> Hole:
+    """A hole found in the code: an expression (``inline``, one line) or statements."""
+    kind = HoleKind.INLINE if inline else HoleKind.BLOCK
+    return Hole(start, end, kind, stop_at_newline=inline, label=label, indent=indent, lead=lead, tail=tail,
+                context=context)
+
+
 def _node_text(node: tree_sitter.Node) -> str:
     return (node.text or b"").decode("utf-8", "replace")
 
@@ -134,21 +142,21 @@ def _sole_body(node: tree_sitter.Node) -> bool:
     return rest == [node]
 
 
-def header_blank(src: Source, opener_end: int, end: int, label: str) -> Blank:
+def header_blank(src: Source, opener_end: int, end: int, label: str) -> Hole:
     """A body on its header's line (``def f(): ...``, ``{ todo!() }``) moves to its own line."""
     indent = src.indent_at(opener_end)
     unit = src.indent_unit()
     if src.spec.block_opener == "{":
-        return Blank(opener_end, end, label, indent=indent + unit, lead=src.eol, tail=src.eol + indent)
-    return Blank(opener_end, end, label, indent=indent + unit, lead=src.eol)
+        return found_hole(opener_end, end, label, indent=indent + unit, lead=src.eol, tail=src.eol + indent)
+    return found_hole(opener_end, end, label, indent=indent + unit, lead=src.eol)
 
 
-def statement_blank(src: Source, start: int, end: int, label: str) -> Blank | None:
+def statement_blank(src: Source, start: int, end: int, label: str) -> Hole | None:
     """The blank for statements ``[start, end)`` alone on their line(s), or alone after their header's opener."""
     lo = src.line_start(start)
     before = src.text[lo:start]
     if not before.strip():
-        return Blank(lo, end, label, indent=before)
+        return found_hole(lo, end, label, indent=before)
     head = before.rstrip()
     if src.spec.block_opener and head.endswith(src.spec.block_opener):
         if src.spec.block_opener == "{":
@@ -170,14 +178,14 @@ def is_stub(src: Source, node: tree_sitter.Node) -> bool:
     return raise_re is not None and node.type != "comment" and bool(raise_re.search(text))
 
 
-def find_blanks(src: Source, start: int, end: int) -> list[Blank]:
+def find_blanks(src: Source, start: int, end: int) -> list[Hole]:
     """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge)."""
     query = _query(src.spec)
     if query is None or src.tree is None:
         return []
     cursor = tree_sitter.QueryCursor(query)
     cursor.set_byte_range(src.to_byte(start), src.to_byte(end))
-    blanks: list[Blank] = []
+    blanks: list[Hole] = []
     raise_re = _RAISE.get(src.spec.name)
     for name, nodes in cursor.captures(src.tree.root_node).items():
         for node in nodes:
@@ -192,23 +200,23 @@ def find_blanks(src: Source, start: int, end: int) -> list[Blank]:
                 s, e = src.span(node)
                 lo = src.line_start(s)
                 if not src.text[lo:s].strip():  # a comment line, not a comment after code
-                    blank = Blank(lo, e, "TODO", indent=src.text[lo:s], context=src.text[lo:e] + src.eol)
+                    blank = found_hole(lo, e, "TODO", indent=src.text[lo:s], context=src.text[lo:e] + src.eol)
             elif name == "blank":
                 s, e = src.span(node)
-                blank = Blank(s, e, "__", inline=True)
+                blank = found_hole(s, e, "__", inline=True)
             if blank is not None and start <= blank.start and blank.end <= end:
                 blanks.append(blank)
     return _merge(src.text, sorted(set(blanks), key=lambda b: (b.start, b.end)))
 
 
-def _merge(text: str, blanks: list[Blank]) -> list[Blank]:
+def _merge(text: str, blanks: list[Hole]) -> list[Hole]:
     """A TODO line directly above a stub becomes one hole with the TODO as its context; overlaps drop."""
-    out: list[Blank] = []
+    out: list[Hole] = []
     for b in blanks:
         prev = out[-1] if out else None
         if prev is not None and prev.label == "TODO" and not b.inline and not b.lead \
                 and not text[prev.end:b.start].strip() and b.indent == prev.indent:
-            out[-1] = Blank(prev.start, b.end, b.label, indent=b.indent, context=prev.context)
+            out[-1] = found_hole(prev.start, b.end, b.label, indent=b.indent, context=prev.context)
         elif prev is None or b.start >= prev.end:
             out.append(b)
     return out
@@ -227,7 +235,7 @@ def enclosing(src: Source, offset: int, types: frozenset[str]) -> list[tree_sitt
     return found
 
 
-def scoped_blanks(src: Source, start: int, end: int) -> tuple[tuple[int, int], list[Blank]]:
+def scoped_blanks(src: Source, start: int, end: int) -> tuple[tuple[int, int], list[Hole]]:
     """The holes of a selection; with none selected, of the innermost enclosing function or class
     that has any, else of the file around the cursor (the nearest ``MAX_HOLES``)."""
     if end > start:
@@ -244,7 +252,7 @@ def scoped_blanks(src: Source, start: int, end: int) -> tuple[tuple[int, int], l
     return (lo, hi), _nearest(every, start)
 
 
-def _nearest(blanks: list[Blank], offset: int) -> list[Blank]:
+def _nearest(blanks: list[Hole], offset: int) -> list[Hole]:
     if len(blanks) <= MAX_HOLES:
         return blanks
     keep = sorted(blanks, key=lambda b: min(abs(b.start - offset), abs(b.end - offset)))[:MAX_HOLES]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .backends.base import Backend
 from .config import FillOptions
-from .requests import Blank, HoleKind
+from .requests import Hole, HoleKind
 
 # Cursor holes: the largest an INLINE / LINE hole gets (capped by ``max_hole_tokens``).
 _CURSOR_SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
@@ -70,7 +70,7 @@ def fix_slots(original_tokens: int) -> int:
     return max(8, original_tokens * 5 // 4 + 4)
 
 
-def blank_slots(blanks: list[Blank], body: bool, options: FillOptions, backend: Backend) -> list[int]:
+def blank_slots(blanks: list[Hole], body: bool, options: FillOptions, backend: Backend) -> list[int]:
     """Slots per hole of a multi-hole fill: a body gets ``max_hole_tokens``; other holes by kind, all shrunk
     together while they would take more than half the canvas."""
     sizes = [options.max_hole_tokens if body else SLOTS_INLINE if b.inline else SLOTS_STATEMENTS for b in blanks]

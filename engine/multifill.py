@@ -13,7 +13,7 @@ from .config import FillOptions
 from .context import Window, window
 from .languages import LanguageSpec, has_grammar, spec_for
 from .lines import eol_of, with_eol
-from .requests import Blank, Completion, EngineError, FillRequest, HoleFill, HoleKind
+from .requests import Completion, EngineError, FillRequest, Hole, HoleFill, HoleKind
 from .validate import choose
 
 
@@ -30,7 +30,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     """One denoising job over every blank; a fill that would break the parse is cut shorter or dropped."""
     t0 = time.perf_counter()
     text, spec = request.text, spec_for(request.language)
-    blanks = sorted(request.blanks, key=lambda b: b.start)
+    blanks = sorted(request.holes, key=lambda b: b.start)
     _check(text, blanks)
     sizes = lengths.blank_slots(blanks, request.body, config, backend)
     pieces, win = _canvas(spec, text, blanks, sizes, request.callers, backend.count_tokens, config,
@@ -55,7 +55,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
                       round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name)
 
 
-def _check(text: str, blanks: list[Blank]) -> None:
+def _check(text: str, blanks: list[Hole]) -> None:
     if not blanks:
         raise EngineError("no holes to fill")
     pos = 0
@@ -65,7 +65,7 @@ def _check(text: str, blanks: list[Blank]) -> None:
         pos = b.end
 
 
-def _canvas(spec: LanguageSpec, text: str, blanks: list[Blank], sizes: list[int],
+def _canvas(spec: LanguageSpec, text: str, blanks: list[Hole], sizes: list[int],
             callers: Sequence[tuple[int, int]], count: Callable[[str], int], config: FillOptions,
             cap: int) -> tuple[tuple[Piece, ...], Window]:
     """``prefix [context lead] HOLE tail middle ... HOLE tail suffix [callers]`` within ``cap`` tokens."""
@@ -78,7 +78,7 @@ def _canvas(spec: LanguageSpec, text: str, blanks: list[Blank], sizes: list[int]
     pieces: list[Piece] = []
     current = win.prefix + blanks[0].context + blanks[0].lead
     for i, (b, size) in enumerate(zip(blanks, sizes)):
-        pieces += [current, HoleSpec(size, stop_at_newline=b.inline)]
+        pieces += [current, HoleSpec(size, stop_at_newline=b.stop_at_newline)]
         if i + 1 < len(blanks):
             nxt = blanks[i + 1]
             current = b.tail + _middle(spec, text, b.end, nxt.start, count, per_middle) + nxt.context + nxt.lead
@@ -118,7 +118,7 @@ def _leading(line: str) -> str:
     return line[:len(line) - len(line.lstrip(" \t"))]
 
 
-def shape(blank: Blank, candidate: Candidate, i: int, eol: str) -> list[Option]:
+def shape(blank: Hole, candidate: Candidate, i: int, eol: str) -> list[Option]:
     """The usable forms of hole ``i``'s raw fill, longest first: one trimmed line for an expression;
     for statements, re-indented to the hole and cut at each line end before any line that leaves it."""
     raw, confs, spans = candidate.texts[i], candidate.confidences[i], candidate.token_spans[i]
@@ -170,7 +170,7 @@ def _with_eol(option: Option, eol: str) -> Option:
     return Option(text, option.confidences, spans)
 
 
-def _hole_fill(blank: Blank, option: Option) -> HoleFill:
+def _hole_fill(blank: Hole, option: Option) -> HoleFill:
     shift = len(blank.lead)
     return HoleFill(blank.start, blank.end, blank.lead + option.text + blank.tail, option.confidences,
                     tuple((s + shift, e + shift) for s, e in option.token_spans))

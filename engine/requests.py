@@ -39,26 +39,38 @@ class InfillRequest:
 
 
 @dataclass(frozen=True)
-class Blank:
-    """One place a multi-hole fill writes: ``text[start:end]`` becomes ``lead + fill + tail``."""
+class Hole:
+    """Where a fill goes, at the cursor or found in the code: ``text[start:end]`` becomes ``lead + fill + tail``.
 
-    start: int
+    A cursor's hole (``context.decide_hole``) may heal typed text; a found hole (``holes.find_blanks``:
+    ``...``, ``pass``, TODO, ``__``, a body) has a label and may carry indentation, fixed text around the
+    fill and context the model sees but the edit removes."""
+
+    start: int                   # str offsets
     end: int
-    label: str                 # "...", "pass", "raise", "TODO", "__", "body"
-    inline: bool = False       # an expression within a line (``__``), not whole statements
-    indent: str = ""           # indentation of the fill's first line (statements only)
-    lead: str = ""             # fixed text before the fill (a line break for a same-line body)
-    tail: str = ""             # fixed text after the fill (the closing brace's line break)
-    context: str = ""          # shown to the model just before the hole but removed by the edit (a TODO line)
+    kind: HoleKind               # where a fill may stop; a found hole is INLINE (``__``) or BLOCK
+    heal: str = ""               # text[start:cursor] re-generated for clean token boundaries
+    stop_at_newline: bool = False
+    keep_newline: bool = False
+    label: str = ""              # a found hole's marker: "...", "pass", "raise", "TODO", "__", "body"
+    indent: str = ""             # indentation of the fill's first line (statements only)
+    lead: str = ""               # fixed text before the fill (a line break for a same-line body)
+    tail: str = ""               # fixed text after the fill (the closing brace's line break)
+    context: str = ""            # shown to the model just before the hole but removed by the edit (a TODO line)
+
+    @property
+    def inline(self) -> bool:
+        """An expression within a line (``__``), not whole statements."""
+        return self.kind is HoleKind.INLINE
 
 
 @dataclass(frozen=True)
 class FillRequest:
-    """Fill ``blanks`` of ``text`` jointly, in one canvas ("Fill N holes", "Complete body")."""
+    """Fill the found ``holes`` of ``text`` jointly, in one canvas ("Fill N holes", "Complete body")."""
 
     text: str
     language: str
-    blanks: tuple[Blank, ...]
+    holes: tuple[Hole, ...]
     callers: tuple[tuple[int, int], ...] = ()  # lines calling the function, extra context after the suffix
     body: bool = False                         # a function body: one hole of ``max_hole_tokens`` slots
     steps: int | None = None

@@ -10,20 +10,11 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .holes import (
-    Source,
-    enclosing,
-    function_types,
-    header_blank,
-    is_docstring,
-    is_stub,
-    scoped_blanks,
-    statement_blank,
-    statements,
-)
+from .holes import (Source, enclosing, found_hole, function_types, header_blank, is_docstring, is_stub,
+                    scoped_blanks, statement_blank, statements)
 from .languages import error_spans as tree_errors
 from .languages import spec_for
-from .requests import Blank
+from .requests import Hole
 
 _DEFINES = re.compile(r"\b(def|function|fn|func)\s*$")
 _lock = threading.Lock()
@@ -35,8 +26,8 @@ _STUB_LINES = 12  # a syntax error span larger than this falls back to the curso
 @dataclass(frozen=True)
 class Survey:
     scope: tuple[int, int]                    # where the holes were looked for
-    blanks: tuple[Blank, ...]                 # "Fill N holes"
-    body: Blank | None = None                 # "Complete body": the function at the cursor
+    blanks: tuple[Hole, ...]                 # "Fill N holes"
+    body: Hole | None = None                 # "Complete body": the function at the cursor
     function: str = ""                        # its name
     callers: tuple[tuple[int, int], ...] = () # lines that call it (outside it), as extra context
     errors: tuple[tuple[int, int], ...] = ()  # "Fix syntax error": spans to re-mask, smallest first
@@ -58,7 +49,7 @@ def _survey(src: Source, start: int, end: int) -> Survey:
         return Survey((start, end), ())
     scope, blanks = scoped_blanks(src, start, end)
     found = body_blank(src, start)
-    body: Blank | None = None
+    body: Hole | None = None
     name, callers = "", ()  # type: tuple[str, tuple[tuple[int, int], ...]]
     if found is not None:
         body, fn = found
@@ -75,7 +66,7 @@ def function_name(fn: tree_sitter.Node) -> str:
     return (node.text or b"").decode("utf-8", "replace") if node is not None else "function"
 
 
-def body_blank(src: Source, offset: int) -> tuple[Blank, tree_sitter.Node] | None:
+def body_blank(src: Source, offset: int) -> tuple[Hole, tree_sitter.Node] | None:
     """The body of the innermost function at ``offset``: its stubs replaced, else continued after its
     last statement (a docstring is kept)."""
     for fn in enclosing(src, offset, function_types(src.spec)):
@@ -88,7 +79,7 @@ def body_blank(src: Source, offset: int) -> tuple[Blank, tree_sitter.Node] | Non
     return None
 
 
-def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> Blank | None:
+def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> Hole | None:
     braces = src.spec.block_opener == "{"
     stmts = statements(body) if body is not None else []
     kept = stmts[:1] if stmts and is_docstring(stmts[0]) else []
@@ -101,14 +92,14 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> B
         if src.text[first_line:src.span(last)[0]].strip():
             return None  # a body on the header's line (`{ return 1; }`): nothing sensible to continue
         after = src.span(last)[1]
-        return Blank(after, after, "body", indent=src.indent_at(src.span(last)[0]), lead=src.eol)
+        return found_hole(after, after, "body", indent=src.indent_at(src.span(last)[0]), lead=src.eol)
     if braces:
         if body is None or body.child_count < 2:
             return None
         notes = [c for c in body.named_children if "comment" in c.type]
         if notes and not src.text[src.line_start(src.span(notes[0])[0]):src.span(notes[0])[0]].strip():
             after = src.span(notes[-1])[1]  # a body of comments only: they stay, the code goes after them
-            return Blank(after, after, "body", indent=src.indent_at(src.span(notes[-1])[0]), lead=src.eol)
+            return found_hole(after, after, "body", indent=src.indent_at(src.span(notes[-1])[0]), lead=src.eol)
         lo, hi = src.span(body)
         return header_blank(src, lo + 1, hi - 1, "body")
     colon = next((c for c in fn.children if c.type == ":"), None)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from .context import Hole, Window
+from .context import Window
 from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
-from .requests import Blank, HoleKind
+from .requests import Hole, HoleKind
 
 
 def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
@@ -120,7 +120,7 @@ def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baselin
     return not any(s < hi and e > lo or s == e and lo <= s <= hi for s, e in error_spans(tree, nested=False))
 
 
-def choose(spec: LanguageSpec, text: str, win: Window, blanks: Sequence[Blank], options: Sequence[Sequence[str]],
+def choose(spec: LanguageSpec, text: str, win: Window, blanks: Sequence[Hole], options: Sequence[Sequence[str]],
            validate: bool) -> tuple[list[int | None], int]:
     """For a multi-hole fill: per hole, in order, the index of the longest option (``options[i]``, longest
     first) that adds no parse error (``None``: the hole keeps its text); and how many were rejected."""
@@ -143,7 +143,7 @@ def choose(spec: LanguageSpec, text: str, win: Window, blanks: Sequence[Blank], 
     return chosen, rejected
 
 
-def _assemble(text: str, win: Window, blanks: Sequence[Blank], chosen: Sequence[str | None]) -> str:
+def _assemble(text: str, win: Window, blanks: Sequence[Hole], chosen: Sequence[str | None]) -> str:
     parts, pos = [win.prefix], blanks[0].start
     for b, option in zip(blanks, chosen):
         parts.append(text[pos:b.start])

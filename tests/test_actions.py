@@ -12,8 +12,8 @@ from pygls.exceptions import JsonRpcException
 from engine.actions import minimal_edits
 from engine.backends.base import Candidate, Control, FillResult
 from engine.config import FillOptions
-from engine.holes import Source
-from engine.requests import Blank, FillRequest, FixRequest, RewriteRequest
+from engine.holes import Source, found_hole
+from engine.requests import FillRequest, FixRequest, RewriteRequest
 from engine.serve import serve
 from engine.languages import error_count, parse, spec_for
 from engine.multifill import shape
@@ -124,10 +124,10 @@ def _candidate(*texts):
 
 
 def test_a_statement_fill_is_reindented_and_stops_where_it_leaves_the_block():
-    blank = Blank(10, 17, "...", indent="    ")
+    blank = found_hole(10, 17, "...", indent="    ")
     options = shape(blank, _candidate("\n  return 1\n    x = 2\ndef g():\n    pass"), 0, "\n")
     assert [o.text for o in options] == ["    return 1\n    x = 2", "    return 1"]
-    assert [o.text for o in shape(Blank(0, 2, "__", inline=True), _candidate("  a + b \nmore"), 0, "\n")] == ["a + b"]
+    assert [o.text for o in shape(found_hole(0, 2, "__", inline=True), _candidate("  a + b \nmore"), 0, "\n")] == ["a + b"]
     assert shape(blank, _candidate("\n\n  "), 0, "\n") == []
     crlf = shape(blank, _candidate("a\n    b"), 0, "\r\n")[0]
     assert crlf.text == "    a\r\n    b"

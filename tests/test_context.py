@@ -130,7 +130,7 @@ def test_an_indentation_error_at_the_hole_is_the_fills_to_fix():
 
 
 def test_a_python_block_fill_ends_where_it_would_leave_the_block():
-    from engine.context import Hole
+    from engine.requests import Hole
     from engine.infill import _options
     hole = Hole(0, 0, HoleKind.BLOCK)
     # the body under the cursor, then statements at the enclosing level (the suffix's business): cut there
