@@ -3,7 +3,7 @@ fill options every request carries (a change applies to the next request, with n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,3 @@ class EngineConfig:
                 raise TypeError(f"EngineConfig has no setting {name!r}")
             halves[half][name] = value
         return cls(LoadConfig(**halves[LoadConfig]), FillOptions(**halves[FillOptions]))
-
-    def with_fill(self, **values: Any) -> EngineConfig:
-        return replace(self, fill=replace(self.fill, **values))

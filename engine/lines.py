@@ -16,10 +16,6 @@ def eol_of(text: str) -> str:
     return "\r\n" if "\r\n" in text[:_SAMPLE] else "\n"
 
 
-def to_lf(text: str) -> str:
-    return text.replace("\r\n", "\n")
-
-
 def with_eol(text: str, spans: Spans, eol: str) -> tuple[str, Spans]:
     """``text`` with every line break as ``eol`` (a stray ``\\r`` dropped) and ``spans`` moved to match."""
     if "\r" not in text and eol == "\n":

@@ -197,9 +197,6 @@ class DiffusionGemmaBackend:
         ends[len(self.tokenizer):] = True
         return ends
 
-    def clear_prompt_cache(self) -> None:
-        self.prompt_cache.clear()
-
     def close(self) -> None:
         self.prompt_cache.clear()
         if self.device.type == "cuda":
