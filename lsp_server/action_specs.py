@@ -52,6 +52,7 @@ class ActionSpec:
     surveys: bool = True                             # needs the survey of the range to build its request
     streams: bool = True                             # streams drafts and progress while it runs
     computed_on_offer: bool = False                  # computed while offering, offered only when it found one
+    preferred: bool = False                          # CodeAction.isPreferred
 
     def titled(self, found: Survey | None) -> str:
         return self.title(found) if self.title is not None and found is not None else self.label
@@ -91,7 +92,8 @@ def _holes_title(found: Survey) -> str:
 SPECS: dict[str, ActionSpec] = {spec.name: spec for spec in (
     # The fix comes first: it is preferred when offered.
     ActionSpec(FIX, types.CodeActionKind.QuickFix.value, "Fix syntax error", lambda found, s, e: bool(found.errors),
-               _fix, "no fix that parses was found", streams=False, computed_on_offer=True),
+               _fix, "no fix that parses was found", streams=False, computed_on_offer=True,
+               preferred=True),
     ActionSpec(REWRITE, f"{_REWRITE_KIND}.{REWRITE}", "Rewrite selection",
                lambda found, s, e: e > s, _rewrite, "no rewrite that parses and changes something was found",
                surveys=False),

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from engine import Completion, EngineError, FixRequest, Request
+from engine import Completion, EngineError, Request
 from engine.targets import Survey, survey
 
-from .action_specs import FIX, REWRITE, SPECS, ActionSpec, JsonRpcRequestFailed, Target
+from .action_specs import REWRITE, SPECS, ActionSpec, JsonRpcRequestFailed, Target
 from .documents import Document
 from .drafts import DraftStream, hole_json, range_json
 from .jobs import document_key
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 REWRITE_COMMAND = "diffusion.rewriteSelection"
 RUN_COMMAND = "diffusion.runAction"
-_FIX_CACHE = 8
+_AHEAD_CACHE = 8
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ def _plain(value: Any) -> Any:
 class Actions:
     def __init__(self, server: DiffusionServer):
         self.server = server
-        # (uri, version, start, end) -> a fix found while offering
-        self.fixes: dict[tuple[str, int, int, int], Completion] = {}
+        # (action, uri, version, start, end) -> what an action computed while offering found
+        self.ahead: dict[tuple[str, str, int, int, int], Completion] = {}
 
     # -- offering --------------------------------------------------------------------------
     async def offer(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
@@ -105,22 +105,25 @@ class Actions:
             if spec.computed_on_offer:
                 if not (invoked or params.context.only):
                     continue
-                fix = await self._compute_fix(doc, found, start, end)
+                ahead = await self._compute_ahead(spec, doc, found, start, end)
                 if doc.version != version:
                     return []
-                if fix is None or not fix.fills:
+                if ahead is None or not ahead.fills:
                     continue
             offered.append(spec)
         return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found)))
                 for spec in offered]
 
-    async def _compute_fix(self, doc: Document, found: Survey, start: int, end: int) -> Completion | None:
-        request = FixRequest(doc.text, doc.language_id, found.errors, key=document_key(doc.uri, "fix"))
+    async def _compute_ahead(self, spec: ActionSpec, doc: Document, found: Survey, start: int,
+                             end: int) -> Completion | None:
+        """An action computed while offering (the fix): kept for its resolve, offered only if it found one."""
+        request, _ = spec.build(Target(doc.text, doc.language_id, start, end, found, None,
+                                       document_key(doc.uri, spec.name)))
         completion = await self._run(doc, request, None)
         if completion is not None and completion.fills:
-            self.fixes[(doc.uri, doc.version, start, end)] = completion
-            while len(self.fixes) > _FIX_CACHE:
-                self.fixes.pop(next(iter(self.fixes)))
+            self.ahead[(spec.name, doc.uri, doc.version, start, end)] = completion
+            while len(self.ahead) > _AHEAD_CACHE:
+                self.ahead.pop(next(iter(self.ahead)))
         return completion
 
     def _format(self, data: ActionData) -> types.CodeAction | types.Command:
@@ -132,7 +135,7 @@ class Actions:
         lazy = bool(caps.data_support and caps.resolve_support and "edit" in caps.resolve_support.properties)
         tags = [types.CodeActionTag.LlmGenerated] if (
             caps.tag_support and types.CodeActionTag.LlmGenerated in caps.tag_support.value_set) else None
-        return types.CodeAction(data.title, kind=data.spec.kind, is_preferred=data.action == FIX or None,
+        return types.CodeAction(data.title, kind=data.spec.kind, is_preferred=data.spec.preferred or None,
                                 data=data.to_json() if lazy else None, command=None if lazy else command,
                                 tags=tags)
 
@@ -164,7 +167,7 @@ class Actions:
         ls, spec = self.server, data.spec
         doc = _current(ls, data)
         start, end = sorted((ls.offset_or_error(doc, data.range.start), ls.offset_or_error(doc, data.range.end)))
-        cached = self.fixes.get((doc.uri, doc.version, start, end)) if spec.computed_on_offer else None
+        cached = self.ahead.get((spec.name, doc.uri, doc.version, start, end)) if spec.computed_on_offer else None
         if cached is not None:
             return doc, cached
         text = doc.text
