@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import LanguageSpec, spec_for
-from .lines import to_crlf
+from .lines import to_crlf, to_lf, uses_crlf
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .validate import PARSES, Verdict, baseline_errors, parses, python_check, tidy
 
@@ -51,9 +51,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                    spec: LanguageSpec, hole: Hole, t0: float) -> Completion:
     text = request.text
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
-    crlf = "\r\n" in win.prefix or "\r\n" in win.suffix
+    crlf = uses_crlf(win.prefix, win.suffix)
     if crlf:  # the model reads and writes LF; the user's CRLF comes back on the way out
-        win = replace(win, prefix=win.prefix.replace("\r\n", "\n"), suffix=win.suffix.replace("\r\n", "\n"))
+        win = replace(win, prefix=to_lf(win.prefix), suffix=to_lf(win.suffix))
     line_end = text.find("\n", hole.end)
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
     original = text[hole.start:hole.end]

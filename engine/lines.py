@@ -11,9 +11,17 @@ Spans = tuple[tuple[int, int], ...]
 _SAMPLE = 4096  # characters looked at to decide a document's line end
 
 
+def uses_crlf(*texts: str) -> bool:
+    return any("\r\n" in text for text in texts)
+
+
 def eol_of(text: str) -> str:
     """``"\\r\\n"`` when ``text`` (its first few thousand characters) uses CRLF, else ``"\\n"``."""
-    return "\r\n" if "\r\n" in text[:_SAMPLE] else "\n"
+    return "\r\n" if uses_crlf(text[:_SAMPLE]) else "\n"
+
+
+def to_lf(text: str) -> str:
+    return text.replace("\r\n", "\n")
 
 
 def with_eol(text: str, spans: Spans, eol: str) -> tuple[str, Spans]:

@@ -26,7 +26,7 @@ class FillPlan:
     """Fixed text and holes in document order. The first and last pieces are the (trimmed) prefix and suffix."""
 
     pieces: tuple[Piece, ...]
-    steps: int                        # step budget
+    steps: int                        # step budget (>= 1: the engine resolves "0 steps" in lengths.step_budget)
     threshold: float                  # accept rule parameter (confidence for masked, entropy bound for gemma)
     instruction: str | None = None
 

@@ -169,7 +169,7 @@ class DiffusionGemmaBackend:
         generator = torch.Generator(device=device).manual_seed(SEED)
         on_step = self.draft_hook(batch, plan, control) if control.draft is not None else None
         return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
-                       steps=plan.steps if plan.steps > 0 else sampling.steps, vocab_size=self.vocab_size,
+                       steps=plan.steps, vocab_size=self.vocab_size,
                        generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
                        check=control.check, on_step=on_step)
 

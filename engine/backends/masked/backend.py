@@ -185,7 +185,7 @@ class MaskedBackend:
         context = tuple(p if isinstance(p, str) else ("hole", p.init) for p in plan.pieces) + (self.order,)
         out = denoise(self._stepper(holes, len(canvas), context), canvas, holes, self.terminators, self.newlines,
                       self.suppressed,
-                      plan.steps or DEFAULT_STEPS, threshold, self.order, control.check, on_step, free)
+                      plan.steps, threshold, self.order, control.check, on_step, free)
         texts, confs, spans, logps, kept = [], [], [], [], 0
         for h, end in zip(holes, out.ends):
             toks = out.ids[h.lo:end].tolist()
