@@ -54,6 +54,9 @@ class EngineConfig:
     load: LoadConfig = field(default_factory=LoadConfig)
     fill: FillOptions = field(default_factory=FillOptions)
 
+    def model_dir(self) -> Path:
+        return self.load.model_dir()
+
     @classmethod
     def of(cls, **values: Any) -> EngineConfig:
         """From flat field names (``EngineConfig.of(model=..., steps=8)``); an unknown name is a TypeError."""
