@@ -197,6 +197,10 @@ class DiffusionGemmaBackend:
         ends[len(self.tokenizer):] = True
         return ends
 
+    def clear_prompt_cache(self) -> None:
+        """Forget the cached prefix (benchmarks/gpu_check measures cold fills with it)."""
+        self.prompt_cache.clear()
+
     def close(self) -> None:
         self.prompt_cache.clear()
         if self.device.type == "cuda":
