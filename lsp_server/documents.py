@@ -77,8 +77,8 @@ class _LineUnits:
         block = bisect.bisect_right(self.marks, units) - 1
         if block >= len(self.marks) - 1:
             return self.end
-        lo, hi, left = self.start + block * _BLOCK, min(self.start + (block + 1) * _BLOCK, self.end), units - self.marks[block]
-        begin = lo
+        begin = lo = self.start + block * _BLOCK
+        hi, left = min(lo + _BLOCK, self.end), units - self.marks[block]
         while lo < hi:  # the last offset whose units from the block's start are <= left (never inside a character)
             mid = (lo + hi + 1) // 2
             if _count(text[begin:mid], self.encoding) <= left:
