@@ -1,6 +1,9 @@
 """LSP position <-> str offset conversions on one long line (issue 18, item 5): how long one conversion
 near the end of a 2 MB single-line document takes, per encoding, the first time on a text (cold: the
-line's unit table is made) and again (warm), and what an incremental edit at the line's end costs.
+line's unit table is made) and again (warm), and what an incremental edit at the line's end costs;
+then, through a real server (no model needed), how long a ``diffusion/stats`` request sent 20 ms after
+an inline request near the end of that line waits for its answer (the event loop is not blocked when
+this is about a millisecond).
 
     python -m benchmarks.positions --out benchmarks/results/positions.json
 """
@@ -9,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
+import threading
 import time
 
 from lsprotocol import types
 
+from benchmarks.lsp_client import LspClient
 from benchmarks.report import default_out, envelope, run_cli, write_result
 from lsp_server.documents import UTF8, UTF16, UTF32, Document
 
@@ -60,6 +66,28 @@ def measure(size: int, repeat: int) -> dict:
     return rows
 
 
+def stats_behind_inline(size: int, repeat: int) -> dict:
+    """Round trips of diffusion/stats, each sent 20 ms after an inline request near the end of the line."""
+    text = long_line(size)
+    end = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    waits = []
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:  # this checkout's server
+        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {},
+                                      "initializationOptions": {"threads": 1}})  # no `initialized`: no model
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": "file:///long.py", "languageId": "python", "version": 1, "text": text}})
+        client.request("diffusion/stats", {})
+        for i in range(repeat):
+            inline = threading.Thread(target=client.request, args=("textDocument/inlineCompletion", {
+                "textDocument": {"uri": "file:///long.py"}, "position": {"line": 0, "character": end - 3 - i},
+                "context": {"triggerKind": 1}}))
+            inline.start()
+            time.sleep(0.02)
+            waits.append(client.request_timed("diffusion/stats", {})[1])
+            inline.join()
+    return {"median_ms": round(statistics.median(waits), 1), "max_ms": round(max(waits), 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.positions", description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=2_000_000, help="characters on the line")
@@ -68,12 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     result = envelope("positions", "benchmarks.positions", argv)
     rows = measure(args.size, args.repeat)
-    result.update({"line_chars": args.size, "repeat": args.repeat, "encodings": rows})
+    behind = stats_behind_inline(args.size, args.repeat)
+    result.update({"line_chars": args.size, "repeat": args.repeat, "encodings": rows,
+                   "stats_behind_inline_request": behind})
     write_result(args.out, result)
     for enc, row in rows.items():
         print(f"{enc}: first offset_at {row['first_offset_at_ms']} ms, then offset_at {row['offset_at_ms']} ms, "
               f"position_at {row['position_at_ms']} ms; edit at the end + offset_at "
               f"{row['edit_at_end_then_offset_at_ms']} ms")
+    print(f"diffusion/stats sent 20 ms after an inline request near the end: median {behind['median_ms']} ms, "
+          f"max {behind['max_ms']} ms")
     return 0
 
 
