@@ -141,7 +141,7 @@ class Connection:
             return
         try:
             self.protocol.handle_message(self.protocol.structure_message(message))
-        except (BrokenPipeError, ConnectionError):
+        except ConnectionError:  # the client is gone (a broken pipe): the loop ends the session
             raise
         except Exception as exc:  # pygls could not decode or route it: say so to a waiting client
             log.exception("could not handle %s", method or "a response")
