@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 HEADER_LIMIT = 8192  # a header block without its end within this many bytes is garbage
 _MARK = re.compile(rb"content-length:", re.IGNORECASE)
+_MARKS = (b"Content-Length:", b"content-length:")  # where resynchronising may start (as LSP writes it, or lower case)
 _KEEP = len(b"content-length:") - 1  # bytes kept when dropping garbage: a header split across reads
 _HEADER_LINE = re.compile(rb"([A-Za-z0-9-]+):[ \t]*(.*?)[ \t]*")
 _MAX_DIGITS = 18  # more digits than this is above any limit (and int() refuses 4,300+ digits)
@@ -47,6 +48,12 @@ def _content_length(block: bytes, limit: int) -> tuple[int | None, str]:
     return length, ""
 
 
+def _last_mark(buf: bytearray, start: int, end: int) -> int:
+    """Where the last ``Content-Length:`` in ``buf[start:end]`` starts, or -1. Restarting at the last one before
+    a block's end (not the first) makes every byte examined a bounded number of times: linear in the stream."""
+    return max(buf.rfind(mark, start, end) for mark in _MARKS)
+
+
 class Framer:
     """Splits a byte stream into message bodies; ``feed`` bytes, then take items with ``next`` until None."""
 
@@ -74,17 +81,18 @@ class Framer:
             if end < 0:
                 if len(buf) <= HEADER_LIMIT:
                     return None
-                mark = _MARK.search(buf, 1)
-                error = self._drop(mark.start() if mark else len(buf) - _KEEP,
+                mark = _last_mark(buf, max(1, len(buf) - HEADER_LIMIT), len(buf))  # a header still arriving
+                error = self._drop(mark if mark > 0 else len(buf) - _KEEP,
                                    f"no header block ends within {HEADER_LIMIT} bytes")
             else:
-                length, problem = _content_length(bytes(buf[:end]), self.limit)
+                length, problem = _content_length(bytes(buf[:end]), self.limit) if end <= HEADER_LIMIT else (
+                    None, f"a header block longer than {HEADER_LIMIT} bytes")
                 if length is not None:
                     del buf[:end + 4]
                     self._length, self._lost = length, False
                     continue
-                mark = _MARK.search(buf, 1, end)  # garbage before a header: start again at the header
-                error = self._drop(mark.start() if mark else end + 4, problem)
+                mark = _last_mark(buf, 1, end)  # garbage before a header: start again at the header
+                error = self._drop(mark if mark > 0 else end + 4, problem)
             if error is not None:
                 return error
 

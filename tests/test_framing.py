@@ -45,6 +45,11 @@ CASES = {
     "garbage between": (frame(1) + b"\x00\xff junk\r\n\r\n" + frame(2), [1, "error", 2]),
     "endless garbage": (b"x" * (3 * HEADER_LIMIT) + frame(2), ["error", 2]),
     "a header name in the garbage": (b"Content-Length" * 2000 + frame(2), ["error", 2]),
+    "headers in the garbage": (b"Content-Length:" * 2000 + frame(2), ["error", 2]),
+    "invalid header blocks": (b"Content-Length: x\r\n\r\n" * 1000 + frame(2), ["error", 2]),
+    "a header block too long": (b"Content-Length: 5\r\n" + b"X: y\r\n" * 3000 + b"\r\nhello" + frame(2),
+                                ["error", 2]),
+    "lower case, after garbage": (b"junk" + frame(1).replace(b"Content-Length", b"content-length"), ["error", 1]),
 }
 
 
