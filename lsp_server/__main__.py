@@ -33,12 +33,51 @@ def _parse_location(spec: str) -> tuple[str, int, int]:
     return path2, line_no, col_no
 
 
+def _size(text: str) -> int:
+    from .transport import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _serve(args, p: argparse.ArgumentParser) -> int:
+    """stdio, or --tcp with a session per connection (lsp_server/transport.py, lsp_server/tcp.py)."""
+    from . import __version__
+    from .server import build_server
+    from .transport import DEFAULT_MAX_MESSAGE, serve_stdio
+    max_message = args.max_message_size or DEFAULT_MAX_MESSAGE
+    logging.getLogger("lsp_server").info("diffusion-lsp %s serving on %s", __version__,
+                                         f"tcp {args.host}:{args.port}" if args.tcp else "stdio")
+    if not args.tcp:
+        if args.token_file:
+            p.error("--token-file needs --tcp (stdio is the editor's own pipe)")
+        serve_stdio(build_server(), max_message)
+        return 0
+    from .tcp import check_loopback, read_token, serve_tcp
+    try:
+        check_loopback(args.host)
+        token = read_token(args.token_file)
+    except (OSError, ValueError) as exc:
+        p.error(str(exc))
+    if args.max_clients < 1:
+        p.error("--max-clients must be at least 1")
+    serve_tcp(build_server, args.host, args.port, token=token, max_clients=args.max_clients, max_message=max_message)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="diffusion-lsp", description=__doc__)
     p.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
     p.add_argument("--tcp", action="store_true", help="listen on a TCP socket instead of stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=2087)
+    p.add_argument("--host", default="127.0.0.1", help="a loopback address only (the default, ::1 or localhost)")
+    p.add_argument("--port", type=int, default=2087, help="0: any free port (the log names it)")
+    p.add_argument("--max-message-size", type=_size, default=None, metavar="SIZE",
+                   help="the largest message read, in bytes or with K/M/G (default 64M); a larger one is "
+                        "answered with a Parse error and skipped")
+    p.add_argument("--token-file", help="--tcp only: every connection must send this file's token as "
+                                        "initializationOptions.token (default: $DIFFUSION_LSP_TOKEN, if set)")
+    p.add_argument("--max-clients", type=int, default=4, help="--tcp only: sessions open at once (default 4)")
     p.add_argument("--log-file", help="log here instead of stderr")
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug")
     sub = p.add_subparsers(dest="command")
@@ -63,16 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from .demo import run_demo
         return run_demo(args)
-    from . import __version__
-    from .server import build_server
-    server = build_server()
-    logging.getLogger("lsp_server").info("diffusion-lsp %s serving on %s", __version__,
-                                         f"tcp {args.host}:{args.port}" if args.tcp else "stdio")
-    if args.tcp:
-        server.start_tcp(args.host, args.port)
-    else:
-        server.start_io()
-    return 0
+    return _serve(args, p)
 
 
 if __name__ == "__main__":

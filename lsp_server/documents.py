@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 
 from lsprotocol import types
 
-_EOL = re.compile(r"\r\n|\r|\n")
+_EOL = re.compile(r"\r\n?|\n")  # the same breaks as \r\n|\r|\n, found 2-3x faster
+_BREAK_CHAR = re.compile(r"[\r\n]")
 UTF8, UTF16, UTF32 = types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf32
+# codec and bytes per unit; surrogatepass: a lone surrogate is one UTF-16 unit and three UTF-8 bytes,
+# as _units counts it
+_CODECS: dict[str, tuple[str, int]] = {UTF8: ("utf-8", 1), UTF16: ("utf-16-le", 2)}
+_BLOCK = 1024  # characters between checkpoints on a long line: a conversion counts at most this many
 
 
 class PositionError(ValueError):
@@ -35,6 +40,62 @@ def _units(ch: str, encoding: str) -> int:
     return 1
 
 
+def _count(text: str, encoding: str) -> int:
+    """Code units of ``text`` in ``encoding`` (UTF-8 or UTF-16), counted by the codec in C."""
+    codec, width = _CODECS[encoding]
+    return len(text.encode(codec, "surrogatepass")) // width
+
+
+def _walk(text: str, offset: int, end: int, left: int, encoding: str) -> int:
+    """The offset ``left`` units after ``offset``, stopping at ``end`` or before a character that would
+    overshoot (half a surrogate pair, part of a UTF-8 sequence: the character's start)."""
+    while offset < end and left > 0:
+        n = _units(text[offset], encoding)
+        if n > left:
+            break
+        left -= n
+        offset += 1
+    return offset
+
+
+class _LineUnits:
+    """One long line's code units in one encoding, counted once per text: the units before every
+    ``_BLOCK``-th character, so a conversion scans at most one block (none when every character is one unit)."""
+
+    def __init__(self, text: str, start: int, end: int, encoding: str):
+        self.start, self.end, self.encoding = start, end, encoding
+        self.marks: list[int] | None = None  # None: one unit per character
+        if _count(text[start:end], encoding) != end - start:
+            marks, total = [0], 0
+            for s in range(start, end, _BLOCK):
+                total += _count(text[s:min(s + _BLOCK, end)], encoding)
+                marks.append(total)
+            self.marks = marks
+
+    def offset(self, text: str, units: int) -> int:
+        if self.marks is None:
+            return self.start + min(units, self.end - self.start)
+        block = bisect.bisect_right(self.marks, units) - 1
+        if block >= len(self.marks) - 1:
+            return self.end
+        begin = lo = self.start + block * _BLOCK
+        hi, left = min(lo + _BLOCK, self.end), units - self.marks[block]
+        while lo < hi:  # the last offset whose units from the block's start are <= left (never inside a character)
+            mid = (lo + hi + 1) // 2
+            if _count(text[begin:mid], self.encoding) <= left:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def units(self, text: str, offset: int) -> int:
+        if self.marks is None:
+            return offset - self.start
+        block = (offset - self.start) // _BLOCK
+        begin = self.start + block * _BLOCK
+        return self.marks[block] + _count(text[begin:offset], self.encoding)
+
+
 @dataclass
 class Document:
     uri: str
@@ -43,6 +104,7 @@ class Document:
     text: str
     out_of_sync: bool = False  # a change could not be applied: no edits until a full-text change
     _starts: list[int] | None = field(default=None, repr=False)
+    _long: dict[tuple[int, str], _LineUnits] = field(default_factory=dict, repr=False)  # for this text only
 
     def line_starts(self) -> list[int]:
         if self._starts is None:
@@ -57,6 +119,16 @@ class Document:
             return end - (2 if self.text[end - 2:end] == "\r\n" else 1)
         return len(self.text)
 
+    def _line_units(self, line: int, start: int, end: int, reach: int, encoding: str) -> _LineUnits | None:
+        """The unit table of a line longer than one block, for a column ``reach`` characters or units into
+        it (made on first use, kept until the text changes)."""
+        if end - start <= _BLOCK or reach <= _BLOCK or encoding == UTF32:
+            return None  # a short line, or a column near its start: counting there is cheap
+        table = self._long.get((line, encoding))
+        if table is None:
+            table = self._long[(line, encoding)] = _LineUnits(self.text, start, end, encoding)
+        return table
+
     def offset_at(self, position: types.Position, encoding: str = UTF16) -> int:
         """The str offset of ``position``; a character past the line's end means the end (LSP rule)."""
         starts = self.line_starts()
@@ -64,14 +136,13 @@ class Document:
             raise PositionError(f"negative position {position.line}:{position.character}")
         if position.line >= len(starts):
             raise PositionError(f"line {position.line} is past the end of the document ({len(starts)} lines)")
-        offset, end, left = starts[position.line], self._line_end(position.line), position.character
-        while offset < end and left > 0:
-            n = _units(self.text[offset], encoding)
-            if n > left:  # inside a character (half a surrogate pair, part of a UTF-8 sequence)
-                break
-            left -= n
-            offset += 1
-        return offset
+        start, end = starts[position.line], self._line_end(position.line)
+        if encoding == UTF32:
+            return start + min(position.character, end - start)
+        table = self._line_units(position.line, start, end, position.character, encoding)
+        if table is not None:
+            return table.offset(self.text, position.character)
+        return _walk(self.text, start, end, position.character, encoding)
 
     def position_at(self, offset: int, encoding: str = UTF16) -> types.Position:
         offset = max(0, min(offset, len(self.text)))
@@ -80,7 +151,10 @@ class Document:
         start = starts[line]
         if encoding == UTF32:
             return types.Position(line, offset - start)
-        return types.Position(line, sum(_units(ch, encoding) for ch in self.text[start:offset]))
+        table = self._line_units(line, start, self._line_end(line), offset - start, encoding)
+        if table is not None:
+            return types.Position(line, table.units(self.text, offset))
+        return types.Position(line, _count(self.text[start:offset], encoding))
 
     def range_at(self, start: int, end: int, encoding: str = UTF16) -> types.Range:
         return types.Range(self.position_at(start, encoding), self.position_at(end, encoding))
@@ -91,19 +165,25 @@ class Document:
             hi = self.offset_at(change.range.end, encoding)
             if hi < lo:
                 raise PositionError("change range ends before it starts")
-            self.text = self.text[:lo] + change.text + self.text[hi:]
-            if self._starts is not None:
-                self._starts = self._shifted_starts(lo, hi, len(change.text))
+            text = self.text[:lo] + change.text + self.text[hi:]
+            starts = None if self._starts is None else self._shifted_starts(text, lo, hi, len(change.text))
+            self.restore(text, starts)
         else:
-            self.text = change.text
-            self._starts = None
+            self.restore(change.text, None)
 
-    def _shifted_starts(self, lo: int, hi: int, inserted: int) -> list[int]:
+    def restore(self, text: str, starts: list[int] | None) -> None:
+        """Set the text (and its line starts, when known); unit tables of the old text are dropped."""
+        self.text, self._starts = text, starts
+        self._long.clear()
+
+    def _shifted_starts(self, text: str, lo: int, hi: int, inserted: int) -> list[int]:
         """Line starts after ``[lo, hi)`` became ``inserted`` chars, without rescanning the document:
         starts before ``lo`` stay, the edited span is rescanned, the rest shift (a 5 MB file stays fast)."""
-        old, text, delta = self.line_starts(), self.text, inserted - (hi - lo)
+        old, delta = self.line_starts(), inserted - (hi - lo)
         head = old[:bisect.bisect_left(old, lo)] or [0]
-        middle = [s for s in range(max(lo, 1), min(lo + inserted + 1, len(text)) + 1) if _starts_line(text, s)]
+        first, last = max(lo, 1), min(lo + inserted + 1, len(text))  # the starts that may have changed
+        middle = [m.end() for m in _BREAK_CHAR.finditer(text, first - 1, last)
+                  if _starts_line(text, m.end())] if first <= last else []
         tail = [s + delta for s in old[bisect.bisect_left(old, hi + 2):]]
         return head + middle + tail
 
@@ -128,7 +208,8 @@ class DocumentStore:
                 if not isinstance(change, types.TextDocumentContentChangePartial):
                     doc.out_of_sync = False
         except PositionError:
-            doc.text, doc._starts, doc.out_of_sync = text, starts, True
+            doc.restore(text, starts)
+            doc.out_of_sync = True
             raise
         finally:
             doc.version = params.text_document.version

@@ -126,6 +126,12 @@ class DiffusionServer(LanguageServer):
     def encoding(self) -> str:
         return self.protocol.encoding
 
+    def shutdown(self) -> None:
+        """End this session (end of stdin, or its TCP client gone): its engine thread stops too."""
+        if self.engine is not None:
+            self.engine.close(wait=False)
+        super().shutdown()
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 

@@ -1,9 +1,11 @@
 """Positions <-> offsets in every encoding, with CRLF, tabs, emoji, empty files; incremental sync."""
 
+import bisect
+
 import pytest
 from lsprotocol import types
 
-from lsp_server.documents import UTF8, UTF16, UTF32, Document, DocumentStore, PositionError
+from lsp_server.documents import _BLOCK, UTF8, UTF16, UTF32, Document, DocumentStore, PositionError
 
 P = types.Position
 
@@ -95,3 +97,71 @@ def test_incremental_line_starts_match_a_full_rescan():
             continue  # between CR and LF: not addressable as a position
         d.apply(types.TextDocumentContentChangePartial(types.Range(start, end), new), UTF32)
         assert d.line_starts() == doc(d.text).line_starts()
+
+
+# -- long lines: unit tables (one block scanned per conversion), checked against a plain count ----------
+
+def _reference_units(ch: str, enc) -> int:
+    if enc == UTF8:
+        return len(ch.encode("utf-8", "surrogatepass"))
+    return len(ch.encode("utf-16-le", "surrogatepass")) // 2 if enc == UTF16 else 1
+
+
+LONG = {  # each line spans several of the tables' blocks
+    "astral at block edges": "a" * (_BLOCK - 1) + "😀" + "b" * (_BLOCK - 2) + "😀😀" + "c" * 1500,
+    "lone surrogates": ("x\ud800y\udfffé" * 700) + "\ud83d",
+    "all ascii, CRLF after": "q" * 3000 + "\r\nnext",
+    "lone CR after": "é" * 1600 + "\r" + "😀" * 400,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG))
+@pytest.mark.parametrize("enc", [UTF8, UTF16, UTF32])
+def test_long_line_conversions_are_exact(name, enc):
+    text = LONG[name]
+    d = doc(text)
+    end = d._line_end(0)
+    cumulative = [0]
+    for ch in text[:end]:
+        cumulative.append(cumulative[-1] + _reference_units(ch, enc))
+    total = cumulative[-1]
+    for character in list(range(0, total + 3, 7)) + [total - 1, total, total + 1]:
+        expected = bisect.bisect_right(cumulative, character) - 1  # the last offset not past ``character``
+        assert d.offset_at(P(0, character), enc) == expected, character
+    for off in list(range(0, end + 1, 5)) + [end]:
+        assert d.position_at(off, enc) == P(0, cumulative[off]), off
+
+
+@pytest.mark.parametrize("enc", [UTF8, UTF16])
+def test_long_line_tables_follow_edits(enc):
+    store = DocumentStore()
+    text = "v = 1; " * 600
+    store.open(types.TextDocumentItem("file:///l.py", "python", 1, text))
+    d = store.get("file:///l.py")
+    end = d.position_at(len(text), enc)
+    assert d.offset_at(end, enc) == len(text)
+    # an astral character near the start shifts every later unit; the table must be rebuilt
+    store.change(change("file:///l.py", 2, types.TextDocumentContentChangePartial(
+        types.Range(P(0, 3), P(0, 3)), "😀")), enc)
+    new_end = d.position_at(len(d.text), enc)
+    assert new_end.character == end.character + (4 if enc == UTF8 else 2)
+    assert d.offset_at(new_end, enc) == len(d.text)
+    # the old end's units now end 4 (UTF-8) or 2 (UTF-16) one-unit characters before the new end
+    assert d.offset_at(end, enc) == len(d.text) - (4 if enc == UTF8 else 2)
+    # a failed change restores the old text and its tables with it
+    with pytest.raises(PositionError):
+        store.change(change("file:///l.py", 3, types.TextDocumentContentChangePartial(
+            types.Range(P(0, 0), P(0, 0)), "😀" * 3), types.TextDocumentContentChangePartial(
+            types.Range(P(5, 0), P(5, 1)), "x")), enc)
+    assert d.offset_at(new_end, enc) == len(d.text) and d.position_at(len(d.text), enc) == new_end
+
+
+def test_incremental_starts_with_many_line_breaks_inserted():
+    store = DocumentStore()
+    store.open(types.TextDocumentItem("file:///m.py", "python", 1, "a\r\nb"))
+    d = store.get("file:///m.py")
+    d.line_starts()
+    inserted = "x\r\ny\rz\n" * 1000 + "\r"
+    store.change(change("file:///m.py", 2, types.TextDocumentContentChangePartial(
+        types.Range(P(0, 1), P(0, 1)), inserted)), UTF16)  # the inserted CR meets the existing CRLF
+    assert d.line_starts() == Document("u", "python", 1, d.text).line_starts()

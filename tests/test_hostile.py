@@ -1,0 +1,240 @@
+"""Hostile bytes and clients against real server processes (issue 18): broken framing, invalid JSON-RPC,
+batches, requests after shutdown, a 2 MB single-line document, and TCP with two clients and a token."""
+
+import json
+
+import pytest
+
+from tests.wire import INITIALIZE, StdioServer, TcpServer, frame, notification, request
+
+STATS = "diffusion/stats"
+
+
+@pytest.fixture
+def stdio(tmp_path):
+    server = StdioServer(tmp_path / "server.log")
+    yield server
+    server.close()
+
+
+def _parse_error(m) -> bool:
+    return isinstance(m, dict) and m.get("id") is None and m.get("error", {}).get("code") == -32700
+
+
+BODY = json.dumps(request(7, STATS, {})).encode()
+
+
+@pytest.mark.parametrize("header", [
+    b"Content-Length: 100000000000\r\n\r\n",     # killed the server (MemoryError in the reader)
+    b"Content-Length: 3000000000\r\n\r\n",       # left it waiting for 3 GB: silent for good
+    b"Content-Length: 99999999999999999999999999999999999999999\r\n\r\n",
+    b"Content-Length: -20\r\n\r\n",
+    b"Content-Length: twenty\r\n\r\n",
+    b"Content-Type: application/vscode-jsonrpc\r\n\r\n",  # no Content-Length at all
+], ids=["100GB", "3GB", "40-digits", "negative", "non-numeric", "missing"])
+def test_a_bad_header_is_answered_and_the_next_request_too(stdio, header):
+    wire = stdio.wire
+    wire.write(header + BODY + frame(request(8, STATS, {})))
+    error = wire.wait_for(_parse_error)
+    assert wire.answer(8)["result"]["state"] == "idle"
+    assert stdio.proc.poll() is None
+    assert "framing error" in stdio.log.read_text()
+    assert not any(isinstance(m, dict) and m.get("id") == 7 for m in wire.messages)  # its body was skipped
+    assert error["error"]["message"].startswith("Parse error")
+
+
+def test_a_length_too_short_or_too_long_loses_only_that_message(stdio):
+    wire = stdio.wire
+    wire.write(b"Content-Length: 10\r\n\r\n" + BODY + frame(request(8, STATS, {})))
+    wire.wait_for(_parse_error)
+    assert "result" in wire.answer(8)
+    # too long: the next two messages are swallowed into the body, then read again from their headers
+    wire.write(b"Content-Length: %d\r\n\r\n" % (len(BODY) + 40) + BODY + frame(request(9, STATS, {}))
+               + frame(request(10, STATS, {})))
+    assert "result" in wire.answer(9) and "result" in wire.answer(10)
+    assert sum(map(_parse_error, wire.messages)) == 2
+
+
+def test_garbage_between_messages_is_skipped(stdio):
+    wire = stdio.wire
+    wire.write(frame(request(1, STATS, {})) + b"\x00\xffgarbage\r\nmore: garbage\r\n\r\n{]" + b"x" * 20000
+               + frame(request(2, STATS, {})))
+    assert "result" in wire.answer(1) and "result" in wire.answer(2)
+    assert sum(map(_parse_error, wire.messages)) == 1
+
+
+@pytest.mark.parametrize("body,rid", [
+    (b'{"jsonrpc": "2.0", "id": 5, "method": ', None),           # not JSON
+    (b"42", None),                                               # JSON, not a message
+    (b'{"id": 5, "method": "diffusion/stats"}', 5),              # no "jsonrpc"
+    (b'{"jsonrpc": "2.0", "id": 5, "method": 17}', 5),           # a method that is not a string
+    (b'{"jsonrpc": "2.0", "id": [1], "method": "x"}', None),    # an id that is not an id
+])
+def test_invalid_messages_are_answered(stdio, body, rid):
+    wire = stdio.wire
+    wire.write(b"Content-Length: %d\r\n\r\n" % len(body) + body + frame(request(8, STATS, {})))
+    answered = wire.wait_for(lambda m: isinstance(m, dict) and "error" in m and m["id"] == rid)
+    assert answered["error"]["code"] in (-32700, -32600)
+    assert "result" in wire.answer(8)
+
+
+def test_a_batch_is_answered_with_an_error_per_request(stdio):
+    wire = stdio.wire
+    wire.send([request(10, STATS, {}), notification("initialized", {}), 5, request("x", STATS, {})])
+    wire.send([])
+    batch = wire.wait_for(lambda m: isinstance(m, list))
+    assert sorted(str(a["id"]) for a in batch) == ["10", "None", "x"]  # the notification gets none
+    assert {a["error"]["code"] for a in batch} == {-32600}
+    assert "not supported" in batch[0]["error"]["message"]
+    empty = wire.wait_for(lambda m: isinstance(m, dict) and m.get("id") is None and "error" in m)
+    assert empty["error"]["code"] == -32600
+    wire.send(request(11, STATS, {}))
+    assert wire.answer(11)["result"]["state"] == "idle"  # nothing in the batch ran: no model was loaded
+
+
+def test_requests_after_shutdown_get_invalid_request(stdio):
+    wire = stdio.wire
+    wire.send(request(1, "initialize", INITIALIZE))
+    wire.answer(1)
+    wire.send(request(2, "shutdown"))
+    assert wire.answer(2)["result"] is None
+    wire.send(request(3, STATS, {}))
+    wire.send(request(4, "textDocument/hover", {"textDocument": {"uri": "file:///a.py"},
+                                                "position": {"line": 0, "character": 0}}))
+    for rid in (3, 4):
+        assert wire.answer(rid)["error"]["code"] == -32600
+    wire.send(notification("exit"))
+    assert stdio.proc.wait(30) == 0
+
+
+def test_the_message_size_limit_is_configurable(tmp_path):
+    server = StdioServer(tmp_path / "server.log", "--max-message-size", "1K")
+    try:
+        wire = server.wire
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": "file:///big.py", "languageId": "python", "version": 1, "text": "x = 1\n" * 400}}))
+        wire.send(request(2, STATS, {}))
+        assert "limit of 1024 bytes" in wire.wait_for(_parse_error)["error"]["message"]
+        assert "result" in wire.answer(2)
+    finally:
+        server.close()
+
+
+# -- a 2 MB single line ---------------------------------------------------------------------------------
+
+def test_a_position_at_the_end_of_a_2mb_line(tmp_path):
+    server = StdioServer(tmp_path / "server.log")
+    try:
+        wire = server.wire
+        wire.send(request(1, "initialize", {**INITIALIZE, "initializationOptions": {
+            "threads": 1, "drafts": True, "draftIntervalMs": 0}}))
+        wire.answer(1)
+        wire.send(notification("initialized", {}))
+        wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                      and m["params"]["state"] == "ready", 120)
+        text = ("total = add(total, 'é😀') + 1; " * 70_000)[:2_000_000] + "result = "
+        end = len(text.encode("utf-16-le")) // 2
+        uri = "file:///long.py"
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        position = {"line": 0, "character": end}
+        wire.send(request(2, "textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": position, "context": {"triggerKind": 1}}))
+        wire.send(request(3, STATS, {}))
+        inline, stats = wire.answer(2, 300), wire.answer(3)
+        assert wire.index(stats) < wire.index(inline)  # not stuck behind the inline request
+        assert stats["result"]["state"] == "ready"
+        for item in inline["result"]["items"]:
+            assert item["range"]["start"] == position
+        final = wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                              and m["params"].get("done"))
+        assert final["params"]["range"]["start"] == position  # the offset, converted back, is where it was
+    finally:
+        server.close()
+
+
+# -- TCP ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tcp(tmp_path, request):
+    server = TcpServer(tmp_path / "server.log", *getattr(request, "param", ()))
+    yield server
+    server.close()
+
+
+def _initialize(wire, rid=1, options=None):
+    wire.send(request(rid, "initialize", {**INITIALIZE, "initializationOptions": {"threads": 1, **(options or {})}}))
+    return wire.answer(rid)
+
+
+def _inline(wire, rid, uri):
+    wire.send(request(rid, "textDocument/inlineCompletion", {
+        "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}, "context": {"triggerKind": 1}}))
+    return wire.answer(rid)
+
+
+def test_two_tcp_clients_each_have_their_own_session(tcp):
+    a, b = tcp.connect(), tcp.connect()
+    assert "result" in _initialize(a) and "result" in _initialize(b)
+    a.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": "file:///a.py", "languageId": "python", "version": 1, "text": "x = 1\n"}}))
+    assert _inline(a, 2, "file:///a.py")["result"] == {"items": []}  # known to a (no model: no fill)
+    assert "unknown document" in _inline(b, 2, "file:///a.py")["error"]["message"]  # b never opened it
+    b.send(request(3, "shutdown"))
+    b.answer(3)
+    b.send(notification("exit"))
+    b.wait_closed()  # exit ends b's connection, not the server
+    a.send(request(4, STATS, {}))
+    assert a.answer(4)["result"]["state"] == "idle"
+    assert all(m.get("id") != 4 for m in b.messages)
+    assert tcp.proc.poll() is None
+
+
+@pytest.mark.parametrize("tcp", [("--max-clients", "1")], indirect=True)
+def test_a_client_over_the_limit_is_refused_clearly(tcp):
+    a, b = tcp.connect(), tcp.connect()
+    _initialize(a)
+    refused = _initialize(b)
+    assert refused["error"]["code"] == -32003 and "--max-clients" in refused["error"]["message"]
+    b.wait_closed()
+    a.close()  # no shutdown, no exit: the client just goes away
+    tcp.wait_log("session has ended", count=2)  # b's, then a's
+    c = tcp.connect()
+    assert "result" in _initialize(c, 5)  # a's place was freed when it went away
+
+
+@pytest.fixture
+def token_file(tmp_path):
+    path = tmp_path / "token"
+    path.write_text("s3cret-token\n")
+    path.chmod(0o600)
+    return path
+
+
+def test_tcp_with_a_token(tmp_path, token_file):
+    server = TcpServer(tmp_path / "server.log", "--token-file", str(token_file))
+    try:
+        for options in ({}, {"token": "wrong"}):
+            wire = server.connect()
+            refused = _initialize(wire, options=options)
+            assert refused["error"]["code"] == -32001 and "token" in refused["error"]["message"]
+            wire.wait_closed()
+        notified = server.connect()
+        notified.send(notification("initialized", {}))  # anything but initialize first: closed
+        notified.wait_closed()
+        wire = server.connect()
+        assert "result" in _initialize(wire, options={"token": "s3cret-token"})
+        wire.send(request(2, STATS, {}))
+        assert wire.answer(2)["result"]["state"] == "idle"
+        assert "s3cret-token" not in server.log.read_text()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token-file", "/nonexistent/token"]])
+def test_bad_tcp_options_are_refused(args):
+    import subprocess
+
+    from tests.wire import SERVER
+    done = subprocess.run(SERVER + ["--tcp", "--port", "0", *args], capture_output=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip()
