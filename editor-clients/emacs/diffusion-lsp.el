@@ -45,13 +45,13 @@
 (defconst diffusion-lsp--checkout
   (when load-file-name
     (expand-file-name "../.." (file-name-directory load-file-name)))
-  "The diffusion-lsp checkout this file is part of (editor-clients/emacs/ in it), or nil.")
+  "The diffusion-lsp checkout holding this file (in editor-clients/emacs/), or nil.")
 
 (defun diffusion-lsp-default-executable ()
   "The server to start when `diffusion-lsp-command' is not set.
-`diffusion-lsp' on `exec-path', else the .venv/bin/diffusion-lsp that scripts/setup.sh
-makes in the checkout this file is part of, else ~/.local/bin/diffusion-lsp (the link
-setup.sh makes), else the bare name."
+`diffusion-lsp' on `exec-path', else the .venv/bin/diffusion-lsp that
+scripts/setup.sh makes in the checkout holding this file, else
+~/.local/bin/diffusion-lsp (the link setup.sh makes), else the bare name."
   (or (executable-find "diffusion-lsp")
       (cl-find-if #'file-executable-p
                   (delq nil (list (and diffusion-lsp--checkout
@@ -61,7 +61,7 @@ setup.sh makes), else the bare name."
 
 (defcustom diffusion-lsp-command (list (diffusion-lsp-default-executable))
   "The server command and its arguments.
-The default is found by `diffusion-lsp-default-executable' when this file is loaded."
+The default is `diffusion-lsp-default-executable' when this file is loaded."
   :type '(repeat string))
 
 (defcustom diffusion-lsp-settings nil
