@@ -95,7 +95,9 @@ fi
 
 # --- Neovim ------------------------------------------------------------------------
 note "Neovim plugin"
-if command -v "${NVIM:-nvim}" >/dev/null 2>&1; then
+if [ "${SKIP_NEOVIM:-0}" = 1 ]; then
+  echo "skip: SKIP_NEOVIM=1 (tests/test_editors.py runs the Neovim tests as their own test)"
+elif command -v "${NVIM:-nvim}" >/dev/null 2>&1; then
   log=$(mktemp)
   "$here/neovim/tests/run.sh" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}

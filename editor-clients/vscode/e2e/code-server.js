@@ -1,9 +1,11 @@
 // The extension in a real VS Code: code-server (VS Code's own workbench, served to a browser)
 // with the packaged .vsix installed, driven by headless Chromium through playwright-core, against
-// the real diffusion-lsp. It opens a Python file, waits for the model, types on the empty line of
-// a `for` body, waits for ghost text from diffusion-lsp, presses Tab, saves, and checks the file
-// on disk: the ghost text was inserted where it was shown, with no stray empty line, and the
-// status bar showed the model state. Writes a screenshot of the ghost text.
+// the real diffusion-lsp. It opens a Python file from the Explorer and waits for the status bar to
+// show the model ready; on the empty line of a `for` body asks for a suggestion (the command
+// "Trigger Inline Suggestion"), waits for the ghost text, presses Tab, saves and checks the file
+// on disk (the block fill where it was shown, no stray empty line after it, the cursor at its
+// end); then opens a new line, types a character, waits for ghost text, presses Tab and checks
+// the file again. Writes a screenshot of the ghost text after typing.
 //
 //   node e2e/code-server.js --code-server BIN --chromium BIN --playwright DIR --vsix FILE \
 //        --server DIFFUSION_LSP [--screenshot out.png]
@@ -99,7 +101,7 @@ async function main() {
     JSON.stringify(
       {
         'diffusionLsp.server.path': opt.server,
-        'diffusionLsp.server.args': ['--log-file', logFile],
+        'diffusionLsp.server.args': ['--log-file', logFile, '-v'],
         // The embedded model is small: without validation it always proposes something.
         'diffusionLsp.validate': false,
         'diffusionLsp.threads': 1,
@@ -163,8 +165,9 @@ async function main() {
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
   });
+  let page;
   try {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 620 } });
+    page = await browser.newPage({ viewport: { width: 1100, height: 620 } });
     await waitFor('code-server to listen', 120000, async () => {
       try {
         const res = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -177,14 +180,11 @@ async function main() {
     await page.waitForSelector('.monaco-workbench', { timeout: 180000 });
     ok('the VS Code workbench loads in Chromium');
 
-    // Open the file with Quick Open.
-    await page.waitForSelector('.part.editor', { timeout: 120000 });
-    await page.keyboard.press('Control+P');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 60000 });
-    await page.keyboard.type('word_count.py');
-    await page.waitForTimeout(500); // let Quick Open filter (no assertion depends on it)
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('.monaco-editor .view-lines', { timeout: 60000 });
+    // Open the file from the Explorer.
+    const entry = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'word_count.py' });
+    await entry.first().waitFor({ timeout: 120000 });
+    await entry.first().click();
+    await page.waitForSelector('.editor-instance .monaco-editor .view-lines', { timeout: 60000 });
 
     // The status bar shows the model: "Diffusion" with the ready icon.
     const statusItem = '.statusbar-item:has(.codicon-sparkle)';
@@ -199,84 +199,134 @@ async function main() {
     });
     ok('the extension starts diffusion-lsp and the status bar shows the model ready');
 
-    // Go to the empty line of the for body, at its end, and type a character.
-    await page.click('.monaco-editor .view-lines');
-    await page.keyboard.press('Control+G');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 30000 });
-    await page.keyboard.type(`${ROW + 1}:9`);
-    await page.keyboard.press('Enter');
-    await page.waitForTimeout(300);
-    await page.keyboard.type('c');
-    // Ghost text from the server (an automatic request after typing; Alt+\ asks again if needed).
-    let ghost;
-    for (let attempt = 0; attempt < 4 && !ghost; attempt++) {
-      if (attempt > 0) {
-        await page.keyboard.press('Alt+Backslash');
-      }
-      try {
-        ghost = await waitFor('ghost text', 45000, async () => {
-          const text = await page.evaluate(() => {
-            const parts = [...document.querySelectorAll('.monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text')]
-              .map((el) => el.textContent || '');
-            return parts.join('\n');
-          });
-          return text.replace(/\u00a0/g, ' ').trim() !== '' ? text.replace(/\u00a0/g, ' ') : null;
-        });
-      } catch (error) {
-        if (attempt === 3) {
-          throw error;
+    const readGhost = async () => {
+      // The first line's ghost text is a run of inline decorations; further lines are a view zone.
+      const text = await page.evaluate(() => {
+        const editor = document.querySelector('.editor-instance .monaco-editor');
+        if (!editor) {
+          return '';
+        }
+        const first = [...editor.querySelectorAll('.ghost-text-decoration')].map((el) => el.textContent || '').join('');
+        const rest = [...editor.querySelectorAll('.ghost-text .view-line')].map((el) => el.textContent || '');
+        return [first, ...rest].join('\n');
+      });
+      const clean = text.replace(/\u00a0/g, ' ');
+      return clean.trim() !== '' ? clean : null;
+    };
+    // Asks for a suggestion: the command "Trigger Inline Suggestion" from the command palette.
+    const trigger = async () => {
+      await page.keyboard.press('F1');
+      await page.waitForSelector('.quick-input-widget input', { timeout: 30000 });
+      await page.keyboard.type('Trigger Inline Suggestion');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Trigger Inline Suggestion' }).first()
+        .waitFor({ timeout: 30000 });
+      await page.keyboard.press('Enter');
+    };
+    // Ghost text from the server; asks again when a try brings nothing.
+    const waitForGhost = async (what) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await waitFor(what, 45000, readGhost);
+        } catch (error) {
+          if (attempt === 3) {
+            throw error;
+          }
+          await trigger();
         }
       }
-    }
-    ok(`ghost text from diffusion-lsp appears after typing: ${JSON.stringify(ghost)}`);
+    };
+    const save = async (previous) => {
+      await page.keyboard.press('Control+S');
+      return waitFor('the file to be saved', 30000, () => {
+        const text = fs.readFileSync(file, 'utf8');
+        return text !== previous ? text : null;
+      });
+    };
+    const cursorColumn = () =>
+      page.evaluate(() => {
+        const el = document.querySelector('.statusbar-item[id$="status.editor.selection"]');
+        return el ? el.textContent : null;
+      });
+    const check = async (name, fn) => {
+      try {
+        ok(`${name}${(await fn()) || ''}`);
+      } catch (error) {
+        fail(name, error);
+      }
+    };
+    const goTo = async (line, column) => {
+      await page.keyboard.press('Control+G');
+      await page.waitForSelector('.quick-input-widget input', { timeout: 30000 });
+      await page.keyboard.type(`${line}:${column}`);
+      await page.keyboard.press('Enter');
+      await waitFor(`the cursor at ${line}:${column}`, 30000, async () =>
+        ((await cursorColumn()) || '').includes(`Ln ${line}, Col ${column}`),
+      );
+    };
+
+    // 1. A block body: on the empty line of the for body (8 spaces), ask; Tab accepts.
+    await page.click('.editor-instance .monaco-editor .view-lines');
+    await goTo(ROW + 1, 9);
+    await trigger();
+    const block = await waitForGhost('ghost text for the block body');
+    ok(`asked on the empty line of a for body, ghost text from diffusion-lsp: ${JSON.stringify(block)}`);
+    await page.keyboard.press('Tab');
+    let saved = await save(SOURCE.join('\n'));
+    let lines = saved.split('\n');
+    const blockLines = block.split('\n');
+    await check('Tab inserts the block fill where it was shown', () => {
+      const expected = '        ' + blockLines[0].trimEnd();
+      if (!lines[ROW].startsWith(expected)) {
+        throw new Error(`line ${ROW + 1} is ${JSON.stringify(lines[ROW])}, expected ${JSON.stringify(expected)}`);
+      }
+      return `: ${JSON.stringify(lines[ROW])}`;
+    });
+    const after = lines.indexOf('    return counts');
+    await check('the block fill leaves no stray empty line before the code after it', () => {
+      if (after < 0 || lines[after - 1].trim() === '') {
+        throw new Error(`lines ${ROW + 1}..: ${JSON.stringify(lines.slice(ROW, after + 1))}`);
+      }
+    });
+    await check('the cursor ends at the end of the inserted text', async () => {
+      const position = await cursorColumn();
+      const last = blockLines[blockLines.length - 1].trimEnd();
+      const column = (blockLines.length === 1 ? 8 : 0) + last.length + 1;
+      const expected = `Ln ${ROW + blockLines.length}, Col ${column}`;
+      if (position !== expected) {
+        throw new Error(`status bar says ${JSON.stringify(position)}, expected ${JSON.stringify(expected)}`);
+      }
+      return ` (${position})`;
+    });
+
+    // 2. Typing: a new line in the body, a character typed, ghost text, Tab.
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('t');
+    const typedRow = after; // the new line, 0-based, sits where "return counts" was
+    const ghost = await waitForGhost('ghost text after typing');
+    ok(`typing shows ghost text from diffusion-lsp: ${JSON.stringify(ghost)}`);
     if (opt.screenshot) {
       await page.screenshot({ path: opt.screenshot });
       console.log(`     screenshot: ${opt.screenshot}`);
     }
-
-    // Tab accepts it; save and read the document from disk.
     await page.keyboard.press('Tab');
-    await page.waitForTimeout(300);
-    await page.keyboard.press('Control+S');
-    const saved = await waitFor('the file to be saved', 30000, () => {
-      const text = fs.readFileSync(file, 'utf8');
-      return text !== SOURCE.join('\n') ? text : null;
+    saved = await save(saved);
+    lines = saved.split('\n');
+    await check('Tab inserts the ghost text after the typed character', () => {
+      const line = lines[typedRow];
+      const typed = line.indexOf('t');
+      if (typed < 0 || !line.slice(typed + 1).startsWith(ghost.split('\n')[0].trimEnd())) {
+        throw new Error(`line ${typedRow + 1} is ${JSON.stringify(line)}, the ghost text showed ${JSON.stringify(ghost)}`);
+      }
+      if (!lines.includes('    return counts')) {
+        throw new Error('the code after it is gone');
+      }
+      return `: ${JSON.stringify(line)}`;
     });
-    const lines = saved.split('\n');
-    const firstGhostLine = ghost.split('\n')[0];
-    try {
-      if (!lines[ROW].startsWith('        c')) {
-        throw new Error(`line ${ROW + 1} is ${JSON.stringify(lines[ROW])}`);
-      }
-      const inserted = lines[ROW].slice('        c'.length);
-      if (firstGhostLine.trim() !== '' && !inserted.startsWith(firstGhostLine.trimEnd())) {
-        throw new Error(`inserted ${JSON.stringify(inserted)}, the ghost text showed ${JSON.stringify(firstGhostLine)}`);
-      }
-      ok(`Tab inserts the ghost text where it was shown: ${JSON.stringify(lines[ROW])}`);
-    } catch (error) {
-      fail('Tab inserts the ghost text where it was shown', error);
-    }
-    try {
-      const next = lines.indexOf('    return counts');
-      if (next < 0 || lines[next - 1].trim() === '') {
-        throw new Error(`a stray empty line before "return counts": ${JSON.stringify(lines.slice(ROW, next + 1))}`);
-      }
-      ok('the accepted fill leaves no stray empty line');
-    } catch (error) {
-      fail('the accepted fill leaves no stray empty line', error);
-    }
-    try {
-      const position = await page.evaluate(() => {
-        const el = document.querySelector('.statusbar-item[id$="status.editor.selection"]');
-        return el ? el.textContent : null;
-      });
-      const expectCol = lines[lines.indexOf('    return counts') - 1].length + 1;
-      if (position && !position.includes(`Col ${expectCol}`)) {
-        throw new Error(`status bar says ${position}, expected column ${expectCol}`);
-      }
-      ok(`the cursor ends at the end of the inserted text (${position || 'position item not found'})`);
-    } catch (error) {
-      fail('the cursor ends at the end of the inserted text', error);
+  } catch (error) {
+    fail('the run', error);
+    if (page && opt.screenshot) {
+      await page.screenshot({ path: opt.screenshot.replace(/\.png$/, '') + '-failure.png' }).catch(() => {});
     }
   } finally {
     await browser.close();

@@ -50,6 +50,9 @@ npm install --no-audit --no-fund --no-save --ignore-scripts --prefix "$CODE_SERV
 export npm_config_user_agent="npm/$(npm --version) node/$(node --version) $(uname -s | tr '[:upper:]' '[:lower:]') x64"
 export npm_config_unsafe_perm=true npm_config_yes=true
 (cd "$CODE_SERVER_PREFIX/node_modules/code-server" && sh ./postinstall.sh) >&2
+# code-server's own native dependency (argon2) downloads a prebuilt binary from GitHub on install;
+# build it from source instead.
+(cd "$CODE_SERVER_PREFIX" && npm_config_build_from_source=true npm rebuild argon2) >&2
 "$CODE_SERVER_PREFIX/node_modules/.bin/code-server" --version >&2
 touch "$done_mark"
 echo "$CODE_SERVER_PREFIX"
