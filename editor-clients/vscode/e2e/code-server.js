@@ -5,7 +5,9 @@
 // "Trigger Inline Suggestion"), waits for the ghost text, presses Tab, saves and checks the file
 // on disk (the block fill where it was shown, no stray empty line after it, the cursor at its
 // end); then opens a new line, types a character, waits for ghost text, presses Tab and checks
-// the file again. Writes a screenshot of the ghost text after typing.
+// the file again; then kills the server and checks the red status, the automatic restart, and a
+// fill from the restarted server on text typed after it. Writes a screenshot of the ghost text
+// after typing.
 //
 //   node e2e/code-server.js --code-server BIN --chromium BIN --playwright DIR --vsix FILE \
 //        --server DIFFUSION_LSP [--screenshot out.png]
@@ -323,6 +325,52 @@ async function main() {
       }
       return `: ${JSON.stringify(line)}`;
     });
+
+    // 3. The server dies (kill -9 of the diffusion-lsp process this run started, found by its
+    // unique log-file argument): the status bar turns red, the extension restarts it, the new
+    // server gets the document as it is now and fills it.
+    const pids = () =>
+      spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter((line) => line.includes(logFile) && !line.includes(' ps '))
+        .map((line) => Number(line.trim().split(/\s+/)[0]))
+        .filter((pid) => pid > 0);
+    const before = pids();
+    await check('the diffusion-lsp process is found', () => {
+      if (before.length === 0) {
+        throw new Error('no process with ' + logFile);
+      }
+      return ` (pid ${before.join(', ')})`;
+    });
+    if (before.length > 0) {
+      await page.keyboard.press('Escape');
+      for (const pid of before) {
+        process.kill(pid, 'SIGKILL');
+      }
+      await check('a killed server is shown as failed in the status bar', async () => {
+        await waitFor('the red status', 60000, async () => (await page.$('.statusbar-item:has(.codicon-error)')) !== null);
+      });
+      await check('the extension restarts it and the status bar shows it ready again', async () => {
+        await waitFor('a new server', 120000, () => pids().some((pid) => !before.includes(pid)));
+        await waitFor('ready again', 240000, async () => (await page.$(statusItem)) !== null);
+      });
+      // An edit after the restart: a new line, typed, ghost text, Tab, saved.
+      await page.keyboard.press('End');
+      await page.keyboard.press('Enter');
+      await page.keyboard.type('n');
+      const afterRestart = await waitForGhost('ghost text from the restarted server');
+      ok(`the restarted server fills the current text: ${JSON.stringify(afterRestart)}`);
+      await page.keyboard.press('Tab');
+      saved = await save(saved);
+      lines = saved.split('\n');
+      await check('Tab inserts it on the new line', () => {
+        const line = lines[typedRow + 1];
+        if (!line || !line.trimStart().startsWith('n' + afterRestart.split('\n')[0].trimEnd())) {
+          throw new Error(`line ${typedRow + 2} is ${JSON.stringify(line)}`);
+        }
+        return `: ${JSON.stringify(line)}`;
+      });
+    }
   } catch (error) {
     fail('the run', error);
     if (page && opt.screenshot) {
