@@ -328,7 +328,8 @@ local function ready_client(other_than)
 end
 
 --- The fill-holes action the server offers for the whole buffer, resolved: its text edits.
-local function fill_holes_edits(c)
+local function fill_holes_edits(c, buf)
+  local bufnr = buf or bufnr
   local lines = H.lines(bufnr)
   local params = {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
@@ -440,6 +441,19 @@ end)
 H.test('a server that dies by itself is shown as failed and restarted, every buffer re-synced', function()
   H.feed('<Esc>')
   dl.options.restart = { retries = 2, delay_ms = 200 }
+  -- A second Python buffer, loaded but not shown, attached to the same server.
+  local other_path = vim.fn.fnamemodify(api.nvim_buf_get_name(bufnr), ':h') .. '/other.py'
+  vim.fn.writefile({ 'def other():', '    return 1' }, other_path)
+  local other = vim.fn.bufadd(other_path)
+  vim.fn.bufload(other)
+  vim.bo[other].filetype = 'python'
+  H.ok(H.wait(20000, function()
+    for _, c in ipairs(compat.clients(other)) do
+      if c.id == client.id then
+        return true
+      end
+    end
+  end), 'the second buffer is attached')
   local old = client
   vim.loop.kill(old.rpc.pid, 'sigkill')
   H.ok(H.wait(20000, function()
@@ -447,14 +461,16 @@ H.test('a server that dies by itself is shown as failed and restarted, every buf
     return entry and entry.state == 'failed'
   end), 'shown as failed')
   H.ok(status.get(old.id).message:find('restarting', 1, true), 'says it restarts: ' .. status.get(old.id).message)
-  -- Edited before the restart comes.
+  -- Edited before the restart comes (both buffers).
   api.nvim_buf_set_lines(bufnr, 13, 13, false, { '', '', 'def volume(w, h, d):', '    ...' })
+  api.nvim_buf_set_lines(other, 1, 2, false, { '    ...' })
   client = ready_client(old.id)
   H.ok(dl.statusline():find('✓', 1, true), 'ready again: ' .. dl.statusline())
   compat.notify(client, 'workspace/didChangeConfiguration',
     { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
   H.sleep(200)
   H.eq({ 1, 5, 16 }, rows_of(fill_holes_edits(client)), 'the restarted server has the current text')
+  H.eq({ 1 }, rows_of(fill_holes_edits(client, other)), 'and the hidden buffer edited while it was down')
 end)
 
 H.run(420000)
