@@ -102,7 +102,6 @@ async function main() {
     path.join(userData, 'User', 'settings.json'),
     JSON.stringify(
       {
-        'diffusionLsp.server.path': opt.server,
         'diffusionLsp.server.args': ['--log-file', logFile, '-v'],
         // The embedded model is small: without validation it always proposes something.
         'diffusionLsp.validate': false,
@@ -128,12 +127,27 @@ async function main() {
     ),
   );
 
-  const version = spawnSync(opt['code-server'], ['--version'], { encoding: 'utf8' });
+  // No diffusionLsp.server.path: the extension finds the server as it does after the README's
+  // set-up, through the ~/.local/bin/diffusion-lsp link scripts/setup.sh makes (a scratch HOME
+  // here, and a PATH without diffusion-lsp on it).
+  const home = path.join(scratch, 'home');
+  fs.mkdirSync(path.join(home, '.local', 'bin'), { recursive: true });
+  fs.symlinkSync(path.resolve(opt.server), path.join(home, '.local', 'bin', 'diffusion-lsp'));
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_DATA_HOME: path.join(home, '.local', 'share'),
+    PATH: [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin']
+      .filter((dir) => !fs.existsSync(path.join(dir, 'diffusion-lsp')))
+      .join(':'),
+  };
+  const version = spawnSync(opt['code-server'], ['--version'], { encoding: 'utf8', env });
   console.log(`code-server ${version.stdout.trim().split('\n').join(' ')}`);
   const install = spawnSync(
     opt['code-server'],
     ['--extensions-dir', extensions, '--user-data-dir', userData, '--install-extension', path.resolve(opt.vsix)],
-    { encoding: 'utf8' },
+    { encoding: 'utf8', env },
   );
   if (install.status !== 0) {
     fail('the .vsix installs into code-server', install.stdout + install.stderr);
@@ -155,7 +169,7 @@ async function main() {
       '--disable-getting-started-override',
       workspace,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env },
   );
   let serverLog = '';
   server.stdout.on('data', (d) => (serverLog += d));
@@ -199,7 +213,7 @@ async function main() {
       }
       return false;
     });
-    ok('the extension starts diffusion-lsp and the status bar shows the model ready');
+    ok('the extension finds diffusion-lsp (~/.local/bin, as setup.sh links it), starts it, and the status bar shows the model ready');
 
     const readGhost = async () => {
       // The first line's ghost text is a run of inline decorations; further lines are a view zone.
