@@ -92,9 +92,10 @@ end
 
 --- A fill that ends in a line break where the rest of the line is blank (a block fill on an
 --- empty line) would leave a stray empty line: the break (and any blank lines after it) is
---- dropped and the blank rest of the line replaced instead. Returns the range and text to show and insert.
+--- dropped and the blank rest of the line replaced instead. Returns the range and text to show
+--- and insert.
 function M.normalize(bufnr, range, text)
-  if not text:find('\n$') then
+  if not text:find('\n%s*$') then
     return range, text
   end
   local er, ec = range['end'][1], range['end'][2]
@@ -113,8 +114,8 @@ function M.show(bufnr, range, text)
     return
   end
   range, text = M.normalize(bufnr, range, text)
-  if text == '' and range.start[1] == range['end'][1] and range.start[2] == range['end'][2] then
-    return
+  if text == '' then
+    return -- nothing but line breaks: nothing to show
   end
   local er, ec = range['end'][1], range['end'][2]
   st.suggestion = {
