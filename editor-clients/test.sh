@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and tests every editor client:
 #   VS Code  compile (tsc), lint (eslint), unit tests (node --test), package (.vsix with vsce),
-#            smoke test of the bundle against the real server with a stub editor API
+#            smoke test of the bundle against the real server with a stub editor API, and the
+#            .vsix in a real VS Code (code-server, headless Chromium, playwright-core: see
+#            vscode/e2e/; skipped, saying what is missing, without them)
 #   Neovim   headless tests against the real server (neovim/tests/run.sh)
 #   Emacs    byte-compile diffusion-lsp.el; eglot and lsp-mode end to end when installed
 #   Helix    languages.toml parses and wires the server
@@ -10,12 +12,13 @@
 # Ends with "editor-clients: N passed, N failed" and exits non-zero on any failure.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# The server for the end-to-end checks: $DIFFUSION_LSP, PATH, or the repository's .venv.
+# The server for the end-to-end checks: $DIFFUSION_LSP, the repository's .venv (this checkout's
+# server, not another one a PATH link may point to), or PATH.
 if [ -z "${DIFFUSION_LSP:-}" ]; then
-  if command -v diffusion-lsp >/dev/null 2>&1; then
-    DIFFUSION_LSP=$(command -v diffusion-lsp)
-  elif [ -x "$here/../.venv/bin/diffusion-lsp" ]; then
+  if [ -x "$here/../.venv/bin/diffusion-lsp" ]; then
     DIFFUSION_LSP=$(cd "$here/../.venv/bin" && pwd)/diffusion-lsp
+  elif command -v diffusion-lsp >/dev/null 2>&1; then
+    DIFFUSION_LSP=$(command -v diffusion-lsp)
   fi
 fi
 export DIFFUSION_LSP=${DIFFUSION_LSP:-}
@@ -74,9 +77,27 @@ else
   echo "skip: no diffusion-lsp found, VS Code smoke test not run"
 fi
 
+# --- VS Code, the real one ---------------------------------------------------------
+note "VS Code extension in a real VS Code (code-server + headless Chromium)"
+if [ "${SKIP_REAL_VSCODE:-0}" = 1 ]; then
+  echo "skip: SKIP_REAL_VSCODE=1 (tests/test_editors.py runs it as its own test)"
+else
+  log=$(mktemp)
+  E2E_KEEP_VSIX=1 bash "$here/vscode/e2e/run.sh" ${VSCODE_SCREENSHOT:+"$VSCODE_SCREENSHOT"} 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  if [ "$status" -ne 3 ]; then
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | tr -d ',')
+    read -r p _ f _ <<<"${summary:-0 x 0 x}"
+    count "vscode in code-server (real VS Code, real server)" "$status" "$p" "$f"
+  fi
+  rm -f "$log"
+fi
+
 # --- Neovim ------------------------------------------------------------------------
 note "Neovim plugin"
-if command -v "${NVIM:-nvim}" >/dev/null 2>&1; then
+if [ "${SKIP_NEOVIM:-0}" = 1 ]; then
+  echo "skip: SKIP_NEOVIM=1 (tests/test_editors.py runs the Neovim tests as their own test)"
+elif command -v "${NVIM:-nvim}" >/dev/null 2>&1; then
   log=$(mktemp)
   "$here/neovim/tests/run.sh" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}

@@ -23,3 +23,6 @@ if ! python -c "import torch" >/dev/null 2>&1; then
 fi
 python -m pip install -q -e ".[test,bench]"
 python -c "import torch, engine, lsp_server; print('diffusion-lsp ready: torch', torch.__version__)"
+
+# Editors start `diffusion-lsp` by name: link it into ~/.local/bin (see scripts/link-editors.sh).
+bash scripts/link-editors.sh

@@ -8,8 +8,9 @@
 ;;; Commentary:
 
 ;; Registers the diffusion-lsp language server (code infill with a diffusion language
-;; model) with eglot or lsp-mode.  Install the server first (`diffusion-lsp' on PATH, or set
-;; `diffusion-lsp-command'), then:
+;; model) with eglot or lsp-mode.  Install the server first: scripts/setup.sh in the checkout
+;; makes .venv/bin/diffusion-lsp, which this file finds by itself when loaded from that checkout
+;; (or put `diffusion-lsp' on PATH, or set `diffusion-lsp-command'), then:
 ;;
 ;;   (add-to-list 'load-path "/path/to/diffusion-lsp/editor-clients/emacs")
 ;;   (require 'diffusion-lsp)
@@ -41,8 +42,26 @@
   :group 'tools
   :prefix "diffusion-lsp-")
 
-(defcustom diffusion-lsp-command '("diffusion-lsp")
-  "The server command and its arguments."
+(defconst diffusion-lsp--checkout
+  (when load-file-name
+    (expand-file-name "../.." (file-name-directory load-file-name)))
+  "The diffusion-lsp checkout holding this file (in editor-clients/emacs/), or nil.")
+
+(defun diffusion-lsp-default-executable ()
+  "The server to start when `diffusion-lsp-command' is not set.
+`diffusion-lsp' on `exec-path', else the .venv/bin/diffusion-lsp that
+scripts/setup.sh makes in the checkout holding this file, else
+~/.local/bin/diffusion-lsp (the link setup.sh makes), else the bare name."
+  (or (executable-find "diffusion-lsp")
+      (cl-find-if #'file-executable-p
+                  (delq nil (list (and diffusion-lsp--checkout
+                                       (expand-file-name ".venv/bin/diffusion-lsp" diffusion-lsp--checkout))
+                                  (expand-file-name "~/.local/bin/diffusion-lsp"))))
+      "diffusion-lsp"))
+
+(defcustom diffusion-lsp-command (list (diffusion-lsp-default-executable))
+  "The server command and its arguments.
+The default is `diffusion-lsp-default-executable' when this file is loaded."
   :type '(repeat string))
 
 (defcustom diffusion-lsp-settings nil

@@ -1,4 +1,5 @@
-// The VS Code "recording": VS Code cannot run here, so this loads the packaged extension
+// The VS Code draft log: a real VS Code does not let a test read decorations back (the
+// extension in a real VS Code: ../vscode/e2e), so this loads the packaged extension
 // (editor-clients/vscode/dist/extension.js) with the smoke test's stub `vscode` module
 // (vscode/smoke/vscode-stub.js) against the real diffusion-lsp, asks for one inline completion
 // at the recordings' example cursor, and writes every draft decoration the extension painted
@@ -89,7 +90,8 @@ async function main() {
   const out = [];
   out.push('# VS Code: the draft decorations the extension painted while one suggestion developed.');
   out.push('# A real run: editor-clients/vscode/dist/extension.js, loaded with the smoke test\'s stub');
-  out.push('# `vscode` module (VS Code itself cannot run here), against the real diffusion-lsp.');
+  out.push('# `vscode` module (a real VS Code does not let a test read decorations back; see');
+  out.push('# editor-clients/vscode/e2e for the extension in a real VS Code), against the real diffusion-lsp.');
   out.push(`# Settings: ${JSON.stringify(settings)}. Document ${path.basename(example)}, cursor ${lineArg}:${colArg}.`);
   out.push('# Regenerate: bash editor-clients/recordings/record.sh');
   out.push('#');

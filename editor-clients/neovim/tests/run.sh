@@ -5,8 +5,8 @@
 #   editor-clients/neovim/tests/run.sh            # all test files
 #   editor-clients/neovim/tests/run.sh test_unit  # one file
 #
-# The server is $DIFFUSION_LSP, else diffusion-lsp on PATH, else the repository's
-# .venv/bin/diffusion-lsp. Neovim is $NVIM or nvim. Exits non-zero on any failure.
+# The server is $DIFFUSION_LSP, else the repository's .venv/bin/diffusion-lsp, else
+# diffusion-lsp on PATH. Neovim is $NVIM or nvim. Exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 nvim_bin=${NVIM:-nvim}
@@ -15,10 +15,10 @@ if ! command -v "$nvim_bin" >/dev/null 2>&1; then
   exit 1
 fi
 if [ -z "${DIFFUSION_LSP:-}" ]; then
-  if command -v diffusion-lsp >/dev/null 2>&1; then
-    DIFFUSION_LSP=$(command -v diffusion-lsp)
-  elif [ -x ../../.venv/bin/diffusion-lsp ]; then
+  if [ -x ../../.venv/bin/diffusion-lsp ]; then
     DIFFUSION_LSP=$(cd ../../.venv/bin && pwd)/diffusion-lsp
+  elif command -v diffusion-lsp >/dev/null 2>&1; then
+    DIFFUSION_LSP=$(command -v diffusion-lsp)
   fi
 fi
 export DIFFUSION_LSP=${DIFFUSION_LSP:-}
@@ -43,7 +43,7 @@ failed=0
 skipped=0
 for file in "${files[@]}"; do
   echo "== $file"
-  output=$(timeout 300 "$nvim_bin" --headless -u NONE -i NONE -n -c "luafile $file" 2>&1)
+  output=$(timeout 600 "$nvim_bin" --headless -u NONE -i NONE -n -c "luafile $file" 2>&1)
   status=$?
   echo "$output"
   summary=$(printf '%s\n' "$output" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)

@@ -186,6 +186,30 @@ H.test('Tab inserts exactly the suggested text at its range', function()
   H.eq({ row, col }, api.nvim_win_get_cursor(0), 'cursor after the inserted text')
 end)
 
+H.test('Tab on a block fill adds no stray empty line and leaves the cursor at the end of the text', function()
+  H.feed('<Esc>')
+  local source = { 'def word_count(text):', '    counts = {}', '    for word in text.split():', '        ',
+    '    return counts' }
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, source)
+  api.nvim_win_set_cursor(0, { 4, 8 })
+  H.feed('A')
+  local s = suggestion_or_fail()
+  H.out('     block fill: ' .. vim.inspect(s.text))
+  H.ok(not s.text:find('\n%s*$'), 'the shown suggestion does not end in a line break')
+  local expected = replaced(source, s.range, s.text)
+  H.feed('<Tab>')
+  local after = H.lines(bufnr)
+  H.eq(expected, after, 'buffer after accepting')
+  local inserted = vim.split(s.text, '\n', { plain = true })
+  H.eq(#source + #inserted - 1, #after, 'line count: no extra line')
+  H.eq('    return counts', after[#after], 'the code after the hole follows the fill directly')
+  H.ok(after[#after - 1]:find('%S'), 'no empty line before it')
+  local row = s.range.start[1] + #inserted
+  local col = (#inserted == 1 and s.range.start[2] or 0) + #inserted[#inserted]
+  H.eq({ row, col }, api.nvim_win_get_cursor(0), 'cursor at the end of the inserted text')
+  H.feed('<Esc>')
+end)
+
 H.test('C-] dismisses the suggestion and leaves the buffer alone', function()
   reset_buffer()
   suggestion_or_fail()
@@ -287,4 +311,166 @@ H.test('rewrite with an instruction and the code-action commands run against the
   H.eq('print(area(2, 3))', H.lines(bufnr)[#H.lines(bufnr)], 'code after the hole kept')
 end)
 
-H.run(240000)
+
+--- The diffusion-lsp client of the buffer once it is initialized and its model ready.
+local function ready_client(other_than)
+  local found = H.wait(120000, function()
+    for _, c in ipairs(compat.clients(bufnr)) do
+      if c.name == 'diffusion-lsp' and c.id ~= other_than and c.initialized ~= false then
+        local entry = status.get(c.id)
+        if entry and entry.state == 'ready' then
+          return c
+        end
+      end
+    end
+  end)
+  return H.ok(found, 'a ready diffusion-lsp client')
+end
+
+--- The fill-holes action the server offers for the whole buffer, resolved: its text edits.
+local function fill_holes_edits(c, buf)
+  local bufnr = buf or bufnr
+  local lines = H.lines(bufnr)
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = { start = { line = 0, character = 0 }, ['end'] = { line = #lines - 1, character = #lines[#lines] } },
+    context = { diagnostics = {}, only = { 'refactor.rewrite' }, triggerKind = 1 },
+  }
+  local done, err, result
+  compat.request(c, 'textDocument/codeAction', params, function(e, r)
+    done, err, result = true, e, r
+  end, bufnr)
+  H.ok(H.wait(30000, function()
+    return done
+  end), 'codeAction answered')
+  H.eq(nil, err, 'codeAction error')
+  local action = actions.pick(result, 'fill_holes')
+  if not action then
+    return {}
+  end
+  if not action.edit then
+    done = false
+    compat.request(c, 'codeAction/resolve', action, function(e, r)
+      done, err, action = true, e, r
+    end, bufnr)
+    H.ok(H.wait(60000, function()
+      return done
+    end), 'codeAction/resolve answered')
+    H.eq(nil, err, 'resolve error')
+  end
+  local edits = {}
+  local edit = action.edit or {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    vim.list_extend(edits, change.edits or {})
+  end
+  for _, list in pairs(edit.changes or {}) do
+    vim.list_extend(edits, list)
+  end
+  return edits
+end
+
+local function rows_of(edits)
+  local rows = {}
+  for _, e in ipairs(edits) do
+    rows[#rows + 1] = e.range.start.line
+  end
+  table.sort(rows)
+  return rows
+end
+
+local RESTART_SOURCE = {
+  'def area(w, h):',
+  '    return w * h',
+  '',
+  '',
+  'def perimeter(w, h):',
+  '    return 2 * (w + h)',
+  '',
+  '',
+  'def describe(value):',
+  '    return value.decode(value)',
+  '',
+  '',
+  'print(area(2, 3), perimeter(2, 3))',
+}
+
+H.test('kill -9, an edit while the server is down, :DiffusionRestart: the new server fills the current text', function()
+  H.feed('<Esc>')
+  dl.options.restart = { retries = 0 } -- this test restarts by hand
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, RESTART_SOURCE)
+  H.sleep(400)
+  local old = client
+  local pid = old.rpc.pid
+  H.ok(pid, 'server pid')
+  vim.loop.kill(pid, 'sigkill')
+  H.ok(H.wait(20000, function()
+    local entry = status.get(old.id)
+    return entry and entry.state == 'failed'
+  end), 'the dead server is shown as failed')
+  H.eq('diffusion ✗', dl.statusline(), 'statusline while the server is down')
+  H.ok(dl.status_line():find('died', 1, true), 'status line says it died: ' .. dl.status_line())
+  -- While it is down: `cc` on line 2 (area's body), as the user did.
+  api.nvim_win_set_cursor(0, { 2, 0 })
+  H.feed('cc...<Esc>') -- autoindent keeps the line's indentation
+  H.eq('    ...', H.lines(bufnr)[2], 'edited while down')
+  vim.cmd('DiffusionRestart')
+  client = ready_client(old.id)
+  compat.notify(client, 'workspace/didChangeConfiguration',
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+  -- After the restart: `cc` on line 6 (perimeter's body).
+  api.nvim_win_set_cursor(0, { 6, 0 })
+  H.feed('cc...<Esc>') -- autoindent keeps the line's indentation
+  H.sleep(400)
+  -- The server sees both stubs: the one made while it was down (didOpen on restart) and the one
+  -- made after (didChange, which Neovim's own tracking no longer sends for this buffer).
+  H.eq({ 1, 5 }, rows_of(fill_holes_edits(client)), 'rows of the holes the restarted server fills')
+  -- And a fill at the cursor on a line retyped after the restart is computed on that line.
+  api.nvim_win_set_cursor(0, { 10, 0 })
+  H.feed('ccreturn "".join(str(v) for v in ')
+  local cursor = api.nvim_win_get_cursor(0)
+  local s = trigger()
+  if s then
+    H.eq(cursor[1] - 1, s.range['end'][1], 'suggestion row')
+    H.eq(cursor[2], s.range['end'][2], 'the suggestion ends at the cursor (the server has the typed line)')
+    H.ok(s.range.start[2] >= #'    return "".join(str(v) for ', 'the suggestion does not start before the typed text')
+  end
+  H.feed('<Esc>')
+  api.nvim_buf_set_lines(bufnr, 9, 10, false, { '    return str(value)' })
+end)
+
+H.test('a server that dies by itself is shown as failed and restarted, every buffer re-synced', function()
+  H.feed('<Esc>')
+  dl.options.restart = { retries = 2, delay_ms = 200 }
+  -- A second Python buffer, loaded but not shown, attached to the same server.
+  local other_path = vim.fn.fnamemodify(api.nvim_buf_get_name(bufnr), ':h') .. '/other.py'
+  vim.fn.writefile({ 'def other():', '    return 1' }, other_path)
+  local other = vim.fn.bufadd(other_path)
+  vim.fn.bufload(other)
+  vim.bo[other].filetype = 'python'
+  H.ok(H.wait(20000, function()
+    for _, c in ipairs(compat.clients(other)) do
+      if c.id == client.id then
+        return true
+      end
+    end
+  end), 'the second buffer is attached')
+  local old = client
+  vim.loop.kill(old.rpc.pid, 'sigkill')
+  H.ok(H.wait(20000, function()
+    local entry = status.get(old.id)
+    return entry and entry.state == 'failed'
+  end), 'shown as failed')
+  H.ok(status.get(old.id).message:find('restarting', 1, true), 'says it restarts: ' .. status.get(old.id).message)
+  -- Edited before the restart comes (both buffers).
+  api.nvim_buf_set_lines(bufnr, 13, 13, false, { '', '', 'def volume(w, h, d):', '    ...' })
+  api.nvim_buf_set_lines(other, 1, 2, false, { '    ...' })
+  client = ready_client(old.id)
+  H.ok(dl.statusline():find('✓', 1, true), 'ready again: ' .. dl.statusline())
+  compat.notify(client, 'workspace/didChangeConfiguration',
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+  H.sleep(200)
+  H.eq({ 1, 5, 16 }, rows_of(fill_holes_edits(client)), 'the restarted server has the current text')
+  H.eq({ 1 }, rows_of(fill_holes_edits(client, other)), 'and the hidden buffer edited while it was down')
+end)
+
+H.run(420000)

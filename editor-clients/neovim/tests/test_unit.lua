@@ -17,6 +17,10 @@ local render = require('diffusion_lsp.render')
 
 local ns = api.nvim_create_namespace('diffusion_lsp_test')
 
+local function at(row, col)
+  return { start = { row, col }, ['end'] = { row, col } }
+end
+
 local function scratch(lines)
   vim.cmd('enew!')
   local bufnr = api.nvim_get_current_buf()
@@ -147,10 +151,21 @@ H.test('config: the command resolves on PATH, then in .venv, else reports where 
   vim.fn.setfperm(dir .. '/.venv/bin/diffusion-lsp-venv-only', 'rwxr-xr-x')
   H.eq({ dir .. '/.venv/bin/diffusion-lsp-venv-only', '-v' },
     config.resolve_cmd({ 'diffusion-lsp-venv-only', '-v' }, dir), 'in .venv')
-  local cmd, looked = config.resolve_cmd({ 'no-such-diffusion-lsp' }, '/nowhere')
+  local cmd, looked = config.resolve_cmd({ 'no-such-diffusion-lsp' }, '/nowhere', '/checkout')
   H.eq(nil, cmd, 'not found')
   H.eq({ 'no-such-diffusion-lsp (on $PATH)', '/nowhere/.venv/bin/no-such-diffusion-lsp',
-    '/nowhere/venv/bin/no-such-diffusion-lsp' }, looked, 'places looked at')
+    '/nowhere/venv/bin/no-such-diffusion-lsp', '/checkout/.venv/bin/no-such-diffusion-lsp' }, looked,
+    'places looked at')
+end)
+
+H.test("config: by default the server is found in the .venv of the plugin's own checkout", function()
+  -- the plugin is <checkout>/editor-clients/neovim; scripts/setup.sh makes <checkout>/.venv
+  H.eq(vim.fn.fnamemodify(root, ':h:h'), config.checkout, 'checkout of the plugin')
+  local checkout = H.workspace({ ['.venv/bin/diffusion-lsp-checkout-only'] = '#!/bin/sh' })
+  vim.fn.setfperm(checkout .. '/.venv/bin/diffusion-lsp-checkout-only', 'rwxr-xr-x')
+  H.eq({ checkout .. '/.venv/bin/diffusion-lsp-checkout-only' },
+    config.resolve_cmd({ 'diffusion-lsp-checkout-only' }, '/elsewhere', checkout), 'found from any working directory')
+  H.eq(config.defaults.cmd, config.merge({}).cmd, 'default command')
 end)
 
 -- drafts -------------------------------------------------------------------------------
@@ -209,21 +224,118 @@ H.test('draft: the handler paints the current draft, skips stale ones, clears on
   draft.buffers = saved
 end)
 
+H.test('draft: drawn where the final text lands: one-line fills cut at their end, trailing breaks dropped, a regenerated fragment in place', function()
+  local bufnr = scratch({ 'def f(path):', '    return su', '', 'for w in ws:', '    ', 'x = 1' })
+  local function place(range, text, kind)
+    local r, tokens = draft.place(bufnr, range, { { text = text, confidence = 0.5 } }, kind)
+    local parts = {}
+    for _, t in ipairs(tokens) do
+      parts[#parts + 1] = t.text
+    end
+    return r, table.concat(parts)
+  end
+  -- One-line hole (code before the cursor): the draft is cut where the server cuts the fill.
+  local r, text = place(at(1, 13), 'm(path)\n    ▒▒▒▒')
+  H.eq('m(path)', text, 'cut at the line break')
+  H.eq(at(1, 13), r, 'at the cursor')
+  -- The typed fragment "su" regenerated: the draft starts with it, so it starts where it does.
+  r, text = place(at(1, 13), 'sum(path)')
+  H.eq({ start = { 1, 11 }, ['end'] = { 1, 13 } }, r, 'starts at the fragment')
+  H.eq('sum(path)', text, 'text')
+  render.show(bufnr, ns, r, draft.lines({ tokens = { { text = text, confidence = 0.5 } } }))
+  local mark = only_mark(bufnr, ns)
+  H.eq(13, mark[3], 'drawn from the cursor: the fragment is already on screen')
+  H.eq('m(path)', text_of(mark[4].virt_text), 'what is drawn')
+  render.clear(bufnr, ns)
+  -- A continuation that does not repeat the fragment stays at the cursor.
+  r = place(at(1, 13), 'itable(path)')
+  H.eq(at(1, 13), r, 'continuation')
+  -- Block hole (blank line after a ':' header): several lines kept, a trailing break dropped.
+  r, text = place(at(4, 4), 'w = 1\n    n += 1\n')
+  H.eq('w = 1\n    n += 1', text, 'block draft')
+  H.ok(draft.multiline(bufnr, at(4, 4)), 'block')
+  H.ok(not draft.multiline(bufnr, at(2, 0)), 'blank line after code that opens nothing: one line')
+  H.ok(draft.multiline(bufnr, at(2, 0), 'block'), "the server's kind wins")
+  H.ok(not draft.multiline(bufnr, at(4, 4), 'line'), "the server's kind wins (line)")
+end)
+
+H.test('draft: a later draft replaces the earlier one, an empty one clears it, and so does an empty answer', function()
+  local bufnr = scratch({ 'def f(x):', '    return ' })
+  ghost.detach(bufnr)
+  ghost.attach(bufnr, -1)
+  local saved = draft.buffers
+  draft.buffers = function()
+    return { bufnr }
+  end
+  ghost.on_change(function(b, event)
+    if event == 'result' then
+      draft.clear(b)
+    end
+  end)
+  local uri = vim.uri_from_bufnr(bufnr)
+  vim.lsp.util.buf_versions[bufnr] = 3
+  local function send(step, text)
+    draft.handler(nil, { uri = uri, version = 3, id = '40', step = step, done = false,
+      range = { start = { line = 1, character = 11 }, ['end'] = { line = 1, character = 11 } },
+      text = text, tokens = { { text = text, confidence = 0.5 } } }, { client_id = -1 })
+  end
+  send(8, 'x +▒\n')
+  local mark = only_mark(bufnr, draft.ns)
+  H.eq(nil, mark[4].virt_lines, 'the first length: no extra virtual line for its trailing break')
+  send(9, 'x + 1\n    ▒▒▒▒')
+  mark = only_mark(bufnr, draft.ns)
+  H.eq(nil, mark[4].virt_lines, 'the second length replaces it, one line, no virtual line at column 0')
+  H.eq('x + 1', text_of(mark[4].virt_text):gsub('%s+$', ''), 'its text')
+  send(10, '')
+  H.eq(0, #H.marks(bufnr, draft.ns), 'an empty draft clears')
+  send(11, 'x')
+  H.ok(draft.visible(bufnr), 'painted again')
+  -- The request ends with no item: nothing is shown, the draft goes.
+  api.nvim_win_set_cursor(0, { 2, 11 })
+  H.feed('A')
+  local st_result = ghost.items_from_result(bufnr, { items = {} }, { row = 1, col = 11, encoding = 'utf-16' })
+  H.eq(0, #st_result, 'no items')
+  ghost._on_result(bufnr, nil, { items = {} }, { tick = api.nvim_buf_get_changedtick(bufnr), row = 1, col = 11,
+    encoding = 'utf-16' })
+  H.eq(0, #H.marks(bufnr, draft.ns), 'no draft left after an empty answer')
+  H.ok(not ghost.visible(bufnr), 'no ghost')
+  H.feed('<Esc>')
+  draft.buffers = saved
+end)
+
 -- actions ------------------------------------------------------------------------------
 
-H.test('actions: each command finds its server action by kind and title', function()
-  local offered = {
-    { title = 'Rewrite selection', kind = 'refactor.rewrite' },
-    { title = 'Fill 3 holes', kind = 'refactor.rewrite' },
-    { title = 'Complete body', kind = 'refactor.rewrite' },
-    { title = 'Fix syntax error', kind = 'quickfix' },
+H.test('actions: each command finds its server action by data.action, else by kind, never by title', function()
+  -- As the server sends them today: plain kinds, data.action (titles deliberately misleading).
+  local today = {
+    { title = 'Fill 3 holes', kind = 'refactor.rewrite', data = { action = 'rewriteSelection' } },
+    { title = 'Rewrite selection', kind = 'refactor.rewrite', data = { action = 'fillHoles' } },
+    { title = 'x', kind = 'refactor.rewrite', data = { action = 'completeBody' } },
+    { title = 'y', kind = 'quickfix', data = { action = 'fixSyntax' } },
   }
-  H.eq('Rewrite selection', actions.pick(offered, 'rewrite').title, 'rewrite')
-  H.eq('Fill 3 holes', actions.pick(offered, 'fill_holes').title, 'fill')
-  H.eq('Complete body', actions.pick(offered, 'complete_body').title, 'body')
-  H.eq('Fix syntax error', actions.pick(offered, 'fix_syntax').title, 'fix')
-  H.eq('Fill 1 hole', actions.pick({ { title = 'Fill 1 hole', kind = 'refactor.rewrite.x' } }, 'fill_holes').title, 'one hole')
-  H.eq(nil, actions.pick({ { title = 'Fix syntax error', kind = 'refactor.rewrite' } }, 'fix_syntax'), 'wrong kind')
+  H.eq('Fill 3 holes', actions.pick(today, 'rewrite').title, 'rewrite by data')
+  H.eq('Rewrite selection', actions.pick(today, 'fill_holes').title, 'fill by data')
+  H.eq('x', actions.pick(today, 'complete_body').title, 'body by data')
+  H.eq('y', actions.pick(today, 'fix_syntax').title, 'fix by data')
+  -- Without resolve support the data is the argument of diffusion.runAction.
+  local commanded = { { title = 'z', kind = 'refactor.rewrite',
+    command = { command = 'diffusion.runAction', title = 'z', arguments = { { action = 'completeBody' } } } } }
+  H.eq('z', actions.pick(commanded, 'complete_body').title, 'by the command argument')
+  H.eq(nil, actions.pick(commanded, 'fill_holes'), 'another action in the argument')
+  -- The kinds the server will send, without data.
+  local kinds = {
+    { title = 'a', kind = 'refactor.rewrite.rewriteSelection' },
+    { title = 'b', kind = 'refactor.rewrite.fillHoles' },
+    { title = 'c', kind = 'refactor.rewrite.completeBody' },
+    { title = 'd', kind = 'quickfix' },
+  }
+  H.eq('a', actions.pick(kinds, 'rewrite').title, 'rewrite by kind')
+  H.eq('b', actions.pick(kinds, 'fill_holes').title, 'fill by kind')
+  H.eq('c', actions.pick(kinds, 'complete_body').title, 'body by kind')
+  H.eq('d', actions.pick(kinds, 'fix_syntax').title, 'fix by kind')
+  H.eq(nil, actions.pick({ { title = 'Fill 1 hole', kind = 'refactor.rewrite' } }, 'fill_holes'), 'a title alone is not enough')
+  H.eq(nil, actions.pick({ { title = 'f', kind = 'quickfix', data = { action = 'other' } } }, 'fix_syntax'),
+    'data naming another action wins over the kind')
   H.eq(nil, actions.pick(nil, 'rewrite'), 'no actions')
 end)
 
@@ -252,9 +364,6 @@ local function ghost_buffer(lines)
   return bufnr
 end
 
-local function at(row, col)
-  return { start = { row, col }, ['end'] = { row, col } }
-end
 
 H.test('ghost: accept inserts the suggestion where it belongs and puts the cursor after it', function()
   local bufnr = ghost_buffer({ 'def f(x):', '    return ', 'print(f(1))' })
@@ -357,6 +466,158 @@ H.test('ghost: moving the cursor or leaving insert mode dismisses', function()
   ghost.show(bufnr, at(1, 4), '2')
   H.feed('<Esc>')
   H.ok(not ghost.visible(bufnr), 'insert mode left')
+end)
+
+H.test('ghost: a block fill ending in a line break adds no empty line, the cursor ends after its text', function()
+  local bufnr = ghost_buffer({ 'for word in words:', '    ', 'return counts' })
+  api.nvim_win_set_cursor(0, { 2, 4 })
+  H.feed('A')
+  ghost.show(bufnr, at(1, 4), 'counts[word] += 1\n')
+  local mark = only_mark(bufnr, ghost.ns)
+  H.eq(nil, mark[4].virt_lines, 'no empty virtual line drawn')
+  H.ok(ghost.accept(bufnr), 'accepted')
+  H.eq({ 'for word in words:', '    counts[word] += 1', 'return counts' }, H.lines(bufnr), 'no stray empty line')
+  H.eq({ 2, #'    counts[word] += 1' }, api.nvim_win_get_cursor(0), 'cursor at the end of the inserted text')
+  -- The blank rest of the line goes too, and a break that pushes code down is kept.
+  bufnr = ghost_buffer({ 'if x:', '  ', 'y = 1' })
+  api.nvim_win_set_cursor(0, { 2, 1 })
+  ghost.show(bufnr, at(1, 1), ' pass\n')
+  ghost.accept(bufnr)
+  H.eq({ 'if x:', '  pass', 'y = 1' }, H.lines(bufnr), 'blank rest replaced')
+  bufnr = ghost_buffer({ 'if y:', '  ' })
+  api.nvim_win_set_cursor(0, { 2, 2 })
+  ghost.show(bufnr, at(1, 2), 'z()\n  ')
+  H.eq('z()', ghost.get(bufnr).text, 'indentation after the last break goes too')
+  ghost.dismiss(bufnr)
+  ghost.show(bufnr, at(1, 2), '\n\n')
+  H.ok(not ghost.visible(bufnr), 'nothing but line breaks is not shown')
+  H.eq(0, #H.marks(bufnr, ghost.ns), 'and nothing drawn')
+  bufnr = ghost_buffer({ 'y = 1' })
+  api.nvim_win_set_cursor(0, { 1, 0 })
+  ghost.show(bufnr, at(0, 0), 'x = 0\n')
+  ghost.accept(bufnr)
+  H.eq({ 'x = 0', 'y = 1' }, H.lines(bufnr), 'a line break before code is kept')
+  H.feed('<Esc>')
+end)
+
+H.test('ghost: accept_word takes the next word (with its line break and indentation), the rest stays', function()
+  H.eq('foo', ghost.next_word('foo.bar'), 'a word')
+  H.eq('.', ghost.next_word('.bar'), 'punctuation')
+  H.eq(' (', ghost.next_word(' (x)'), 'space then punctuation run')
+  H.eq('\n    return', ghost.next_word('\n    return x'), 'line break and indentation')
+  H.eq('naïve_x', ghost.next_word('naïve_x = 1'), 'non-ASCII letters are word characters')
+  local bufnr = ghost_buffer({ 'total = ', '' })
+  api.nvim_win_set_cursor(0, { 1, 8 })
+  H.feed('A')
+  ghost.show(bufnr, at(0, 8), 'sum(values) + 1')
+  H.ok(ghost.accept_word(bufnr), 'one word')
+  H.eq({ 'total = sum', '' }, H.lines(bufnr), 'after one word')
+  H.eq('(values) + 1', ghost.get(bufnr).text, 'rest shown')
+  H.eq({ 1, #'total = sum' }, api.nvim_win_get_cursor(0), 'cursor after the word')
+  ghost.accept_word(bufnr)
+  ghost.accept_word(bufnr)
+  H.eq({ 'total = sum(values', '' }, H.lines(bufnr), 'word by word')
+  H.ok(ghost.accept(bufnr), 'the rest')
+  H.eq({ 'total = sum(values) + 1', '' }, H.lines(bufnr), 'all of it')
+  H.feed('<Esc>')
+end)
+
+H.test('ghost: the answer\'s items are alternatives; next / previous cycle them, typed text still matching', function()
+  local bufnr = ghost_buffer({ 'name = ' })
+  ghost.configure({ auto_trigger = false })
+  api.nvim_win_set_cursor(0, { 1, 7 })
+  H.feed('A')
+  local items = ghost.items_from_result(bufnr, { items = {
+    { insertText = '"alpha"', range = { start = { line = 0, character = 7 }, ['end'] = { line = 0, character = 7 } } },
+    { insertText = '"alpha"', range = { start = { line = 0, character = 7 }, ['end'] = { line = 0, character = 7 } } },
+    { insertText = '' },
+    { insertText = '"beta"' },
+    { insertText = 'None' },
+  } }, { row = 0, col = 7, encoding = 'utf-16' })
+  H.eq({ '"alpha"', '"beta"', 'None' }, vim.tbl_map(function(i) return i.text end, items), 'distinct, non-empty, in order')
+  ghost.set_items(bufnr, items)
+  H.eq('"alpha"', ghost.get(bufnr).text, 'the best first')
+  H.eq({ 1, 3 }, { ghost.alternative(bufnr) }, 'first of three')
+  H.ok(ghost.cycle(bufnr, 1), 'next')
+  H.eq('"beta"', ghost.get(bufnr).text, 'second')
+  H.eq(1, #H.marks(bufnr, ghost.ns), 'one ghost extmark: the alternative replaced the first')
+  H.ok(ghost.cycle(bufnr, 1), 'next')
+  H.eq('None', ghost.get(bufnr).text, 'third')
+  H.ok(ghost.cycle(bufnr, 1), 'next wraps')
+  H.eq('"alpha"', ghost.get(bufnr).text, 'back to the first')
+  H.ok(ghost.cycle(bufnr, -1), 'previous wraps')
+  H.eq('None', ghost.get(bufnr).text, 'the last')
+  -- After typing '"', only the alternatives that start with it remain.
+  ghost.cycle(bufnr, 1)
+  H.feed('"')
+  H.ok(ghost.visible(bufnr), 'kept while typing it')
+  H.ok(ghost.cycle(bufnr, 1), 'next after typing')
+  H.eq('"beta"', ghost.get(bufnr).text, 'None skipped: it does not start with the typed quote')
+  H.ok(ghost.accept(bufnr), 'accept')
+  H.eq({ 'name = "beta"' }, H.lines(bufnr), 'typed quote not doubled')
+  ghost.show(bufnr, at(0, #'name = "beta"'), ' # x')
+  H.eq(false, ghost.cycle(bufnr, 1), 'a single suggestion has no alternative')
+  H.feed('<Esc>')
+  ghost.configure({ auto_trigger = true })
+end)
+
+H.test('ghost: the alternative keys are mapped in insert mode and fall through when there is nothing', function()
+  local bufnr = ghost_buffer({ 'x = ' })
+  dl.options = config.merge({ keys = { next = '<C-j>', prev = '<C-k>', accept_word = '<C-l>' } })
+  dl._on_attach({ id = -1 }, bufnr)
+  api.nvim_win_set_cursor(0, { 1, 4 })
+  H.feed('A')
+  ghost.set_items(bufnr, { { range = at(0, 4), text = '1' }, { range = at(0, 4), text = '2' } })
+  H.feed('<C-j>')
+  H.eq('2', ghost.get(bufnr).text, 'next key')
+  H.feed('<C-k>')
+  H.eq('1', ghost.get(bufnr).text, 'previous key')
+  ghost.set_items(bufnr, { { range = at(0, 4), text = 'abc + d' } })
+  H.feed('<C-l>')
+  H.eq({ 'x = abc' }, H.lines(bufnr), 'accept-word key')
+  H.feed('<Esc>')
+  dl.options = config.merge({})
+end)
+
+H.test('status: :DiffusionStatus prints one clean line', function()
+  local status = require('diffusion_lsp.status')
+  H.eq('diffusion-lsp: ready (model embedded)',
+    status.describe({ state = 'ready', model = 'embedded', message = 'embedded ready' }), 'no repeated words')
+  H.eq('diffusion-lsp: loading (model /m)', status.describe({ state = 'loading', model = '/m', message = 'loading /m' }), 'loading')
+  H.eq('diffusion-lsp: error (model /m): no config.json in /m',
+    status.describe({ state = 'error', model = '/m', message = 'no config.json in /m' }), 'an error keeps its message')
+  H.eq('diffusion-lsp: not attached to this buffer', status.describe(nil), 'no server')
+  status.starting(9001)
+  status.exited(9001, 0, 9, true, 'restarting in 1.0 s (attempt 1 of 3)')
+  H.eq('failed', status.get(9001).state, 'a dead server is failed')
+  H.eq('diffusion ✗', status.statusline(9001), 'statusline mark')
+  H.eq('diffusion-lsp: failed: the server died (killed by signal 9); restarting in 1.0 s (attempt 1 of 3)',
+    status.describe(status.get(9001)), 'says why and what next')
+  status.exited(9002, 0, 0, false)
+  H.eq('diffusion ■', status.statusline(9002), 'stopped on request')
+end)
+
+H.test('highlight: ghost text has its own group, not the comment colour, and the user can override it', function()
+  local highlight = require('diffusion_lsp.highlight')
+  vim.cmd('highlight clear')
+  vim.cmd('highlight Normal guifg=#d0d0d0 guibg=#1c1c1c')
+  vim.cmd('highlight Comment guifg=#5f875f')
+  pcall(vim.cmd, 'highlight clear DiffusionGhost')
+  highlight.define()
+  local ghost_hl = api.nvim_get_hl_by_name('DiffusionGhost', true)
+  local comment = api.nvim_get_hl_by_name('Comment', true)
+  H.ok(ghost_hl.foreground, 'a colour of its own (not a link)')
+  H.ok(ghost_hl.foreground ~= comment.foreground, 'not the comment colour')
+  H.eq(highlight._blend(0xd0d0d0, 0x1c1c1c, highlight.GHOST_SHARE), ghost_hl.foreground, 'Normal dimmed toward the background')
+  H.eq(ghost_hl.foreground, api.nvim_get_hl_by_name('DiffusionDraftHigh', true).foreground, 'sure draft tokens look like it')
+  vim.cmd('highlight DiffusionGhost guifg=#ff0000')
+  highlight.define()
+  H.eq(0xff0000, api.nvim_get_hl_by_name('DiffusionGhost', true).foreground, "the user's colour is kept")
+  H.eq(0xff0000, api.nvim_get_hl_by_name('DiffusionDraftHigh', true).foreground, 'draft shades follow it')
+  vim.cmd('highlight DiffusionDraftLow guifg=#00ff00')
+  highlight.define()
+  H.eq(0x00ff00, api.nvim_get_hl_by_name('DiffusionDraftLow', true).foreground, "the user's shade is kept")
+  H.eq('DiffusionGhost', ghost.HL, 'the ghost text uses it')
 end)
 
 H.test('native inline completion is used where vim.lsp.inline_completion exists', function()

@@ -1,5 +1,6 @@
 // The server's code actions as the extension's commands know them: which kind to ask for,
-// how to recognise the action by its title, and the `diffusion.rewriteSelection` argument.
+// how to recognise the action (its `data.action`, else its kind), and the
+// `diffusion.rewriteSelection` argument.
 // Pure: no `vscode` import.
 
 import type { ProtocolRange } from './draft';
@@ -8,37 +9,64 @@ export type ActionName = 'rewriteSelection' | 'fillHoles' | 'completeBody' | 'fi
 
 export interface ActionSpec {
   /** The `CodeActionKind` to put in `context.only`. */
+  only: string;
+  /** The action's own kind (docs/PROTOCOL.md), recognised when the action carries no data. */
   kind: string;
-  /** Matches the server's title (docs/PROTOCOL.md). */
-  title: RegExp;
   /** Progress text while the server computes the edit. */
   progress: string;
 }
 
+/** The command name doubles as the server's `data.action`. Titles are for people, never matched. */
 export const ACTIONS: Readonly<Record<ActionName, ActionSpec>> = {
-  rewriteSelection: { kind: 'refactor.rewrite', title: /^rewrite selection/i, progress: 'Rewriting the selection' },
-  fillHoles: { kind: 'refactor.rewrite', title: /^fill \d+ holes?/i, progress: 'Filling holes' },
-  completeBody: { kind: 'refactor.rewrite', title: /^complete body/i, progress: 'Completing the body' },
-  fixSyntax: { kind: 'quickfix', title: /^fix syntax error/i, progress: 'Fixing the syntax error' },
+  rewriteSelection: { only: 'refactor.rewrite', kind: 'refactor.rewrite.rewriteSelection', progress: 'Rewriting the selection' },
+  fillHoles: { only: 'refactor.rewrite', kind: 'refactor.rewrite.fillHoles', progress: 'Filling holes' },
+  completeBody: { only: 'refactor.rewrite', kind: 'refactor.rewrite.completeBody', progress: 'Completing the body' },
+  fixSyntax: { only: 'quickfix', kind: 'quickfix', progress: 'Fixing the syntax error' },
 };
 
 /** The command the server runs for "rewrite with an instruction". */
 export const REWRITE_COMMAND = 'diffusion.rewriteSelection';
+/** The command carrying an action's data when the client cannot resolve actions lazily. */
+export const RUN_ACTION_COMMAND = 'diffusion.runAction';
 
-export interface TitledAction {
+export interface OfferedAction {
   title: string;
   kind?: string;
+  data?: unknown;
+  command?: { command: string; arguments?: unknown[] };
 }
 
 /** True when `kind` is `wanted` or a sub-kind of it (`refactor.rewrite.x` under `refactor.rewrite`). */
 export function kindMatches(kind: string | undefined, wanted: string): boolean {
-  return kind === undefined || kind === wanted || kind.startsWith(wanted + '.');
+  return kind !== undefined && (kind === wanted || kind.startsWith(wanted + '.'));
 }
 
-/** The server action a command stands for, or undefined when the server offered none here. */
-export function pickAction<T extends TitledAction>(actions: readonly T[], name: ActionName): T | undefined {
+function actionOf(value: unknown): string | undefined {
+  if (typeof value === 'object' && value !== null && typeof (value as { action?: unknown }).action === 'string') {
+    return (value as { action: string }).action;
+  }
+  return undefined;
+}
+
+/** The server's `data.action` of an offered action (or of its `diffusion.runAction` command's argument). */
+export function actionName(action: OfferedAction): string | undefined {
+  const fromData = actionOf(action.data);
+  if (fromData !== undefined) {
+    return fromData;
+  }
+  if (action.command?.command === RUN_ACTION_COMMAND) {
+    return actionOf(action.command.arguments?.[0]);
+  }
+  return undefined;
+}
+
+/** The server action a command stands for (by data.action, else by kind), or undefined when none is offered. */
+export function pickAction<T extends OfferedAction>(actions: readonly T[], name: ActionName): T | undefined {
   const spec = ACTIONS[name];
-  return actions.find((action) => kindMatches(action.kind, spec.kind) && spec.title.test(action.title));
+  return (
+    actions.find((action) => actionName(action) === name) ??
+    actions.find((action) => actionName(action) === undefined && kindMatches(action.kind, spec.kind))
+  );
 }
 
 export interface RewriteArgument {

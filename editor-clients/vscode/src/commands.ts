@@ -79,7 +79,7 @@ export async function runAction(getClient: ClientSource, name: ActionName): Prom
   const params: CodeActionParams = {
     textDocument: { uri: client.code2ProtocolConverter.asUri(editor.document.uri) },
     range: client.code2ProtocolConverter.asRange(editor.selection),
-    context: { diagnostics: [], only: [spec.kind], triggerKind: 1 /* Invoked */ },
+    context: { diagnostics: [], only: [spec.only], triggerKind: 1 /* Invoked */ },
   };
   try {
     await withProgress(spec.progress, async () => {

@@ -3,9 +3,12 @@
 // setting changes, and restarts on demand.
 
 import * as fs from 'fs';
+import * as os from 'os';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
   DidChangeConfigurationNotification,
+  ErrorAction,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
@@ -13,6 +16,8 @@ import {
 } from 'vscode-languageclient/node';
 import { DraftBoard, isDraft } from './draft';
 import { protocolInlineContext } from './inlineContext';
+import { distinctItems, normalizeItem } from './inlineItems';
+import { RestartPolicy } from './restartPolicy';
 import { DraftView } from './draftView';
 import { notInstalledMessage, resolveServerCommand } from './serverCommand';
 import { configurationChangeParams, SERVER_SETTING_KINDS, ServerSettings, toServerSettings } from './settings';
@@ -31,6 +36,7 @@ function explicitValue(config: vscode.WorkspaceConfiguration, key: string): unkn
 export class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly board = new DraftBoard();
+  private readonly restarts = new RestartPolicy();
 
   constructor(
     private readonly output: vscode.OutputChannel,
@@ -50,6 +56,7 @@ export class ServerController implements vscode.Disposable {
       platform: process.platform,
       pathVariable: process.env.PATH,
       workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath),
+      homeDir: os.homedir(),
       isFile: (file) => {
         try {
           return fs.statSync(file).isFile();
@@ -93,6 +100,7 @@ export class ServerController implements vscode.Disposable {
   }
 
   async restart(): Promise<void> {
+    this.restarts.reset();
     await this.stop();
     await this.start();
   }
@@ -138,12 +146,37 @@ export class ServerController implements vscode.Disposable {
       ]),
       initializationOptions: this.readSettings(),
       outputChannel: this.output,
+      // A server that dies is shown as failed and restarted (bounded); the client re-opens every
+      // open document in the new one, with its current text.
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: (count ?? 0) < 5 ? ErrorAction.Continue : ErrorAction.Shutdown,
+          handled: true,
+        }),
+        closed: () => {
+          const decision = this.restarts.died(Date.now());
+          this.output.appendLine(decision.message);
+          this.status.update((model) => model.died(decision.message));
+          if (!decision.restart) {
+            void vscode.window.showErrorMessage(`Diffusion LSP: ${decision.message}`, 'Restart', 'Show Log').then((choice) => {
+              if (choice === 'Restart') {
+                void this.restart();
+              } else if (choice === 'Show Log') {
+                this.output.show(true);
+              }
+            });
+          }
+          return { action: decision.restart ? CloseAction.Restart : CloseAction.DoNotRestart, handled: true };
+        },
+      },
       middleware: {
-        // The suggestion is in: VS Code shows it as ghost text, so the draft goes.
+        // The suggestion is in: VS Code shows it as ghost text, so the draft goes. Every item
+        // the server sends is kept (its alternatives, best first: Alt+] / Alt+[ cycle them).
         provideInlineCompletionItems: async (document, position, context, token, next) => {
           const protocolContext = protocolInlineContext(context) as unknown as vscode.InlineCompletionContext;
           try {
-            return await next(document, position, protocolContext, token);
+            const result = await next(document, position, protocolContext, token);
+            return result ? normalizeInlineResult(document, position, result) : result;
           } finally {
             this.drafts.clear(document.uri);
           }
@@ -175,7 +208,9 @@ export class ServerController implements vscode.Disposable {
     client.onDidChangeState((event) => {
       const running = event.newState === State.Running;
       void vscode.commands.executeCommand('setContext', ACTIVE_CONTEXT, running);
-      if (running) {
+      if (event.newState === State.Starting) {
+        this.status.update((model) => model.starting());
+      } else if (running) {
         this.status.update((model) => model.running());
       } else if (event.newState === State.Stopped) {
         this.drafts.clearAll();
@@ -204,4 +239,42 @@ export class ServerController implements vscode.Disposable {
       this.output.show(true);
     }
   }
+}
+
+/** The server's items with block fills' trailing line breaks handled and repeats left out. */
+function normalizeInlineResult(
+  document: vscode.TextDocument,
+  position: vscode.Position,
+  result: vscode.InlineCompletionItem[] | vscode.InlineCompletionList,
+): vscode.InlineCompletionItem[] | vscode.InlineCompletionList {
+  const items = Array.isArray(result) ? result : result.items;
+  const plain = items.map((item) => ({
+    text: typeof item.insertText === 'string' ? item.insertText : item.insertText.value,
+    range: item.range
+      ? {
+          start: { line: item.range.start.line, character: item.range.start.character },
+          end: { line: item.range.end.line, character: item.range.end.character },
+        }
+      : undefined,
+  }));
+  const out = distinctItems(plain).map((index) => {
+    const item = items[index];
+    if (typeof item.insertText !== 'string') {
+      return item; // a snippet: VS Code handles it
+    }
+    const endLine = item.range ? item.range.end.line : position.line;
+    const fixed = normalizeItem(plain[index], document.lineAt(endLine).text, {
+      line: position.line,
+      character: position.character,
+    });
+    if (fixed === plain[index]) {
+      return item;
+    }
+    const r = fixed.range!;
+    const range = new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character);
+    const copy = new vscode.InlineCompletionItem(fixed.text, range, item.command);
+    copy.filterText = item.filterText;
+    return copy;
+  });
+  return Array.isArray(result) ? out : new vscode.InlineCompletionList(out);
 }

@@ -11,6 +11,8 @@ export interface LookupEnvironment {
   workspaceFolders: readonly string[];
   /** True when `file` exists and is a file (executability is left to the spawn). */
   isFile: (file: string) => boolean;
+  /** The user's home directory: `~/.local/bin` is where scripts/setup.sh links the server. */
+  homeDir?: string;
 }
 
 export interface Resolution {
@@ -34,7 +36,9 @@ function executableNames(name: string, platform: NodeJS.Platform): string[] {
 /**
  * Resolves the configured server command:
  * - a path with a directory part is used as is (relative paths against the first workspace folder);
- * - a bare name is looked up on PATH, then in the workspace's `.venv` / `venv`.
+ * - a bare name is looked up on PATH, then in the workspace's `.venv` / `venv`, then in
+ *   `~/.local/bin` (where scripts/setup.sh links it; VS Code started from a desktop menu may not
+ *   have that directory on its PATH).
  */
 export function resolveServerCommand(configured: string, env: LookupEnvironment): Resolution {
   const p = pathApi(env.platform);
@@ -65,7 +69,9 @@ export function resolveServerCommand(configured: string, env: LookupEnvironment)
     p.join(folder, '.venv', binDir),
     p.join(folder, 'venv', binDir),
   ]);
-  for (const dir of [...pathDirs, ...venvDirs]) {
+  const userDirs = env.homeDir && env.platform !== 'win32' ? [p.join(env.homeDir, '.local', 'bin')] : [];
+  const dirs = [...pathDirs, ...venvDirs, ...userDirs].filter((dir, index, all) => all.indexOf(dir) === index);
+  for (const dir of dirs) {
     for (const file of executableNames(name, env.platform)) {
       const found = tryFile(p.join(dir, file));
       if (found) {
@@ -80,8 +86,8 @@ export function resolveServerCommand(configured: string, env: LookupEnvironment)
 export function notInstalledMessage(configured: string): string {
   const name = configured.trim() === '' ? 'diffusion-lsp' : configured.trim();
   return (
-    `Diffusion LSP: the language server "${name}" was not found on PATH or in the ` +
-    `workspace's .venv. Install it into a Python environment (in a checkout of ` +
-    `diffusion-lsp: "pip install ."), or set "diffusionLsp.server.path" to the executable.`
+    `Diffusion LSP: the language server "${name}" was not found on PATH, in the ` +
+    `workspace's .venv or in ~/.local/bin. Run scripts/setup.sh in a checkout of diffusion-lsp ` +
+    `(it links ~/.local/bin/diffusion-lsp), or set "diffusionLsp.server.path" to the executable.`
   );
 }

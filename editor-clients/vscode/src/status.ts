@@ -65,6 +65,11 @@ export class StatusModel {
     }
   }
 
+  /** The server process died; `message` says whether it is being restarted. */
+  died(message: string): void {
+    this.set('error', message);
+  }
+
   /** Starting the server failed (spawn error, crash during initialize, ...). */
   failed(message: string): void {
     this.set('error', message);

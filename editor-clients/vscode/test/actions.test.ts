@@ -2,28 +2,47 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { kindMatches, pickAction, rewriteArgument } from '../src/actions';
 
-const offered = [
-  { title: 'Rewrite selection', kind: 'refactor.rewrite' },
-  { title: 'Fill 3 holes', kind: 'refactor.rewrite' },
-  { title: 'Complete body', kind: 'refactor.rewrite' },
-  { title: 'Fix syntax error', kind: 'quickfix' },
+// As the server sends them today: plain kinds and data.action (titles deliberately misleading).
+const today = [
+  { title: 'Fill 3 holes', kind: 'refactor.rewrite', data: { action: 'rewriteSelection' } },
+  { title: 'Rewrite selection', kind: 'refactor.rewrite', data: { action: 'fillHoles' } },
+  { title: 'x', kind: 'refactor.rewrite', data: { action: 'completeBody' } },
+  { title: 'y', kind: 'quickfix', data: { action: 'fixSyntax' } },
   { title: 'Organize imports', kind: 'source.organizeImports' },
 ];
 
 describe('pickAction', () => {
-  it('finds each server action by kind and title', () => {
-    assert.equal(pickAction(offered, 'rewriteSelection')?.title, 'Rewrite selection');
-    assert.equal(pickAction(offered, 'fillHoles')?.title, 'Fill 3 holes');
-    assert.equal(pickAction(offered, 'completeBody')?.title, 'Complete body');
-    assert.equal(pickAction(offered, 'fixSyntax')?.title, 'Fix syntax error');
+  it("finds each server action by its data.action, whatever the title", () => {
+    assert.equal(pickAction(today, 'rewriteSelection')?.title, 'Fill 3 holes');
+    assert.equal(pickAction(today, 'fillHoles')?.title, 'Rewrite selection');
+    assert.equal(pickAction(today, 'completeBody')?.title, 'x');
+    assert.equal(pickAction(today, 'fixSyntax')?.title, 'y');
   });
 
-  it('accepts a single hole and a sub-kind', () => {
-    assert.equal(pickAction([{ title: 'Fill 1 hole', kind: 'refactor.rewrite.diffusion' }], 'fillHoles')?.title, 'Fill 1 hole');
+  it('reads the action from the diffusion.runAction argument when there is no data', () => {
+    const commanded = [
+      { title: 'z', kind: 'refactor.rewrite', command: { command: 'diffusion.runAction', arguments: [{ action: 'completeBody' }] } },
+    ];
+    assert.equal(pickAction(commanded, 'completeBody')?.title, 'z');
+    assert.equal(pickAction(commanded, 'fillHoles'), undefined);
   });
 
-  it('does not take an action of another kind with a similar title', () => {
-    assert.equal(pickAction([{ title: 'Fix syntax error', kind: 'refactor.rewrite' }], 'fixSyntax'), undefined);
+  it('falls back to the specific kinds the server will send', () => {
+    const kinds = [
+      { title: 'a', kind: 'refactor.rewrite.rewriteSelection' },
+      { title: 'b', kind: 'refactor.rewrite.fillHoles' },
+      { title: 'c', kind: 'refactor.rewrite.completeBody' },
+      { title: 'd', kind: 'quickfix' },
+    ];
+    assert.equal(pickAction(kinds, 'rewriteSelection')?.title, 'a');
+    assert.equal(pickAction(kinds, 'fillHoles')?.title, 'b');
+    assert.equal(pickAction(kinds, 'completeBody')?.title, 'c');
+    assert.equal(pickAction(kinds, 'fixSyntax')?.title, 'd');
+  });
+
+  it('never matches by title alone, and data naming another action wins over the kind', () => {
+    assert.equal(pickAction([{ title: 'Fill 1 hole', kind: 'refactor.rewrite' }], 'fillHoles'), undefined);
+    assert.equal(pickAction([{ title: 'f', kind: 'quickfix', data: { action: 'other' } }], 'fixSyntax'), undefined);
   });
 
   it('is undefined when nothing matches', () => {
@@ -37,6 +56,7 @@ describe('kindMatches', () => {
     assert.ok(kindMatches('refactor.rewrite.fill', 'refactor.rewrite'));
     assert.ok(!kindMatches('refactor.rewriteX', 'refactor.rewrite'));
     assert.ok(!kindMatches('refactor', 'refactor.rewrite'));
+    assert.ok(!kindMatches(undefined, 'refactor.rewrite'));
   });
 });
 

@@ -24,6 +24,20 @@ describe('resolveServerCommand', () => {
     assert.equal(found.command, '/home/me/project/.venv/bin/diffusion-lsp');
   });
 
+  it("finds the link scripts/setup.sh makes in ~/.local/bin when that is not on VS Code's PATH", () => {
+    const found = resolveServerCommand('diffusion-lsp', env(['/home/me/.local/bin/diffusion-lsp'], { homeDir: '/home/me' }));
+    assert.equal(found.command, '/home/me/.local/bin/diffusion-lsp');
+    assert.deepEqual(
+      resolveServerCommand('diffusion-lsp', env([], { homeDir: '/home/me', pathVariable: '/home/me/.local/bin' })).searched,
+      [
+        '/home/me/.local/bin/diffusion-lsp',
+        '/home/me/project/.venv/bin/diffusion-lsp',
+        '/home/me/project/venv/bin/diffusion-lsp',
+      ],
+      'looked at once',
+    );
+  });
+
   it('treats an empty setting as the default name', () => {
     assert.equal(resolveServerCommand('  ', env(['/usr/bin/diffusion-lsp'])).command, '/usr/bin/diffusion-lsp');
   });

@@ -44,6 +44,19 @@ describe('StatusModel', () => {
     assert.match(status.view().tooltip, /spawn EACCES/);
   });
 
+  it('shows a server that died in red with what happens next, and its restart clears it', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'ready', model: 'm', message: '' });
+    status.died('The server died; restarting it (attempt 1 of 3).');
+    status.stopped();
+    assert.equal(status.current, 'error');
+    assert.equal(status.view().severity, 'error');
+    assert.match(status.view().tooltip, /died; restarting it \(attempt 1 of 3\)/);
+    status.starting();
+    status.running();
+    assert.equal(status.current, 'loading');
+  });
+
   it('shows a plain stop as a warning, and a restart clears it', () => {
     const status = new StatusModel();
     status.serverStatus({ state: 'ready', model: 'm', message: '' });

@@ -1,6 +1,7 @@
 -- The server's code actions as commands: rewrite a range with an instruction
 -- (workspace/executeCommand diffusion.rewriteSelection), and "Fill holes", "Complete body",
--- "Fix syntax error" found by kind and title, resolved when needed, and applied.
+-- "Fix syntax error" recognised by their data.action (else their kind), resolved when needed,
+-- and applied.
 
 local api = vim.api
 local compat = require('diffusion_lsp.compat')
@@ -9,22 +10,46 @@ local position = require('diffusion_lsp.position')
 local M = {}
 
 M.REWRITE_COMMAND = 'diffusion.rewriteSelection'
+M.RUN_ACTION_COMMAND = 'diffusion.runAction'
+-- Each command's action: `data.action` (what the server puts in every action's data, and in the
+-- argument of its diffusion.runAction command), the kind to ask for (`only`), and the action's
+-- own kind, recognised when no data says more. Titles are for people and are never matched.
 M.specs = {
-  rewrite = { kind = 'refactor.rewrite', title = '^[Rr]ewrite selection' },
-  fill_holes = { kind = 'refactor.rewrite', title = '^[Ff]ill %d+ holes?' },
-  complete_body = { kind = 'refactor.rewrite', title = '^[Cc]omplete body' },
-  fix_syntax = { kind = 'quickfix', title = '^[Ff]ix syntax error' },
+  rewrite = { action = 'rewriteSelection', only = 'refactor.rewrite', kind = 'refactor.rewrite.rewriteSelection' },
+  fill_holes = { action = 'fillHoles', only = 'refactor.rewrite', kind = 'refactor.rewrite.fillHoles' },
+  complete_body = { action = 'completeBody', only = 'refactor.rewrite', kind = 'refactor.rewrite.completeBody' },
+  fix_syntax = { action = 'fixSyntax', only = 'quickfix', kind = 'quickfix' },
 }
 
-local function kind_matches(kind, wanted)
-  return kind == nil or kind == wanted or vim.startswith(kind, wanted .. '.')
+--- The `data.action` of an offered action (or of its diffusion.runAction command), or nil.
+function M.action_name(action)
+  if type(action) ~= 'table' then
+    return nil
+  end
+  if type(action.data) == 'table' and type(action.data.action) == 'string' then
+    return action.data.action
+  end
+  local command = action.command
+  if type(command) == 'table' and command.command == M.RUN_ACTION_COMMAND and type(command.arguments) == 'table'
+    and type(command.arguments[1]) == 'table' and type(command.arguments[1].action) == 'string' then
+    return command.arguments[1].action
+  end
 end
 
---- The action among `actions` a spec names, or nil.
+local function kind_matches(kind, wanted)
+  return type(kind) == 'string' and (kind == wanted or vim.startswith(kind, wanted .. '.'))
+end
+
+--- The action among `actions` a spec names: by data.action, else (no data) by its kind.
 function M.pick(actions, name)
   local spec = M.specs[name]
   for _, action in ipairs(actions or {}) do
-    if action.title and kind_matches(action.kind, spec.kind) and action.title:find(spec.title) then
+    if M.action_name(action) == spec.action then
+      return action
+    end
+  end
+  for _, action in ipairs(actions or {}) do
+    if M.action_name(action) == nil and kind_matches(action.kind, spec.kind) then
       return action
     end
   end
@@ -112,7 +137,7 @@ function M.run(client, bufnr, name, range, done)
   local params = {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     range = position.range_to_lsp(bufnr, range, encoding),
-    context = { diagnostics = {}, only = { spec.kind }, triggerKind = 1 },
+    context = { diagnostics = {}, only = { spec.only }, triggerKind = 1 },
   }
   local function finish(err, action)
     if done then

@@ -4,7 +4,9 @@
 local M = {}
 
 M.defaults = {
-  -- The server command; a bare name is looked up on $PATH, then in ./.venv/bin.
+  -- The server command; a bare name is looked up on $PATH, then in <root>/.venv/bin and
+  -- <root>/venv/bin, then in the .venv of the diffusion-lsp checkout this plugin is part of
+  -- (what scripts/setup.sh makes).
   cmd = { 'diffusion-lsp' },
   filetypes = { 'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact', 'go', 'rust' },
   -- Function(bufnr) -> directory the server is started for (one server per directory).
@@ -23,9 +25,15 @@ M.defaults = {
   keys = {
     accept = '<Tab>',
     accept_line = '<S-Tab>',
+    accept_word = '<M-Right>',
+    next = '<M-]>', -- the server's next alternative (cycles)
+    prev = '<M-[>',
     dismiss = '<C-]>',
     trigger = '<M-\\>',
   },
+  -- A server that dies is restarted up to `retries` times in a row (after delay_ms, doubling
+  -- each time; the count starts again once a server has run for a minute); 0: never.
+  restart = { retries = 3, delay_ms = 1000 },
   -- Show vim.notify messages for model ready (errors are always shown).
   notify_ready = false,
 }
@@ -69,22 +77,36 @@ function M.server_settings(opts)
   return settings
 end
 
---- Resolves cmd[1]: as given when executable, else ./.venv/bin/<name> under `root`.
---- Returns the command list, or nil and the places looked at.
-function M.resolve_cmd(cmd, root)
+-- This file is <checkout>/editor-clients/neovim/lua/diffusion_lsp/config.lua.
+local here = debug.getinfo(1, 'S').source:sub(2)
+M.checkout = vim.fn.fnamemodify(here, ':p:h:h:h:h:h')
+
+--- Resolves cmd[1]: as given when executable, else <root>/.venv/bin/<name> (or venv), else the
+--- plugin's own checkout's .venv/bin/<name>. Returns the command list, or nil and the places
+--- looked at.
+function M.resolve_cmd(cmd, root, checkout)
+  checkout = checkout or M.checkout
   local name = cmd[1]
   if vim.fn.executable(name) == 1 then
     return cmd
   end
   local looked = { name .. ' (on $PATH)' }
   if not name:find('/', 1, true) then
+    local candidates = {}
     for _, venv in ipairs({ '.venv', 'venv' }) do
-      local candidate = (root or vim.fn.getcwd()) .. '/' .. venv .. '/bin/' .. name
-      table.insert(looked, candidate)
-      if vim.fn.executable(candidate) == 1 then
-        local resolved = vim.deepcopy(cmd)
-        resolved[1] = candidate
-        return resolved
+      candidates[#candidates + 1] = (root or vim.fn.getcwd()) .. '/' .. venv .. '/bin/' .. name
+    end
+    if checkout and checkout ~= '' then
+      candidates[#candidates + 1] = checkout .. '/.venv/bin/' .. name
+    end
+    for _, candidate in ipairs(candidates) do
+      if not vim.tbl_contains(looked, candidate) then
+        table.insert(looked, candidate)
+        if vim.fn.executable(candidate) == 1 then
+          local resolved = vim.deepcopy(cmd)
+          resolved[1] = candidate
+          return resolved
+        end
       end
     end
   end

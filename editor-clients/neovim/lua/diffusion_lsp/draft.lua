@@ -87,6 +87,82 @@ function M.lines(draft)
   return lines
 end
 
+--- The first `n` bytes of the tokens.
+local function cut_tokens(tokens, n)
+  local out = {}
+  for _, token in ipairs(tokens) do
+    if n <= 0 then
+      break
+    end
+    local piece = token.text:sub(1, n)
+    out[#out + 1] = { text = piece, confidence = token.confidence }
+    n = n - #piece
+  end
+  return out
+end
+
+local function line_text(bufnr, row)
+  return api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+end
+
+--- True when a fill at (row, col) may span several lines: the server's `kind` says so when it
+--- sends one ("block" or "span"); otherwise the server's own rule is followed: a block body only
+--- on a line blank around the cursor whose previous code line opens a block (ends in ':' or
+--- '{'), a span (the draft replaces a range) always, and one line (cut at its end) elsewhere.
+function M.multiline(bufnr, range, kind)
+  if kind ~= nil then
+    return kind == 'block' or kind == 'span'
+  end
+  local sr, sc, er, ec = range.start[1], range.start[2], range['end'][1], range['end'][2]
+  if sr ~= er or sc ~= ec then
+    return true
+  end
+  local line = line_text(bufnr, sr)
+  if line:sub(1, sc):find('%S') or line:sub(sc + 1):find('%S') then
+    return false
+  end
+  for row = sr - 1, math.max(0, sr - 50), -1 do
+    local code = line_text(bufnr, row):gsub('%s+#.*$', ''):gsub('%s*//.*$', ''):gsub('%s+$', '')
+    if code:find('%S') then
+      return code:find('[:{]$') ~= nil
+    end
+  end
+  return false
+end
+
+--- Where a draft is drawn and what: the draft as the final text will land. A one-line fill is
+--- cut at its first line break (the server cuts the final text there); a line break that would
+--- only leave an empty line is dropped (as from the final text); and when the text starts with
+--- the word fragment typed before an empty range, the fragment is being regenerated and the
+--- draft starts where the fragment does. Returns the range and the tokens.
+function M.place(bufnr, range, tokens, kind)
+  range = vim.deepcopy(range)
+  local text = {}
+  for _, token in ipairs(tokens) do
+    text[#text + 1] = token.text
+  end
+  text = table.concat(text)
+  local sr, sc, er, ec = range.start[1], range.start[2], range['end'][1], range['end'][2]
+  if not M.multiline(bufnr, range, kind) then
+    local stop = text:find('\r?\n')
+    if stop then
+      tokens, text = cut_tokens(tokens, stop - 1), text:sub(1, stop - 1)
+    end
+  end
+  local rest = line_text(bufnr, er):sub(ec + 1)
+  local trailing = text:match('\r?\n$')
+  if trailing and not rest:find('%S') then
+    tokens, text = cut_tokens(tokens, #text - #trailing), text:sub(1, #text - #trailing)
+  end
+  if sr == er and sc == ec then
+    local fragment = line_text(bufnr, sr):sub(1, sc):match('[%w_]+$')
+    if fragment and #text > #fragment and text:sub(1, #fragment) == fragment then
+      range.start = { sr, sc - #fragment }
+    end
+  end
+  return range, tokens
+end
+
 local function stop_timer(entry)
   if entry and entry.timer then
     entry.timer:stop()
@@ -151,8 +227,17 @@ function M.handler(_, params, ctx)
   end
   local client = vim.lsp.get_client_by_id(ctx.client_id)
   local encoding = client and client.offset_encoding or 'utf-16'
-  local range = position.range_from_lsp(bufnr, params.range, encoding)
-  render.show(bufnr, M.ns, range, M.lines(params))
+  local range, tokens = M.place(bufnr, position.range_from_lsp(bufnr, params.range, encoding),
+    tokens_of(params), params.kind)
+  local any = false
+  for _, token in ipairs(tokens) do
+    any = any or token.text ~= ''
+  end
+  if not any then
+    M.clear(bufnr) -- nothing to draw: no stale draft either
+    return
+  end
+  render.show(bufnr, M.ns, range, M.lines({ tokens = tokens }))
   entry.visible = true
   entry.timer = vim.loop.new_timer()
   entry.timer:start(STALE_MS, 0, vim.schedule_wrap(function()

@@ -1,7 +1,8 @@
 -- The plugin's own ghost text for textDocument/inlineCompletion (Neovim without
 -- vim.lsp.inline_completion): requests while typing (debounced, the previous request
--- cancelled), shows the first item as virtual text, keeps it while the user types what it
--- says, and accepts it whole or line by line.
+-- cancelled), shows the first item as virtual text (the others are alternatives to cycle
+-- through), keeps it while the user types what it says, and accepts it whole, line by line or
+-- word by word.
 
 local api = vim.api
 local compat = require('diffusion_lsp.compat')
@@ -15,11 +16,12 @@ M.HL = 'DiffusionGhost'
 local METHOD = 'textDocument/inlineCompletion'
 local TRIGGER = { invoked = 1, automatic = 2 }
 
-local opts = { auto_trigger = true, debounce_ms = 120 }
+local opts = { auto_trigger = true, debounce_ms = 120, before_request = nil }
 -- Called with bufnr whenever a suggestion is shown or the request ends (drafts clear then).
 local listeners = {}
 
--- bufnr -> { client_id, timer, request = {client, id}, suggestion, own_tick, seen_tick }
+-- bufnr -> { client_id, timer, request = {client, id}, suggestion, own_tick, seen_tick,
+--           items = { {range, text}, ... } (the answer's distinct items, best first), index }
 -- suggestion = { range = {start = {r, c}, ['end'] = {r, c}}, text, tail, anchor = {r, c} }
 local states = {}
 
@@ -88,11 +90,32 @@ local function paint(bufnr, suggestion)
   render.show(bufnr, M.ns, suggestion.range, render.text_lines(suggestion.text, M.HL))
 end
 
+--- A fill that ends in a line break where the rest of the line is blank (a block fill on an
+--- empty line) would leave a stray empty line: the break (and any blank lines after it) is
+--- dropped and the blank rest of the line replaced instead. Returns the range and text to show
+--- and insert.
+function M.normalize(bufnr, range, text)
+  if not text:find('\n%s*$') then
+    return range, text
+  end
+  local er, ec = range['end'][1], range['end'][2]
+  local rest = line_text(bufnr, er):sub(ec + 1)
+  if rest:find('^%s*$') == nil then
+    return range, text -- the break pushes the rest of the line down: keep it
+  end
+  local trimmed = text:gsub('\r?\n%s*$', '') -- the break(s), and blank lines after them
+  return { start = vim.deepcopy(range.start), ['end'] = { er, ec + #rest } }, trimmed
+end
+
 --- Shows `text` as the suggestion replacing `range` (0-based rows, byte columns).
 function M.show(bufnr, range, text)
   local st = states[bufnr]
   if not st or text == '' then
     return
+  end
+  range, text = M.normalize(bufnr, range, text)
+  if text == '' then
+    return -- nothing but line breaks: nothing to show
   end
   local er, ec = range['end'][1], range['end'][2]
   st.suggestion = {
@@ -117,6 +140,7 @@ function M.dismiss(bufnr)
   stop_timer(st)
   cancel_request(st)
   st.suggestion = nil
+  st.items, st.index, st.items_anchor = nil, nil, nil
   render.clear(bufnr, M.ns)
   emit(bufnr, 'dismiss')
   return had
@@ -138,21 +162,102 @@ local function on_result(bufnr, err, result, sent)
     or cursor[1] ~= sent.row or cursor[2] ~= sent.col then
     return -- the buffer or cursor moved on; a newer request follows
   end
-  local items = result and (result.items or result) or {}
-  local item = items[1]
-  local text = item and item.insertText
-  if type(text) == 'table' then
-    text = text.value -- a snippet: shown and inserted as plain text
-  end
-  if type(text) ~= 'string' or text == '' then
+  local items = M.items_from_result(bufnr, result, sent)
+  if #items == 0 then
     if sent.invoked then
       vim.notify('diffusion-lsp: no suggestion here', vim.log.levels.INFO)
     end
     return
   end
-  local range = item.range and position.range_from_lsp(bufnr, item.range, sent.encoding)
-    or { start = { sent.row, sent.col }, ['end'] = { sent.row, sent.col } }
-  M.show(bufnr, range, text)
+  M.show(bufnr, items[1].range, items[1].text)
+  if st.suggestion then
+    st.items, st.index, st.items_anchor = items, 1, { sent.row, sent.col }
+  end
+end
+
+M._on_result = on_result -- for the tests
+
+--- The answer's items as {range, text} (buffer positions), best first, empty and repeated
+--- texts left out.
+function M.items_from_result(bufnr, result, sent)
+  local out, seen = {}, {}
+  local list = type(result) == 'table' and (result.items or result) or {}
+  for _, item in ipairs(list) do
+    local text = type(item) == 'table' and item.insertText
+    if type(text) == 'table' then
+      text = text.value -- a snippet: shown and inserted as plain text
+    end
+    if type(text) == 'string' and text ~= '' then
+      local range = item.range and position.range_from_lsp(bufnr, item.range, sent.encoding)
+        or { start = { sent.row, sent.col }, ['end'] = { sent.row, sent.col } }
+      local key = ('%d:%d:%d:%d:%s'):format(range.start[1], range.start[2], range['end'][1], range['end'][2], text)
+      if not seen[key] then
+        seen[key] = true
+        out[#out + 1] = { range = range, text = text }
+      end
+    end
+  end
+  return out
+end
+
+--- Sets the alternatives of the shown suggestion (for tests and other front ends).
+function M.set_items(bufnr, items)
+  local st = states[bufnr]
+  if st and #items > 0 then
+    M.show(bufnr, items[1].range, items[1].text)
+    if st.suggestion then
+      st.items, st.index, st.items_anchor = vim.deepcopy(items), 1, vim.deepcopy(st.suggestion.anchor)
+    end
+  end
+end
+
+--- Shows the next (`delta` 1) or previous (-1) alternative of the answer, wrapping around;
+--- what the user typed since the answer came must still match it. Returns false when there is
+--- no other alternative to show.
+function M.cycle(bufnr, delta)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  local s = st and st.suggestion
+  if not s or not st.items or #st.items < 2 then
+    return false
+  end
+  local cursor = cursor_of(bufnr) or s.anchor
+  local base = st.items_anchor or s.anchor
+  local shift = cursor[1] == base[1] and cursor[2] - base[2] or 0
+  local n = #st.items
+  for step = 1, n - 1 do
+    local index = (st.index - 1 + delta * step) % n + 1
+    local item = st.items[index]
+    local range = vim.deepcopy(item.range)
+    local fits = true
+    if shift ~= 0 then
+      -- the typed text is in the buffer now, inside the item's range, and must start it
+      fits = range.start[1] == cursor[1] and range['end'][1] == cursor[1]
+      if fits then
+        range['end'][2] = range['end'][2] + shift
+        local typed = line_text(bufnr, cursor[1]):sub(range.start[2] + 1, cursor[2])
+        fits = #typed < #item.text and vim.startswith(item.text, typed)
+      end
+    end
+    if fits then
+      local items, anchor = st.items, st.items_anchor
+      M.show(bufnr, range, item.text)
+      if st.suggestion then
+        st.items, st.index, st.items_anchor = items, index, anchor
+        emit(bufnr, 'cycle')
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- The position in the list of alternatives of what is shown: index, count (nil when none).
+function M.alternative(bufnr)
+  local st = states[bufnr or api.nvim_get_current_buf()]
+  if st and st.suggestion and st.items then
+    return st.index, #st.items
+  end
 end
 
 --- Sends textDocument/inlineCompletion at the cursor (`invoked`: the user asked for it).
@@ -165,6 +270,9 @@ function M.request(bufnr, invoked)
     return false
   end
   M.dismiss(bufnr)
+  if opts.before_request then
+    opts.before_request(bufnr) -- the server must have the text the request is about
+  end
   local encoding = client.offset_encoding or 'utf-16'
   local sent = {
     tick = api.nvim_buf_get_changedtick(bufnr),
@@ -239,27 +347,56 @@ function M.accept(bufnr)
   return true
 end
 
+--- Inserts the first `chunk` bytes of the suggestion; the rest stays shown after it (the
+--- alternatives are gone: the answer is being taken).
+local function accept_part(bufnr, st, chunk, event)
+  local suggestion = st.suggestion
+  if #chunk >= #suggestion.text then
+    return M.accept(bufnr)
+  end
+  render.clear(bufnr, M.ns)
+  local at = apply(bufnr, st, suggestion.range, chunk)
+  st.suggestion, st.items, st.index, st.items_anchor = nil, nil, nil, nil
+  M.show(bufnr, { start = at, ['end'] = at }, suggestion.text:sub(#chunk + 1))
+  emit(bufnr, event)
+  return true
+end
+
 --- Inserts the suggestion up to the end of its current line (or, when it starts with a line
 --- break, the break and the next line); the rest stays shown. Returns false when none is shown.
 function M.accept_line(bufnr)
   bufnr = bufnr or api.nvim_get_current_buf()
   local st = states[bufnr]
-  local suggestion = st and st.suggestion
-  if not suggestion then
+  if not (st and st.suggestion) then
     return false
   end
-  local text = suggestion.text
+  local text = st.suggestion.text
   local stop = text:find('\n', text:sub(1, 1) == '\n' and 2 or 1, true)
-  if not stop then
-    return M.accept(bufnr)
+  return accept_part(bufnr, st, stop and text:sub(1, stop - 1) or text, 'accept_line')
+end
+
+--- The suggestion's next word: a line break and the indentation after it, spaces, then a run of
+--- word characters (letters, digits, _, any non-ASCII) or of other non-blank characters.
+function M.next_word(text)
+  local lead = text:match('^\r?\n?[ \t]*') or ''
+  local rest = text:sub(#lead + 1)
+  local word = rest:match('^[%w_\128-\255]+') or rest:match('^[^%w_\128-\255%s]+') or ''
+  return lead .. word
+end
+
+--- Inserts the suggestion's next word (see next_word); the rest stays shown. Returns false
+--- when none is shown.
+function M.accept_word(bufnr)
+  bufnr = bufnr or api.nvim_get_current_buf()
+  local st = states[bufnr]
+  if not (st and st.suggestion) then
+    return false
   end
-  local chunk = text:sub(1, stop - 1)
-  render.clear(bufnr, M.ns)
-  local at = apply(bufnr, st, suggestion.range, chunk)
-  st.suggestion = nil
-  M.show(bufnr, { start = at, ['end'] = at }, text:sub(#chunk + 1))
-  emit(bufnr, 'accept_line')
-  return true
+  local chunk = M.next_word(st.suggestion.text)
+  if chunk == '' then
+    chunk = st.suggestion.text:sub(1, 1)
+  end
+  return accept_part(bufnr, st, chunk, 'accept_word')
 end
 
 --- After a change in insert mode: keep the suggestion if the user typed what it says

@@ -14,11 +14,19 @@ local draft = require('diffusion_lsp.draft')
 local ghost = require('diffusion_lsp.ghost')
 local highlight = require('diffusion_lsp.highlight')
 local status = require('diffusion_lsp.status')
+local sync = require('diffusion_lsp.sync')
 
 local M = {}
 
 M.options = nil
 local missing_reported = false
+-- bufnr -> the id of the last diffusion-lsp client attached to it (kept after it exits, so the
+-- statusline and :DiffusionStatus can say that it failed)
+M.attached = {}
+-- client ids this plugin asked to stop (their exit is not a failure)
+local stopping = {}
+-- automatic restarts in a row, and the pending restart timer
+local restarts = { count = 0, timer = nil }
 
 --- True when this Neovim has vim.lsp.inline_completion and the options allow it
 --- ('plugin' forces the plugin's own ghost text; 'native' without the API falls back to it).
@@ -77,6 +85,16 @@ local function map_keys(bufnr)
     map(keys.accept, function()
       return vim.lsp.inline_completion.get({ bufnr = bufnr })
     end, 'diffusion-lsp: accept the suggestion')
+    if keys.next then
+      vim.keymap.set('i', keys.next, function()
+        pcall(vim.lsp.inline_completion.select, { bufnr = bufnr, count = 1 })
+      end, { buffer = bufnr, desc = 'diffusion-lsp: next alternative' })
+    end
+    if keys.prev then
+      vim.keymap.set('i', keys.prev, function()
+        pcall(vim.lsp.inline_completion.select, { bufnr = bufnr, count = -1 })
+      end, { buffer = bufnr, desc = 'diffusion-lsp: previous alternative' })
+    end
     return
   end
   map(keys.accept, function()
@@ -85,6 +103,15 @@ local function map_keys(bufnr)
   map(keys.accept_line, function()
     return ghost.accept_line(bufnr)
   end, 'diffusion-lsp: accept one line of the suggestion')
+  map(keys.accept_word, function()
+    return ghost.accept_word(bufnr)
+  end, 'diffusion-lsp: accept one word of the suggestion')
+  map(keys.next, function()
+    return ghost.cycle(bufnr, 1)
+  end, 'diffusion-lsp: next alternative')
+  map(keys.prev, function()
+    return ghost.cycle(bufnr, -1)
+  end, 'diffusion-lsp: previous alternative')
   map(keys.dismiss, function()
     return ghost.dismiss(bufnr)
   end, 'diffusion-lsp: dismiss the suggestion')
@@ -102,6 +129,7 @@ local function on_attach(client, bufnr)
     ghost.attach(bufnr, client.id)
   end
   map_keys(bufnr)
+  sync.watch(bufnr)
   local group = api.nvim_create_augroup('diffusion_lsp_draft_' .. bufnr, { clear = true })
   api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'InsertLeave', 'BufLeave' }, {
     group = group,
@@ -114,6 +142,60 @@ local function on_attach(client, bufnr)
 end
 M._on_attach = on_attach -- for the tests
 
+--- Loaded buffers the plugin serves: the configured filetypes, normal buffers.
+local function served_buffers()
+  local out = {}
+  for _, bufnr in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].buftype == ''
+      and vim.tbl_contains(M.options.filetypes, vim.bo[bufnr].filetype) then
+      out[#out + 1] = bufnr
+    end
+  end
+  return out
+end
+
+--- Attaches every served buffer (a new server gets each one's current text in didOpen).
+local function attach_all()
+  for _, bufnr in ipairs(served_buffers()) do
+    M.attach(bufnr)
+  end
+end
+
+local function cancel_restart()
+  if restarts.timer then
+    restarts.timer:stop()
+    restarts.timer:close()
+    restarts.timer = nil
+  end
+end
+
+--- The server of `client_id` ended without being asked to: show it failed, restart it (bounded).
+local function on_failure(client_id, code, signal, lived_ms)
+  local opts = M.options.restart or {}
+  local retries = opts.retries or 0
+  if lived_ms > 60000 then
+    restarts.count = 0 -- it had been running fine: a fresh series of attempts
+  end
+  if restarts.count >= retries then
+    status.exited(client_id, code, signal, true,
+      retries > 0 and ('not restarted after %d attempts: :DiffusionRestart, :DiffusionLog'):format(retries)
+        or 'not restarted (restart.retries = 0): :DiffusionRestart')
+    vim.notify('diffusion-lsp: ' .. status.get(client_id).message, vim.log.levels.ERROR)
+    return
+  end
+  restarts.count = restarts.count + 1
+  local delay = (opts.delay_ms or 1000) * 2 ^ (restarts.count - 1)
+  status.exited(client_id, code, signal, true,
+    ('restarting in %.1f s (attempt %d of %d)'):format(delay / 1000, restarts.count, retries))
+  vim.notify('diffusion-lsp: ' .. status.get(client_id).message, vim.log.levels.WARN)
+  cancel_restart()
+  restarts.timer = vim.loop.new_timer()
+  restarts.timer:start(delay, 0, vim.schedule_wrap(function()
+    cancel_restart()
+    attach_all()
+  end))
+end
+
 --- The client configuration for `root`, or nil when the server cannot be found.
 local function client_config(root)
   local cmd, looked = config.resolve_cmd(M.options.cmd, root)
@@ -121,8 +203,9 @@ local function client_config(root)
     if not missing_reported then
       missing_reported = true
       vim.notify(
-        ('diffusion-lsp: the server "%s" was not found (looked at %s). Install it into a Python environment '
-          .. '(in a checkout of diffusion-lsp: pip install .), or pass cmd = { "/path/to/diffusion-lsp" } to setup().')
+        ('diffusion-lsp: the server "%s" was not found (looked at %s). Run scripts/setup.sh in the diffusion-lsp '
+          .. 'checkout (it makes .venv/bin/diffusion-lsp, which the plugin finds), install it into a Python '
+          .. 'environment on $PATH, or pass cmd = { "/path/to/diffusion-lsp" } to setup().')
           :format(M.options.cmd[1], table.concat(looked, ', ')),
         vim.log.levels.ERROR
       )
@@ -130,6 +213,7 @@ local function client_config(root)
     return nil
   end
   local settings = config.server_settings(M.options)
+  local started = vim.loop.now()
   return {
     name = 'diffusion-lsp',
     cmd = cmd,
@@ -143,8 +227,21 @@ local function client_config(root)
     on_attach = on_attach,
     on_exit = function(code, signal, id)
       vim.schedule(function()
-        status.exited(id, code, signal)
         compat.forget(id)
+        for bufnr, client_id in pairs(M.attached) do
+          if client_id == id then
+            ghost.dismiss(bufnr)
+            draft.clear(bufnr)
+          end
+        end
+        -- Asked to stop, or ended as Neovim's client counts a clean end (code 0, SIGTERM).
+        local clean = code == 0 and (signal == 0 or signal == 15 or signal == nil)
+        if stopping[id] or clean or vim.v.exiting ~= vim.NIL then
+          stopping[id] = nil
+          status.exited(id, code, signal, false)
+        else
+          on_failure(id, code, signal, vim.loop.now() - started)
+        end
       end)
     end,
   }
@@ -164,37 +261,69 @@ function M.attach(bufnr)
   if client_id and fresh then
     status.starting(client_id)
   end
+  if client_id then
+    M.attached[bufnr] = client_id
+  end
   return client_id
 end
 
-M.attached = {}
+local function running_clients()
+  local all = vim.lsp.get_clients and vim.lsp.get_clients({ name = 'diffusion-lsp' }) or vim.lsp.get_active_clients()
+  local out = {}
+  for _, client in ipairs(all) do
+    if client.name == 'diffusion-lsp' then
+      out[#out + 1] = client
+    end
+  end
+  return out
+end
 
---- Stops every diffusion-lsp client this plugin started.
-function M.stop()
+--- Stops every diffusion-lsp client this plugin started; `done()` runs once they are gone.
+function M.stop(done)
+  cancel_restart()
   for bufnr in pairs(M.attached) do
     ghost.detach(bufnr)
     draft.clear(bufnr)
   end
-  M.attached = {}
-  for _, client in ipairs(vim.lsp.get_clients and vim.lsp.get_clients({ name = 'diffusion-lsp' })
-    or vim.lsp.get_active_clients()) do
-    if client.name == 'diffusion-lsp' then
-      vim.lsp.stop_client(client.id)
-      compat.forget(client.id)
-    end
+  local ids = {}
+  for _, client in ipairs(running_clients()) do
+    stopping[client.id] = true
+    ids[#ids + 1] = client.id
+    vim.lsp.stop_client(client.id)
+    compat.forget(client.id)
   end
-end
-
-function M.restart()
-  local buffers = vim.tbl_keys(M.attached)
-  M.stop()
-  vim.defer_fn(function()
-    for _, bufnr in ipairs(buffers) do
-      if api.nvim_buf_is_loaded(bufnr) then
-        M.attach(bufnr)
+  if not done then
+    return
+  end
+  -- Wait for them to exit (a new client must not be matched to one still shutting down).
+  local waited = 0
+  local function check()
+    local alive = {}
+    for _, id in ipairs(ids) do
+      if vim.lsp.get_client_by_id(id) then
+        alive[#alive + 1] = id
       end
     end
-  end, 500)
+    if #alive == 0 then
+      return done()
+    end
+    waited = waited + 50
+    if waited == 3000 then
+      for _, id in ipairs(alive) do
+        vim.lsp.stop_client(id, true)
+      end
+    end
+    vim.defer_fn(check, 50)
+  end
+  check()
+end
+
+--- Stops the servers and starts them again for every served buffer, each with its current text.
+function M.restart()
+  restarts.count = 0
+  M.stop(function()
+    attach_all()
+  end)
 end
 
 -- Public actions (also for the user's own mappings, e.g. a Tab that tries accept() first).
@@ -206,6 +335,18 @@ function M.accept_line()
   return ghost.accept_line(api.nvim_get_current_buf())
 end
 
+function M.accept_word()
+  return ghost.accept_word(api.nvim_get_current_buf())
+end
+
+function M.next()
+  return ghost.cycle(api.nvim_get_current_buf(), 1)
+end
+
+function M.prev()
+  return ghost.cycle(api.nvim_get_current_buf(), -1)
+end
+
 function M.dismiss()
   return ghost.dismiss(api.nvim_get_current_buf())
 end
@@ -214,10 +355,24 @@ function M.suggest()
   return ghost.request(api.nvim_get_current_buf(), true)
 end
 
---- Statusline text: "diffusion ✓" (ready), "diffusion …" (loading), "diffusion ✗" (error).
+--- The status entry of `bufnr`'s server: its attached client, else the last one it had.
+local function status_of(bufnr)
+  local client = client_for(bufnr)
+  local id = client and client.id or M.attached[bufnr]
+  return id and status.get(id)
+end
+
+--- Statusline text: "diffusion ✓" (ready), "diffusion …" (loading), "diffusion ✗" (model
+--- error, or the server died), "diffusion ■" (stopped); empty for other buffers.
 function M.statusline()
   local client = client_for(api.nvim_get_current_buf())
-  return client and status.statusline(client.id) or ''
+  local id = client and client.id or M.attached[api.nvim_get_current_buf()]
+  return id and status.statusline(id) or ''
+end
+
+--- The line :DiffusionStatus prints.
+function M.status_line()
+  return status.describe(status_of(api.nvim_get_current_buf()))
 end
 
 local function action_command(name)
@@ -253,28 +408,30 @@ local function define_commands()
   command('DiffusionSuggest', M.suggest, { desc = 'diffusion-lsp: suggest at the cursor' })
   command('DiffusionAccept', M.accept, {})
   command('DiffusionAcceptLine', M.accept_line, {})
+  command('DiffusionAcceptWord', M.accept_word, {})
+  command('DiffusionNext', M.next, {})
+  command('DiffusionPrev', M.prev, {})
   command('DiffusionDismiss', M.dismiss, {})
   command('DiffusionRewrite', rewrite_command, { range = true, nargs = '?', desc = 'diffusion-lsp: rewrite with an instruction' })
   command('DiffusionFillHoles', action_command('fill_holes'), { range = '%' })
   command('DiffusionCompleteBody', action_command('complete_body'), { range = true })
   command('DiffusionFixSyntax', action_command('fix_syntax'), { range = true })
   command('DiffusionStatus', function()
-    local client = client_for(api.nvim_get_current_buf())
-    local entry = client and status.get(client.id)
-    print(entry and ('diffusion-lsp: %s %s %s'):format(entry.state, entry.model, entry.message)
-      or 'diffusion-lsp: not attached to this buffer')
+    print(M.status_line())
   end, {})
   command('DiffusionLog', function()
     vim.cmd('tabnew ' .. vim.fn.fnameescape(vim.lsp.get_log_path()))
   end, {})
-  command('DiffusionRestart', M.restart, {})
+  command('DiffusionRestart', function()
+    M.restart()
+  end, {})
 end
 
 --- Configures the plugin and starts the server for matching buffers (see :help diffusion_lsp).
 function M.setup(user)
   M.options = config.merge(user)
   local opts = M.options
-  ghost.configure({ auto_trigger = opts.auto_trigger, debounce_ms = opts.debounce_ms })
+  ghost.configure({ auto_trigger = opts.auto_trigger, debounce_ms = opts.debounce_ms, before_request = sync.flush })
   status.configure({ notify_ready = opts.notify_ready })
   draft.buffers = function()
     return vim.tbl_keys(M.attached)

@@ -3,7 +3,8 @@
 local api = vim.api
 local M = {}
 
--- client_id -> { state = 'starting'|'loading'|'ready'|'error'|'stopped', model, message }
+-- client_id -> { state = 'starting'|'loading'|'ready'|'error'|'failed'|'stopped', model, message }
+-- ('error': the server reported a model failure; 'failed': the server process died)
 local clients = {}
 local opts = { notify_ready = false }
 
@@ -34,16 +35,29 @@ function M.handler(_, params, ctx)
   changed()
 end
 
-function M.exited(client_id, code, signal)
+--- The server process of `client_id` ended. `failed`: it was not asked to stop; `note` is
+--- added to the message (e.g. "restarting in 1 s, attempt 1 of 3").
+function M.exited(client_id, code, signal, failed, note)
   local entry = clients[client_id] or {}
-  if entry.state ~= 'error' then
+  if failed or entry.state ~= 'error' then
+    local how = (signal and signal ~= 0) and ('killed by signal ' .. tostring(signal))
+      or ('exit code ' .. tostring(code))
     clients[client_id] = {
-      state = 'stopped',
+      state = failed and 'failed' or 'stopped',
       model = entry.model or '',
-      message = ('exited (code %s, signal %s)'):format(tostring(code), tostring(signal)),
+      message = (failed and 'the server died (' .. how .. ')' or 'stopped') .. (note and ('; ' .. note) or ''),
     }
   end
   changed()
+end
+
+--- Adds `note` to the message of `client_id`'s entry (e.g. "not restarted: 3 attempts failed").
+function M.note(client_id, note)
+  local entry = clients[client_id]
+  if entry then
+    entry.message = entry.message:gsub(';.*$', '') .. '; ' .. note
+    changed()
+  end
 end
 
 --- The state of the client attached to `bufnr` (or of any client), or nil.
@@ -55,7 +69,32 @@ function M.get(client_id)
   return entry
 end
 
-local ICONS = { starting = '…', loading = '…', ready = '✓', error = '✗', stopped = '■' }
+local ICONS = { starting = '…', loading = '…', ready = '✓', error = '✗', failed = '✗', stopped = '■' }
+
+--- One line for :DiffusionStatus: "diffusion-lsp: ready (model embedded)", with the message when
+--- it says more than the state and the model ("embedded ready" does not).
+function M.describe(entry)
+  if not entry then
+    return 'diffusion-lsp: not attached to this buffer'
+  end
+  local line = 'diffusion-lsp: ' .. entry.state
+  if entry.model ~= nil and entry.model ~= '' then
+    line = line .. ' (model ' .. entry.model .. ')'
+  end
+  local said = { [entry.state] = true, [entry.model or ''] = true, loading = true, starting = true,
+    ready = true, model = true, ['diffusion-lsp'] = true }
+  local extra = false
+  for word in (entry.message or ''):gmatch('%S+') do
+    if not said[word] then
+      extra = true
+      break
+    end
+  end
+  if extra then
+    line = line .. ': ' .. entry.message
+  end
+  return line
+end
 
 --- "diffusion ✓" style text for a statusline; empty when no server runs.
 function M.statusline(client_id)
