@@ -26,6 +26,14 @@ async def stats(client: LanguageClient) -> dict:
     return plain(await client.protocol.send_request_async("diffusion/stats", {}))
 
 
+async def cancelled_after(client: LanguageClient, before: dict, timeout: float = 30.0) -> dict:
+    """Stats once the engine has counted one more cancellation (polled; a busy machine is slow)."""
+    deadline = time.monotonic() + timeout
+    while (after := await stats(client))["cancelled"] <= before["cancelled"] and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return after
+
+
 def record_notifications(client: LanguageClient) -> None:
     client.statuses, client.drafts = [], []  # pytest-lsp keeps showMessage params in client.messages
 
