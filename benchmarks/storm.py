@@ -4,7 +4,8 @@ Each operation is one of: an incremental edit (multi-byte text, CRLF, deletions)
 completion, a completion, a code action offer, or a resolve of an earlier offer (often after the
 document changed, where the answer must be ContentModified, never an edit). Half the completion
 requests are cancelled ($/cancelRequest). Up to ``--window`` requests are in flight. Resident memory
-(VmRSS of the server's process tree) is read at each checkpoint after the requests in flight drained.
+(VmRSS of the server's process tree) is read at each checkpoint once the requests in flight drained and
+the server had ``--settle`` seconds of quiet (as between an editor's bursts of typing).
 
     python -m benchmarks.storm --requests 2000 --checkpoints 200 1000 2000   # the figure
     python -m benchmarks.storm --requests 80 --checkpoints 40 80             # the CI budget
@@ -42,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--probe", metavar="JSONL", default=None,
                    help="run the server under benchmarks.memprobe, which appends allocator and object statistics "
                         "to JSONL at each checkpoint")
+    p.add_argument("--settle", type=float, default=1.0,
+                   help="seconds of quiet after the requests in flight drained, before memory is read")
     p.add_argument("--answer-timeout", type=float, default=120.0, help="seconds before a request counts as unanswered")
     p.add_argument("--out", default=str(_RESULTS / "storm.json"))
     return p.parse_args(argv)
@@ -71,15 +74,22 @@ def run(args) -> dict:
         for checkpoint in sorted(set(args.checkpoints)):
             storm.run_until(checkpoint)
             storm.drain()
+            time.sleep(args.settle)
             memory.append({"after": checkpoint, "elapsed_s": round(time.perf_counter() - started, 1),
-                           **process_memory_mb(client.pid), **storm.probe(args.probe, checkpoint)})
+                           **process_memory_mb(client.pid), **_engine_stats(client),
+                           **storm.probe(args.probe, checkpoint)})
             print(f"storm: {checkpoint} operations, rss {memory[-1]['rss']} MiB", file=sys.stderr)
         storm.drain()
         crashed = client.proc.poll() is not None
     finally:
         client.close()
     return {"memory": memory, "growth": _growth(memory), "crashed": crashed, **storm.summary(),
-            "server_log": str(log)}
+            "server_log": log.name}
+
+
+def _engine_stats(client) -> dict:
+    stats = client.request("diffusion/stats", {})
+    return {"engine": {k: stats.get(k) for k in ("jobs", "completed", "cancelled", "heap_trims")}}
 
 
 def _growth(memory: list[dict]) -> dict:

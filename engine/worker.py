@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from .backends.base import Backend, Control
 from .config import EngineConfig
 from .infill import complete
+from .memory import HeapTrimmer
 from .requests import Cancelled, Completion, Draft, EngineError, InfillRequest, ModelLoadError, NotReady
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class Engine:
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
         self._counters = {"jobs": 0, "completed": 0, "cancelled": 0, "failed": 0, "steps": 0, "forwards": 0,
                           "last_cancelled_at_step": None, "last_elapsed_ms": None}
+        self._heap = HeapTrimmer()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
         self._thread.start()
 
@@ -109,7 +111,8 @@ class Engine:
     def stats(self) -> dict:
         """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards."""
         backend_stats = getattr(self.backend, "stats", None)
-        return {**self._counters, **(backend_stats() if callable(backend_stats) else {})}
+        return {**self._counters, "heap_trims": self._heap.trims,
+                **(backend_stats() if callable(backend_stats) else {})}
 
     # -- requests ---------------------------------------------------------------------------
     def submit(self, request, on_draft: Callable[[Draft], None] | None = None) -> Job:
@@ -155,7 +158,11 @@ class Engine:
 
     def _run(self) -> None:
         while True:
-            task = self._queue.get()
+            try:
+                task = self._queue.get(timeout=self._heap.wait())
+            except queue.Empty:  # no job for a while: hand the jobs' freed memory back (engine/memory.py)
+                self._heap.quiet()
+                continue
             if task is None:
                 self._set_state(EngineState.CLOSED)
                 return
@@ -163,6 +170,9 @@ class Engine:
                 self._do_load(task)
             else:
                 self._do_job(task)
+                self._heap.job_done()
+                if self._queue.empty():
+                    self._heap.busy()
 
     def _do_load(self, task: _Load) -> None:
         self._set_state(EngineState.LOADING)
