@@ -17,8 +17,9 @@ private network namespace where the kernel allows (``isolation`` "uid" or "none"
 The verdict is the harness' own: the exit status the harness reaps, and a random token passed
 through a pipe (read by the runner before the program's first line, no file holds it) written back
 through another pipe after the program's last line. A program that exits early, or prints anything,
-fails. What no in-process harness can prevent (HumanEval's included): code that searches its own
-interpreter's memory for the token.
+fails. What no in-process harness can prevent (HumanEval's included): the program runs in the
+runner's interpreter, so code that inspects it (the calling frame, the garbage collector) can find
+the token and write it itself. Closed: finding it in any file, argument or the environment.
 """
 
 from __future__ import annotations
