@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .config import EngineConfig
+from .confidence import offer
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import spec_for
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -91,7 +92,7 @@ def _complete_hole(backend: Backend, config: EngineConfig, request: InfillReques
     share = max(1, budget // len(lengths)) if lengths and budget else 0
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
-    best: tuple[float, HoleFill] | None = None
+    valid: list[HoleFill] = []
     for attempt in attempts:
         if budget and budget - steps < 1:
             break
@@ -106,17 +107,15 @@ def _complete_hole(backend: Backend, config: EngineConfig, request: InfillReques
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
             if fill is not None:
-                if not lengths:
-                    return Completion((_with_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
-                                      _ms(t0), baseline is not None, rejected, backend.name)
-                score = confidence_score(fill)
-                if best is None or score > best[0]:
-                    best = (score, fill)
+                valid.append(fill)
                 break
-        if request.rewrite:
+        if request.rewrite or (valid and not lengths):
             break
-    fills = () if best is None else ((_with_crlf(best[1]) if crlf else best[1]),)
-    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
+    # Which valid fill to offer, if any: each one's estimate, names the document lacks ranked last.
+    fill, considered = offer(valid, text, spec, hole.kind, config)
+    fills = () if fill is None else ((_with_crlf(fill) if crlf else fill),)
+    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected,
+                      backend.name, tuple(_with_crlf(f) if crlf else f for f in considered))
 
 
 def _line_lengths(hole: Hole, request: InfillRequest, config: EngineConfig, batches: bool) -> tuple[int, ...]:
@@ -124,14 +123,6 @@ def _line_lengths(hole: Hole, request: InfillRequest, config: EngineConfig, batc
     if hole.kind is not HoleKind.LINE or request.max_tokens or batches:
         return ()
     return tuple(dict.fromkeys(min(n, config.max_hole_tokens) for n in _LINE_LENGTHS))
-
-
-def confidence_score(fill: HoleFill) -> float:
-    """Mean log-probability of the fill's tokens at acceptance: how sure the model was of it, whatever
-    its length (a sum would favour short fills). -inf for a fill without tokens of its own."""
-    if not fill.confidences:
-        return -math.inf
-    return sum(math.log(max(c, 1e-9)) for c in fill.confidences) / len(fill.confidences)
 
 
 def offset_steps(control: Control, done: int) -> Control:
