@@ -16,6 +16,7 @@ from .holes import Blank, error_ranges, parse
 from .infill import complete, offset_steps
 from .languages import LanguageSpec, error_count, spec_for
 from .multifill import fill_blanks
+from .repair import smallest_fix
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+$")
@@ -102,10 +103,13 @@ def _starts(lines: Sequence[str]) -> list[int]:
 
 
 def fix_syntax(backend: Backend, config: EngineConfig, control: Control, request: FixRequest) -> Completion:
-    """Per span: first re-noise the text as written (the doubtful tokens), then mask it whole; the first
+    """The smallest repair at the error that parses (engine/repair.py); failing that, per span: first re-noise the text as written (the doubtful tokens), then mask it whole; the first
     fill that removes the error without adding one wins."""
     t0 = time.perf_counter()
     spec, text = spec_for(request.language), request.text
+    small = smallest_fix(backend, spec, text, request.spans, t0)  # one or two tokens at the error (repair.py)
+    if small is not None:
+        return small
     steps = forwards = tokens = rejected = 0
     budget = request.steps or config.steps
     for start, end in request.spans:

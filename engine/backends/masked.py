@@ -86,6 +86,30 @@ class MaskedBackend:
             return self.model.decoder(self.model.head(hidden[positions.to(self.device)])).cpu()  # (N, V)
         return self.model(input_ids=batch).logits[0, positions.to(self.device)].cpu()
 
+    @torch.inference_mode()
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        """Pseudo-log-likelihood of ``middle`` between ``prefix`` and ``suffix``: the sum of log p of each of
+        its tokens masked in turn (one batch of rows), the context cut to 96 tokens before, 32 after.
+        Used to rank syntax repairs (engine/repair.py)."""
+        mid = self._encode(middle)
+        if not mid:
+            return 0.0
+        lead, tail = (self.leading[:1], self.leading[1:]) if len(self.leading) >= 2 else ([], [])
+        pre = self._encode(prefix)[-96:]
+        ids = torch.tensor(list(lead) + pre + mid + self._encode(suffix)[:32] + list(tail))  # (T,)
+        rows = torch.arange(len(mid))
+        pos = rows + len(lead) + len(pre)                                                   # (M,)
+        batch = ids.repeat(len(mid), 1)                                                     # (M, T)
+        batch[rows, pos] = self.mask_id
+        batch, pos = batch.to(self.device), pos.to(self.device)
+        if self._fast:
+            hidden = self.model.model(input_ids=batch).last_hidden_state                    # (M, T, H)
+            logits = self.model.decoder(self.model.head(hidden[rows.to(self.device), pos]))  # (M, V)
+        else:
+            logits = self.model(input_ids=batch).logits[rows.to(self.device), pos]          # (M, V)
+        logp = logits.float().log_softmax(-1).gather(1, ids.to(self.device)[pos][:, None])  # (M, 1)
+        return float(logp.sum())
+
     def _stepper(self, holes: list[HoleSlots], T: int, context: tuple = ()
                  ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         """``logits_at`` for one fill. With the KV cache: the first step runs a full forward, or, when the
