@@ -46,7 +46,7 @@ async def _complete_at(ls, uri: str, position: types.Position,
     fill = completion.fills[0]
     stream.range = _range_json(doc.range_at(fill.start, fill.end, ls.encoding))
     pieces = tuple(fill.text[lo:hi] for lo, hi in fill.token_spans)
-    stream.finish(completion.steps, fill.text, fill.confidences, pieces)
+    stream.finish(completion.steps, fill.text, fill.confidences, pieces, fill.confidence)
     return doc, completion
 
 
@@ -80,7 +80,8 @@ def register(server) -> None:
         return types.CompletionList(is_incomplete=True, items=[types.CompletionItem(
             label=first[:80] or "(diffusion fill)",
             kind=types.CompletionItemKind.Snippet,
-            detail="diffusion fill",
+            detail="diffusion fill" + (f" ({fill.confidence:.0%} likely right)" if fill.confidence is not None else ""),
+            data={"confidence": fill.confidence},
             documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
             sort_text="0",
             text_edit=types.TextEdit(doc.range_at(fill.start, fill.end, ls.encoding), fill.text),

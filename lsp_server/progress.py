@@ -51,7 +51,12 @@ class StatusReporter:
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
-            self._send(STATUS, {"state": "ready", "model": model, "message": f"{model} ready"})
+            # instructions: whether "Rewrite selection" may ask for an instruction (a backend announces
+            # ``follows_instructions``; none of today's does, so clients offer no instruction prompt)
+            engine = getattr(self.server, "engine", None)
+            follows = bool(getattr(getattr(engine, "backend", None), "follows_instructions", False))
+            self._send(STATUS, {"state": "ready", "model": model, "message": f"{model} ready",
+                                "instructions": follows})
         elif state is EngineState.FAILED:
             self._end_progress("model failed to load")
             self._send(STATUS, {"state": "error", "model": model, "message": error or "load failed"})
@@ -96,16 +101,19 @@ class DraftStream:
                                        draft.confidences[0] if draft.confidences else (), False,
                                        draft.pieces[0] if draft.pieces else ())
 
-    def finish(self, step: int, text: str, confidences: tuple[float, ...], tokens: tuple[str, ...] = ()) -> None:
-        self._emit(step, text, confidences, True, tokens)
+    def finish(self, step: int, text: str, confidences: tuple[float, ...], tokens: tuple[str, ...] = (),
+               estimate: float | None = None) -> None:
+        self._emit(step, text, confidences, True, tokens, estimate)
 
-    def _emit(self, step: int, text: str, confidences, done: bool, tokens: tuple[str, ...] = ()) -> None:
+    def _emit(self, step: int, text: str, confidences, done: bool, tokens: tuple[str, ...] = (),
+              estimate: float | None = None) -> None:
         if self.server.settings.drafts:
             pieces = tokens or _split_draft(text, len(confidences))
             self.server.protocol.notify(DRAFT, {
                 "uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
                 "range": self.range, "text": text,
                 "tokens": [{"text": p, "confidence": round(float(c), 3)} for p, c in zip(pieces, confidences)],
+                **({"fillConfidence": estimate} if done and estimate is not None else {}),
             })
         if self.token is not None:
             self._progress(step, text, done)

@@ -33,6 +33,8 @@ class Settings:
     drafts: bool = False
     draft_interval_ms: int = 100
     validate: bool = True
+    min_confidence: float | None = None  # offer a cursor fill only at this estimated P(right); None: the model's default
+    names_rule: bool = True
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(model=self.model, device=self.device, dtype=self.dtype, device_map=self.device_map,
@@ -40,7 +42,8 @@ class Settings:
                             t_min=self.t_min, t_max=self.t_max, kv_cache=self.kv_cache,
                             cache_refresh=self.cache_refresh,
                             max_hole_tokens=self.max_hole_tokens, prefix_tokens=self.prefix_tokens,
-                            suffix_tokens=self.suffix_tokens, validate=self.validate)
+                            suffix_tokens=self.suffix_tokens, validate=self.validate,
+                            min_confidence=self.min_confidence, names_rule=self.names_rule)
 
 
 def _camel(name: str) -> str:
@@ -57,6 +60,10 @@ _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_m
 
 def _check(name: str, value: Any, default: Any) -> Any:
     """The parsed value, or raise ValueError saying what is wrong."""
+    if name == "min_confidence":
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1):
+            return None if value is None else float(value)
+        raise ValueError("must be a number between 0 and 1, or null (the model's default)")
     if name == "device_map":
         if value is None or isinstance(value, str):
             return value
