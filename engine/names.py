@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import keyword
+import re
 
 from .languages import LanguageSpec, parse
 
@@ -46,17 +47,37 @@ _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go":
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier, shorthand_field_identifier).
 _ID_TYPES = frozenset({"identifier"})
+MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
 def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: int | None = None) -> list[str]:
     """Names ``fill`` (replacing ``text[start:end]``, str offsets) uses that the document defines nowhere."""
     end = start if end is None else end
     document = text[:start] + fill + text[end:]
+    if len(document) > MAX_PARSED:
+        return _words(spec, document, start, start + len(fill))
     if spec.name == "python":
         return _python(document, start, start + len(fill))
     if spec.name in _PRELUDES:
         return _tree_sitter(spec, document, start, start + len(fill))
     return []
+
+
+def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
+    """The cheap check for a large document: words of the fill (not after '.') that occur nowhere else."""
+    known = _PY_BUILTINS if spec.name == "python" else _PRELUDES.get(spec.name)
+    if known is None:
+        return []
+    invented: list[str] = []
+    for m in _WORD.finditer(document, lo, hi):
+        name = m.group()
+        if name in known or name in invented:
+            continue
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        if not pattern.search(document, 0, lo) and not pattern.search(document, hi):
+            invented.append(name)
+    return invented
 
 
 def _python(document: str, lo: int, hi: int) -> list[str]:

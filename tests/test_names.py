@@ -88,3 +88,10 @@ def test_empty_document_and_empty_fill():
 ])
 def test_other_languages(language, document, fill, expected):
     assert invented(fill, document, language) == expected
+
+
+def test_a_large_document_is_checked_by_words_not_parsed():
+    body = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(12_000)) + "def g(rows):\n    <>\n"
+    assert len(body) > 200_000
+    assert invented("return rowz + f3(rows)", body) == ["rowz"]
+    assert invented("return len(rows).real", body) == []
