@@ -63,3 +63,29 @@ def test_calibration_round_trip(tmp_path):
     assert loaded == CAL
     assert load_calibration(tmp_path / "missing") is None
 
+
+
+def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():
+    cal = load_calibration(EngineConfig().model_dir())
+    assert cal is not None and 0 < cal.min_confidence < 1
+    low, high = ({"mean_log": m, "min_log": m, "log_tokens": 2.0, "python": 1.0} for m in (-2.0, -0.05))
+    assert cal.probability(high) > cal.probability(low)
+    assert cal.probability({**high, "invented": 1.0}) < cal.probability(high)
+
+
+def test_the_engine_withholds_fills_below_the_bar_and_reports_what_it_considered():
+    from engine import Engine, InfillRequest
+
+    text = "def total(rows):\n    s = 0\n    for r in rows:\n        \n    return s\n"
+    at = text.index("        \n") + 8
+    engine = Engine(EngineConfig(threads=1, min_confidence=0.0))
+    engine.start().result()
+    try:
+        offered = engine.infill_sync(InfillRequest(text, at, "python"))
+        engine.reconfigure(EngineConfig(threads=1, min_confidence=1.0)).result()
+        withheld = engine.infill_sync(InfillRequest(text, at, "python"))
+    finally:
+        engine.close()
+    assert offered.fills and 0 < offered.fills[0].confidence < 1
+    assert offered.fills[0] in offered.considered
+    assert withheld.fills == () and [f.text for f in withheld.considered] == [f.text for f in offered.considered]

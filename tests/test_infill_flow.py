@@ -31,7 +31,7 @@ class Scripted:
 
 
 def _complete(backend, steps=None):
-    return complete(backend, EngineConfig(), InfillRequest(TEXT, len(TEXT), "python", steps=steps), Control(lambda s: None))
+    return complete(backend, EngineConfig(min_confidence=0.0), InfillRequest(TEXT, len(TEXT), "python", steps=steps), Control(lambda s: None))
 
 
 def test_a_typed_word_is_continued_as_typed_first():
