@@ -162,8 +162,10 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
     baseline = len(error_ranges(tree)) if tree is not None else 0
     for two in (False, True):
         found = [r for r in dict.fromkeys(candidates(text, lines, two)) if accepted(spec, text, r, before, baseline)]
-        if found:
-            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before)) for r in found]
+        # a repair after which the whole document parses beats one that only moves the error further down
+        clean = [r for r in found if spec.name != "python" or python_error(apply(text, r)) is None]
+        if clean or found:
+            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before)) for r in clean or found]
     return []
 
 

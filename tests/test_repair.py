@@ -85,3 +85,10 @@ def test_fix_syntax_answers_the_smallest_repair_as_one_edit(backend):
     completion = FixRequest(text, "python", survey(text, "python", at, at).errors).run(
         backend, EngineConfig(), Control(lambda step: None))
     assert [(f.start, f.end, f.text) for f in completion.fills] == [(text.index(" > 0") + 4,) * 2 + (":",)]
+
+
+def test_a_repair_that_parses_the_whole_document_beats_one_that_moves_the_error(backend):
+    text = ("\ndef right_angle_triangle(a, b, c)\n    '''\n    Given the lengths of the three sides of a triangle."
+            " Return True if the three\n    sides form a right-angled triangle, False otherwise.\n"
+            "    right_angle_triangle(3, 4, 5) == True\n    '''\n\n    return a*a == b*b + c*c or b*b == a*a + c*c\n")
+    assert fix(text, backend=backend) == text.replace("c)\n", "c):\n", 1)
