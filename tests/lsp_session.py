@@ -48,12 +48,13 @@ def record_notifications(client: LanguageClient) -> None:
 
 async def start_session(client: LanguageClient, snapshot: str, options: dict | None = None,
                         encodings: list[str] | None = None) -> types.InitializeResult:
+    # minConfidence 0: these sessions test how fills are made and delivered, not which are withheld
     capabilities = client_capabilities(SNAPSHOTS.get(snapshot, snapshot))
     if encodings is not None:
         capabilities.general = capabilities.general or types.GeneralClientCapabilities()
         capabilities.general.position_encodings = encodings
     return await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities, initialization_options={"threads": 1, **(options or {})}))
+        capabilities=capabilities, initialization_options={"threads": 1, "minConfidence": 0, **(options or {})}))
 
 
 async def wait_state(client: LanguageClient, *states: str, timeout: float = 60.0) -> str:

@@ -38,7 +38,8 @@ async def test_completion_fallback_item(client):
         types.TextDocumentIdentifier(uri), types.Position(*CURSOR)))
     assert len(result.items) <= 1
     for item in result.items:
-        assert item.detail == "diffusion fill" and item.text_edit.new_text.strip()
+        assert item.detail.startswith("diffusion fill") and item.text_edit.new_text.strip()
+        assert 0 <= item.data["confidence"] <= 1  # the estimate that it is exactly right
         assert item.text_edit.range.start == types.Position(*CURSOR)
 
 
