@@ -16,6 +16,7 @@ from engine.training import licences as L
     ("BSD-3-clause", "BSD-3-Clause"), ("Expat", "MIT"), ("MIT/Apache-2.0", "MIT"), ("ISC", "ISC"),
     ("Python Software Foundation License", "PSF-2.0"), ("Apache-2.0 WITH LLVM-exception", "Apache-2.0"),
     ("Unlicense OR MIT", "Unlicense"), ("0BSD", "0BSD"), ("Zlib", "Zlib"),
+    ("Go", "BSD-3-Clause"), ("BSD-3-Clause~Google", "BSD-3-Clause"), ("MPEG", None),
     ("MPL-2.0", None), ("GPL-3.0-or-later", None), ("LGPL-2.1+", None), ("MIT AND GPL-2.0", None),
     ("GPL-2.0 OR MIT", "MIT"), ("", None), ("UNKNOWN", None), ("SEE LICENSE IN LICENSE.txt", None),
     ("CC-BY-4.0", None), ("EPL-2.0", None),

@@ -28,11 +28,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import pickle
 import json
 import os
 import re
 import sys
 import time
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -196,15 +198,13 @@ class MinHasher:
         self.bands, self.rows, self.threshold, self.k = bands, perms // bands, threshold, shingle
         self.tables: list[dict[bytes, int]] = [dict() for _ in range(bands)]
         self.sigs: list[np.ndarray] = []
-        self.vocab: dict[str, int] = {}     # code token -> a number, hashed by _splitmix
 
     def signature(self, text: str) -> np.ndarray | None:
         toks = _WORD.findall(text)
         if len(toks) < self.k:
             return None
-        vocab = self.vocab
-        ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), np.uint64, len(toks))
-        h = _splitmix(ids)
+        crc = {t: zlib.crc32(t.encode()) for t in set(toks)}   # the same number for a token in any run
+        h = _splitmix(np.fromiter((crc[t] for t in toks), np.uint64, len(toks)))
         # a shingle's hash: a polynomial of its token hashes (wrapping uint64 arithmetic)
         sh = np.zeros(len(toks) - self.k + 1, np.uint64)
         with np.errstate(over="ignore"):
@@ -309,7 +309,89 @@ def load_package(meta_file: Path) -> Package:
 
 # ------------------------------------------------------------------------------------------ build
 
+_CACHE_VERSION = 3
+
+
+def examine(pkg: Package, marks: frozenset[str], shared: Path | None, hasher: MinHasher):
+    """Every file of a package with what the per-file filters say: (path, language, licence, size,
+    reason it is dropped or None, sha256 of its normalised text, MinHash signature). Duplicates across
+    files are decided later, in corpus order."""
+    ships_ts = any(language_of(r) == "typescript" and not r.endswith((".d.ts", ".d.mts", ".d.cts"))
+                   for r, _ in pkg.files)
+    ships_js = any(language_of(r) == "javascript" for r, _ in pkg.files)
+    rows = []
+    for rel, path in pkg.files:
+        lang = language_of(rel)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        if shared and path.resolve().is_relative_to(shared):
+            reason = "under shared/"
+        elif size > MAX_BYTES:
+            reason = "over 300 KB"
+        else:
+            reason = path_reason(rel)
+        lic = pkg.per_file(rel) if pkg.per_file else pkg.licence
+        if reason is None and lic is None:
+            reason = "licence (package)"
+        if reason is None and pkg.ecosystem == "npm":
+            is_dts = rel.endswith((".d.ts", ".d.mts", ".d.cts"))
+            if lang == "javascript" and ships_ts:
+                reason = "generated or minified"     # compiled from the TypeScript shipped beside it
+            elif is_dts and (ships_ts or (ships_js and not pkg.name.startswith(("@types/", "typescript")))):
+                reason = "generated or minified"     # declarations emitted by the compiler
+        key = sig = None
+        if reason is None:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                text, reason = None, "not utf-8"
+            if text is not None:
+                reason = text_reason(text, lang)
+                if reason is None and lang == "python" and has_humaneval(text, marks):
+                    reason = "humaneval"
+                if reason is None and not parses(text, lang, rel):
+                    reason = "does not parse"
+                if reason is None:
+                    key = hashlib.sha256(normalise(text).encode()).hexdigest()
+                    sig = hasher.signature(text)
+        rows.append((rel, lang, lic, size, reason, key, sig))
+    return rows
+
+
+def _examined(pkg: Package, meta_file: Path, cache: Path, marks, shared, hasher):
+    """``examine``, cached per package (the fetch is not repeated, so neither is this)."""
+    f = cache / meta_file.parent.parent.name / (meta_file.parent.name + ".pkl")
+    stamp = (_CACHE_VERSION, meta_file.stat().st_mtime, len(marks), str(shared))
+    if f.is_file():
+        with open(f, "rb") as fh:
+            cached = pickle.load(fh)
+        if cached[0] == stamp:
+            return cached[1]
+    rows = examine(pkg, marks, shared, hasher)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    with open(f, "wb") as fh:
+        pickle.dump((stamp, rows), fh)
+    return rows
+
+
 _ORDER = {"debian": 0, "npm": 1, "pypi": 2, "venv": 3}   # the first copy of a near-duplicate is the one kept
+
+
+def examine_all(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: Path | None = None,
+                log=print, reverse: bool = False) -> int:
+    """Fill the per-package cache for every package fetched so far (while others still download)."""
+    marks = humaneval_lines(humaneval_dir)
+    shared = shared_dir.resolve() if shared_dir and shared_dir.exists() else None
+    hasher = MinHasher()
+    metas = sorted(raw.glob("*/*/_meta.json"), key=lambda p: (_ORDER.get(p.parent.parent.name, 9), p.parent.name))
+    if reverse:   # a second process can work from the other end
+        metas.reverse()
+    for meta_file in metas:
+        rows = _examined(load_package(meta_file), meta_file, out / "cache", marks, shared, hasher)
+        log(f"examined {meta_file.parent.parent.name}:{meta_file.parent.name}: {len(rows)} files", flush=True)
+    return len(metas)
 
 
 def build(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: Path | None = None,
@@ -338,58 +420,20 @@ def build(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: P
         if HUMANEVAL_NAMES.search(pkg.name):
             dropped["humaneval"] += len(pkg.files)
             continue
-        ships_ts = any(language_of(r) == "typescript" and not r.endswith((".d.ts", ".d.mts", ".d.cts"))
-                       for r, _ in pkg.files)
-        ships_js = any(language_of(r) == "javascript" for r, _ in pkg.files)
-        for rel, path in pkg.files:
-            lang = language_of(rel)
-            reason = None
-            try:
-                size = path.stat().st_size
-            except OSError:
-                continue
-            if shared and path.resolve().is_relative_to(shared):
-                reason = "under shared/"
-            elif size > MAX_BYTES:
-                reason = "over 300 KB"
-            else:
-                reason = path_reason(rel)
-            lic = pkg.per_file(rel) if pkg.per_file else pkg.licence
-            if reason is None and lic is None:
-                reason = "licence (package)"
-            if reason is None and pkg.ecosystem == "npm":
-                is_dts = rel.endswith((".d.ts", ".d.mts", ".d.cts"))
-                if lang == "javascript" and ships_ts:
-                    reason = "generated or minified"     # compiled from the TypeScript shipped beside it
-                elif is_dts and (ships_ts or (ships_js and not pkg.name.startswith(("@types/", "typescript")))):
-                    reason = "generated or minified"     # declarations emitted by the compiler
-            if reason is not None:
-                dropped[reason] += 1
-                dropped_bytes[reason] += size
-                continue
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                dropped["not utf-8"] += 1
-                continue
-            reason = text_reason(text, lang)
-            if reason is None and lang == "python" and has_humaneval(text, marks):
-                reason = "humaneval"
-            if reason is None and not parses(text, lang, rel):
-                reason = "does not parse"
+        paths = dict(pkg.files)
+        for rel, lang, lic, size, reason, key, sig in _examined(pkg, meta_file, out / "cache", marks, shared, hasher):
             if reason is None:
-                key = hashlib.sha256(normalise(text).encode()).hexdigest()
                 if key in seen:
                     reason = "exact duplicate"
                 else:
                     seen.add(key)
-                    sig = hasher.signature(text)
                     if sig is not None and hasher.near_duplicate(sig) is not None:
                         reason = "near duplicate"
             if reason is not None:
                 dropped[reason] += 1
                 dropped_bytes[reason] += size
                 continue
+            text = paths[rel].read_text(encoding="utf-8")
             split = "valid" if is_holdout(f"{pkg.name}/{rel}") else "train"
             fid = f"{pkg.ecosystem}:{pkg.name}/{rel}"
             sinks[(split, lang)].write(json.dumps({"id": fid, "text": text}, ensure_ascii=False) + "\n")
@@ -420,7 +464,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                          "human-eval-infilling")),
                    help="HumanEval-infilling data files, read only to keep their text out")
     p.add_argument("--shared", default=str(root.parent / "shared"), help="a folder nothing is taken from")
+    p.add_argument("--examine-only", action="store_true", help="only fill the per-package cache")
+    p.add_argument("--reverse", action="store_true", help="with --examine-only: the packages in reverse order")
     args = p.parse_args(argv)
+    if args.examine_only:
+        examine_all(Path(args.raw), Path(args.out), Path(args.humaneval), Path(args.shared), reverse=args.reverse)
+        return 0
     s = build(Path(args.raw), Path(args.out), Path(args.humaneval), Path(args.shared))
     print(json.dumps({k: v for k, v in s.items() if k != "packages"}, indent=1))
     return 0

@@ -2,7 +2,8 @@
 
 Permissive, accepted: MIT (and MIT-0, X11, Expat), BSD-2-Clause, BSD-3-Clause, 0BSD, Apache-2.0, ISC,
 the Python Software Foundation licence (PSF-2.0, Python-2.0), Unlicense, Zlib, BSL-1.0 (Boost), CC0-1.0,
-public domain, the Unicode data licences (Unicode-DFS-2016, Unicode-3.0). An SPDX expression is accepted when it can be satisfied with accepted licences only:
+public domain, the Unicode data licences (Unicode-DFS-2016, Unicode-3.0), and the Go licence (BSD-3-Clause text)
+as Debian names it. An SPDX expression is accepted when it can be satisfied with accepted licences only:
 ``A OR B`` needs one side accepted, ``A AND B`` both. Everything else is kept out, including the weak
 copyleft licences (MPL-2.0, LGPL, EPL: their terms follow the files, so we do not learn from them),
 GPL/AGPL, the Creative Commons licences other than CC0, and any licence we cannot name (unknown).
@@ -21,7 +22,8 @@ _CANON = {
                      "bsd-2-clause license"),
     "BSD-3-Clause": ("bsd-3-clause", "bsd 3-clause", "new bsd", "new bsd license", "modified bsd", "bsd-3",
                      "bsd license", "bsd", "3-clause bsd", "bsd 3-clause license", "bsd-3-clause license",
-                     "revised bsd", "3-clause bsd license"),
+                     "revised bsd", "3-clause bsd license", "go", "go license", "bsd-3-clause-google",
+                     "bsd-3-clause~google", "bsd-3-clause-generic"),
     "0BSD": ("0bsd", "zero-clause bsd", "bsd-0-clause"),
     "Apache-2.0": ("apache-2.0", "apache 2.0", "apache license 2.0", "apache software license", "apache",
                    "apache license", "apache license, version 2.0", "apache 2", "apache2", "apache-2",
@@ -35,7 +37,7 @@ _CANON = {
     "BSL-1.0": ("bsl-1.0", "boost", "boost software license 1.0 (bsl-1.0)", "boost software license"),
     "CC0-1.0": ("cc0-1.0", "cc0", "cc0 1.0 universal", "cc0 1.0 universal (cc0 1.0) public domain dedication"),
     "public-domain": ("public domain", "public-domain"),
-    "Unicode-DFS-2016": ("unicode-dfs-2016", "unicode-3.0", "unicode-tou"),
+    "Unicode-DFS-2016": ("unicode-dfs-2016", "unicode-3.0", "unicode"),
 }
 PERMISSIVE = frozenset(_CANON)
 _LOOKUP = {spelling: canon for canon, spellings in _CANON.items() for spelling in spellings}
