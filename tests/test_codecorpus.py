@@ -218,3 +218,26 @@ def test_shared_folder_is_never_read(tmp_path):
         {"ecosystem": "venv", "name": "x", "version": "1", "licence": "MIT", "base": str(shared), "files": ["lib/x.py"]}))
     s = cc.build(raw, out, humaneval_dir=None, shared_dir=shared, log=lambda *_: None)
     assert s["files_kept"] == 0 and s["dropped"] == {"under shared/": 1}
+
+
+def test_token_counts_manifest_and_data_card(built, tmp_path):
+    """gen2data count: tokens per file into the compressed manifest, totals per language and licence, and
+    the card's data section written from them."""
+    import lzma
+
+    from engine.config import EMBEDDED_DIR
+    from engine.training import card, gen2data
+
+    summary, manifest, out = built
+    args = ["count", "--corpus", str(out), "--tokenizer", str(EMBEDDED_DIR),
+            "--manifest", str(tmp_path / "m.jsonl.xz"), "--data-json", str(tmp_path / "data.json")]
+    assert gen2data.main(args) == 0
+    rows = [json.loads(x) for x in lzma.open(tmp_path / "m.jsonl.xz", "rt")]
+    assert len(rows) == len(manifest) and all(r["tokens"] > 0 for r in rows)
+    assert {r["sha256"] for r in rows} == {m["sha256"] for m in manifest.values()}
+    data = json.loads((tmp_path / "data.json").read_text())
+    assert data["files"] == len(manifest)
+    assert data["train_tokens"] + data["valid_tokens"] == sum(r["tokens"] for r in rows)
+    assert data["languages"]["go"]["files"] == 1 and set(data["licences"]) == {"MIT", "BSD-3-Clause", "ISC"}
+    text = card.data_section(data)
+    assert "| go | 1 |" in text and "| BSD-3-Clause |" in text and "near duplicate 1" in text

@@ -312,7 +312,7 @@ def load_package(meta_file: Path) -> Package:
 _CACHE_VERSION = 3
 
 
-def examine(pkg: Package, marks: frozenset[str], shared: Path | None, hasher: MinHasher):
+def examine(pkg: Package, hasher: MinHasher):
     """Every file of a package with what the per-file filters say: (path, language, licence, size,
     reason it is dropped or None, sha256 of its normalised text, MinHash signature). Duplicates across
     files are decided later, in corpus order."""
@@ -326,9 +326,7 @@ def examine(pkg: Package, marks: frozenset[str], shared: Path | None, hasher: Mi
             size = path.stat().st_size
         except OSError:
             continue
-        if shared and path.resolve().is_relative_to(shared):
-            reason = "under shared/"
-        elif size > MAX_BYTES:
+        if size > MAX_BYTES:
             reason = "over 300 KB"
         else:
             reason = path_reason(rel)
@@ -349,8 +347,6 @@ def examine(pkg: Package, marks: frozenset[str], shared: Path | None, hasher: Mi
                 text, reason = None, "not utf-8"
             if text is not None:
                 reason = text_reason(text, lang)
-                if reason is None and lang == "python" and has_humaneval(text, marks):
-                    reason = "humaneval"
                 if reason is None and not parses(text, lang, rel):
                     reason = "does not parse"
                 if reason is None:
@@ -360,16 +356,16 @@ def examine(pkg: Package, marks: frozenset[str], shared: Path | None, hasher: Mi
     return rows
 
 
-def _examined(pkg: Package, meta_file: Path, cache: Path, marks, shared, hasher):
+def _examined(pkg: Package, meta_file: Path, cache: Path, hasher: MinHasher):
     """``examine``, cached per package (the fetch is not repeated, so neither is this)."""
     f = cache / meta_file.parent.parent.name / (meta_file.parent.name + ".pkl")
-    stamp = (_CACHE_VERSION, meta_file.stat().st_mtime, len(marks), str(shared))
+    stamp = (_CACHE_VERSION, meta_file.stat().st_mtime)
     if f.is_file():
         with open(f, "rb") as fh:
             cached = pickle.load(fh)
-        if cached[0] == stamp:
+        if cached[0][:2] == stamp:
             return cached[1]
-    rows = examine(pkg, marks, shared, hasher)
+    rows = examine(pkg, hasher)
     f.parent.mkdir(parents=True, exist_ok=True)
     with open(f, "wb") as fh:
         pickle.dump((stamp, rows), fh)
@@ -382,14 +378,12 @@ _ORDER = {"debian": 0, "npm": 1, "pypi": 2, "venv": 3}   # the first copy of a n
 def examine_all(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: Path | None = None,
                 log=print, reverse: bool = False) -> int:
     """Fill the per-package cache for every package fetched so far (while others still download)."""
-    marks = humaneval_lines(humaneval_dir)
-    shared = shared_dir.resolve() if shared_dir and shared_dir.exists() else None
     hasher = MinHasher()
     metas = sorted(raw.glob("*/*/_meta.json"), key=lambda p: (_ORDER.get(p.parent.parent.name, 9), p.parent.name))
     if reverse:   # a second process can work from the other end
         metas.reverse()
     for meta_file in metas:
-        rows = _examined(load_package(meta_file), meta_file, out / "cache", marks, shared, hasher)
+        rows = _examined(load_package(meta_file), meta_file, out / "cache", hasher)
         log(f"examined {meta_file.parent.parent.name}:{meta_file.parent.name}: {len(rows)} files", flush=True)
     return len(metas)
 
@@ -421,7 +415,14 @@ def build(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: P
             dropped["humaneval"] += len(pkg.files)
             continue
         paths = dict(pkg.files)
-        for rel, lang, lic, size, reason, key, sig in _examined(pkg, meta_file, out / "cache", marks, shared, hasher):
+        for rel, lang, lic, size, reason, key, sig in _examined(pkg, meta_file, out / "cache", hasher):
+            text = None
+            if reason is None and shared and paths[rel].resolve().is_relative_to(shared):
+                reason = "under shared/"
+            if reason is None and lang == "python":
+                text = paths[rel].read_text(encoding="utf-8")
+                if has_humaneval(text, marks):
+                    reason = "humaneval"
             if reason is None:
                 if key in seen:
                     reason = "exact duplicate"
@@ -433,7 +434,7 @@ def build(raw: Path, out: Path, humaneval_dir: Path | None = None, shared_dir: P
                 dropped[reason] += 1
                 dropped_bytes[reason] += size
                 continue
-            text = paths[rel].read_text(encoding="utf-8")
+            text = text if text is not None else paths[rel].read_text(encoding="utf-8")
             split = "valid" if is_holdout(f"{pkg.name}/{rel}") else "train"
             fid = f"{pkg.ecosystem}:{pkg.name}/{rel}"
             sinks[(split, lang)].write(json.dumps({"id": fid, "text": text}, ensure_ascii=False) + "\n")
@@ -460,16 +461,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.training.codecorpus", description=__doc__.splitlines()[0])
     p.add_argument("--raw", required=True, help="the fetched packages (engine.training.fetch --dest)")
     p.add_argument("--out", required=True, help="where files/, manifest.jsonl and build.json go")
-    p.add_argument("--humaneval", default=os.environ.get("HUMANEVAL_DIR", str(root.parent / "shared" / "data" /
+    shared_default = os.environ.get("SHARED_DIR", str(root.parent / "shared"))
+    p.add_argument("--humaneval", default=os.environ.get("HUMANEVAL_DIR", str(Path(shared_default) / "data" /
                                                                          "human-eval-infilling")),
                    help="HumanEval-infilling data files, read only to keep their text out")
-    p.add_argument("--shared", default=str(root.parent / "shared"), help="a folder nothing is taken from")
+    p.add_argument("--shared", default=shared_default, help="a folder nothing is taken from (SHARED_DIR)")
     p.add_argument("--examine-only", action="store_true", help="only fill the per-package cache")
     p.add_argument("--reverse", action="store_true", help="with --examine-only: the packages in reverse order")
     args = p.parse_args(argv)
     if args.examine_only:
         examine_all(Path(args.raw), Path(args.out), Path(args.humaneval), Path(args.shared), reverse=args.reverse)
         return 0
+    if not Path(args.humaneval).is_dir() and not os.environ.get("ALLOW_NO_HUMANEVAL"):
+        p.error(f"{args.humaneval}: no HumanEval data to keep out (set HUMANEVAL_DIR or SHARED_DIR; "
+                "ALLOW_NO_HUMANEVAL=1 to build without the check)")
     s = build(Path(args.raw), Path(args.out), Path(args.humaneval), Path(args.shared))
     print(json.dumps({k: v for k, v in s.items() if k != "packages"}, indent=1))
     return 0
