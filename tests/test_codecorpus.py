@@ -241,3 +241,29 @@ def test_token_counts_manifest_and_data_card(built, tmp_path):
     assert data["languages"]["go"]["files"] == 1 and set(data["licences"]) == {"MIT", "BSD-3-Clause", "ISC"}
     text = card.data_section(data)
     assert "| go | 1 |" in text and "| BSD-3-Clause |" in text and "near duplicate 1" in text
+
+
+def test_pack_into_parts_that_travel(built, tmp_path):
+    """gen2data pack: every kept file once, in xz chunks grouped into parts under the size cap, found again
+    by the trainer's reader wherever the parts are unpacked."""
+    from engine.training import gen2data
+    from engine.training.train import _read_texts, corpus_files
+
+    summary, manifest, out = built
+    dest = tmp_path / "travel"
+    assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--chunk-mb", "0.0005",
+                          "--part-mib", "0.0005"]) == 0
+    parts = sorted(p for p in dest.iterdir() if p.is_dir())
+    assert len(parts) > 1
+    for p in parts:
+        files = list(p.iterdir())
+        assert sum(f.stat().st_size for f in files) <= 0.0005 * 2**20 or len(files) == 1
+    assert not list(dest.glob("*.xz"))                       # every chunk went into a part
+    texts = {lang: _read_texts(corpus_files(dest, split, lang)) for split in ("train", "valid")
+             for lang in cc.LANGUAGES}
+    assert sum(map(len, texts.values())) <= len(manifest)
+    got = sorted(t for split in ("train", "valid") for lang in cc.LANGUAGES
+                 for t in _read_texts(corpus_files(dest, split, lang)))
+    want = sorted(json.loads(line)["text"] for split in ("train", "valid") for lang in cc.LANGUAGES
+                  for line in (out / "files" / split / f"{lang}.jsonl").read_text().splitlines())
+    assert got == want

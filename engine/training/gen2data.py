@@ -180,8 +180,8 @@ def _count(tok, batch: list[dict], counts: dict[str, int]) -> None:
 
 
 def cmd_pack(args) -> int:
-    """The corpus's files as xz-compressed JSONL chunks of at most ``--chunk-mb`` (uncompressed), spread
-    over ``--parts`` folders of about equal compressed size: one folder travels per device call."""
+    """The corpus's files as xz-compressed JSONL chunks of about ``--chunk-mb`` (uncompressed), in
+    folders ``partN`` of at most ``--part-mib`` compressed: one folder travels per device call."""
     corpus, dest = Path(args.corpus), Path(args.dest)
     dest.mkdir(parents=True, exist_ok=True)
     chunks: list[Path] = []
@@ -203,19 +203,24 @@ def cmd_pack(args) -> int:
             if w is not None:
                 w.close()
             print(f"{split} {lang}: {n} chunks", flush=True)
-    # Greedy bin packing by compressed size into the parts, largest chunks first.
-    parts = [[] for _ in range(args.parts)]
-    sizes = [0] * args.parts
-    for c in sorted(chunks, key=lambda p: -p.stat().st_size):
-        i = sizes.index(min(sizes))
-        parts[i].append(c)
-        sizes[i] += c.stat().st_size
+    # Parts of at most --part-mib compressed, filled in order (validation chunks first, then training
+    # chunks of each language in turn), so that the first parts alone make a usable, mixed corpus.
+    order = sorted(chunks, key=lambda p: (p.name.split(".")[0] != "valid", int(p.name.split(".")[2]),
+                                          LANGUAGES.index(p.name.split(".")[1])))
+    parts: list[list[Path]] = [[]]
+    sizes = [0]
+    for c in order:
+        if sizes[-1] and sizes[-1] + c.stat().st_size > args.part_mib * 2**20:
+            parts.append([])
+            sizes.append(0)
+        parts[-1].append(c)
+        sizes[-1] += c.stat().st_size
     for i, part in enumerate(parts):
         folder = dest / f"part{i}"
         folder.mkdir(exist_ok=True)
         for c in part:
             os.replace(c, folder / c.name)
-    summary = {f"part{i}": {"files": len(p), "MiB": round(s / 2**20, 1)} for i, (p, s) in enumerate(zip(parts, sizes))}
+    summary = {f"part{i}": {"files": len(p), "MiB": round(sz / 2**20, 1)} for i, (p, sz) in enumerate(zip(parts, sizes))}
     (dest / "parts.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
     return 0
@@ -239,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("pack")
     k.add_argument("--corpus", default=corpus_default)
     k.add_argument("--dest", default=str(ROOT / "runs" / "gen2-travel"))
-    k.add_argument("--parts", type=int, default=2)
-    k.add_argument("--chunk-mb", type=float, default=60.0)
-    k.add_argument("--preset", type=int, default=9)
+    k.add_argument("--part-mib", type=float, default=38.0, help="compressed size of a part (one device call)")
+    k.add_argument("--chunk-mb", type=float, default=40.0, help="uncompressed size of a chunk file")
+    k.add_argument("--preset", type=int, default=6, help="xz preset")
     args = p.parse_args(argv)
     return {"tokenizer": cmd_tokenizer, "count": cmd_count, "pack": cmd_pack}[args.cmd](args)
 
