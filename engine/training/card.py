@@ -92,7 +92,8 @@ def data_section(data: dict) -> str:
 named in `engine/training/sources/packages.toml` and fetched by name with the ordinary clients (pip, npm,
 apt-get; versions in `sources/lock.tsv`), {data['packages_with_files']} of which gave files that passed every filter.
 {data['files']:,} files, {m(data['train_tokens'])} training tokens and {m(data['valid_tokens'])} held-out tokens
-(2.5% of files per language by path hash) with the {data['vocab_size']:,}-entry tokenizer, after exact
+(2.5% of files per language by path hash) with the {data['vocab_size']:,}-entry tokenizer
+({data.get('tokens_are', 'counted')}), after exact
 (sha256 of normalised text) and near-duplicate (MinHash over 5-token shingles, Jaccard >= 0.85) removal.
 Every file is listed with its package, version, licence, path, sha256 and tokens in
 `corpus-manifest.jsonl.xz`. Rebuild: `bash scripts/build_corpus.sh`.
