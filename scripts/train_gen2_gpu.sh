@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The second-generation embedded model: three sizes trained at once on one GPU, on the code corpus
 # (engine/training/codecorpus.py) with the retrained tokenizer (engine/training/gen2/tokenizer), in one
-# prepared, resumable run. The corpus travels compressed in two parts (the device tool carries at most
+# prepared, resumable run. The corpus travels compressed in parts of <= 38 MiB (the device tool carries at most
 # 64 MiB a call), the weights come back as float16 pieces of at most 15 MiB (8 files a call).
 #
-# Here, once:  bash scripts/build_corpus.sh     (corpus, tokenizer, runs/gen2-travel/part0 and part1)
+# Here, once:  bash scripts/build_corpus.sh     (corpus, tokenizer, runs/gen2-travel/part0, part1, ...)
 # There, three calls back to back (a machine stays warm 30 s after a call; what a call leaves under
 # $GEN2 outside the repository stays while it is warm):
 #   1. carry runs/gen2-travel/part0:  bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part0
