@@ -212,7 +212,8 @@ def _unpack_npm(name: str, tarball: Path, dest: Path) -> None:
     (out / "src").mkdir(parents=True)
     _safe_extract_tar(tarball, out / "src")
     archive = tarball.name
-    pkg_file = out / "src" / "package" / "package.json"
+    # the tarball's one top folder is "package/" for most, the bare name for some (@types/*: "node/")
+    pkg_file = next(iter(sorted((out / "src").glob("*/package.json"))), out / "src" / "package" / "package.json")
     pkg = json.loads(pkg_file.read_text(errors="replace")) if pkg_file.is_file() else {}
     _write_meta(out, ecosystem="npm", name=name, version=pkg.get("version", "?"), licence=npm_licence(pkg),
                 archive=archive)
