@@ -18,6 +18,7 @@
 # (--init-from runs/gen2-home/SIZE, fresh optimizer). On the CPU, as a check of this script:
 #   DEVICE=cpu SIZES="tiny" MINUTES=0.3 GEN2=/tmp/gen2 OUT=/tmp/gen2-out \
 #     bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part0 stage runs/gen2-travel/part1 train
+# BRING="SIZES" names the sizes `train` brings back (default: all but large; BRING="" none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -70,7 +71,7 @@ train() {
   wait || true
   for s in $SIZES; do tail -n 3 "$GEN2/runs/$s.out"; done
   tar -cf "$OUT/logs.tar" -C "$GEN2/runs" $(cd "$GEN2/runs" && ls -d */train.log *.out 2>/dev/null)
-  local back=${BRING:-$(echo $SIZES | tr ' ' '\n' | grep -v '^large$' || true)}
+  local back=${BRING-$(echo $SIZES | tr ' ' '\n' | grep -v '^large$' || true)}
   for s in $back; do collect "$s"; done
 }
 
