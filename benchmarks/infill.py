@@ -122,12 +122,19 @@ def main(argv: list[str] | None = None) -> int:
         "sandbox": asdict(limits),
         **summarise(records),
     })
+    languages = sorted({t.language for t in tasks})
+    if languages != ["python"]:   # a file with holes in several languages: the figures per language too
+        result["languages"] = {lang: summarise([r for t, r in zip(tasks, records) if t.language == lang])
+                               for lang in languages}
     if args.samples:
         write_jsonl(args.samples, [{"task_id": r["task_id"], "completion": r["completion"]} for r in records])
     if args.records:
         write_jsonl(args.records, records)
     write_result(args.out, result)
     print(headline(result))
+    for lang, r in result.get("languages", {}).items():
+        print(f"  {lang}: n={r['n']}, exact {pct(r['exact_match'])}, syntax {pct(r['syntax_valid'])}, "
+              f"offered {r.get('offered', '-')}")
     return 0
 
 
