@@ -21,10 +21,10 @@ def syntax_valid(document: str, language: str = "python") -> bool:
     """Whether the filled document parses: Python's own parser for Python, tree-sitter (no ERROR or
     MISSING node) for the engine's other languages."""
     if language != "python":
-        from engine.languages import parser_for
+        from engine.languages import parse, spec_for
 
-        parser = parser_for(language)
-        return parser is not None and not parser.parse(document.encode("utf-8", "surrogatepass")).root_node.has_error
+        tree = parse(spec_for(language), document)
+        return tree is not None and not tree.root_node.has_error
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not an error
