@@ -45,6 +45,7 @@ class FillOptions:
     prefix_tokens: int = 160          # context budget before the hole
     suffix_tokens: int = 64           # context budget after the hole
     validate: bool = True             # re-parse and reject fills that break the syntax
+    max_alternatives: int = 3         # distinct valid fills a cursor request offers, best first (1: the best only)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from . import lengths
@@ -31,24 +32,25 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
     check_request(request)
     spec = spec_for(request.language)
     hole = decide_hole(spec, request.text, request.offset, request.end, request.kind)
+    numbering = itertools.count()  # the request's attempts, for its drafts
     if not hole.heal.strip() or request.rewrite:
-        return _complete_hole(backend, config, request, control, spec, hole, t0)
+        return _complete_hole(backend, config, request, control, spec, hole, t0, numbering)
     # A typed word fragment: first go on after it as typed; regenerate it (the healed hole, starting on
     # a clean token boundary) only when that finds nothing valid. Healing first left 35 of 40 typing
     # requests empty with the embedded model, which seldom rewrites the fragment it was given.
     typed = _complete_hole(backend, config, request, control, spec,
-                           replace(hole, start=request.offset, heal=""), t0)
+                           replace(hole, start=request.offset, heal=""), t0, numbering)
     budget = lengths.step_budget(request.steps, config, backend)
     if typed.fills or typed.steps >= budget:
         return typed
     healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps),
-                            offset_steps(control, typed.steps), spec, hole, t0)
+                            offset_steps(control, typed.steps), spec, hole, t0, numbering)
     return replace(healed, steps=typed.steps + healed.steps, forwards=typed.forwards + healed.forwards,
                    tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected)
 
 
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
-                   spec: LanguageSpec, hole: Hole, t0: float) -> Completion:
+                   spec: LanguageSpec, hole: Hole, t0: float, numbering: Iterator[int]) -> Completion:
     text = request.text
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
     crlf = uses_crlf(win.prefix, win.suffix)
@@ -68,6 +70,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
     best: tuple[float, HoleFill] | None = None
+    want = max(1, config.max_alternatives)
+    found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
     for attempt in lengths.attempts(hole.kind, slots, line_lengths, backend):
         left = lengths.attempt_steps(budget, steps, line_lengths)
         if not left:
@@ -77,23 +81,40 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
             steps=left, threshold=config.threshold, instruction=instruction)
-        result = backend.fill(plan, offset_steps(_drafts_after_heal(control, hole), steps))
+        result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
+        first: HoleFill | None = None
         for candidate in result.candidates:
+            if first is not None and len(found) >= want:
+                break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
-            if fill is not None:
-                if not line_lengths:
-                    return Completion((to_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
-                                      _ms(t0), baseline is not None, rejected, backend.name)
+            if fill is None:
+                continue
+            found.setdefault(_key(fill), fill)
+            if first is None:  # an attempt's first valid fill competes for the answer (its other ones do not)
+                first = fill
                 score = confidence_score(fill)
                 if best is None or score > best[0]:
                     best = (score, fill)
-                break
+        if best is not None and not line_lengths:
+            break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    fills = () if best is None else ((to_crlf(best[1]) if crlf else best[1]),)
-    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
+    if best is None:
+        return Completion((), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected,
+                          backend.name)
+    others = sorted((f for k, f in found.items() if k != _key(best[1])), key=confidence_score, reverse=True)
+    fills = [best[1], *others[:want - 1]]
+    if crlf:
+        fills = [to_crlf(f) for f in fills]
+    return Completion((fills[0],), hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected,
+                      backend.name, tuple(fills[1:]))
+
+
+def _key(fill: HoleFill) -> tuple[int, int, str]:
+    """Fills with one key make the same edit: one of them is offered."""
+    return fill.start, fill.end, fill.text
 
 
 def confidence_score(fill: HoleFill) -> float:
@@ -110,34 +131,42 @@ def offset_steps(control: Control, done: int) -> Control:
         return control
     draft = control.draft
     return Control(lambda step: control.check(done + step),
-                   (lambda step, *rest: draft(done + step, *rest)) if draft else None)
+                   (lambda step, *rest, **where: draft(done + step, *rest, **where)) if draft else None)
 
 
-def _drafts_after_heal(control: Control, hole: Hole) -> Control:
-    """Drafts show what will be inserted at the cursor: the regenerated (healed) head is cut off."""
-    if not hole.heal or control.draft is None:
+def _attempt_control(control: Control, hole: Hole, attempt: int, slots: int, done: int) -> Control:
+    """One attempt's hooks: its steps counted after the ``done`` ones already run (a request's drafts never
+    go back a step), and its drafts saying which attempt they are (a new one restarts the text), its slots,
+    the hole's kind and the text they replace: from a regenerated word fragment's start; from the cursor
+    for typed indentation, which the fill is re-indented to, so the draft's own indentation is dropped."""
+    control = offset_steps(control, done)
+    if control.draft is None:
         return control
-    draft, heal = control.draft, hole.heal
+    draft = control.draft
+    indentation = bool(hole.heal) and not hole.heal.strip()
+    where = {"attempt": attempt, "slots": slots, "kind": hole.kind,
+             "spans": ((hole.start + (len(hole.heal) if indentation else 0), hole.end),)}
 
-    def cut(step, texts, confidences, pieces=None):
-        if not pieces:
-            return draft(step, texts, confidences, pieces)
-        ps, cs = list(pieces[0]), list(confidences[0])
-        text = "".join(ps)
-        # The head to drop: the typed text when the draft starts with it; any indentation when the heal is one.
-        if not heal.strip():  # typed indentation: the fill is re-indented to it, so any indentation goes
-            drop = len(text) - len(text.lstrip(" \t"))
+    def place(step, texts, confidences, pieces=None):
+        if indentation and pieces:
+            texts, confidences, pieces = _drop_indentation(texts, confidences, pieces)
+        draft(step, texts, confidences, pieces, **where)
+    return Control(control.check, place)
+
+
+def _drop_indentation(texts, confidences, pieces):
+    """The first hole's draft without its leading spaces and tabs."""
+    ps, cs = list(pieces[0]), list(confidences[0])
+    text = "".join(ps)
+    drop = len(text) - len(text.lstrip(" \t"))
+    while drop and ps:
+        if len(ps[0]) <= drop:
+            drop -= len(ps.pop(0))
+            cs.pop(0)
         else:
-            drop = len(heal) if text.startswith(heal) else 0
-        while drop and ps:
-            if len(ps[0]) <= drop:
-                drop -= len(ps.pop(0))
-                cs.pop(0)
-            else:
-                ps[0], drop = ps[0][drop:], 0
-        return draft(step, ("".join(ps),) + tuple(texts[1:]), (tuple(cs),) + tuple(confidences[1:]),
-                     (tuple(ps),) + tuple(pieces[1:]))
-    return Control(control.check, cut)
+            ps[0], drop = ps[0][drop:], 0
+    return (("".join(ps),) + tuple(texts[1:]), (tuple(cs),) + tuple(confidences[1:]),
+            (tuple(ps),) + tuple(pieces[1:]))
 
 
 def _options(raw: str, hole: Hole, offside: bool = False) -> list[str]:
