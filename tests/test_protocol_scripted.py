@@ -154,6 +154,17 @@ def test_drafts_say_their_hole_kind_attempt_and_range_and_never_go_back_a_step(s
     assert drafts[-1]["text"] == "24" and "attempt" not in drafts[-1]
 
 
+def test_a_status_names_state_and_model_apart_and_its_message_does_not_repeat_them(server):
+    # :DiffusionStatus once printed "ready embedded embedded ready": the message was the model and the state again
+    statuses = [p for _, m, p in server.notifications if m == "diffusion/status"]
+    assert [s["state"] for s in statuses[:2]] == ["loading", "ready"]
+    assert statuses[0]["message"] == "Suggestions start when it has loaded."
+    assert statuses[1]["message"].startswith("Loaded in ") and statuses[1]["message"].endswith("; suggestions are on.")
+    for status in statuses:
+        assert set(status) == {"state", "model", "message"}
+        assert status["model"] not in status["message"] and status["state"] not in status["message"].lower()
+
+
 def test_actions_carry_kinds_and_names_clients_match_on(server):
     uri = "file:///kinds.py"
     open_doc(server, uri, DOC)
