@@ -46,12 +46,8 @@ def backend_class(kind: str) -> BackendLoader:
 
 
 def load_backend(config: LoadConfig) -> Backend:
-    """Load the checkpoint named by ``config`` with no network access, and nothing printed on stderr."""
-    backend = backend_class(model_type(config))
-    from .loading import quiet_libraries  # torch, as the backend class just imported
-
-    quiet_libraries()
-    return backend.load(config)
+    """Load the checkpoint named by ``config`` with no network access."""
+    return backend_class(model_type(config)).load(config)
 
 
 __all__ = ["Backend", "Candidate", "Control", "FillPlan", "FillResult", "HoleSpec", "backend_class",
