@@ -120,15 +120,29 @@ def choose(assessed: Sequence[tuple[HoleFill, dict[str, float]]], calibration: C
     return fill if fill.confidence >= bar else None
 
 
-def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKind,
-          options: FillOptions, model_dir: Path | None) -> tuple[HoleFill | None, tuple[HoleFill, ...]]:
-    """The fill to offer for one hole (``None``: withheld) and every valid fill with its estimate.
-    Cursor holes (the rest of a line, a line, a body after an opener) are withheld below the bar; a
-    selection (a rewrite: the user asked for it) always gets its best fill. ``model_dir``: where the
-    backend's checkpoint (and its calibration) lives; None: no calibration."""
+def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKind, options: FillOptions,
+          model_dir: Path | None, others: Sequence[HoleFill] = ()
+          ) -> tuple[HoleFill | None, tuple[HoleFill, ...], tuple[HoleFill, ...]]:
+    """The fill to offer for one hole (``None``: withheld), every competing fill with its estimate, and the
+    alternatives: the other distinct fills (``others`` included: a length's later candidates) that would be
+    offered on their own, best first, at most ``options.max_alternatives - 1``.
+
+    ``fills`` are the fills that compete for the answer (each length's first valid fill). Cursor holes (the
+    rest of a line, a line, a body after an opener) are withheld below the bar; a selection (a rewrite:
+    the user asked for it) always gets its best fill. ``model_dir``: where the backend's checkpoint (and
+    its calibration) lives; None: no calibration."""
     calibration = load_calibration(model_dir) if model_dir is not None else None
     assessed = assess(fills, text, spec, kind, calibration)
     considered = tuple(f for f, _ in assessed)
     if kind is not HoleKind.SPAN:
-        return choose(assessed, calibration, options.min_confidence, options.names_rule), considered
-    return (min(assessed, key=_rank(options.names_rule))[0] if assessed else None), considered
+        chosen = choose(assessed, calibration, options.min_confidence, options.names_rule)
+    else:
+        chosen = min(assessed, key=_rank(options.names_rule))[0] if assessed else None
+    if chosen is None or options.max_alternatives <= 1:
+        return chosen, considered, ()
+    pool = [item for item in assess([*fills, *others], text, spec, kind, calibration)
+            if item[0].text != chosen.text or (item[0].start, item[0].end) != (chosen.start, chosen.end)]
+    if kind is not HoleKind.SPAN:
+        pool = [item for item in pool if choose([item], calibration, options.min_confidence, options.names_rule)]
+    pool.sort(key=_rank(options.names_rule))
+    return chosen, considered, tuple(f for f, _ in pool[:options.max_alternatives - 1])

@@ -48,6 +48,7 @@ class FillOptions:
     min_confidence: float | None = None  # offer a cursor fill only at this estimated P(right); None: the
                                          # calibration's default (engine/confidence.py); 0: never withhold
     names_rule: bool = True           # rank fills with names the document defines nowhere last (engine/names.py)
+    max_alternatives: int = 3         # distinct valid fills a cursor request offers, best first (1: the best only)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from . import lengths
@@ -31,24 +32,25 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
     check_request(request)
     spec = spec_for(request.language)
     hole = decide_hole(spec, request.text, request.offset, request.end, request.kind)
+    numbering = itertools.count()  # the request's attempts, for its drafts
     if not hole.heal.strip() or request.rewrite:
-        return _complete_hole(backend, config, request, control, spec, hole, t0)
+        return _complete_hole(backend, config, request, control, spec, hole, t0, numbering)
     # A typed word fragment: first go on after it as typed; regenerate it (the healed hole, starting on
     # a clean token boundary) only when that finds nothing valid. Healing first left 35 of 40 typing
     # requests empty with the embedded model, which seldom rewrites the fragment it was given.
     typed = _complete_hole(backend, config, request, control, spec,
-                           replace(hole, start=request.offset, heal=""), t0)
+                           replace(hole, start=request.offset, heal=""), t0, numbering)
     budget = lengths.step_budget(request.steps, config, backend)
     if typed.fills or typed.steps >= budget:
         return typed
     healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps),
-                            offset_steps(control, typed.steps), spec, hole, t0)
+                            offset_steps(control, typed.steps), spec, hole, t0, numbering)
     return replace(healed, steps=typed.steps + healed.steps, forwards=typed.forwards + healed.forwards,
                    tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected)
 
 
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
-                   spec: LanguageSpec, hole: Hole, t0: float) -> Completion:
+                   spec: LanguageSpec, hole: Hole, t0: float, numbering: Iterator[int]) -> Completion:
     text = request.text
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
     crlf = uses_crlf(win.prefix, win.suffix)
@@ -67,7 +69,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
-    valid: list[HoleFill] = []
+    firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
+    want = max(1, config.max_alternatives)
+    found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
     for attempt in lengths.attempts(hole.kind, slots, line_lengths, backend):
         left = lengths.attempt_steps(budget, steps, line_lengths)
         if not left:
@@ -77,21 +81,38 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
             steps=left, threshold=config.threshold, instruction=instruction)
-        result = backend.fill(plan, offset_steps(_drafts_after_heal(control, hole), steps))
+        result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
+        first: HoleFill | None = None
         for candidate in result.candidates:
+            if first is not None and len(found) >= want:
+                break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
-            if fill is not None:
-                valid.append(fill)
-                break
-        if request.rewrite or (valid and not line_lengths):
+            if fill is None:
+                continue
+            found.setdefault(_key(fill), fill)
+            if first is None:  # an attempt's first valid fill competes for the answer (its other ones do not)
+                first = fill
+                firsts.append(fill)
+        if firsts and not line_lengths:
+            break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
+        if request.rewrite:
             break
-    # Which valid fill to offer, if any: each one's estimate, names the document lacks ranked last.
-    fill, considered = offer(valid, text, spec, hole.kind, config, backend.model_dir)
-    fills = () if fill is None else ((to_crlf(fill) if crlf else fill),)
-    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected,
-                      backend.name, tuple(to_crlf(f) if crlf else f for f in considered))
+    # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
+    # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
+    others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
+    fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others)
+    def eol(f: HoleFill) -> HoleFill:
+        return to_crlf(f) if crlf else f
+    return Completion(() if fill is None else (eol(fill),), hole.kind, steps, forwards, tokens, _ms(t0),
+                      baseline is not None, rejected, backend.name, tuple(map(eol, considered)),
+                      tuple(map(eol, alternatives)))
+
+
+def _key(fill: HoleFill) -> tuple[int, int, str]:
+    """Fills with one key make the same edit: one of them is offered."""
+    return fill.start, fill.end, fill.text
 
 
 def offset_steps(control: Control, done: int) -> Control:
@@ -100,34 +121,42 @@ def offset_steps(control: Control, done: int) -> Control:
         return control
     draft = control.draft
     return Control(lambda step: control.check(done + step),
-                   (lambda step, *rest: draft(done + step, *rest)) if draft else None)
+                   (lambda step, *rest, **where: draft(done + step, *rest, **where)) if draft else None)
 
 
-def _drafts_after_heal(control: Control, hole: Hole) -> Control:
-    """Drafts show what will be inserted at the cursor: the regenerated (healed) head is cut off."""
-    if not hole.heal or control.draft is None:
+def _attempt_control(control: Control, hole: Hole, attempt: int, slots: int, done: int) -> Control:
+    """One attempt's hooks: its steps counted after the ``done`` ones already run (a request's drafts never
+    go back a step), and its drafts saying which attempt they are (a new one restarts the text), its slots,
+    the hole's kind and the text they replace: from a regenerated word fragment's start; from the cursor
+    for typed indentation, which the fill is re-indented to, so the draft's own indentation is dropped."""
+    control = offset_steps(control, done)
+    if control.draft is None:
         return control
-    draft, heal = control.draft, hole.heal
+    draft = control.draft
+    indentation = bool(hole.heal) and not hole.heal.strip()
+    where = {"attempt": attempt, "slots": slots, "kind": hole.kind,
+             "spans": ((hole.start + (len(hole.heal) if indentation else 0), hole.end),)}
 
-    def cut(step, texts, confidences, pieces=None):
-        if not pieces:
-            return draft(step, texts, confidences, pieces)
-        ps, cs = list(pieces[0]), list(confidences[0])
-        text = "".join(ps)
-        # The head to drop: the typed text when the draft starts with it; any indentation when the heal is one.
-        if not heal.strip():  # typed indentation: the fill is re-indented to it, so any indentation goes
-            drop = len(text) - len(text.lstrip(" \t"))
+    def place(step, texts, confidences, pieces=None):
+        if indentation and pieces:
+            texts, confidences, pieces = _drop_indentation(texts, confidences, pieces)
+        draft(step, texts, confidences, pieces, **where)
+    return Control(control.check, place)
+
+
+def _drop_indentation(texts, confidences, pieces):
+    """The first hole's draft without its leading spaces and tabs."""
+    ps, cs = list(pieces[0]), list(confidences[0])
+    text = "".join(ps)
+    drop = len(text) - len(text.lstrip(" \t"))
+    while drop and ps:
+        if len(ps[0]) <= drop:
+            drop -= len(ps.pop(0))
+            cs.pop(0)
         else:
-            drop = len(heal) if text.startswith(heal) else 0
-        while drop and ps:
-            if len(ps[0]) <= drop:
-                drop -= len(ps.pop(0))
-                cs.pop(0)
-            else:
-                ps[0], drop = ps[0][drop:], 0
-        return draft(step, ("".join(ps),) + tuple(texts[1:]), (tuple(cs),) + tuple(confidences[1:]),
-                     (tuple(ps),) + tuple(pieces[1:]))
-    return Control(control.check, cut)
+            ps[0], drop = ps[0][drop:], 0
+    return (("".join(ps),) + tuple(texts[1:]), (tuple(cs),) + tuple(confidences[1:]),
+            (tuple(ps),) + tuple(pieces[1:]))
 
 
 def _options(raw: str, hole: Hole, offside: bool = False) -> list[str]:

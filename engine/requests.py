@@ -133,6 +133,9 @@ class Completion:
     rejected: int = 0                   # candidates rejected by validation
     backend: str = ""
     considered: tuple[HoleFill, ...] = ()  # every valid fill tried for the hole, with its estimate, even if withheld
+    # A cursor fill's other distinct valid fills (other lengths, candidates), after ``fills[0]``, best first;
+    # at most ``FillOptions.max_alternatives - 1``. Each has its own range.
+    alternatives: tuple[HoleFill, ...] = ()
 
     @property
     def text(self) -> str:
@@ -152,6 +155,13 @@ class Draft:
     confidences: tuple[tuple[float, ...], ...] = field(default=())  # per hole, per token; 0 for masked
     pieces: tuple[tuple[str, ...], ...] = field(default=())         # per hole, the text of each token slot
     done: bool = False
+    # A cursor request's drafts also say where they go and which attempt they belong to: a request may run
+    # several (each length of a one-line hole, a block's retry, the healed word), and a new one restarts
+    # the text (its steps go on counting).
+    attempt: int = 0                                                # 0, 1, ... within the request
+    slots: int = 0                                                  # the attempt's hole size (0: not said)
+    kind: HoleKind | None = None
+    spans: tuple[tuple[int, int], ...] = field(default=())          # per hole, the str range the text replaces
 
 
 class EngineError(Exception):

@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
@@ -240,7 +241,7 @@ class Engine:
         assert on_draft is not None
 
         def forward(step: int, texts: Sequence[str], confidences: Sequence[tuple[float, ...]],
-                    pieces: Sequence[tuple[str, ...]] | None = None) -> None:
-            if not job.cancelled.is_set():
-                on_draft(Draft(step, tuple(texts), tuple(confidences), tuple(pieces or ())))
+                    pieces: Sequence[tuple[str, ...]] | None = None, **where: Any) -> None:
+            if not job.cancelled.is_set():  # ``where``: Draft's attempt, slots, kind, spans (engine/infill.py)
+                on_draft(Draft(step, tuple(texts), tuple(confidences), tuple(pieces or ()), **where))
         return forward

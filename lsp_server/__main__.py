@@ -15,6 +15,7 @@ def _logging(verbosity: int, log_file: str | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    logging.captureWarnings(True)  # Python warnings (torch, transformers) go to the log, never straight to stderr
     if verbosity < 2:
         logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
 

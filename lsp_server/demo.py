@@ -49,6 +49,14 @@ def _shade(tokens: list[dict], color: bool) -> str:
     return "".join(out)
 
 
+def restart_line(attempt: int, slots: int, kind: str | None) -> str:
+    """What the demo prints when a request's next attempt starts a new draft (docs/PROTOCOL.md: ``attempt``)."""
+    size = f" with a {slots}-slot hole" if slots else ""
+    why = (" (a one-line hole is filled at 8 and at 24 slots; the more confident valid fill wins)"
+           if kind == "line" else "")
+    return f"  -- the draft starts again: attempt {attempt + 1}{size}{why}; the steps go on counting"
+
+
 async def _session(args) -> int:
     if args.file:
         text = Path(args.file).read_text(encoding="utf-8")
@@ -71,8 +79,10 @@ async def _session(args) -> int:
 
     @client.feature("diffusion/draft")
     def _draft(ls, params):
-        d = {"step": params.step, "done": params.done,
+        d = {"step": params.step, "done": params.done, "attempt": getattr(params, "attempt", None),
              "tokens": [{"text": t.text, "confidence": t.confidence} for t in params.tokens], "text": params.text}
+        if d["attempt"] and drafts and drafts[-1]["attempt"] != d["attempt"]:
+            print(restart_line(d["attempt"], getattr(params, "slots", 0), getattr(params, "kind", None)), flush=True)
         drafts.append(d)
         label = " (final)" if d["done"] else "        "
         print(f"  step {d['step']:>2}{label} | {_shade(d['tokens'], color) or d['text']}", flush=True)
@@ -107,6 +117,8 @@ async def _session(args) -> int:
     if items and r is not None:
         item = items[0]
         print(f"\nghost text for {r.start.line + 1}:{r.start.character + 1}: {item.insert_text!r}")
+        for other in items[1:]:
+            print(f"  alternative: {other.insert_text!r}")
     else:
         print("\nno suggestion passed validation here (the embedded model is small; try another spot)")
     print(f"round trip {elapsed:.0f} ms, {len(drafts)} drafts")

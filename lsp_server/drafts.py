@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -38,16 +39,22 @@ def hole_json(range_: dict[str, Any] | None, text: str, pieces: Any, confidences
     return out if estimate is None else {**out, "fillConfidence": estimate}
 
 
+Place = Callable[[Sequence[tuple[int, int]]], "list[dict[str, Any]] | None"]
+
+
 class DraftStream:
     """Forwards a request's drafts at most every ``draftIntervalMs``; ``finish`` sends the final holes.
 
     ``action`` is None for an inline request (its notification carries one hole's fields) and the action
-    name for a code action (its notification also lists every hole)."""
+    name for a code action (its notification also lists every hole). ``ranges`` are where the holes' text
+    goes, unless a draft says where (``Draft.spans``, str offsets) and ``place`` turns that into ranges (on
+    the loop; None when the document has moved on, and the draft is dropped)."""
 
     def __init__(self, server: DiffusionServer, uri: str, version: int, ranges: list[dict[str, Any]],
-                 action: str | None = None, token: types.ProgressToken | None = None, title: str = "diffusion"):
+                 action: str | None = None, token: types.ProgressToken | None = None, title: str = "diffusion",
+                 place: Place | None = None):
         self.server, self.loop = server, asyncio.get_running_loop()
-        self.uri, self.version, self.ranges, self.action = uri, version, ranges, action
+        self.uri, self.version, self.ranges, self.action, self.place = uri, version, ranges, action, place
         self.id = f"action-{next(_ids)}" if action else str(next(_ids))
         self.interval = server.settings.server.draft_interval_ms / 1000
         self.token, self.title = token, title
@@ -91,26 +98,42 @@ class DraftStream:
         if now - self._last < self.interval:
             return
         self._last = now
+        self.loop.call_soon_threadsafe(self._emit_draft, draft)
+
+    def _emit_draft(self, draft: Draft) -> None:
+        ranges = self.ranges
+        if draft.spans and self.place is not None:
+            placed = self.place(draft.spans)
+            if placed is None:
+                return
+            ranges = placed
         pieces = draft.pieces or ((),) * len(draft.texts)
         holes = [hole_json(r, text, ps, confs)
-                 for r, text, ps, confs in zip(self.ranges, draft.texts, pieces, draft.confidences)]
-        self.loop.call_soon_threadsafe(self._emit, draft.step, holes, False)
+                 for r, text, ps, confs in zip(ranges, draft.texts, pieces, draft.confidences)]
+        about: dict[str, Any] = {"attempt": draft.attempt} if draft.spans else {}
+        if draft.slots:
+            about["slots"] = draft.slots
+        self._emit(draft.step, holes, False, draft.kind.value if draft.kind else None, about)
 
-    def finish(self, step: int, holes: list[dict[str, Any]]) -> None:
-        self._emit(step, holes, True)
+    def finish(self, step: int, holes: list[dict[str, Any]], kind: str | None = None) -> None:
+        self._emit(step, holes, True, kind)
 
     def close(self) -> None:
         """End the progress without a final draft (the request failed or was cancelled)."""
         if self._began:
             self._end(None)
 
-    def _emit(self, step: int, holes: list[dict[str, Any]], done: bool) -> None:
+    def _emit(self, step: int, holes: list[dict[str, Any]], done: bool, kind: str | None = None,
+              about: dict[str, Any] | None = None) -> None:
         first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}
         if self.server.settings.server.drafts:
             params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
                       "range": first["range"], "text": first["text"], "tokens": first["tokens"]}
             if "fillConfidence" in first:
                 params["fillConfidence"] = first["fillConfidence"]
+            if kind is not None:
+                params["kind"] = kind
+            params.update(about or {})
             if self.action is not None:
                 params.update(action=self.action, holes=holes)
             self.server.protocol.notify(DRAFT, params)

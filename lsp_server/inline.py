@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
 
-from engine import Completion, EngineError, InfillRequest
+from engine import Completion, EngineError, HoleFill, InfillRequest
 
 from .documents import Document
 from .drafts import DraftStream, hole_json, range_json
@@ -29,8 +30,16 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
         await asyncio.sleep(ls.settings.server.debounce_ms / 1000)
         if doc.version != version:
             return None
-    stream = DraftStream(ls, uri, doc.version, [range_json(doc.range_at(offset, offset, ls.encoding))],
-                         token=progress_token)
+    version = doc.version
+
+    def place(spans: Sequence[tuple[int, int]]) -> list[dict[str, Any]] | None:
+        """Where a draft goes: its own str range (a regenerated word starts before the cursor)."""
+        if doc.version != version:
+            return None
+        return [range_json(doc.range_at(start, end, ls.encoding)) for start, end in spans]
+
+    stream = DraftStream(ls, uri, version, [range_json(doc.range_at(offset, offset, ls.encoding))],
+                         token=progress_token, place=place)
     request = InfillRequest(text=doc.text, offset=offset, language=doc.language_id, key=uri)
     try:
         completion = await ls.jobs.run(doc, request, stream.on_draft if stream.wanted() else None)
@@ -38,16 +47,21 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
         raise JsonRpcInternalError(str(exc)) from None
     if completion is None or not completion.fills:
         if completion is not None:
-            stream.finish(completion.steps, [])
+            stream.finish(completion.steps, [], completion.kind.value)
         return None
-    log.info("fill for %s v%s: %.1f ms engine, %d steps, %d tokens", uri, doc.version,
-             completion.elapsed_ms, completion.steps, completion.tokens)
+    log.info("fill for %s v%s: %.1f ms engine, %d steps, %d tokens, %d alternatives", uri, doc.version,
+             completion.elapsed_ms, completion.steps, completion.tokens, len(completion.alternatives))
     fill = completion.fills[0]
     pieces = tuple(fill.text[lo:hi] for lo, hi in fill.token_spans)
     final = hole_json(range_json(doc.range_at(fill.start, fill.end, ls.encoding)), fill.text, pieces, fill.confidences,
                       fill.confidence)
-    stream.finish(completion.steps, [final])
+    stream.finish(completion.steps, [final], completion.kind.value)
     return doc, completion
+
+
+def offered(completion: Completion) -> tuple[HoleFill, ...]:
+    """The fills to offer: the best, then the alternatives (best first, at most ``maxAlternatives`` in all)."""
+    return completion.fills[:1] + completion.alternatives
 
 
 def register(server: DiffusionServer) -> None:
@@ -58,9 +72,9 @@ def register(server: DiffusionServer) -> None:
         if result is None:
             return types.InlineCompletionList(items=[])
         doc, completion = result
-        fill = completion.fills[0]
         return types.InlineCompletionList(items=[types.InlineCompletionItem(
-            insert_text=fill.text, range=doc.range_at(fill.start, fill.end, ls.encoding))])
+            insert_text=fill.text, range=doc.range_at(fill.start, fill.end, ls.encoding))
+            for fill in offered(completion)])
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", "="]))
@@ -69,14 +83,21 @@ def register(server: DiffusionServer) -> None:
         if result is None:
             return types.CompletionList(is_incomplete=True, items=[])
         doc, completion = result
-        fill = completion.fills[0]
-        first = next((line for line in fill.text.splitlines() if line.strip()), fill.text).strip()
-        return types.CompletionList(is_incomplete=True, items=[types.CompletionItem(
-            label=first[:80] or "(diffusion fill)",
-            kind=types.CompletionItemKind.Snippet,
-            detail="diffusion fill" + (f" ({fill.confidence:.0%} likely right)" if fill.confidence is not None else ""),
-            data={"confidence": fill.confidence},
-            documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
-            sort_text="0",
-            text_edit=types.TextEdit(doc.range_at(fill.start, fill.end, ls.encoding), fill.text),
-        )])
+        return types.CompletionList(is_incomplete=True, items=[
+            _completion_item(fill, doc.range_at(fill.start, fill.end, ls.encoding), rank)
+            for rank, fill in enumerate(offered(completion))])
+
+
+def _completion_item(fill: HoleFill, range_: types.Range, rank: int) -> types.CompletionItem:
+    first = next((line for line in fill.text.splitlines() if line.strip()), fill.text).strip()
+    likely = f"{fill.confidence:.0%} likely right" if fill.confidence is not None else ""
+    about = ", ".join(x for x in (f"alternative {rank}" if rank else "", likely) if x)
+    return types.CompletionItem(
+        label=first[:80] or "(diffusion fill)",
+        kind=types.CompletionItemKind.Snippet,
+        detail="diffusion fill" + (f" ({about})" if about else ""),
+        data={"confidence": fill.confidence},
+        documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
+        sort_text=str(rank),
+        text_edit=types.TextEdit(range_, fill.text),
+    )

@@ -12,6 +12,12 @@ from engine.languages import language_for_path
 from .documents import UTF32, Document
 
 
+def _place(doc: Document, start: int, end: int) -> dict:
+    """``start`` and ``end`` as LSP positions (0-based, UTF-16 columns)."""
+    a, b = doc.position_at(start), doc.position_at(end)
+    return {"start": {"line": a.line, "character": a.character}, "end": {"line": b.line, "character": b.character}}
+
+
 def run_infill(args) -> int:
     path, line, col = args.location
     try:
@@ -46,12 +52,11 @@ def run_infill(args) -> int:
         engine.close()
     fill = completion.fills[0] if completion.fills else None
     if args.json:
-        start = doc.position_at(fill.start if fill else offset)
-        end = doc.position_at(fill.end if fill else offset)
         print(json.dumps({
             "text": completion.text,
-            "start": {"line": start.line, "character": start.character},
-            "end": {"line": end.line, "character": end.character},
+            **_place(doc, fill.start if fill else offset, fill.end if fill else offset),
+            "alternatives": [{"text": alt.text, **_place(doc, alt.start, alt.end),
+                              "confidences": list(alt.confidences)} for alt in completion.alternatives],
             "kind": completion.kind.value,
             "steps": completion.steps, "forwards": completion.forwards, "tokens": completion.tokens,
             "elapsed_ms": completion.elapsed_ms, "load_ms": round(load_ms, 1),

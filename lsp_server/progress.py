@@ -1,10 +1,12 @@
 """The model's status for the user: ``diffusion/status``, ``$/progress`` while it loads, one message when it
-fails (drafts of a request are ``drafts.py``'s)."""
+fails (drafts of a request are ``drafts.py``'s). A status names its ``state`` and ``model`` in fields of their
+own; its ``message`` is a sentence that adds to them (how long the load took, what is off), never a repeat."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -28,9 +30,12 @@ class StatusReporter:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._token: str | None = None
         self._reported_error: str | None = None
+        self._load_began: float | None = None
 
     def loading(self, model: str) -> None:
-        self._send(STATUS, {"state": "loading", "model": model, "message": f"loading {model}"})
+        self._load_began = time.monotonic()
+        self._send(STATUS, {"state": "loading", "model": model,
+                            "message": "Suggestions start when it has loaded."})
         if self.client_supports_progress and self._token is None:
             token = self._token = f"diffusion-lsp/load/{uuid.uuid4().hex[:8]}"
 
@@ -49,15 +54,18 @@ class StatusReporter:
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
-            # instructions: whether "Rewrite selection" may ask for an instruction (a backend announces
-            # ``follows_instructions``; none of today's does, so clients offer no instruction prompt)
-            engine = getattr(self.server, "engine", None)
-            follows = bool(getattr(getattr(engine, "backend", None), "follows_instructions", False))
-            self._send(STATUS, {"state": "ready", "model": model, "message": f"{model} ready",
-                                "instructions": follows})
+            message = "Suggestions are on." if self._load_began is None else \
+                f"Loaded in {time.monotonic() - self._load_began:.1f} s; suggestions are on."
+            # instructions: whether "Rewrite selection" may ask for an instruction (the backend declares
+            # ``takes_instruction``; none of today's does, so clients offer no instruction prompt)
+            engine = self.server.engine
+            follows = bool(engine is not None and engine.backend is not None and engine.backend.takes_instruction)
+            self._send(STATUS, {"state": "ready", "model": model, "message": message, "instructions": follows})
         elif state is EngineState.FAILED:
             self._end_progress("model failed to load")
-            self._send(STATUS, {"state": "error", "model": model, "message": error or "load failed"})
+            why = (error or "unknown error").rstrip(".")
+            self._send(STATUS, {"state": "error", "model": model, "message":
+                                f"Could not load it: {why}; suggestions are off until a setting fixes it."})
             if error != self._reported_error:  # once per distinct failure, not per request
                 self._reported_error = error
                 self.server.window_show_message(types.ShowMessageParams(

@@ -41,8 +41,8 @@ _INTERNAL = frozenset({"order"})  # engine fields no client sets (benchmarks com
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
            "t_max": (0.0, 100.0), "cache_refresh": (0, 1024), "max_hole_tokens": (1, 1024),
-           "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192), "debounce_ms": (0, 10_000),
-           "draft_interval_ms": (0, 10_000)}
+           "max_alternatives": (1, 10), "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192),
+           "debounce_ms": (0, 10_000), "draft_interval_ms": (0, 10_000)}
 
 
 def camel(name: str) -> str:

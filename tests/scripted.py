@@ -3,10 +3,11 @@ protocol tests run the whole server (documents, settings, jobs, validation, draf
 
 The backend answers every hole with ``ANSWER`` (``BROKEN_ANSWER``, which never parses, when the text
 before the first hole holds ``BROKEN_MARK``; ``INVENTED_ANSWER``, a name defined nowhere, after
-``INVENTED_MARK``) after ``plan.steps`` steps (at most ``MAX_STEPS``), one draft per step, checking for
-cancellation before each; its stats show the last plan it was given. It loads a checkpoint directory the
-way the registry does (a missing ``config.json`` fails the load) and records every load config, so tests
-can see reloads.
+``INVENTED_MARK``; the hole's slot count, with confidence slots / 32, after ``LENGTHS_MARK``: each length
+gives its own fill, the longer the more confident) after ``plan.steps`` steps (at most ``MAX_STEPS``), one
+draft per step, checking for cancellation before each; its stats show the last plan it was given. It loads
+a checkpoint directory the way the registry does (a missing ``config.json`` fails the load) and records
+every load config, so tests can see reloads.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ BROKEN_MARK = "# broken\n"
 BROKEN_ANSWER = ")("
 INVENTED_MARK = "# invented\n"
 INVENTED_ANSWER = "zq"  # short: its estimate stays above the default bar, below "very high"
+LENGTHS_MARK = "# by length\n"
 MAX_STEPS = 4
 
 
@@ -57,14 +59,15 @@ class ScriptedBackend:
                           "slots": [h.max_tokens for h in plan.holes], "prefix": len(head), "suffix": len(tail)}
         steps = min(plan.steps, MAX_STEPS)
         answer = BROKEN_ANSWER if BROKEN_MARK in head else INVENTED_ANSWER if INVENTED_MARK in head else ANSWER
-        texts = tuple(answer for _ in plan.holes)
+        texts = tuple(str(h.max_tokens) if LENGTHS_MARK in head else answer for h in plan.holes)
+        sure = min(0.99, plan.holes[0].max_tokens / 32) if LENGTHS_MARK in head else 0.9
         for step in range(steps):
             control.check(step)
             if control.draft is not None:
                 shown = tuple(t[: (step + 1) * len(t) // steps] for t in texts)
                 control.draft(step + 1, shown, tuple((1.0,) * len(t) for t in shown),
                               tuple(tuple(t) for t in shown))
-        confidences = tuple((0.9,) * len(t) for t in texts)
+        confidences = tuple((sure,) * len(t) for t in texts)
         spans = tuple(tuple((i, i + 1) for i in range(len(t))) for t in texts)
         return FillResult((Candidate(texts, confidences, spans, 0.0),), steps, steps, sum(map(len, texts)))
 

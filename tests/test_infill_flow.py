@@ -26,6 +26,8 @@ class Scripted:
         prefix = plan.pieces[0]
         self.prefixes.append(prefix)
         text = self.answer(prefix)
+        if control.draft is not None:  # one draft, at the last step
+            control.draft(3, (text,), ((0.9,),), ((text,),))
         return FillResult((Candidate((text,), ((0.9,),), (((0, len(text)),),), 0.0),), 3, 3, 1)
 
     def stats(self) -> dict:
@@ -71,3 +73,63 @@ def test_the_backends_default_budget_holds_for_typed_and_healed_together():
     backend.default_steps, backend.searches_lengths = 3, True
     c = _complete(backend)
     assert len(backend.prefixes) == 1 and c.steps == 3 and not c.fills
+
+
+# Alternatives: a one-line hole is tried at 8 and 24 slots; each length's valid fill is offered, best first.
+LINE_DOC = "import os\n\nprint(os.sep)\n"   # the cursor on the empty line: a LINE hole
+
+
+def _line_fill(text: str, max_alternatives: int = 3, drafts: list | None = None):
+    from engine.config import LoadConfig
+    from engine.requests import Draft
+    from tests.scripted import ScriptedBackend
+
+    offset = text.index("\n\n") + 1
+    hook = None if drafts is None else (lambda step, *rest, **where: drafts.append(Draft(step, *rest, **where)))
+    return offset, complete(ScriptedBackend(LoadConfig()), FillOptions(max_alternatives=max_alternatives),
+                            InfillRequest(text, offset, "python"), Control(lambda s: None, hook))
+
+
+def test_each_lengths_valid_fill_is_an_alternative_the_most_confident_first():
+    from tests.scripted import LENGTHS_MARK
+
+    offset, c = _line_fill(LENGTHS_MARK + LINE_DOC)       # "8" at 8 slots (confidence 0.25), "24" at 24 (0.75)
+    assert [f.text for f in c.fills + c.alternatives] == ["24", "8"]
+    assert all((f.start, f.end) == (offset, offset) for f in c.fills + c.alternatives)
+    assert c.alternatives[0].confidences == (0.25,)
+
+
+def test_the_same_fill_from_two_lengths_is_offered_once():
+    _, c = _line_fill(LINE_DOC)                           # the scripted "0" at both lengths
+    assert [f.text for f in c.fills] == ["0"] and c.alternatives == ()
+
+
+def test_one_alternative_is_the_best_fill_alone():
+    from tests.scripted import LENGTHS_MARK
+
+    _, c = _line_fill(LENGTHS_MARK + LINE_DOC, max_alternatives=1)
+    assert [f.text for f in c.fills] == ["24"] and c.alternatives == ()
+
+
+def test_drafts_of_a_second_length_restart_the_text_and_keep_counting_steps():
+    from tests.scripted import LENGTHS_MARK
+
+    drafts: list = []
+    offset, c = _line_fill(LENGTHS_MARK + LINE_DOC, drafts=drafts)
+    assert [(d.attempt, d.slots) for d in drafts] == [(0, 8), (1, 24)]   # one step each: the budget of 2 shared
+    assert [d.step for d in drafts] == [1, 2] and c.steps == 2
+    assert all(d.kind.value == "line" and d.spans == ((offset, offset),) for d in drafts)
+
+
+def test_a_healed_words_drafts_replace_the_fragment():
+    # "return tot": the typed attempt finds nothing valid, the healed one regenerates the fragment; its
+    # drafts replace the fragment (the typed attempt's go in at the cursor)
+    drafts: list = []
+    backend = Scripted(lambda prefix: "al(((" if prefix.endswith("tot") else " total")
+    hook = lambda step, *rest, **where: drafts.append((step, rest[0], where))  # noqa: E731
+    c = complete(backend, FillOptions(), InfillRequest(TEXT, len(TEXT), "python"), Control(lambda s: None, hook))
+    fragment = len(TEXT) - len(" tot")
+    assert [(step, texts, where["attempt"], where["spans"]) for step, texts, where in drafts] == [
+        (3, ("al(((",), 0, ((len(TEXT), len(TEXT)),)),
+        (6, (" total",), 1, ((fragment, len(TEXT)),))]
+    assert c.fills[0].text == "al"                     # the answer: inserted after what was typed

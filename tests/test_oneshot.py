@@ -1,5 +1,6 @@
 """``diffusion-lsp infill PATH:LINE:COL``: a place outside the file is a clear error, before any model loads."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,27 @@ def test_columns_count_characters_not_utf16_units(tmp_path):
     out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:1:9"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "has 7 characters: COL is 1..8, not 9" in out.stderr
+
+
+def test_a_place_past_the_end_is_refused_before_the_model_loads(tmp_path):
+    path = tmp_path / "two.py"
+    path.write_text("x = 1\ny = 2\n")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "-v", "infill", f"{path}:40:1", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "has 3 lines, not 40" in out.stderr and out.stdout == ""
+    assert "loaded" not in out.stderr  # -v logs "model embedded loaded (...)" once a model has loaded
+
+
+def test_json_is_one_object_and_a_line_break_with_the_alternatives(tmp_path):
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n\n\nprint(add(1, 2))\n")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "-v", "infill", f"{path}:2:5", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "loaded" in out.stderr                        # the same log line, when the model does load
+    assert out.stdout.endswith("}\n") and out.stdout.count("\n") == 1
+    answer = json.loads(out.stdout)
+    assert isinstance(answer["alternatives"], list) and len(answer["alternatives"]) <= 2
+    for alt in [answer, *answer["alternatives"]]:
+        assert set(alt["start"]) == set(alt["end"]) == {"line", "character"}
+    assert len({a["text"] for a in answer["alternatives"]} | {answer["text"]}) == 1 + len(answer["alternatives"])

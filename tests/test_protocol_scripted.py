@@ -11,17 +11,18 @@ import pytest
 from benchmarks.lsp_client import LspClient
 from engine.config import EMBEDDED_DIR, FillOptions, LoadConfig
 from lsp_server.settings import setting_fields
-from tests.scripted import ANSWER, BROKEN_ANSWER, BROKEN_MARK, INVENTED_ANSWER, INVENTED_MARK
+from tests.scripted import ANSWER, BROKEN_ANSWER, BROKEN_MARK, INVENTED_ANSWER, INVENTED_MARK, LENGTHS_MARK
 
 SCRIPTED = [sys.executable, "-m", "tests.scripted", "-v"]
 # A changed, valid value for every setting (the defaults are the dataclasses').
 CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "deviceMap": "auto", "threads": 2,
            "kvCache": False, "cacheRefresh": 2, "tMin": 0.3, "tMax": 0.9, "steps": 3, "threshold": 0.5,
-           "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "debounceMs": 1,
-           "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False}
+           "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "maxAlternatives": 1,
+           "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"
+LINES = LENGTHS_MARK + DOC  # at an empty line each hole length gives its own fill: "24" (more confident), "8"
 
 
 def open_doc(client: LspClient, uri: str, text: str, version: int = 1) -> None:
@@ -83,12 +84,14 @@ def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(se
     uri = f"file:///fill-{name}.py"
     mark = {"namesRule": INVENTED_MARK, "minConfidence": ""}.get(name, BROKEN_MARK)
     text = ("x = 1\n" * 40) + DOC + mark + "y = \n"
+    line, character = text.count("\n") - 1, 4
+    if name == "maxAlternatives":
+        text, line, character = LINES, 2, 0
     open_doc(server, uri, text)
-    line = text.count("\n") - 1
-    default = inline(server, uri, line, 4)
+    default = inline(server, uri, line, character)
     before = stats(server)
     configure(server, **{name: CHANGED[name]})
-    changed = inline(server, uri, line, 4)
+    changed = inline(server, uri, line, character)
     after = stats(server)
     configure(server, **{name: getattr(FillOptions(), next(f for f in vars(FillOptions())
                                                               if f.replace("_", "") == name.lower()))})
@@ -108,6 +111,8 @@ def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(se
         assert [i["insertText"] for i in default] == [ANSWER] and changed == []
     elif name == "namesRule":  # a name the document defines nowhere: withheld, unless the rule is off
         assert default == [] and [i["insertText"] for i in changed] == [INVENTED_ANSWER]
+    elif name == "maxAlternatives":
+        assert [i["insertText"] for i in default] == ["24", "8"] and [i["insertText"] for i in changed] == ["24"]
     else:  # validate: the scripted answer after the mark never parses; unchecked, it is offered
         assert name == "validate" and default == [] and [i["insertText"] for i in changed] == [BROKEN_ANSWER]
 
@@ -121,6 +126,48 @@ def test_a_cursor_fill_comes_back_with_drafts(server):
     drafts = [p for _, m, p in server.notifications if m == "diffusion/draft" and p["uri"] == uri]
     assert drafts and drafts[-1]["done"] and drafts[-1]["text"] == ANSWER
     assert "action" not in drafts[-1] and all(not d["done"] for d in drafts[:-1])
+
+
+def test_alternatives_are_offered_best_first_each_with_its_range(server):
+    uri = "file:///alternatives.py"
+    open_doc(server, uri, LINES)
+    at = {"line": 2, "character": 0}  # the empty line after "import os"
+    items = inline(server, uri, 2, 0)
+    assert [i["insertText"] for i in items] == ["24", "8"]
+    assert all(i["range"] == {"start": at, "end": at} for i in items)
+    listed = server.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": at}, 30)["items"]
+    assert [(i["textEdit"]["newText"], i["sortText"]) for i in listed] == [("24", "0"), ("8", "1")]
+    # the same fill at both lengths is offered once
+    open_doc(server, "file:///one.py", DOC)
+    assert [i["insertText"] for i in inline(server, "file:///one.py", 1, 0)] == [ANSWER]
+
+
+def test_drafts_say_their_hole_kind_attempt_and_range_and_never_go_back_a_step(server):
+    configure(server, drafts=True, draftIntervalMs=0)
+    uri = "file:///draft-attempts.py"
+    open_doc(server, uri, LINES)
+    inline(server, uri, 2, 0)
+    drafts = [p for _, m, p in server.notifications if m == "diffusion/draft" and p["uri"] == uri]
+    at = {"line": 2, "character": 0}
+    assert len({d["id"] for d in drafts}) == 1 and drafts[-1]["done"]
+    steps = [d["step"] for d in drafts]
+    assert steps == sorted(steps)
+    assert all(d["kind"] == "line" and d["range"] == {"start": at, "end": at} for d in drafts)
+    # a one-line hole is tried at 8 and 24 slots: the second attempt restarts the text, the steps go on
+    assert [(d["attempt"], d["slots"], d["text"]) for d in drafts[:-1]] == [(0, 8, "8"), (1, 24, "24")]
+    assert drafts[-1]["text"] == "24" and "attempt" not in drafts[-1]
+
+
+def test_a_status_names_state_and_model_apart_and_its_message_does_not_repeat_them(server):
+    # :DiffusionStatus once printed "ready embedded embedded ready": the message was the model and the state again
+    statuses = [p for _, m, p in server.notifications if m == "diffusion/status"]
+    assert [s["state"] for s in statuses[:2]] == ["loading", "ready"]
+    assert statuses[0]["message"] == "Suggestions start when it has loaded."
+    assert statuses[1]["message"].startswith("Loaded in ") and statuses[1]["message"].endswith("; suggestions are on.")
+    for status in statuses:
+        assert set(status) - {"instructions"} == {"state", "model", "message"}
+        assert status["model"] not in status["message"] and status["state"] not in status["message"].lower()
+    assert statuses[1]["instructions"] is False  # no backend follows instructions: clients ask for none
 
 
 def test_actions_carry_kinds_and_names_clients_match_on(server):

@@ -1,4 +1,5 @@
-"""Device, dtype and thread settings shared by the backends' loaders; offline flags set before transformers loads."""
+"""Device, dtype and thread settings shared by the backends' loaders; offline flags set before transformers loads,
+and the libraries kept off stderr (no progress bars; their warnings go through the log)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,22 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is first imported
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def quiet_libraries() -> None:
+    """No progress bars ("Loading weights" on stderr reads as an error in an editor's LSP log), and
+    transformers' own warnings handed to Python logging (the server's log) instead of its stderr handler.
+    For a transformers imported before this module set the environment."""
+    import transformers.utils.logging as hf_logging
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    hf_logging.disable_default_handler()
+    hf_logging.enable_propagation()
 
 
 def apply_threads(threads: int) -> None:

@@ -22,7 +22,7 @@ import torch
 from ...config import LoadConfig
 from ...requests import ModelLoadError
 from ..base import Control, FillPlan, FillResult, HoleSpec
-from ..loading import apply_threads, resolve_device, resolve_dtype
+from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
 from .canvas import CanvasBatch, FillReader, Segment, candidates, layout
 from .prompt_cache import PromptCache
 from .sampler import Decode, Denoised, Sampling, denoise
@@ -81,6 +81,7 @@ class DiffusionGemmaBackend:
         except KeyError:
             raise ModelLoadError(f"unknown dtype {config.dtype!r} (auto, float32, bfloat16 or float16)") from None
         apply_threads(config.threads)
+        quiet_libraries()
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
             kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}

@@ -15,7 +15,7 @@ import torch
 from ...config import LoadConfig
 from ...requests import ModelLoadError
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
-from ..loading import apply_threads, resolve_device, resolve_dtype
+from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
 
@@ -59,6 +59,7 @@ class MaskedBackend:
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
         apply_threads(config.threads)
+        quiet_libraries()
         path = config.model_dir()
         device = resolve_device(config.device)
         try:

@@ -1,0 +1,21 @@
+"""``diffusion-lsp demo``: the scripted session against the real server and the embedded model."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_demo_says_when_the_draft_starts_again_for_the_second_length():
+    # the built-in example's cursor is on an empty line: a one-line hole, filled at 8 and then 24 slots
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "demo"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    restart = next(i for i, line in enumerate(lines) if "the draft starts again" in line)
+    assert "attempt 2 with a 24-slot hole" in lines[restart] and "8 and at 24 slots" in lines[restart]
+    steps = [int(line.split()[1]) for line in lines if line.strip().startswith("step ")]
+    assert steps == sorted(steps) and len(steps) > 2
+    assert lines[restart - 1].strip().startswith("step") and lines[restart + 1].strip().startswith("step")
+    assert "ghost text for" in out.stdout or "no suggestion passed validation" in out.stdout
