@@ -70,6 +70,7 @@ async def _session(args) -> int:
     drafts: list[dict] = []
     ready = asyncio.Event()
     status: dict = {}
+    echo = {"on": True}  # print drafts as they come
 
     @client.feature("diffusion/status")
     def _status(ls, params):
@@ -80,7 +81,11 @@ async def _session(args) -> int:
     @client.feature("diffusion/draft")
     def _draft(ls, params):
         d = {"step": params.step, "done": params.done, "attempt": getattr(params, "attempt", None),
-             "tokens": [{"text": t.text, "confidence": t.confidence} for t in params.tokens], "text": params.text}
+             "tokens": [{"text": t.text, "confidence": t.confidence} for t in params.tokens], "text": params.text,
+             "estimate": getattr(params, "fillConfidence", None)}
+        if not echo["on"]:
+            drafts.append(d)
+            return
         if d["attempt"] and drafts and drafts[-1]["attempt"] != d["attempt"]:
             print(restart_line(d["attempt"], getattr(params, "slots", 0), getattr(params, "kind", None)), flush=True)
         drafts.append(d)
@@ -107,25 +112,51 @@ async def _session(args) -> int:
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
     t1 = time.monotonic()
-    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, col),
-        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    items = await _ask(client, uri, line, col)
     elapsed = (time.monotonic() - t1) * 1000
     await asyncio.sleep(0.1)
-    items = result.items if isinstance(result, types.InlineCompletionList) else list(result or ())
-    r = items[0].range if items else None
-    if items and r is not None:
-        item = items[0]
-        print(f"\nghost text for {r.start.line + 1}:{r.start.character + 1}: {item.insert_text!r}")
-        for other in items[1:]:
-            print(f"  alternative: {other.insert_text!r}")
+    count = len(drafts)
+    if not items:
+        # Withheld by the confidence bar (minConfidence), or nothing valid: ask once more with no bar,
+        # so the user sees what the model wrote and how sure the engine is of it.
+        drafts.clear()
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"diffusionLsp": {"minConfidence": 0, "namesRule": False}}))
+        print("\nnothing offered with the default settings, which withhold unsure fills (minConfidence) and "
+              "fills using a name the file defines nowhere (namesRule); the same request with both off, "
+              "drafts not shown:")
+        echo["on"] = False
+        withheld = await _ask(client, uri, line, col)
+        await asyncio.sleep(0.1)
+        _report(withheld, drafts, "shown only with minConfidence 0 and namesRule off: ")
     else:
-        print("\nno suggestion passed validation here (the embedded model is small; try another spot)")
-    print(f"round trip {elapsed:.0f} ms, {len(drafts)} drafts")
+        _report(items, drafts, "")
+    print(f"round trip {elapsed:.0f} ms, {count} drafts")
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
     return 0
+
+
+async def _ask(client: LanguageClient, uri: str, line: int, col: int) -> list[types.InlineCompletionItem]:
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, col),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    return list(result.items) if isinstance(result, types.InlineCompletionList) else list(result or ())
+
+
+def _report(items: list[types.InlineCompletionItem], drafts: list[dict], prefix: str) -> None:
+    """The answer: ghost text with its range and the engine's estimate that it is exactly right."""
+    final = next((d for d in reversed(drafts) if d["done"]), None)
+    estimate = final.get("estimate") if final else None
+    sure = f" (estimated {estimate:.0%} likely exactly right)" if estimate is not None else ""
+    r = items[0].range if items else None
+    if not items or r is None:
+        print("\nno suggestion passed validation here (the embedded model is small; try another spot)")
+        return
+    print(f"\n{prefix}ghost text for {r.start.line + 1}:{r.start.character + 1}: {items[0].insert_text!r}{sure}")
+    for other in items[1:]:
+        print(f"  alternative: {other.insert_text!r}")
 
 
 def run_demo(args) -> int:
