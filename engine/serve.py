@@ -6,6 +6,7 @@ from .actions import fix_syntax, rewrite
 from .backends.base import Backend, Control
 from .config import FillOptions
 from .infill import complete
+from .model_text import ModelText
 from .multifill import fill_blanks
 from .requests import Completion, FillRequest, FixRequest, InfillRequest, Request, RewriteRequest
 
@@ -13,6 +14,7 @@ from .requests import Completion, FillRequest, FixRequest, InfillRequest, Reques
 def serve(backend: Backend, defaults: FillOptions, request: Request, control: Control) -> Completion:
     """Run ``request`` with its own fill options, else ``defaults`` (the engine's configured ones)."""
     options = request.options or defaults
+    backend = ModelText(backend)  # the model reads no lone surrogate, whichever path the request takes
     if isinstance(request, InfillRequest):
         return complete(backend, options, request, control)
     if isinstance(request, FillRequest):

@@ -238,3 +238,71 @@ def test_bad_tcp_options_are_refused(args):
     from tests.wire import SERVER
     done = subprocess.run(SERVER + ["--tcp", "--port", "0", *args], capture_output=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip()
+
+
+# -- lone surrogates near the cursor (the tokenizer took the raw text: TypeError, -32603) -----------------
+
+_CAPS = {"textDocument": {"codeAction": {
+    "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "refactor", "refactor.rewrite"]}},
+    "dataSupport": True, "resolveSupport": {"properties": ["edit"]}}}}
+
+
+def _ready_server(tmp_path, capabilities=None) -> StdioServer:
+    server = StdioServer(tmp_path / "server.log")
+    wire = server.wire
+    wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": capabilities or {}}))
+    wire.answer(1)
+    wire.send(notification("initialized", {}))
+    wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                  and m["params"]["state"] == "ready", 120)
+    return server
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _position(text: str, offset: int) -> dict:
+    line = text.count("\n", 0, offset)
+    return {"line": line, "character": _units(text[text.rfind("\n", 0, offset) + 1:offset])}
+
+
+@pytest.mark.parametrize("surrogate", ["\ud83d", "\ude00"], ids=["high", "low"])
+def test_lone_surrogates_near_the_cursor_are_answered(tmp_path, surrogate):
+    text = (f'def area(r):\n    ...\n\n\ndef g(x):\n    s = "{surrogate}"\n    y = (x + 1\n'
+            f'    t = "{surrogate}" + {surrogate}\n    return \n')
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri, rid = server.wire, "file:///surrogates.py", 10
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        first, last = text.index(surrogate), text.rindex(surrogate)
+        cursors = [first, first + 1, last, last + 1, text.index("return ") + 7]  # before and after each
+        for offset in cursors:
+            for method in ("textDocument/inlineCompletion", "textDocument/completion"):
+                rid += 1
+                wire.send(request(rid, method, {"textDocument": {"uri": uri}, "position": _position(text, offset),
+                                                "context": {"triggerKind": 1}}))
+                assert "result" in wire.answer(rid, 120), (method, offset, wire.answer(rid))
+        offered = set()
+        for lo, hi in [(first, first), (last - 3, last + 1), (0, len(text)), (text.index("..."),) * 2,
+                       (text.index("y = ("),) * 2]:
+            rid += 1
+            wire.send(request(rid, "textDocument/codeAction", {
+                "textDocument": {"uri": uri}, "range": {"start": _position(text, lo), "end": _position(text, hi)},
+                "context": {"diagnostics": [], "triggerKind": 1}}))
+            actions = wire.answer(rid, 120)
+            assert "result" in actions, actions
+            for action in actions["result"]:
+                rid += 1
+                wire.send(request(rid, "codeAction/resolve", action))
+                resolved = wire.answer(rid, 120)
+                assert "result" in resolved, resolved  # an edit, or none with the reason shown
+                offered.add(action["data"]["action"])
+        assert offered >= {"rewriteSelection", "fillHoles", "completeBody"}  # and the fix, if the model found one
+        wire.send(request(rid + 1, STATS, {}))
+        stats = wire.answer(rid + 1)["result"]
+        assert stats["failed"] == 0 and stats["jobs"] > 10  # the fix was tried while offering, and failed never
+        assert "TypeError" not in server.log.read_text()
+    finally:
+        server.close()
