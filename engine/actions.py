@@ -4,6 +4,7 @@ denoised with both sides fixed, answered as minimal line edits in str offsets.""
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 import time
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, I
 from .validate import errors_in, fixes_error
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+$")
+log = logging.getLogger(__name__)
 
 
 def rewrite(backend: Backend, config: FillOptions, request: RewriteRequest, control: Control) -> Completion:
@@ -70,12 +72,15 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
     for start, end in request.spans:
         if not 0 <= start <= end <= len(text):
             raise EngineError(f"span {start}..{end} is outside the document")
-        win = window(spec, text, start, end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
         original = text[start:end]
+        slots = lengths.fix_slots(backend.count_tokens(original))
+        budgets = _fix_context(backend, config, slots)
+        if budgets is None:
+            continue
+        win = window(spec, text, start, end, backend.count_tokens, *budgets)
         baseline = errors_in(spec, win.prefix + original + win.suffix)
         if not baseline:
             continue
-        slots = lengths.fix_slots(backend.count_tokens(original))
         for init in (original, None):
             plan = FillPlan((win.prefix, HoleSpec(slots, init=init), win.suffix), steps=budget,
                             threshold=config.threshold)
@@ -89,6 +94,16 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
                                       _ms(t0), True, rejected, backend.name)
                 rejected += 1
     return Completion((), HoleKind.SPAN, steps, forwards, tokens, _ms(t0), True, rejected, backend.name)
+
+
+def _fix_context(backend: Backend, config: FillOptions, slots: int) -> tuple[int, int] | None:
+    """The prefix and suffix budgets beside a fix of ``slots`` tokens; None (the span is skipped, with a
+    log line) when the span alone is too big for the model's positions."""
+    try:
+        return lengths.context_tokens(backend, config, slots)
+    except EngineError as exc:
+        log.info("fix: span skipped: %s", exc)
+        return None
 
 
 def _ms(t0: float) -> float:

@@ -100,19 +100,32 @@ class Actions:
         invoked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
         offered = []
         for spec in SPECS.values():
-            if not wants(spec.kind) or not spec.offered(found, start, end):
+            if not wants(spec.kind):
                 continue
-            if spec.computed_on_offer:
-                if not (invoked or params.context.only):
-                    continue
-                ahead = await self._compute_ahead(spec, doc, found, start, end)
-                if doc.version != version:
-                    return []
-                if ahead is None or not ahead.fills:
-                    continue
-            offered.append(spec)
+            if await self._offer_one(spec, doc, found, start, end, invoked or bool(params.context.only)):
+                offered.append(spec)
+            if doc.version != version:
+                return []
         return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found)))
                 for spec in offered]
+
+    async def _offer_one(self, spec: ActionSpec, doc: Document, found: Survey, start: int, end: int,
+                         compute: bool) -> bool:
+        """Is ``spec`` offered here? Each action on its own: one that fails (a fix too big for the model)
+        is left out with a log line, and the others are still offered."""
+        try:
+            if not spec.offered(found, start, end):
+                return False
+            if not spec.computed_on_offer:
+                return True
+            if not compute:
+                return False
+            ahead = await self._compute_ahead(spec, doc, found, start, end)
+            return ahead is not None and bool(ahead.fills)
+        except Exception as exc:  # noqa: BLE001 (any one action's failure leaves only that action out)
+            log.warning("%s not offered at %s %d..%d: %s", spec.name, doc.uri, start, end, exc,
+                        exc_info=not isinstance(exc, JsonRpcRequestFailed))
+            return False
 
     async def _compute_ahead(self, spec: ActionSpec, doc: Document, found: Survey, start: int,
                              end: int) -> Completion | None:

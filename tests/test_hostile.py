@@ -306,3 +306,28 @@ def test_lone_surrogates_near_the_cursor_are_answered(tmp_path, surrogate):
         assert "TypeError" not in server.log.read_text()
     finally:
         server.close()
+
+
+# -- a code action too big for the model (the whole codeAction request failed) ---------------------------
+
+def test_a_fix_too_big_is_left_out_and_the_other_actions_are_offered(tmp_path):
+    text = "def area(r):\n    ...\n\n\n" + "x = f(" * 5000 + "\n"  # the fix's span: 30,000 characters on one line
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri = server.wire, "file:///parens.py"
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        whole = {"start": {"line": 0, "character": 0}, "end": _position(text, len(text))}
+        paren = {"start": _position(text, text.index("x = f(")), "end": _position(text, text.index("x = f("))}
+        wire.send(request(2, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": [], "triggerKind": 1}}))
+        wire.send(request(3, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": paren,
+                                                         "context": {"diagnostics": [], "only": ["quickfix"]}}))
+        offered = wire.answer(2, 120)
+        names = {a["data"]["action"] for a in offered["result"]}
+        assert names >= {"rewriteSelection", "fillHoles"} and "fixSyntax" not in names, offered
+        assert wire.answer(3, 120)["result"] == []  # the fix alone: too big, so not offered, and no error
+        wire.send(request(4, STATS, {}))
+        assert wire.answer(4)["result"]["failed"] == 0
+    finally:
+        server.close()
