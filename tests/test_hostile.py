@@ -247,10 +247,11 @@ _CAPS = {"textDocument": {"codeAction": {
     "dataSupport": True, "resolveSupport": {"properties": ["edit"]}}}}
 
 
-def _ready_server(tmp_path, capabilities=None) -> StdioServer:
+def _ready_server(tmp_path, capabilities=None, options=None) -> StdioServer:
     server = StdioServer(tmp_path / "server.log")
     wire = server.wire
-    wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": capabilities or {}}))
+    wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": capabilities or {},
+                                        "initializationOptions": {"threads": 1, **(options or {})}}))
     wire.answer(1)
     wire.send(notification("initialized", {}))
     wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
@@ -329,5 +330,94 @@ def test_a_fix_too_big_is_left_out_and_the_other_actions_are_offered(tmp_path):
         assert wire.answer(3, 120)["result"] == []  # the fix alone: too big, so not offered, and no error
         wire.send(request(4, STATS, {}))
         assert wire.answer(4)["result"]["failed"] == 0
+    finally:
+        server.close()
+
+
+# -- a second didOpen of an open document (an answer for the old text came back with its range) -----------
+
+_SLOW = {"steps": 400, "threshold": 1.5, "validate": False, "drafts": True, "draftIntervalMs": 0}  # a token a step
+OLD = "def f(x):\n" + "    y = x + 1\n" * 60
+NEW = "z = 2\n"  # the old text's ranges lie outside it
+
+
+def _open(wire, uri, text, version=1):
+    wire.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": version, "text": text}}))
+
+
+def _reopen(wire, uri, how):
+    if how == "close-then-reopen":
+        wire.send(notification("textDocument/didClose", {"textDocument": {"uri": uri}}))
+    _open(wire, uri, NEW)  # new text at the same version
+
+
+def _denoising(wire, uri, since):
+    """Until a draft past step 1 for ``uri`` arrived after message ``since``: the job is on the model."""
+    wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                  and m["params"]["uri"] == uri and m["params"]["step"] >= 1 and wire.index(m) >= since, 120)
+
+
+def _inside(rng, text):
+    lines = text.split("\n")
+    return all(p["line"] < len(lines) and p["character"] <= len(lines[p["line"]]) for p in (rng["start"], rng["end"]))
+
+
+@pytest.mark.parametrize("how", ["reopen", "close-then-reopen"])
+def test_a_reopen_during_an_inline_fill_never_answers_with_the_old_range(tmp_path, how):
+    server = _ready_server(tmp_path, options=_SLOW)
+    try:
+        wire, uri = server.wire, "file:///reopened.py"
+        _open(wire, uri, OLD)
+        since = len(wire.messages)
+        wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                  "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))  # a body: 64 slots
+        _denoising(wire, uri, since)
+        _reopen(wire, uri, how)
+        items = wire.answer(2, 120)["result"]["items"]
+        assert all(_inside(item["range"], NEW) for item in items), items  # none for the old text
+        assert items == []
+        wire.send(request(3, STATS, {}))  # after the answer: the engine counted the job by then
+        stats = wire.answer(3)["result"]
+        assert stats["cancelled"] == 1 and stats["last_cancelled_at_step"] >= 1  # the model stopped too
+    finally:
+        server.close()
+
+
+def test_a_reopen_during_a_rewrite_applies_nothing(tmp_path):
+    server = _ready_server(tmp_path, options=_SLOW)
+    try:
+        wire, uri = server.wire, "file:///rewritten.py"
+        _open(wire, uri, OLD)
+        since = len(wire.messages)
+        wire.send(request(2, "workspace/executeCommand", {"command": "diffusion.rewriteSelection", "arguments": [{
+            "uri": uri, "version": 1, "range": {"start": {"line": 1, "character": 0},
+                                                "end": {"line": 61, "character": 0}}}]}))
+        _denoising(wire, uri, since)
+        _reopen(wire, uri, "reopen")
+        done = wire.wait_for(lambda m: isinstance(m, dict) and (m.get("id") == 2 and "method" not in m
+                                                              or m.get("method") == "workspace/applyEdit"), 120)
+        assert done.get("method") != "workspace/applyEdit", done  # the old text's edit was never sent
+        assert done["error"]["code"] == -32801  # ContentModified
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("how", ["reopen", "close-then-reopen"])
+def test_an_action_offered_before_a_reopen_is_not_computed_after_it(tmp_path, how):
+    text = "def area(r):\n    ...\n\n\ndef g():\n    pass\n"
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri = server.wire, "file:///offered.py"
+        _open(wire, uri, text)
+        whole = {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
+        wire.send(request(2, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": [], "triggerKind": 1}}))
+        (fill,) = [a for a in wire.answer(2, 120)["result"] if a["data"]["action"] == "fillHoles"]
+        if how == "close-then-reopen":
+            wire.send(notification("textDocument/didClose", {"textDocument": {"uri": uri}}))
+        _open(wire, uri, text.replace("area", "size").replace("pass", "..."))  # other text, the same version
+        wire.send(request(3, "codeAction/resolve", fill))
+        assert wire.answer(3, 120)["error"]["code"] == -32801  # ContentModified, not an edit for the old text
     finally:
         server.close()
