@@ -85,8 +85,8 @@ def _plain(value: Any) -> Any:
 class Actions:
     def __init__(self, server: DiffusionServer):
         self.server = server
-        # (action, uri, version, start, end) -> what an action computed while offering found
-        self.ahead: dict[tuple[str, str, int, int, int, int], Completion] = {}  # (.., generation, version, ..)
+        # (action, uri, generation, version, start, end) -> what an action computed while offering found
+        self.ahead: dict[tuple[str, str, int, int, int, int], Completion] = {}
 
     # -- offering --------------------------------------------------------------------------
     async def offer(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:

@@ -70,3 +70,22 @@ def test_holes_are_kept_one_by_one_and_a_rewrite_or_fix_whole_or_not_at_all():
     at = broken.index("def b(:")
     fix = keep_parsing(FixRequest(broken, "python", ()), _completion(HoleFill(at, at + 7, "def b(x:")))
     assert fix.fills == ()  # it removes no error
+
+
+def test_the_benchmark_places_and_what_it_counts():
+    from benchmarks.actions_parse import apply, parses, places, summary
+
+    text = ("import os\n\n\ndef walk(top):\n    names = os.listdir(top)\n    names.sort()\n    names.reverse()\n"
+            "    return len(names)\n")
+    found = {p.name: p for p in places(text, "python")}
+    assert set(found) == {"rewrite", "cursor", "stubbed", "broken"}
+    assert text[found["rewrite"].start:found["rewrite"].end] == "names.sort()\n    names.reverse()"
+    assert parses(found["stubbed"].text, "python") and "    ...\n" in found["stubbed"].text
+    assert not parses(found["broken"].text, "python")
+    assert apply("abc", (HoleFill(0, 1, "x"), HoleFill(2, 3, "yz"))) == "xbyz"
+    rows = [{"file": "f", "action": "fixSyntax", "edits": 1, "parsed_before": False, "parses": True},
+            {"file": "f", "action": "fillHoles", "edits": 1, "parsed_before": False, "parses": False},  # user's error
+            {"file": "f", "action": "rewriteSelection", "edits": 1, "parsed_before": True, "parses": False},
+            {"file": "f", "action": "completeBody", "edits": 0}]
+    counted = summary(rows)
+    assert (counted["counted"], counted["leave_the_file_parsing"], counted["actions_run"]) == (2, 1, 4)
