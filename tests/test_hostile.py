@@ -374,9 +374,13 @@ def test_a_reopen_during_an_inline_fill_never_answers_with_the_old_range(tmp_pat
                   "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))  # a body: 64 slots
         _denoising(wire, uri, since)
         _reopen(wire, uri, how)
+        wire.send(request(4, STATS, {}))  # answered once the reopen was handled (messages are handled in order)
         items = wire.answer(2, 120)["result"]["items"]
         assert all(_inside(item["range"], NEW) for item in items), items  # none for the old text
         assert items == []
+        reopened = wire.index(wire.answer(4))
+        assert not [m for m in wire.messages[reopened:] if isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                    and m["params"]["uri"] == uri]  # no draft of the old text after the reopen either
         wire.send(request(3, STATS, {}))  # after the answer: the engine counted the job by then
         stats = wire.answer(3)["result"]
         assert stats["cancelled"] == 1 and stats["last_cancelled_at_step"] >= 1  # the model stopped too
