@@ -63,11 +63,12 @@ def score(task: Task, fill: Fill, result: ExecResult | None) -> dict:
     return {
         "task_id": task.task_id,
         "exact_match": exact_match(fill.completion, task.canonical_solution),
-        "syntax_valid": syntax_valid(fill.document),
+        "syntax_valid": syntax_valid(fill.document, task.language),
         "passed": None if result is None else result.passed,
         "status": None if result is None else result.status,
         "detail": None if result is None else result.detail,
         "network": None if result is None else result.network,
+        "isolation": None if result is None else result.isolation,
         "empty": fill.completion == "",
         "elapsed_ms": round(fill.elapsed_ms, 2),
         "engine_ms": None if fill.engine_ms is None else round(fill.engine_ms, 2),
@@ -105,6 +106,7 @@ def summarise(records: Sequence[dict]) -> dict:
         "kinds": dict(Counter(r["kind"] for r in records if r["kind"])),
         "exec_status": dict(Counter(r["status"] for r in records if r["status"])),
         "sandbox_network": sorted({r["network"] for r in records if r["network"]}),
+        "sandbox_isolation": sorted({r["isolation"] for r in records if r.get("isolation")}),
     }
 
 

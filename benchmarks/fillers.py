@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks.lsp_client import LspClient, LspError, LspResponseError, offset_at, position_at
-from benchmarks.tasks import Task
+from benchmarks.tasks import EXTENSIONS, Task
 
 
 INVOKED, AUTOMATIC = 1, 2   # InlineCompletionTriggerKind: an explicit request / while typing
@@ -75,7 +75,7 @@ class EngineFiller:
     def fill(self, task: Task) -> Fill:
         from engine import EngineError, HoleKind, InfillRequest
 
-        request = InfillRequest(text=task.text, offset=task.offset, language="python",
+        request = InfillRequest(text=task.text, offset=task.offset, language=task.language,
                                 kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots)
         start = time.perf_counter()
         try:
@@ -106,7 +106,8 @@ class ReferenceFiller:
 
 
 def uri_for(task: Task, n: int) -> str:
-    return f"file:///benchmark/{n:05d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', task.task_id)}.py"
+    ext = EXTENSIONS.get(task.language, ".py")
+    return f"file:///benchmark/{n:05d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', task.task_id)}{ext}"
 
 
 class LspFiller:
@@ -145,7 +146,7 @@ def fill_over_lsp(client: LspClient, task: Task, uri: str, trigger: int = INVOKE
     """Open ``task`` as ``uri``, ask for an inline completion at its hole, apply the item, close it."""
     text = task.text
     client.notify("textDocument/didOpen", {"textDocument": {
-        "uri": uri, "languageId": "python", "version": 1, "text": text}})
+        "uri": uri, "languageId": task.language, "version": 1, "text": text}})
     before = _completed(client)
     start = time.perf_counter()
     try:

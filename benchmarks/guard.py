@@ -1,20 +1,41 @@
-"""The preamble a sandboxed test program runs first: resource limits, no network, no child processes.
+"""The runner a sandboxed test program runs under: it drops to the sandbox user, binds the limits, then runs the program.
 
-This file is standard-library only: ``sandbox.py`` prepends its source to every program it runs,
-then calls ``_sandbox_enter(...)`` before the program and ``_sandbox_exit(nonce)`` after it.
-It guards against accidents (a runaway loop, a memory bomb, ``rm -rf``, a stray request), not
-against code written to escape: a determined program can restore what is patched here.
+Standard library only: ``sandbox.py`` passes this source to ``python -I -S -B -c`` with the arguments
+``PROGRAM TOKEN_FD RESULT_FD NETWORK UID GID CPU_S MEMORY_BYTES FILE_BYTES OPEN_FILES``. In order, before the
+program's first line: a private network namespace when bubblewrap did not give one (NETWORK is not
+"namespace"); switch to UID/GID when started as root (inside bubblewrap, which granted only
+CAP_SETUID/CAP_SETGID for this); read the harness' token from TOKEN_FD and close it; set the rlimits
+(RLIMIT_NPROC 0: no new process or thread, binding because the user is not root); a seccomp filter (``seccomp.py``); patches that turn
+accidents (``os.system``, ``shutil.rmtree``, ...) into clear errors. A pass is exit status 0 *and*
+the token written to RESULT_FD after the program's last line: no file the program can read holds it.
 """
 
+import os
+import sys
 
-def _sandbox_enter(cpu_s, memory_bytes, file_bytes, open_files):
-    """Apply the limits to this process; return how the network is blocked ("namespace" or "patched")."""
-    import ctypes
-    import os
+
+def _drop_user(uid, gid):
+    """Become uid/gid for good when root; afterwards no capability is left."""
+    if os.getuid() != 0 or uid == 0:
+        return
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _read_token(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 256)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def _set_limits(cpu_s, memory_bytes, file_bytes, open_files):
     import resource
-    import shutil
-    import socket
-    import subprocess
 
     for limit, value in (
         (resource.RLIMIT_CPU, cpu_s),
@@ -22,23 +43,32 @@ def _sandbox_enter(cpu_s, memory_bytes, file_bytes, open_files):
         (resource.RLIMIT_FSIZE, file_bytes),
         (resource.RLIMIT_NOFILE, open_files),
         (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NPROC, 0),  # no fork for a non-root user; root is exempt (the os patches below remain)
+        (resource.RLIMIT_NPROC, 0),
     ):
         try:
             resource.setrlimit(limit, (value, value))
         except (ValueError, OSError):
-            pass  # a limit the platform refuses; the wall-clock timeout in the parent still holds
+            pass  # a limit the platform refuses; the harness' wall-clock timeout still holds
 
-    # A private network namespace has only a loopback that is down: nothing can be reached.
-    # Needs CAP_SYS_ADMIN or unprivileged user namespaces; otherwise only the patches apply.
-    network = "patched"
+
+def _private_network():
+    """A network namespace of our own (only a loopback that is down), when the kernel lets us make one."""
+    import ctypes
+
     clone_newnet, clone_newuser = 0x40000000, 0x10000000
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(clone_newnet) == 0 or libc.unshare(clone_newuser | clone_newnet) == 0:
-            network = "namespace"
+        return libc.unshare(clone_newnet) == 0 or libc.unshare(clone_newuser | clone_newnet) == 0
     except (OSError, AttributeError):
-        pass
+        return False
+
+
+def _patch_accidents():
+    """Clear errors for the calls an honest program has no business making (a convenience: seccomp and the
+    mount namespace are what hold; a program that reloads these modules meets those)."""
+    import shutil
+    import socket
+    import subprocess
 
     def blocked(*args, **kwargs):
         raise OSError("blocked by the benchmark sandbox")
@@ -61,10 +91,28 @@ def _sandbox_enter(cpu_s, memory_bytes, file_bytes, open_files):
             setattr(os, name, blocked)
     shutil.rmtree = shutil.move = shutil.chown = blocked
     subprocess.Popen = blocked
-    return network
 
 
-def _sandbox_exit(nonce, write=__import__("os").write, sys=__import__("sys")):
-    """Mark a run that reached its end: the parent counts a pass only when it sees this line last."""
+def _run(path, result_fd, token, write=os.write):
+    """Run the program as ``__main__``; after its last line, hand the token to the harness."""
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), path, "exec")
+    sys.argv = [path]
+    exec(code, {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
     sys.stdout.flush()
-    write(1, ("\n" + nonce + "\n").encode())
+    sys.stderr.flush()
+    write(result_fd, token)
+
+
+def main(argv, install_seccomp):
+    """Run as ``main(sys.argv[1:], install_seccomp)`` by the source ``sandbox.py`` assembles."""
+    path, token_fd, result_fd, network, uid, gid, cpu_s, memory, file_bytes, open_files = argv
+    if network != "namespace":
+        network = "namespace" if _private_network() else "patched"
+    _drop_user(int(uid), int(gid))
+    token = _read_token(int(token_fd))
+    _set_limits(int(cpu_s), int(memory), int(file_bytes), int(open_files))
+    seccomp = "seccomp" if install_seccomp(os.getpid(), no_processes=os.getuid() == 0) else "no-seccomp"
+    os.write(int(result_fd), f"{network} {seccomp}\n".encode())  # informative only: a pass needs the token
+    _patch_accidents()
+    _run(path, int(result_fd), token)

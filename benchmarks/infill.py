@@ -37,6 +37,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
                         help="cap on a hole's slots (line holes use at most 32, inline 24)")
     parser.add_argument("--prefix-tokens", type=int, default=160, help="context budget before the hole")
     parser.add_argument("--suffix-tokens", type=int, default=64, help="context budget after the hole")
+    parser.add_argument("--min-confidence", type=float, default=None,
+                        help="withhold cursor fills below this estimate (default: the model's calibrated bar; 0: never)")
 
 
 def engine_config(args, **overrides):
@@ -45,7 +47,7 @@ def engine_config(args, **overrides):
     fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
-                  suffix_tokens=args.suffix_tokens)
+                  suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -54,7 +56,8 @@ def server_options(args) -> dict:
     return {"model": args.model, "steps": args.steps, "threshold": args.threshold, "threads": args.threads,
             "device": args.device, "dtype": args.dtype, "kvCache": bool(args.kv_cache),
             "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens,
-            "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens}
+            "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens,
+            "minConfidence": getattr(args, "min_confidence", None)}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -119,12 +122,19 @@ def main(argv: list[str] | None = None) -> int:
         "sandbox": asdict(limits),
         **summarise(records),
     })
+    languages = sorted({t.language for t in tasks})
+    if languages != ["python"]:   # a file with holes in several languages: the figures per language too
+        result["languages"] = {lang: summarise([r for t, r in zip(tasks, records) if t.language == lang])
+                               for lang in languages}
     if args.samples:
         write_jsonl(args.samples, [{"task_id": r["task_id"], "completion": r["completion"]} for r in records])
     if args.records:
         write_jsonl(args.records, records)
     write_result(args.out, result)
     print(headline(result))
+    for lang, r in result.get("languages", {}).items():
+        print(f"  {lang}: n={r['n']}, exact {pct(r['exact_match'])}, syntax {pct(r['syntax_valid'])}, "
+              f"offered {r.get('offered', '-')}")
     return 0
 
 

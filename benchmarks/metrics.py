@@ -17,8 +17,14 @@ def exact_match(completion: str, reference: str) -> bool:
     return normalise(completion) == normalise(reference)
 
 
-def syntax_valid(document: str) -> bool:
-    """Whether the filled document parses as Python."""
+def syntax_valid(document: str, language: str = "python") -> bool:
+    """Whether the filled document parses: Python's own parser for Python, tree-sitter (no ERROR or
+    MISSING node) for the engine's other languages."""
+    if language != "python":
+        from engine.languages import parse, spec_for
+
+        tree = parse(spec_for(language), document)
+        return tree is not None and not tree.root_node.has_error
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not an error

@@ -126,12 +126,86 @@ def sweep_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def _pairs(runs: list[tuple[Path, dict]]) -> list[tuple[tuple[Path, dict] | None, tuple[Path, dict]]]:
+    """(before, after) for each result whose file has a ``-before`` sibling, side by side."""
+    by_stem = {path.stem: (path, r) for path, r in runs}
+    return [(by_stem.get(path.stem + "-before"), (path, r)) for path, r in runs if not path.stem.endswith("-before")]
+
+
+def storm_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Storm: mixed requests against one server (memory, crashes, stale edits)", "",
+             "| run | operations | RSS MiB at 200 / 1,000 / 2,000 | growth 200->2,000 % | crashed | unanswered | stale | "
+             "cancelled | content modified |", "|---|--:|---|--:|---|--:|--:|--:|--:|"]
+    for pair in _pairs(runs):
+        for item in pair:
+            if item is None:
+                continue
+            path, r = item
+            rss = {m["after"]: m["rss"] for m in r["memory"]}
+            at = " / ".join(num(rss.get(n)) for n in (200, 1000, 2000))
+            lines.append(f"| {_link(path, base)} | {r['operations']} | {at} | {num(r['growth'].get('200->2000'))} | "
+                         f"{r['crashed']} | {r['unanswered']} | {r['stale']} | {r['cancelled']} | "
+                         f"{r['content_modified']} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
+def positions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Positions on a 2 MB line", "",
+             "| encoding | offset_at near the end, before ms | after ms | edit then offset_at, before ms | after ms |",
+             "|---|--:|--:|--:|--:|"]
+    for before, (path, r) in _pairs(runs):
+        old = before[1]["encodings"] if before else {}
+        for enc, e in r["encodings"].items():
+            o = old.get(enc, {})
+            lines.append(f"| {enc} | {num(o.get('offset_at_ms'), 3)} | {num(e['offset_at_ms'], 3)} | "
+                         f"{num(o.get('edit_at_end_then_offset_at_ms'))} | {num(e['edit_at_end_then_offset_at_ms'])} |")
+        stats_before = before[1]["stats_behind_inline_request"]["median_ms"] if before else None
+        lines += ["", f"A `diffusion/stats` request behind an inline request at the line's end: median "
+                      f"{num(stats_before)} ms before, {num(r['stats_behind_inline_request']['median_ms'])} ms after.",
+                  "", "Command: " + _provenance(r), ""]
+    return lines
+
+
+def actions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Code actions", "",
+             "| run | action | n | applied % | parses % | tests pass % | exact original % | outside the target |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        for name in ("fix", "fill", "body"):
+            a = r.get(name)
+            if a is None:
+                continue
+            outside = a.get("lines_changed_outside", a.get("edits_outside_scope"))
+            lines.append(f"| {_link(path, base)} | {name} | {a['n']} | {pct(a['applied'])} | {pct(a['parses'])} | "
+                         f"{pct(a.get('passed'))} | {pct(a.get('exact'))} | {outside} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
+def calibration_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Confidence and abstention (fitted on the held-out stdlib lines, reported on the other half)", "",
+             "| run | names rule | dev precision % at the default bar | dev coverage % | dev precision % offering all | "
+             "HumanEval pass@1 % among offered (bar / none) | HumanEval offered % (bar / none) |",
+             "|---|---|--:|--:|--:|---|---|"]
+    for path, r in runs:
+        for variant, v in r["variants"].items():
+            h = v["humaneval"]["summary"]
+            lines.append(f"| {_link(path, base)} | {variant} | {pct(v['at_default']['precision'])} | "
+                         f"{pct(v['at_default']['coverage'])} | {pct(v['no_abstention']['precision'])} | "
+                         f"{pct(h['pass_among_offered_with_bar'])} / {pct(h['pass_among_offered_no_bar'])} | "
+                         f"{pct(h['offered_with_bar'])} / {pct(h['offered_no_bar'])} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
 
 SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_order", order_table),
-            ("sweep", sweep_table))
+            ("sweep", sweep_table), ("calibrate", calibration_table), ("actions", actions_table),
+            ("storm", storm_table), ("positions", positions_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

@@ -1,4 +1,5 @@
-"""Infilling tasks: reading the HumanEval-infilling schema from JSONL or JSONL.gz."""
+"""Infilling tasks: reading the HumanEval-infilling schema from JSONL or JSONL.gz, with an optional
+``language`` per task (default ``python``) so one file can hold holes in several languages."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("task_id", "prompt", "suffix", "canonical_solution")
+LANGUAGES = ("python", "javascript", "typescript", "typescriptreact", "go", "rust")
+EXTENSIONS = {"python": ".py", "javascript": ".js", "typescript": ".ts", "typescriptreact": ".tsx", "go": ".go",
+              "rust": ".rs"}
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,7 @@ class Task:
     canonical_solution: str
     test: str | None = None
     entry_point: str | None = None
+    language: str = "python"      # an engine language id; a data file may mix languages
 
     @property
     def text(self) -> str:
@@ -52,6 +57,8 @@ def parse_task(record: dict, where: str = "") -> Task:
     missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
     if missing:
         raise TaskFormatError(f"{where}: missing or non-string field(s) {', '.join(missing)}")
+    if record.get("language") is not None and record["language"] not in LANGUAGES:
+        raise TaskFormatError(f"{where}: language {record['language']!r} is not one of {', '.join(LANGUAGES)}")
     return Task(
         task_id=record["task_id"],
         prompt=record["prompt"],
@@ -59,6 +66,7 @@ def parse_task(record: dict, where: str = "") -> Task:
         canonical_solution=record["canonical_solution"],
         test=record.get("test") or None,
         entry_point=record.get("entry_point") or None,
+        language=record.get("language") or "python",
     )
 
 

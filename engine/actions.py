@@ -17,6 +17,7 @@ from .context import window
 from .infill import complete, offset_steps
 from .languages import spec_for
 from .lines import eol_of, with_eol
+from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
 from .validate import errors_in, fixes_error
 
@@ -63,10 +64,14 @@ def _starts(lines: Sequence[str]) -> list[int]:
 
 
 def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, control: Control) -> Completion:
-    """Per span: first re-noise the text as written (the doubtful tokens), then mask it whole; the first
+    """The smallest repair at the error that parses (engine/repair.py); failing that, per span: first
+    re-noise the text as written (the doubtful tokens), then mask it whole; the first
     fill that removes the error without adding one wins."""
     t0 = time.perf_counter()
     spec, text = spec_for(request.language), request.text
+    small = smallest_fix(backend, spec, text, request.spans, t0)  # one or two tokens at the error (repair.py)
+    if small is not None:
+        return small
     steps = forwards = tokens = rejected = 0
     budget = lengths.step_budget(request.steps, config, backend)  # per attempt
     for start, end in request.spans:

@@ -45,6 +45,9 @@ class FillOptions:
     prefix_tokens: int = 160          # context budget before the hole
     suffix_tokens: int = 64           # context budget after the hole
     validate: bool = True             # re-parse and reject fills that break the syntax
+    min_confidence: float | None = None  # offer a cursor fill only at this estimated P(right); None: the
+                                         # calibration's default (engine/confidence.py); 0: never withhold
+    names_rule: bool = True           # rank fills with names the document defines nowhere last (engine/names.py)
 
 
 @dataclass(frozen=True)

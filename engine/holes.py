@@ -10,6 +10,7 @@ import threading
 
 import tree_sitter
 
+from .deliberate import is_deliberate
 from .languages import LanguageSpec, grammar, parse
 from .requests import Hole, HoleKind
 
@@ -178,8 +179,9 @@ def is_stub(src: Source, node: tree_sitter.Node) -> bool:
     return raise_re is not None and node.type != "comment" and bool(raise_re.search(text))
 
 
-def find_blanks(src: Source, start: int, end: int) -> list[Hole]:
-    """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge)."""
+def find_blanks(src: Source, start: int, end: int, deliberate: bool = False) -> list[Hole]:
+    """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge).
+    A deliberate ``pass``/``...`` (engine/deliberate.py) is a hole only with ``deliberate`` (a selection)."""
     query = _query(src.spec)
     if query is None or src.tree is None:
         return []
@@ -191,7 +193,7 @@ def find_blanks(src: Source, start: int, end: int) -> list[Hole]:
         for node in nodes:
             text = _node_text(node)
             blank = None
-            if name == "stub" and _sole_body(node):
+            if name == "stub" and _sole_body(node) and (deliberate or not is_deliberate(node)):
                 blank = statement_blank(src, *src.span(node), "pass" if node.type == "pass_statement" else "...")
             elif name == "raise" and raise_re is not None and raise_re.search(text):
                 target = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
@@ -235,21 +237,21 @@ def enclosing(src: Source, offset: int, types: frozenset[str]) -> list[tree_sitt
     return found
 
 
-def scoped_blanks(src: Source, start: int, end: int) -> tuple[tuple[int, int], list[Hole]]:
-    """The holes of a selection; with none selected, of the innermost enclosing function or class
-    that has any, else of the file around the cursor (the nearest ``MAX_HOLES``)."""
+def scoped_blanks(src: Source, start: int, end: int, whole_file: bool = False) -> tuple[tuple[int, int], list[Hole]]:
+    """The holes of a selection (deliberate stubs included: they were selected); with none selected, of
+    the innermost function or class around the cursor; of the file around the cursor (the nearest
+    ``MAX_HOLES``) only when ``whole_file`` is asked for. Never a hole outside that scope."""
     if end > start:
-        return (start, end), find_blanks(src, start, end)[:MAX_HOLES]
-    lo = src.line_start(max(0, start - _FILE_REACH))
-    hi = src.line_end(min(len(src.text), start + _FILE_REACH))
-    every = find_blanks(src, lo, hi)
+        return (start, end), find_blanks(src, start, end, deliberate=True)[:MAX_HOLES]
+    if whole_file:
+        lo = src.line_start(max(0, start - _FILE_REACH))
+        hi = src.line_end(min(len(src.text), start + _FILE_REACH))
+        return (lo, hi), _nearest(find_blanks(src, lo, hi), start)
     types = _FUNCTIONS.get(src.spec.name, frozenset()) | _CLASSES.get(src.spec.name, frozenset())
-    for node in enclosing(src, start, types):
+    for node in enclosing(src, start, types)[:1]:
         s, e = src.span(node)
-        inside = [b for b in every if s <= b.start and b.end <= e]
-        if inside:
-            return (s, e), _nearest(inside, start)
-    return (lo, hi), _nearest(every, start)
+        return (s, e), _nearest(find_blanks(src, s, e), start)
+    return (start, end), []
 
 
 def _nearest(blanks: list[Hole], offset: int) -> list[Hole]:

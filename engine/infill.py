@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 
 from . import lengths
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
+from .confidence import offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import LanguageSpec, spec_for
@@ -69,7 +69,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
-    best: tuple[float, HoleFill] | None = None
+    valid: list[HoleFill] = []
     for attempt in lengths.attempts(hole.kind, slots, line_lengths, backend):
         left = lengths.attempt_steps(budget, steps, line_lengths)
         if not left:
@@ -85,25 +85,15 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
             rejected += bad
             if fill is not None:
-                if not line_lengths:
-                    return Completion((to_crlf(fill) if crlf else fill,), hole.kind, steps, forwards, tokens,
-                                      _ms(t0), baseline is not None, rejected, backend.name)
-                score = confidence_score(fill)
-                if best is None or score > best[0]:
-                    best = (score, fill)
+                valid.append(fill)
                 break
-        if request.rewrite:
+        if request.rewrite or (valid and not line_lengths):
             break
-    fills = () if best is None else ((to_crlf(best[1]) if crlf else best[1]),)
-    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected, backend.name)
-
-
-def confidence_score(fill: HoleFill) -> float:
-    """Mean log-probability of the fill's tokens at acceptance: how sure the model was of it, whatever
-    its length (a sum would favour short fills). -inf for a fill without tokens of its own."""
-    if not fill.confidences:
-        return -math.inf
-    return sum(math.log(max(c, 1e-9)) for c in fill.confidences) / len(fill.confidences)
+    # Which valid fill to offer, if any: each one's estimate, names the document lacks ranked last.
+    fill, considered = offer(valid, text, spec, hole.kind, config, backend.model_dir)
+    fills = () if fill is None else ((to_crlf(fill) if crlf else fill),)
+    return Completion(fills, hole.kind, steps, forwards, tokens, _ms(t0), baseline is not None, rejected,
+                      backend.name, tuple(to_crlf(f) if crlf else f for f in considered))
 
 
 def offset_steps(control: Control, done: int) -> Control:

@@ -116,6 +116,7 @@ class HoleFill:
     text: str
     confidences: tuple[float, ...] = () # one per generated token, in [0, 1]
     token_spans: tuple[tuple[int, int], ...] = ()  # [start, end) of each token within ``text``
+    confidence: float | None = None     # estimated P(exactly right) (engine/confidence.py); None: not calibrated
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class Completion:
     syntax_checked: bool                # a grammar validated the result
     rejected: int = 0                   # candidates rejected by validation
     backend: str = ""
+    considered: tuple[HoleFill, ...] = ()  # every valid fill tried for the hole, with its estimate, even if withheld
 
     @property
     def text(self) -> str:

@@ -37,14 +37,20 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
 _PYTHON_CHECK_LIMIT = 200_000  # characters; beyond this only the tree-sitter window check runs
 
 
+_TOO_DEEP = (-1, "nested deeper than Python's parser can judge")
+
+
 def _first_error(document: str) -> tuple[int, str] | None:
+    """Python's first syntax error (line, message), None when the document parses, ``_TOO_DEEP`` when
+    the parser gives up on the nesting (thousands of open brackets: RecursionError, MemoryError, or
+    CPython 3.11's SystemError "AST constructor recursion depth mismatch")."""
     try:
         ast.parse(document)
         return None
     except (SyntaxError, ValueError) as exc:
         return getattr(exc, "lineno", None) or 0, getattr(exc, "msg", str(exc))
-    except RecursionError:
-        return None
+    except (RecursionError, MemoryError, SystemError):
+        return _TOO_DEEP
 
 
 PARSES = "parses"                  # python_check verdicts: the whole filled document parses,
@@ -63,6 +69,8 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
     if spec.name != "python" or len(text) > _PYTHON_CHECK_LIMIT:
         return None
     original = _first_error(text)
+    if original == _TOO_DEEP:
+        return None  # Python cannot judge this document: the tree-sitter window check decides
     fill_line = text.count("\n", 0, start) + 1
     removed = text.count("\n", start, end)
 
@@ -70,6 +78,8 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
         error = _first_error(text[:start] + fill + text[end:])
         if error is None:
             return PARSES
+        if error == _TOO_DEEP:
+            return KEEPS_ERROR  # not judged by Python: the window check decides
         if original is None:
             return ""
         line, message = original

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
+from .memory import HeapTrimmer
 from .requests import Cancelled, Completion, Draft, EngineError, ModelLoadError, NotReady, Request
 from .serve import serve
 
@@ -85,6 +86,7 @@ class Engine:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
         self._counters = Counters()
+        self._heap = HeapTrimmer()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
         self._thread.start()
 
@@ -124,9 +126,10 @@ class Engine:
             self._thread.join(timeout=10)
 
     def stats(self) -> dict[str, object]:
-        """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards; and
-        the backend's own."""
-        return {**asdict(self._counters), **(self.backend.stats() if self.backend is not None else {})}
+        """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards, heap
+        trims; and the backend's own."""
+        return {**asdict(self._counters), "heap_trims": self._heap.trims,
+                **(self.backend.stats() if self.backend is not None else {})}
 
     # -- requests ---------------------------------------------------------------------------
     def submit(self, request: Request, on_draft: Callable[[Draft], None] | None = None) -> Job:
@@ -163,7 +166,11 @@ class Engine:
 
     def _run(self) -> None:
         while True:
-            task = self._queue.get()
+            try:
+                task = self._queue.get(timeout=self._heap.wait())
+            except queue.Empty:  # no job for a while: hand the jobs' freed memory back (engine/memory.py)
+                self._heap.quiet()
+                continue
             if task is None:
                 self._set_state(EngineState.CLOSED)
                 return
@@ -171,6 +178,9 @@ class Engine:
                 self._do_load(task)
             else:
                 self._do_job(task)
+                self._heap.job_done()
+                if self._queue.empty():
+                    self._heap.busy()
 
     def _do_load(self, task: _Load) -> None:
         self._set_state(EngineState.LOADING)

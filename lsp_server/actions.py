@@ -21,6 +21,7 @@ from .action_specs import REWRITE, SPECS, ActionSpec, JsonRpcRequestFailed, Targ
 from .documents import Document
 from .drafts import DraftStream, hole_json, range_json
 from .jobs import document_key
+from .outcome import describe
 
 if TYPE_CHECKING:
     from .server import DiffusionServer
@@ -160,27 +161,34 @@ class Actions:
     # -- computing -------------------------------------------------------------------------
     async def resolve(self, action: types.CodeAction) -> types.CodeAction:
         data = ActionData.parse(action.data)
-        doc, completion = await self.compute(data)
+        doc, completion, summary = await self._summarised(data)
         if completion.fills:
             action.edit = self._edit(doc, data.version, completion)
+            self._tell(summary)  # what the edit does, e.g. "filled 2 of 3 holes; 1 had no fill that parses"
         else:  # resolved without an edit: the client changes nothing, the user is told why
             self._tell(data.spec.nothing)
-        action.data = {**data.to_json(), "result": self._result(doc, completion)}
+        action.data = {**data.to_json(), "result": {**self._result(doc, completion), "summary": summary}}
         return action
 
     async def apply(self, data: ActionData) -> dict:
-        """Compute ``data``'s edit and have the client apply it (``workspace/applyEdit``)."""
-        doc, completion = await self.compute(data)
+        """Compute ``data``'s edit and have the client apply it (``workspace/applyEdit``, labelled with
+        what it does)."""
+        doc, completion, summary = await self._summarised(data)
         if not completion.fills:
             self._tell(data.spec.nothing)
             return {"applied": False, "reason": data.spec.nothing}
         edit = self._edit(doc, data.version, completion)
-        result = await self.server.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit, label=data.title or data.spec.label))
-        return {"applied": bool(result.applied), "result": self._result(doc, completion),
+        result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit, label=summary))
+        self._tell(summary)
+        return {"applied": bool(result.applied), "result": {**self._result(doc, completion), "summary": summary},
                 **({"reason": result.failure_reason} if result.failure_reason else {})}
 
-    async def compute(self, data: ActionData) -> tuple[Document, Completion]:
+    async def _summarised(self, data: ActionData) -> tuple[Document, Completion, str]:
+        """``compute``, and the sentence saying what its edit does (lsp_server/outcome.py)."""
+        doc, completion, ranges = await self.compute(data)
+        return doc, completion, describe(data.action, doc.text, ranges, completion)
+
+    async def compute(self, data: ActionData) -> tuple[Document, Completion, list[tuple[int, int]]]:
         """The completion for ``data`` on exactly the version it names (else ContentModified)."""
         ls, spec = self.server, data.spec
         doc = _current(ls, data)
@@ -189,7 +197,7 @@ class Actions:
         cached = self.ahead.get((spec.name, doc.uri, doc.generation, doc.version, start, end)) \
             if spec.computed_on_offer else None
         if cached is not None:
-            return doc, cached
+            return doc, cached, []
         text = doc.text
         found = await asyncio.to_thread(survey, text, doc.language_id, start, end) if spec.surveys else None
         doc = _current(ls, data)
@@ -211,7 +219,7 @@ class Actions:
             raise
         if stream is not None:
             stream.finish(completion.steps, self._final_holes(doc, data.action, text, ranges, completion))
-        return doc, completion
+        return doc, completion, ranges
 
     async def _run(self, doc: Document, request: Request, stream: DraftStream | None) -> Completion | None:
         try:

@@ -30,9 +30,12 @@ def range_json(r: types.Range) -> dict[str, Any]:
             "end": {"line": r.end.line, "character": r.end.character}}
 
 
-def hole_json(range_: dict[str, Any] | None, text: str, pieces: Any, confidences: Any) -> dict[str, Any]:
-    return {"range": range_, "text": text,
-            "tokens": [{"text": p, "confidence": round(float(c), 3)} for p, c in zip(pieces, confidences)]}
+def hole_json(range_: dict[str, Any] | None, text: str, pieces: Any, confidences: Any,
+              estimate: float | None = None) -> dict[str, Any]:
+    """One hole of a draft; ``estimate`` (final drafts only): the fill's estimated P(exactly right)."""
+    out = {"range": range_, "text": text,
+           "tokens": [{"text": p, "confidence": round(float(c), 3)} for p, c in zip(pieces, confidences)]}
+    return out if estimate is None else {**out, "fillConfidence": estimate}
 
 
 class DraftStream:
@@ -110,6 +113,8 @@ class DraftStream:
         if self.server.settings.server.drafts:
             params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
                       "range": first["range"], "text": first["text"], "tokens": first["tokens"]}
+            if "fillConfidence" in first:
+                params["fillConfidence"] = first["fillConfidence"]
             if self.action is not None:
                 params.update(action=self.action, holes=holes)
             self.server.protocol.notify(DRAFT, params)

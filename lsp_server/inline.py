@@ -44,7 +44,8 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
              completion.elapsed_ms, completion.steps, completion.tokens)
     fill = completion.fills[0]
     pieces = tuple(fill.text[lo:hi] for lo, hi in fill.token_spans)
-    final = hole_json(range_json(doc.range_at(fill.start, fill.end, ls.encoding)), fill.text, pieces, fill.confidences)
+    final = hole_json(range_json(doc.range_at(fill.start, fill.end, ls.encoding)), fill.text, pieces, fill.confidences,
+                      fill.confidence)
     stream.finish(completion.steps, [final])
     return doc, completion
 
@@ -73,7 +74,8 @@ def register(server: DiffusionServer) -> None:
         return types.CompletionList(is_incomplete=True, items=[types.CompletionItem(
             label=first[:80] or "(diffusion fill)",
             kind=types.CompletionItemKind.Snippet,
-            detail="diffusion fill",
+            detail="diffusion fill" + (f" ({fill.confidence:.0%} likely right)" if fill.confidence is not None else ""),
+            data={"confidence": fill.confidence},
             documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
             sort_text="0",
             text_edit=types.TextEdit(doc.range_at(fill.start, fill.end, ls.encoding), fill.text),

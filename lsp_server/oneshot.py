@@ -57,6 +57,8 @@ def run_infill(args) -> int:
             "elapsed_ms": completion.elapsed_ms, "load_ms": round(load_ms, 1),
             "tokens_per_forward": round(completion.tokens_per_forward, 3),
             "confidences": list(fill.confidences) if fill else [],
+            "confidence": fill.confidence if fill else None,  # estimated P(exactly right); None: no calibration
+            "considered": [{"text": f.text, "confidence": f.confidence} for f in completion.considered],
             "syntax_checked": completion.syntax_checked, "rejected": completion.rejected,
             "backend": completion.backend, "model": args.model,
         }))

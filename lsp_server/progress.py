@@ -49,7 +49,12 @@ class StatusReporter:
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
-            self._send(STATUS, {"state": "ready", "model": model, "message": f"{model} ready"})
+            # instructions: whether "Rewrite selection" may ask for an instruction (a backend announces
+            # ``follows_instructions``; none of today's does, so clients offer no instruction prompt)
+            engine = getattr(self.server, "engine", None)
+            follows = bool(getattr(getattr(engine, "backend", None), "follows_instructions", False))
+            self._send(STATUS, {"state": "ready", "model": model, "message": f"{model} ready",
+                                "instructions": follows})
         elif state is EngineState.FAILED:
             self._end_progress("model failed to load")
             self._send(STATUS, {"state": "error", "model": model, "message": error or "load failed"})

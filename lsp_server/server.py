@@ -6,6 +6,7 @@ register against ``DiffusionServer``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -58,6 +59,19 @@ class DiffusionProtocol(LanguageServerProtocol):
         if isinstance(message, _Skip):
             return
         super().handle_message(message)
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        """pygls 2.1 files the future of every generator handler under ``msg_id`` (a fresh uuid for a
+        notification such as didChange) and only a request's answer removes it: one future per edit,
+        kept for good. Forget each one when it is done (a request's entry is removed the same way)."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(functools.partial(self._forget_future, msg_id))
+
+    def _forget_future(self, key: Any, future: Any) -> None:
+        if self._request_futures.get(key) is future:
+            del self._request_futures[key]
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):

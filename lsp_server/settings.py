@@ -58,6 +58,10 @@ def setting_fields() -> dict[str, tuple[str, Field[Any]]]:
 
 def _check(name: str, value: Any, default: Any) -> Any:
     """The parsed value, or raise ValueError saying what is wrong."""
+    if name == "min_confidence":
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1):
+            return None if value is None else float(value)
+        raise ValueError("must be a number between 0 and 1, or null (the model's default)")
     if name == "device_map":
         if value is None or isinstance(value, str):
             return value

@@ -26,6 +26,14 @@ async def stats(client: LanguageClient) -> dict:
     return plain(await client.protocol.send_request_async("diffusion/stats", {}))
 
 
+async def cancelled_after(client: LanguageClient, before: dict, timeout: float = 30.0) -> dict:
+    """Stats once the engine has counted one more cancellation (polled; a busy machine is slow)."""
+    deadline = time.monotonic() + timeout
+    while (after := await stats(client))["cancelled"] <= before["cancelled"] and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return after
+
+
 def record_notifications(client: LanguageClient) -> None:
     client.statuses, client.drafts = [], []  # pytest-lsp keeps showMessage params in client.messages
 
@@ -40,12 +48,13 @@ def record_notifications(client: LanguageClient) -> None:
 
 async def start_session(client: LanguageClient, snapshot: str, options: dict | None = None,
                         encodings: list[str] | None = None) -> types.InitializeResult:
+    # minConfidence 0: these sessions test how fills are made and delivered, not which are withheld
     capabilities = client_capabilities(SNAPSHOTS.get(snapshot, snapshot))
     if encodings is not None:
         capabilities.general = capabilities.general or types.GeneralClientCapabilities()
         capabilities.general.position_encodings = encodings
     return await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities, initialization_options={"threads": 1, **(options or {})}))
+        capabilities=capabilities, initialization_options={"threads": 1, "minConfidence": 0, **(options or {})}))
 
 
 async def wait_state(client: LanguageClient, *states: str, timeout: float = 60.0) -> str:

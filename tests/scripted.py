@@ -1,11 +1,12 @@
 """A scripted backend behind the real Engine, and the real server built on it with ``build_server(engine_factory)``:
 protocol tests run the whole server (documents, settings, jobs, validation, drafts) without loading torch.
 
-The backend answers every hole with ``ANSWER`` (``BROKEN_ANSWER``, which never parses, when the text before
-the first hole holds ``BROKEN_MARK``) after ``plan.steps`` steps (at most ``MAX_STEPS``), one draft
-per step, checking for cancellation before each; its stats show the last plan it was given. It loads a
-checkpoint directory the way the registry does (a missing ``config.json`` fails the load) and records every
-load config, so tests can see reloads.
+The backend answers every hole with ``ANSWER`` (``BROKEN_ANSWER``, which never parses, when the text
+before the first hole holds ``BROKEN_MARK``; ``INVENTED_ANSWER``, a name defined nowhere, after
+``INVENTED_MARK``) after ``plan.steps`` steps (at most ``MAX_STEPS``), one draft per step, checking for
+cancellation before each; its stats show the last plan it was given. It loads a checkpoint directory the
+way the registry does (a missing ``config.json`` fails the load) and records every load config, so tests
+can see reloads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from engine.backends.base import Candidate, Control, FillPlan, FillResult
 ANSWER = "0"
 BROKEN_MARK = "# broken\n"
 BROKEN_ANSWER = ")("
+INVENTED_MARK = "# invented\n"
+INVENTED_ANSWER = "zq"  # short: its estimate stays above the default bar, below "very high"
 MAX_STEPS = 4
 
 
@@ -28,10 +31,12 @@ class ScriptedBackend:
     max_positions = 1024
     searches_lengths = False
     takes_instruction = False
+    scores_text = False
     loads: list[LoadConfig] = []   # every config loaded in this process, in order
 
     def __init__(self, config: LoadConfig):
         self.config = config
+        self.model_dir = config.model_dir()  # the embedded model's calibration (confidence.json) applies
         self.fills = 0
         self.last_plan: dict[str, object] = {}
 
@@ -51,7 +56,7 @@ class ScriptedBackend:
         self.last_plan = {"steps": plan.steps, "threshold": plan.threshold,
                           "slots": [h.max_tokens for h in plan.holes], "prefix": len(head), "suffix": len(tail)}
         steps = min(plan.steps, MAX_STEPS)
-        answer = BROKEN_ANSWER if BROKEN_MARK in head else ANSWER
+        answer = BROKEN_ANSWER if BROKEN_MARK in head else INVENTED_ANSWER if INVENTED_MARK in head else ANSWER
         texts = tuple(answer for _ in plan.holes)
         for step in range(steps):
             control.check(step)

@@ -19,7 +19,7 @@ from engine.languages import error_count, parse, spec_for
 from engine.multifill import shape
 from engine.requests import HoleFill
 from engine.targets import survey
-from tests.lsp_session import open_doc, plain, stats
+from tests.lsp_session import cancelled_after, open_doc, plain, stats
 
 PY = '''import math
 
@@ -148,7 +148,8 @@ class ScriptedBackend:
     """Answers fixed texts per hole (one token per character), and keeps the plans it was given."""
 
     name, max_positions, default_steps = "scripted", 1024, 16
-    searches_lengths = takes_instruction = False
+    searches_lengths = takes_instruction = scores_text = False
+    model_dir = None
 
     def __init__(self, *texts):
         self.texts, self.plans = texts, []
@@ -204,10 +205,11 @@ def test_complete_body_sees_far_callers_and_a_same_line_body_moves_down():
 
 
 def test_a_fix_is_kept_only_when_it_removes_the_error():
-    text = "def f(x):\n    y = (x + 1\n    return y\n\n\nprint(f(2))\n"
+    # no repair of one or two tokens parses here, so the lines around the error are re-masked
+    text = "def f(x):\n    y = (x + 1 2 3\n    return y\n\n\nprint(f(2))\n"
     spans = survey(text, "python", text.index("y ="), text.index("y =")).errors
-    good = _run(FixRequest(text, "python", spans), ScriptedBackend("    y = (x + 1)\n    return y"))
-    assert [(text[f.start:f.end], f.text) for f in good.fills] == [("    y = (x + 1\n", "    y = (x + 1)\n")]
+    good = _run(FixRequest(text, "python", spans), ScriptedBackend("    y = (x + 1, 2, 3)"))
+    assert [(text[f.start:f.end], f.text) for f in good.fills] == [("    y = (x + 1 2 3", "    y = (x + 1, 2, 3)")]
     assert _parses(_applied(text, good.fills), "python")
     bad = ScriptedBackend("    y = ((x")
     assert _run(FixRequest(text, "python", spans), bad).fills == ()
@@ -350,7 +352,9 @@ async def test_the_run_action_command_ends_in_one_versioned_apply_edit(client, a
             types.ExecuteCommandParams("diffusion.runAction", [action.data])))
     finally:
         await _configure(client, validate=True)
-    assert answer["applied"] is True and len(applied) == 1 and applied[0].label == "Fill 3 holes"
+    # the edit's label says what it did (validation off: every hole gets a fill)
+    assert answer["applied"] is True and len(applied) == 1 and applied[0].label == "filled 3 of 3 holes"
+    assert answer["result"]["summary"] == "filled 3 of 3 holes"
     assert [e.range for e in _edits(client, applied[0].edit, uri, 1)] == holes
 
 
@@ -364,7 +368,9 @@ async def test_validated_fills_and_bodies_parse(client, language, text):
         assert action is not None, title
         resolved = await client.code_action_resolve_async(action)
         if resolved.edit is None:  # the small model found nothing that parses: nothing to edit, the user is told
-            assert resolved.data["result"] == {"holes": []}
+            assert resolved.data["result"]["holes"] == []
+            assert resolved.data["result"]["summary"] in ("filled 0 of 1 hole; 1 had no fill that parses",
+                                                          "no body that parses was found")
             continue
         new = _apply(text, _edits(client, resolved.edit, uri, 1))
         assert _parses(new, language)
@@ -459,11 +465,10 @@ async def test_an_edit_during_a_long_rewrite_stops_it_and_nothing_is_applied(cli
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             types.VersionedTextDocumentIdentifier(version=2, uri=uri),
             [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "#\n")]))
-        t0 = time.monotonic()
         with pytest.raises(JsonRpcException) as err:
-            await asyncio.wait_for(pending, 5)
-        assert err.value.code == CONTENT_MODIFIED and time.monotonic() - t0 < 1.0
-        after = await stats(client)
+            await asyncio.wait_for(pending, 30)  # a hang guard: 400 steps would take far longer than the edit
+        assert err.value.code == CONTENT_MODIFIED
+        after = await cancelled_after(client, before)
     finally:
         await _configure(client, steps=0, threshold=0, validate=True)
     assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
@@ -482,19 +487,14 @@ async def test_cancelling_a_long_rewrite_returns_promptly_and_stops_the_model(cl
         fut = client.protocol.send_request("workspace/executeCommand", _rewrite(uri, 1, text, 10, len(text)),
                                            msg_id=msg_id)
         await _denoising(client, uri)
-        t0 = time.monotonic()
         client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
         with pytest.raises(JsonRpcException) as err:
-            await asyncio.wait_for(asyncio.wrap_future(fut), 5)
-        assert err.value.code == REQUEST_CANCELLED and time.monotonic() - t0 < 1.0
-        for _ in range(50):
-            after = await stats(client)
-            if after["cancelled"] > before["cancelled"]:
-                break
-            await asyncio.sleep(0.02)
+            await asyncio.wait_for(asyncio.wrap_future(fut), 30)  # a hang guard, not a latency limit
+        assert err.value.code == REQUEST_CANCELLED
+        after = await cancelled_after(client, before)
     finally:
         await _configure(client, steps=0, threshold=0)
-    assert time.monotonic() - t0 < 2.0
+    assert after["last_cancelled_at_step"] < 400  # stopped mid-denoising, not run to the end
     assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
     assert applied == []
 

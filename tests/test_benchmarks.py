@@ -170,7 +170,7 @@ def test_early_exit_zero_does_not_pass():
 
 
 def test_runs_in_a_fresh_temporary_directory_with_stdin_closed():
-    r = run_program("import os, sys\nassert sorted(os.listdir('.')) == ['.sandbox', 'main.py', 'stderr', 'stdout']\n"
+    r = run_program("import os, sys\nassert sorted(os.listdir('.')) == ['main.py']\n"
                     "assert os.getcwd().split('/')[-1].startswith('bench-exec-')\n"
                     "assert sys.stdin.read() == ''\nassert 'http_proxy' not in os.environ", FAST)
     assert r.passed, r.detail

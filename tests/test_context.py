@@ -116,6 +116,14 @@ def test_python_parser_checks_the_whole_small_document():
     assert python_check(spec_for("javascript"), text, 0, 0) is None
 
 
+def test_nesting_too_deep_for_pythons_parser_leaves_the_verdict_to_the_window_check():
+    from engine.validate import KEEPS_ERROR, python_check
+    deep = "x = f" + "(a," * 1000 + ")" * 1000 + "\n"   # MemoryError/RecursionError inside ast.parse
+    assert python_check(PY, "y = 1\n" + deep, 0, 0) is None    # the user's document: not judged by Python
+    check = python_check(PY, "y = 1\n", 6, 6)
+    assert check(deep) == KEEPS_ERROR                        # a fill: never a crash, never "parses"
+
+
 def test_an_indentation_error_at_the_hole_is_the_fills_to_fix():
     from engine.validate import python_check
     text = "def f(xs):\n    n = 0\n    \n        print(x)\n    return xs\n"   # the loop header is missing

@@ -14,7 +14,7 @@ CURSOR = len(CODE) - 1  # the indented empty line
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = Engine(EngineConfig.of(threads=1))
+    eng = Engine(EngineConfig.of(threads=1, min_confidence=0.0))
     eng.start().result(timeout=120)
     yield eng
     eng.close()
@@ -187,7 +187,7 @@ def test_a_seeded_prefix_gives_the_full_forward_of_the_rest():
 
 
 def test_a_line_hole_tries_two_lengths_over_one_full_forward():
-    eng = Engine(EngineConfig.of(threads=1))
+    eng = Engine(EngineConfig.of(threads=1, min_confidence=0.0))
     try:
         eng.start().result(timeout=120)
         text = "def area(w, h):\n    result = w * h\n\n    return result\n"
@@ -202,7 +202,7 @@ def test_a_line_hole_tries_two_lengths_over_one_full_forward():
 
 
 def test_kv_cache_steps_run_over_the_hole_only():
-    eng = Engine(EngineConfig.of(threads=1, kv_cache=True, cache_refresh=4))
+    eng = Engine(EngineConfig.of(threads=1, kv_cache=True, cache_refresh=4, min_confidence=0.0))
     try:
         eng.start().result(timeout=120)
         c = eng.infill_sync(InfillRequest(CODE, CURSOR, "python", steps=12), timeout=60)

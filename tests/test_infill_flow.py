@@ -13,7 +13,8 @@ class Scripted:
 
     name = "scripted"
     default_steps, max_positions = 16, 1024
-    searches_lengths = takes_instruction = False
+    searches_lengths = takes_instruction = scores_text = False
+    model_dir = None
 
     def __init__(self, answer):
         self.answer, self.prefixes = answer, []
@@ -35,7 +36,8 @@ class Scripted:
 
 
 def _complete(backend, steps=None):
-    return complete(backend, FillOptions(), InfillRequest(TEXT, len(TEXT), "python", steps=steps), Control(lambda s: None))
+    return complete(backend, FillOptions(min_confidence=0.0), InfillRequest(TEXT, len(TEXT), "python", steps=steps),
+                    Control(lambda s: None))
 
 
 def test_a_typed_word_is_continued_as_typed_first():

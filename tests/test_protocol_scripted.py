@@ -11,14 +11,14 @@ import pytest
 from benchmarks.lsp_client import LspClient
 from engine.config import EMBEDDED_DIR, FillOptions, LoadConfig
 from lsp_server.settings import setting_fields
-from tests.scripted import ANSWER, BROKEN_ANSWER, BROKEN_MARK
+from tests.scripted import ANSWER, BROKEN_ANSWER, BROKEN_MARK, INVENTED_ANSWER, INVENTED_MARK
 
 SCRIPTED = [sys.executable, "-m", "tests.scripted", "-v"]
 # A changed, valid value for every setting (the defaults are the dataclasses').
 CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "deviceMap": "auto", "threads": 2,
            "kvCache": False, "cacheRefresh": 2, "tMin": 0.3, "tMax": 0.9, "steps": 3, "threshold": 0.5,
            "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "debounceMs": 1,
-           "drafts": True, "draftIntervalMs": 5}
+           "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"
@@ -81,7 +81,8 @@ def test_changing_a_load_setting_reloads_the_model(server, name):
 @pytest.mark.parametrize("name", FILL)
 def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(server, name):
     uri = f"file:///fill-{name}.py"
-    text = ("x = 1\n" * 40) + DOC + BROKEN_MARK + "y = \n"
+    mark = {"namesRule": INVENTED_MARK, "minConfidence": ""}.get(name, BROKEN_MARK)
+    text = ("x = 1\n" * 40) + DOC + mark + "y = \n"
     open_doc(server, uri, text)
     line = text.count("\n") - 1
     default = inline(server, uri, line, 4)
@@ -103,6 +104,10 @@ def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(se
         assert plan["prefix"] < old["prefix"]
     elif name == "suffixTokens":
         assert plan["suffix"] <= old["suffix"]
+    elif name == "minConfidence":  # no estimate reaches 1.0: the fill offered by default is withheld
+        assert [i["insertText"] for i in default] == [ANSWER] and changed == []
+    elif name == "namesRule":  # a name the document defines nowhere: withheld, unless the rule is off
+        assert default == [] and [i["insertText"] for i in changed] == [INVENTED_ANSWER]
     else:  # validate: the scripted answer after the mark never parses; unchecked, it is offered
         assert name == "validate" and default == [] and [i["insertText"] for i in changed] == [BROKEN_ANSWER]
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import numpy as np
@@ -134,11 +133,10 @@ def test_sigterm_stops_with_state_saved(tmp_path, tok, stream):
             if '"loss"' in line:
                 break
         proc.send_signal(signal.SIGTERM)
-        t0 = time.monotonic()
-        proc.wait(timeout=60)
+        proc.wait(timeout=120)  # a hang guard: the run stops after its current step
     finally:
         proc.kill()
-    assert proc.returncode == 0 and time.monotonic() - t0 < 30
+    assert proc.returncode == 0
     log = _log(out)
     assert log[-1]["event"] == "stopped"
     assert (out / "state.pt").exists() and (out / "checkpoint" / "model.safetensors").exists()
@@ -185,7 +183,7 @@ def test_init_from_a_checkpoint_and_keep_the_best_state(tmp_path, tok, stream):
     kept = load_file(str(second / "checkpoint" / "model.safetensors"))
     init = load_file(str(first / "checkpoint" / "model.safetensors"))
     assert all(torch.equal(kept[k], init[k]) for k in init)                # the starting weights were kept
-    assert torch.load(second / "state.pt", weights_only=False)["step"] == start["step"]
+    assert torch.load(second / "state.pt", weights_only=True)["step"] == start["step"]   # plain tensors and numbers
     from engine.training.report import read_log, summary
     assert summary(read_log(second))["steps"] == start["step"]
 
@@ -225,3 +223,65 @@ def test_data_only_builds_a_compressed_stream_with_the_checkpoint_tokenizer(tmp_
                    if r.get("event") == "data")
     if shipped["root"].endswith(f"CPython {platform.python_version()}>"):  # the same stdlib: the same corpus
         assert len(d["train_ids"]) == shipped["train_tokens"]
+
+
+def _code_corpus(root: Path) -> None:
+    """A corpus in the layout codecorpus writes, five languages, and travel chunks for one language."""
+    import lzma
+    snippets = {
+        "python": "def f{i}(x):\n    y = x * {i}\n    return y + 1\n",
+        "javascript": "function f{i}(x) {{\n  const y = x * {i};\n  return y + 1;\n}}\n",
+        "typescript": "function f{i}(x: number): number {{\n  const y = x * {i};\n  return y + 1;\n}}\n",
+        "go": "func F{i}(x int) int {{\n\ty := x * {i}\n\treturn y + 1\n}}\n",
+        "rust": "fn f{i}(x: u32) -> u32 {{\n    let y = x * {i};\n    y + 1\n}}\n",
+    }
+    for split, files in (("train", 30), ("valid", 6)):
+        (root / "files" / split).mkdir(parents=True, exist_ok=True)
+        for lang, snippet in snippets.items():
+            rows = [{"id": f"{lang}/{split}/{n}", "text": "".join(snippet.format(i=n * 40 + i) for i in range(40))}
+                    for n in range(files)]
+            if lang == "rust":   # as gen2data pack writes them
+                with lzma.open(root / f"{split}.rust.000.jsonl.xz", "wt") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in rows)
+            else:
+                (root / "files" / split / f"{lang}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_train_on_a_code_corpus_with_its_tokenizer(tmp_path, tok):
+    import torch
+    corpus, out = tmp_path / "corpus", tmp_path / "run"
+    _code_corpus(corpus)
+    cfg = dict(TINY, corpus=str(corpus), tokenizer=str(EMBEDDED_DIR))
+    run(TrainConfig(out=str(out), minutes=0.03, **cfg))
+    log = _log(out)
+    data = next(r for r in log if r.get("event") == "data")
+    assert data["root"] == "corpus" and set(data["languages"]) == {"python", "javascript", "typescript", "go", "rust"}
+    assert all(v["train_files"] == 30 and v["valid_files"] == 6 for v in data["languages"].values())
+    end = log[-1]
+    assert end["event"] == "end"
+    for lang in data["languages"]:                        # one-line-hole validation per language
+        assert np.isfinite(end[f"val_line_hole_{lang}"])
+    state = torch.load(out / "state.pt", weights_only=True)
+    run(TrainConfig(out=str(out), minutes=0.02, **cfg))   # resumes from the saved state and the same data
+    resume = next(r for r in _log(out) if r.get("event") == "resume")
+    assert resume["step"] == state["step"]
+
+
+def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):
+    from safetensors.torch import load_file
+    from engine.training.parts import join, split
+    out = _tiny_run(tmp_path, tok, stream)
+    run(TrainConfig(out=str(out), minutes=0.02, **TINY))
+    files = split(out / "checkpoint", tmp_path / "OUT", "tiny", max_mib=0.01, log=out / "train.log")
+    pieces = [f for f in files if ".f16.part" in f.name]
+    assert len(pieces) > 1 and all(f.stat().st_size <= 0.01 * 2**20 for f in pieces)
+    home = join(tmp_path / "OUT", "tiny", tmp_path / "home")
+    a, b = load_file(str(out / "checkpoint" / "model.safetensors")), load_file(str(home / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for k in a:   # float16 on the way: within its rounding, float32 again at home
+        assert b[k].dtype == a[k].dtype and np.allclose(a[k].numpy(), b[k].numpy(), rtol=1e-3, atol=1e-4)
+    model = AutoModelForMaskedLM.from_pretrained(str(home), local_files_only=True)
+    assert model.config.hidden_size == 32 and (home / "train.log").is_file()
+    pieces[0].write_bytes(b"x" + pieces[0].read_bytes()[1:])
+    with pytest.raises(ValueError, match="sha256"):
+        join(tmp_path / "OUT", "tiny", tmp_path / "home2")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 
@@ -70,10 +71,16 @@ class Backend(Protocol):
     max_positions: int         # the largest canvas (prefix + holes + suffix) in tokens
     searches_lengths: bool     # tries several hole lengths itself (rows of one batch): the engine need not
     takes_instruction: bool    # reads ``FillPlan.instruction`` (a rewrite's instruction); others never see one
+    scores_text: bool          # ``score_text`` works (syntax repairs are ranked by it; else by the parser alone)
+    model_dir: Path | None     # the checkpoint it was loaded from: its ``confidence.json`` calibrates fills
 
     def count_tokens(self, text: str) -> int: ...
 
     def fill(self, plan: FillPlan, control: Control) -> FillResult: ...
+
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        """The model's log-likelihood of ``middle`` between ``prefix`` and ``suffix`` (``scores_text``)."""
+        ...
 
     def stats(self) -> dict[str, object]: ...
 

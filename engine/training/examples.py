@@ -23,6 +23,13 @@ class TokenStream:
     line_start: np.ndarray  # (N,) bool, token begins a line
     split: int = 0          # library files come before this index, test files after (0: no split)
     p_first: float = 0.0    # probability that a window starts in [0, split) (0: uniform over the stream)
+    parts: tuple = ()       # ((name, start, end), ...): the stream's pieces, e.g. one per language
+
+    def part(self, name: str) -> "TokenStream":
+        for n, a, b in self.parts:
+            if n == name:
+                return TokenStream(self.ids[a:b], self.line_start[a:b])
+        raise KeyError(name)
 
     def window_start(self, rng: np.random.Generator, T: int) -> int:
         """Where a training window starts: uniform, or library code first with probability p_first."""
@@ -148,8 +155,11 @@ def make_batch(rng: np.random.Generator, stream: TokenStream, batch: int, T: int
 
 def line_hole_batch(rng, stream: TokenStream, batch: int, T: int, pad_id: int, mask_id: int) -> Batch:
     """Validation rows: one whole line masked entirely in a 24-token bucket, as single-line infill sees it."""
-    rows = []
+    rows, tries = [], 0
     while len(rows) < batch:
+        tries += 1
+        if tries > 500 * batch:
+            raise ValueError("no window of this stream has a short line to hole")
         start = int(rng.integers(0, len(stream.ids) - T))
         ls = np.flatnonzero(stream.line_start[start:start + T])
         ls = ls[(ls >= 64) & (ls < T - 64)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +30,26 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return wrap(tok)
+
+
+def truncate(tokenizer: PreTrainedTokenizerFast, vocab_size: int) -> PreTrainedTokenizerFast:
+    """The same BPE cut to its first ``vocab_size`` entries: the special tokens, the byte alphabet and the
+    earliest merges. BPE training is greedy, so this is the tokenizer a training run with that vocabulary
+    size would have learned from the same texts (one training run measures several sizes)."""
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    vocab: dict[str, int] = spec["model"]["vocab"]
+    if vocab_size >= len(vocab):
+        return tokenizer
+    kept = {t: i for t, i in vocab.items() if i < vocab_size}
+    merges = spec["model"]["merges"]
+    n_base = len(vocab) - len(merges)  # specials and alphabet come before the merges
+    spec["model"]["vocab"] = kept
+    spec["model"]["merges"] = merges[:max(0, vocab_size - n_base)]
+    for m in spec["model"]["merges"]:
+        a, b = m if isinstance(m, list) else m.split(" ", 1)
+        if a + b not in kept:
+            raise ValueError(f"merge {a!r} + {b!r} has no entry below {vocab_size}: merges are not in id order")
+    return wrap(Tokenizer.from_str(json.dumps(spec)))
 
 
 def wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:

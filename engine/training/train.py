@@ -55,6 +55,9 @@ class TrainConfig:
                                       # its weights, tokenizer and step count, a fresh optimizer
     keep_best: bool = False           # keep the state with the lowest val_line_hole (validated at the start and
                                       # at each checkpoint) instead of the last one
+    corpus: str = ""                  # a code corpus (engine.training.codecorpus / gen2data pack: JSONL files of
+                                      # {id, text} per split and language) instead of the standard library
+    tokenizer: str = ""               # with corpus: the tokenizer directory to use (gen2data tokenizer)
 
 
 def log(out: Path, record: dict) -> None:
@@ -77,9 +80,91 @@ def _stream(tokenizer: PreTrainedTokenizerFast, files) -> TokenStream:
     return TokenStream(ids, line_start)
 
 
+def _stream_texts(tokenizer: PreTrainedTokenizerFast, texts: list[str], batch: int = 2048) -> TokenStream:
+    """As ``_stream``, encoding many files per call (the tokenizer's own threads share the work)."""
+    eos = tokenizer.eos_token_id
+    ends_line = np.array([tokenizer.decode([i]).endswith("\n") for i in range(len(tokenizer))])
+    chunks = []
+    for i in range(0, len(texts), batch):
+        for ids in tokenizer(texts[i:i + batch], add_special_tokens=False)["input_ids"]:
+            chunks.append(np.asarray(ids, np.int32))
+            chunks.append(np.asarray([eos], np.int32))
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
+    line_start = np.ones(len(ids), bool)
+    line_start[1:] = ends_line[ids[:-1]] | (ids[:-1] == eos)
+    return TokenStream(ids, line_start)
+
+
+def corpus_files(corpus: Path, split: str, lang: str) -> list[Path]:
+    """A split's files of one language: ``files/<split>/<lang>.jsonl`` as the build writes them, or the
+    ``<split>.<lang>.NNN.jsonl.xz`` chunks the corpus travels in (in any folder below ``corpus``)."""
+    found = sorted(corpus.glob(f"files/{split}/{lang}.jsonl"))
+    found += sorted(corpus.rglob(f"{split}.{lang}.*.jsonl.xz"), key=lambda p: p.name)
+    return found
+
+
+def _read_texts(paths: list[Path]) -> list[str]:
+    import lzma
+
+    out = []
+    for path in paths:
+        opener = lzma.open if path.suffix == ".xz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            out += [json.loads(line)["text"] for line in f if line.strip()]
+    return out
+
+
+def prepare_corpus_data(cfg: TrainConfig, out: Path):
+    """Token streams of a code corpus with a given tokenizer: training files of every language in one
+    stream (shuffled by file, seeded), validation files one part per language."""
+    from .codecorpus import LANGUAGES
+
+    tok_dir, data_file = out / "tokenizer", out / "data.npz"
+    if not tok_dir.exists():
+        if not cfg.tokenizer:
+            raise ValueError("--corpus needs --tokenizer (the directory gen2data tokenizer saved)")
+        PreTrainedTokenizerFast.from_pretrained(cfg.tokenizer, local_files_only=True).save_pretrained(str(tok_dir))
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir), local_files_only=True)
+    if data_file.exists():
+        d = np.load(data_file)
+        parts = tuple((str(n), int(a), int(b)) for n, a, b in zip(d["valid_part_names"], d["valid_part_starts"],
+                                                                   d["valid_part_ends"]))
+        return (tokenizer, TokenStream(d["train_ids"].astype(np.int32), d["train_ls"]),
+                TokenStream(d["valid_ids"].astype(np.int32), d["valid_ls"], parts=parts))
+    corpus = Path(cfg.corpus)
+    train_texts, per_lang, record = [], {}, {}
+    for lang in LANGUAGES:
+        t = _read_texts(corpus_files(corpus, "train", lang))
+        v = _read_texts(corpus_files(corpus, "valid", lang))
+        train_texts += t
+        if v:
+            per_lang[lang] = _stream_texts(tokenizer, v)
+        record[lang] = {"train_files": len(t), "valid_files": len(v)}
+    random.Random(cfg.seed).shuffle(train_texts)
+    train = _stream_texts(tokenizer, train_texts)
+    del train_texts
+    parts, pos = [], 0
+    for lang, s in per_lang.items():
+        parts.append((lang, pos, pos + len(s.ids)))
+        pos += len(s.ids)
+        record[lang]["valid_tokens"] = int(len(s.ids))
+    valid = TokenStream(np.concatenate([s.ids for s in per_lang.values()]),
+                        np.concatenate([s.line_start for s in per_lang.values()]), parts=tuple(parts))
+    small = np.uint16 if len(tokenizer) <= 1 << 16 else np.int32
+    np.savez(data_file, train_ids=train.ids.astype(small), train_ls=train.line_start,
+             valid_ids=valid.ids.astype(small), valid_ls=valid.line_start,
+             valid_part_names=np.array([p[0] for p in parts]), valid_part_starts=np.array([p[1] for p in parts]),
+             valid_part_ends=np.array([p[2] for p in parts]))
+    log(out, {"event": "data", "root": "corpus", "train_tokens": int(len(train.ids)), "valid_tokens": int(len(valid.ids)),
+              "languages": record, "vocab_size": len(tokenizer)})
+    return tokenizer, train, valid
+
+
 def prepare_data(cfg: TrainConfig, out: Path):
     """Tokenizer and token streams (library files first, then tests), built once per run directory
     and reused on resume; a stream from before the library/test split is rebuilt with the same tokenizer."""
+    if cfg.corpus:
+        return prepare_corpus_data(cfg, out)
     tok_dir, data_file = out / "tokenizer", out / "data.npz"
     if tok_dir.exists() and data_file.exists():
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
@@ -154,9 +239,21 @@ def validate(model, tokenizer, valid: TokenStream, cfg: TrainConfig) -> dict:
     line = line_hole_batch(rng, valid, 32, cfg.seq_len, tokenizer.pad_token_id, tokenizer.mask_token_id)
     d_loss, _ = batch_loss(model, diff)
     l_loss, l_acc = batch_loss(model, line)
+    metrics = {"val_diffusion": round(float(d_loss), 4), "val_line_hole": round(float(l_loss), 4),
+               "val_line_acc": round(float(l_acc), 4)}
+    for name, _, _ in valid.parts:   # one-line holes per language (the same rows every time)
+        part = valid.part(name)
+        if len(part.ids) > 2 * cfg.seq_len:
+            try:
+                rows = line_hole_batch(np.random.default_rng(1), part, 32, cfg.seq_len, tokenizer.pad_token_id,
+                                       tokenizer.mask_token_id)
+            except ValueError:
+                continue
+            p_loss, p_acc = batch_loss(model, rows)
+            metrics[f"val_line_hole_{name}"] = round(float(p_loss), 4)
+            metrics[f"val_line_acc_{name}"] = round(float(p_acc), 4)
     model.train()
-    return {"val_diffusion": round(float(d_loss), 4), "val_line_hole": round(float(l_loss), 4),
-            "val_line_acc": round(float(l_acc), 4)}
+    return metrics
 
 
 def use_bf16(precision: str, device: str = "cpu") -> bool:
@@ -257,7 +354,7 @@ def run(cfg: TrainConfig) -> Path:
     tokenizer, train, valid = prepare_data(cfg, out)
     rng = np.random.default_rng(cfg.seed)
     step, tokens, trained_s = 0, 0, 0.0
-    state = torch.load(state_file, weights_only=False, map_location="cpu") if state_file.exists() else None
+    state = torch.load(state_file, weights_only=True, map_location="cpu") if state_file.exists() else None
     if state is not None:
         step, tokens, trained_s = state["step"], state["tokens"], state["trained_seconds"]
         rng.bit_generator.state = state["rng"]

@@ -10,6 +10,8 @@ sees raw code, not a chat turn.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -47,6 +49,7 @@ class DiffusionGemmaBackend:
     name = "diffusion_gemma"
     searches_lengths = True    # several hole lengths are rows of one batch: the engine need not retry
     takes_instruction = False  # the model sees raw code, not a chat turn
+    scores_text = False        # no cheap likelihood of a given text: syntax repairs are ranked by the parser
     max_positions = MAX_POSITIONS
 
     def __init__(self, model, tokenizer, sampling: Sampling):
@@ -60,6 +63,7 @@ class DiffusionGemmaBackend:
         self.pad_id = first_id(tokenizer.pad_token_id, text.pad_token_id, tokenizer.eos_token_id)
         self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
         self.reader = FillReader(tokenizer, self.terminators(text))
+        self.model_dir: Path | None = None  # set by load()
 
     @property
     def default_steps(self) -> int:
@@ -89,6 +93,7 @@ class DiffusionGemmaBackend:
             raise ModelLoadError(f"cannot load the DiffusionGemma checkpoint at {path}: {exc}") from exc
         model.eval()
         backend = cls(model, tokenizer, sampling_for(model, config))
+        backend.model_dir = path
         log.info("loaded DiffusionGemma from %s on %s (%s), %s", path, backend.device, dtype, backend.sampling)
         return backend
 
@@ -103,6 +108,9 @@ class DiffusionGemmaBackend:
     @property
     def encoder_tokens(self) -> int:
         return self.prompt_cache.encoder_tokens
+
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        raise NotImplementedError("DiffusionGemma does not score text (scores_text is False)")
 
     def stats(self) -> dict[str, object]:
         """Prompt-cache counters: encoder forwards and tokens since load, tokens cached now."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -28,12 +29,14 @@ class MaskedBackend:
     default_steps = DEFAULT_STEPS
     searches_lengths = False   # one hole length per fill: the engine tries lengths and retries
     takes_instruction = False  # the canvas is raw code
+    scores_text = True         # pseudo-log-likelihood: each token of the text masked in turn
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
                  kv_cache: bool = False, cache_refresh: int = 0):
         self.model, self.tokenizer, self.device, self.order = model, tokenizer, device, order
         self.kv_cache = kv_cache and kv_cache_mod.supports(model)
         self.cache_refresh = cache_refresh
+        self.model_dir: Path | None = None  # set by load()
         self.passes = {"full": 0, "tail": 0, "partial": 0}
         self._prefix: tuple[tuple, kv_cache_mod.Prefix] | None = None  # the last fill's, by its text
         self.mask_id = tokenizer.mask_token_id
@@ -70,7 +73,9 @@ class MaskedBackend:
         if not config.device_map:
             model.to(device)
         model.eval()
-        return cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh)
+        backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh)
+        backend.model_dir = path
+        return backend
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -88,6 +93,30 @@ class MaskedBackend:
             hidden = self.model.model(input_ids=batch).last_hidden_state[0]      # (T, H)
             return self.model.decoder(self.model.head(hidden[positions.to(self.device)])).cpu()  # (N, V)
         return self.model(input_ids=batch).logits[0, positions.to(self.device)].cpu()
+
+    @torch.inference_mode()
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        """Pseudo-log-likelihood of ``middle`` between ``prefix`` and ``suffix``: the sum of log p of each of
+        its tokens masked in turn (one batch of rows), the context cut to 96 tokens before, 32 after.
+        Used to rank syntax repairs (engine/repair.py)."""
+        mid = self._encode(middle)
+        if not mid:
+            return 0.0
+        lead, tail = (self.leading[:1], self.leading[1:]) if len(self.leading) >= 2 else ([], [])
+        pre = self._encode(prefix)[-96:]
+        ids = torch.tensor(list(lead) + pre + mid + self._encode(suffix)[:32] + list(tail))  # (T,)
+        rows = torch.arange(len(mid))
+        pos = rows + len(lead) + len(pre)                                                   # (M,)
+        batch = ids.repeat(len(mid), 1)                                                     # (M, T)
+        batch[rows, pos] = self.mask_id
+        batch, pos = batch.to(self.device), pos.to(self.device)
+        if self._fast:
+            hidden = self.model.model(input_ids=batch).last_hidden_state                    # (M, T, H)
+            logits = self.model.decoder(self.model.head(hidden[rows.to(self.device), pos]))  # (M, V)
+        else:
+            logits = self.model(input_ids=batch).logits[rows.to(self.device), pos]          # (M, V)
+        logp = logits.float().log_softmax(-1).gather(1, ids.to(self.device)[pos][:, None])  # (M, 1)
+        return float(logp.sum())
 
     def _stepper(self, holes: list[HoleSlots], T: int, context: tuple = ()
                  ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -1,0 +1,136 @@
+"""Per-language development sets of one-line holes from the held-out files of the code corpus.
+
+Like ``benchmarks.stdlib_lines``, for Python, JavaScript, TypeScript, Go and Rust: single-line statements
+inside function bodies of the files ``engine.training.codecorpus`` held out by path hash (never trained
+on), in the HumanEval-infilling schema without tests plus a ``language`` field, so ``benchmarks.infill``
+scores exact match on them and one file holds every language:
+
+    python -m benchmarks.code_lines --corpus "$CORPUS_DIR" --per-language 100 --out /tmp/code-lines.jsonl
+    python -m benchmarks.infill --data /tmp/code-lines.jsonl --no-tests --out /tmp/code-lines.json
+
+Statements are found with the engine's tree-sitter grammars; a statement counts when it is the whole
+line (comments and bare strings excluded) and under 100 characters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import random
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
+_FUNCTIONS = {
+    "python": {"function_definition"},
+    "javascript": {"function_declaration", "function_expression", "arrow_function", "method_definition",
+                   "generator_function_declaration", "function"},
+    "go": {"function_declaration", "method_declaration", "func_literal"},
+    "rust": {"function_item", "closure_expression"},
+}
+_FUNCTIONS["typescript"] = _FUNCTIONS["javascript"]
+_STATEMENTS = {
+    "python": {"expression_statement", "return_statement", "raise_statement", "assert_statement", "pass_statement",
+               "break_statement", "continue_statement", "delete_statement", "global_statement",
+               "nonlocal_statement", "import_statement", "import_from_statement"},
+    "javascript": {"expression_statement", "lexical_declaration", "variable_declaration", "return_statement",
+                   "throw_statement", "break_statement", "continue_statement"},
+    "go": {"expression_statement", "short_var_declaration", "assignment_statement", "return_statement",
+           "inc_statement", "dec_statement", "go_statement", "defer_statement", "var_declaration",
+           "const_declaration", "send_statement", "break_statement", "continue_statement"},
+    "rust": {"let_declaration", "expression_statement"},
+}
+_STATEMENTS["typescript"] = _STATEMENTS["javascript"]
+
+
+def _parser(lang: str, path: str = ""):
+    from engine.training.codecorpus import parses, _PARSERS
+
+    parses("x", lang, path)        # builds and caches the grammar's parser
+    return _PARSERS["tsx" if path.endswith(".tsx") else lang]
+
+
+def _is_bare_string(node) -> bool:
+    return node.type == "expression_statement" and node.named_child_count == 1 and \
+        node.named_children[0].type in ("string", "template_string", "string_literal", "raw_string_literal",
+                                        "interpreted_string_literal")
+
+
+def one_line_statements(text: str, lang: str, path: str = "") -> list[int]:
+    """0-based rows whose whole line is one statement inside a function body."""
+    data = text.encode("utf-8")
+    tree = _parser(lang, path).parse(data)
+    if tree.root_node.has_error:
+        return []
+    lines = text.splitlines(keepends=True)
+    rows: set[int] = set()
+    functions, statements = _FUNCTIONS[lang], _STATEMENTS[lang]
+    stack = [(tree.root_node, False)]
+    while stack:
+        node, in_fn = stack.pop()
+        if node.type in statements and in_fn and node.start_point[0] == node.end_point[0] \
+                and not _is_bare_string(node):
+            row = node.start_point[0]
+            line = lines[row] if row < len(lines) else ""
+            segment = data[node.start_byte:node.end_byte].decode("utf-8", "replace").strip()
+            if 0 < len(line) < 100 and line.strip() == segment:
+                rows.add(row)
+        for child in node.children:
+            stack.append((child, in_fn or node.type in functions))
+    return sorted(rows)
+
+
+def line_tasks(files: Iterable[tuple[str, str]], lang: str, per_file: int = 10, limit: int = 200,
+               seed: int = 7) -> list[dict]:
+    """Tasks from ``(name, source)`` pairs of one language: at most ``per_file`` holes per file, each a
+    whole line (newline included), ``limit`` in all, shuffled (seeded)."""
+    rng = random.Random(seed)
+    tasks: list[dict] = []
+    for name, text in files:
+        lines = text.splitlines(keepends=True)
+        rows = one_line_statements(text, lang, name)
+        for i in rng.sample(rows, min(len(rows), per_file)):
+            tasks.append({"task_id": f"{lang}:{name}:{i + 1}", "prompt": "".join(lines[:i]),
+                          "suffix": "".join(lines[i + 1:]), "canonical_solution": lines[i], "language": lang})
+    rng.shuffle(tasks)
+    return tasks[:limit]
+
+
+def held_out_files(corpus: Path, lang: str) -> list[tuple[str, str]]:
+    """The validation files of one language: the build's ``files/valid/<lang>.jsonl`` or travel chunks."""
+    from engine.training.train import corpus_files
+
+    out = []
+    for path in corpus_files(corpus, "valid", lang):
+        opener = lzma.open if path.suffix == ".xz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            out += [(r["id"], r["text"]) for r in map(json.loads, f) if r]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.code_lines", description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", required=True, help="the built corpus (engine.training.codecorpus --out)")
+    p.add_argument("--out", required=True, help="the JSONL to write (every language, interleaved)")
+    p.add_argument("--per-language", type=int, default=100)
+    p.add_argument("--per-file", type=int, default=10)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--languages", nargs="*", default=list(LANGUAGES))
+    args = p.parse_args(argv)
+    per_lang = {lang: line_tasks(held_out_files(Path(args.corpus), lang), lang, args.per_file, args.per_language,
+                                 args.seed) for lang in args.languages}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as f:
+        for i in range(max(map(len, per_lang.values()), default=0)):   # interleaved: --limit keeps the mix
+            for lang in args.languages:
+                if i < len(per_lang[lang]):
+                    f.write(json.dumps(per_lang[lang][i]) + "\n")
+    print(json.dumps({lang: len(t) for lang, t in per_lang.items()}), f"-> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

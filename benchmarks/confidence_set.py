@@ -1,0 +1,84 @@
+"""Every valid fill the engine considers for each hole, with its features and whether it is right, as JSONL.
+
+The model runs once per hole; fitting the confidence model and drawing its curves (``benchmarks.calibrate``)
+then read this file only. Nothing is withheld while collecting (``min_confidence`` 0), and every fill the
+engine tried (one per length) is kept, so any choice rule can be replayed offline:
+
+    python -m benchmarks.stdlib_lines --limit 1200 --out /tmp/dev-lines.jsonl
+    python -m benchmarks.confidence_set --data /tmp/dev-lines.jsonl --out /tmp/dev-considered.jsonl
+    python -m benchmarks.confidence_set --data ../shared/data/human-eval-infilling/HumanEval-SingleLineInfilling.jsonl.gz \
+        --tests --out /tmp/humaneval-considered.jsonl
+
+An existing output is continued (tasks already in it are skipped), so a long run can be stopped and resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from benchmarks.fillers import apply_edits, make_fill
+from benchmarks.infill import engine_args, engine_config
+from benchmarks.metrics import exact_match
+from benchmarks.progress import progress
+from benchmarks.sandbox import Limits, check_program, run_program
+from benchmarks.tasks import Task, load_tasks
+
+
+def considered_record(task: Task, completion, run_tests: bool, limits: Limits) -> dict:
+    """One hole: the engine's choice and every valid fill it considered, each scored against the reference."""
+    from engine.confidence import assess
+    from engine.languages import spec_for
+
+    spec = spec_for("python")
+    fills = []
+    for fill, feats in assess(completion.considered, task.text, spec, completion.kind, None):
+        document = apply_edits(task.text, [(fill.start, fill.end, fill.text)])
+        done = make_fill(task, document, fill.text, elapsed_ms=0.0)
+        passed = None
+        if run_tests and task.has_test:
+            program = check_program(document, "", "", task.test, task.entry_point)
+            passed = run_program(program, limits).passed
+        fills.append({"text": fill.text, "start": fill.start, "end": fill.end,
+                      "confidences": list(fill.confidences), "features": feats,
+                      "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
+    chosen = completion.fills[0].text if completion.fills else None
+    return {"task_id": task.task_id, "kind": completion.kind.value, "chosen": chosen, "fills": fills,
+            "tested": run_tests and task.has_test}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.confidence_set", description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="tasks in the HumanEval-infilling schema (JSONL or .gz)")
+    p.add_argument("--out", required=True, help="the JSONL to write (continued when it exists)")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
+    engine_args(p)
+    args = p.parse_args(argv)
+    from engine import Engine, InfillRequest
+
+    out = Path(args.out)
+    done = set()
+    if out.exists():
+        done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
+    tasks = [t for t in load_tasks(args.data, args.limit) if t.task_id not in done]
+    engine = Engine(engine_config(args, min_confidence=0.0))
+    engine.start().result()
+    limits = Limits()
+    try:
+        with out.open("a", encoding="utf-8") as f:
+            for task in progress(tasks, len(tasks), "considered"):
+                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language="python"))
+                f.write(json.dumps(considered_record(task, c, args.tests, limits)) + "\n")
+                f.flush()
+    finally:
+        engine.close()
+    print(f"{len(tasks)} holes -> {out} (settings: {json.dumps(asdict(engine_config(args)))})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

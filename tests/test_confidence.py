@@ -1,0 +1,91 @@
+"""The confidence estimate and the choice it drives (engine/confidence.py): pure, and on the embedded model."""
+
+import json
+
+import pytest
+
+from engine.confidence import Calibration, assess, choose, features, load_calibration
+from engine.config import EngineConfig
+from engine.languages import spec_for
+from engine.requests import HoleFill, HoleKind
+
+PY = spec_for("python")
+DOC = "def total(rows):\n    s = 0\n\n    return s\n"
+AT = DOC.index("\n    return") + 1
+CAL = Calibration({"mean_log": 2.0, "agree": 1.5, "invented": -3.0}, bias=0.5, min_confidence=0.3, very_high=0.9)
+
+
+def fill(text: str, *confidences: float) -> HoleFill:
+    return HoleFill(AT, AT, text, confidences, tuple((0, len(text)) for _ in confidences))
+
+
+def test_features_of_a_fill():
+    a, b = fill("    s += sum(rows)\n", 0.9, 0.5), fill("    s += sum(rows)\n", 0.8)
+    f = features(a, [b], DOC, PY, HoleKind.LINE)
+    assert f["agree"] == 1.0 and f["alone"] == 0.0 and f["invented"] == 0.0
+    assert f["min_log"] < f["mean_log"] < 0
+    assert features(fill("    s = s + rowz\n", 0.9), [], DOC, PY, HoleKind.LINE)["invented"] == 1.0
+    assert features(fill("    s = 0\n", 0.9), [], DOC, PY, HoleKind.LINE)["repeats_line"] == 1.0
+
+
+def test_an_invented_name_ranks_below_a_fill_without_one():
+    confident_invention = fill("    s = rowz\n", 0.99, 0.99)
+    plain = fill("    s = len(rows)\n", 0.6, 0.6)
+    assessed = assess([confident_invention, plain], DOC, PY, HoleKind.LINE, CAL)
+    assert choose(assessed, CAL, min_confidence=0.0).text == plain.text
+    # without the rule (and a model that does not know the feature) the more confident fill wins
+    blind = Calibration({"mean_log": 2.0}, bias=0.5)
+    assessed = assess([confident_invention, plain], DOC, PY, HoleKind.LINE, blind)
+    assert choose(assessed, blind, min_confidence=0.0, names_rule=False).text == confident_invention.text
+
+
+def test_an_invented_name_alone_is_withheld_unless_very_confident():
+    alone = assess([fill("    s = rowz\n", 0.9)], DOC, PY, HoleKind.LINE, CAL)
+    assert choose(alone, CAL, min_confidence=0.0) is None
+    sure = Calibration(CAL.weights, bias=10.0, min_confidence=0.3, very_high=0.9)
+    assert choose(assess([fill("    s = rowz\n", 0.9)], DOC, PY, HoleKind.LINE, sure), sure, 0.0) is not None
+    # no calibration, no estimate: the invented name is still never offered alone
+    assert choose(assess([fill("    s = rowz\n", 0.9)], DOC, PY, HoleKind.LINE, None), None) is None
+
+
+def test_abstains_below_the_bar_and_reports_the_estimate():
+    weak = assess([fill("    s = len(rows)\n", 0.05, 0.05)], DOC, PY, HoleKind.LINE, CAL)
+    assert 0 < weak[0][0].confidence < 0.3
+    assert choose(weak, CAL) is None                       # the calibration's default bar
+    assert choose(weak, CAL, min_confidence=0.0) is not None
+    strong = assess([fill("    s = len(rows)\n", 0.95)], DOC, PY, HoleKind.LINE, CAL)
+    assert choose(strong, CAL).confidence == pytest.approx(CAL.probability(strong[0][1]), abs=1e-4)
+
+
+def test_calibration_round_trip(tmp_path):
+    (tmp_path / "confidence.json").write_text(json.dumps(CAL.to_json()))
+    loaded = load_calibration(tmp_path)
+    assert loaded == CAL
+    assert load_calibration(tmp_path / "missing") is None
+
+
+
+def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():
+    cal = load_calibration(EngineConfig().model_dir())
+    assert cal is not None and 0 < cal.min_confidence < 1
+    low, high = ({"mean_log": m, "min_log": m, "log_tokens": 2.0, "python": 1.0} for m in (-2.0, -0.05))
+    assert cal.probability(high) > cal.probability(low)
+    assert cal.probability({**high, "invented": 1.0}) < cal.probability(high)
+
+
+def test_the_engine_withholds_fills_below_the_bar_and_reports_what_it_considered():
+    from engine import Engine, InfillRequest
+
+    text = "def total(rows):\n    s = 0\n    for r in rows:\n        \n    return s\n"
+    at = text.index("        \n") + 8
+    engine = Engine(EngineConfig.of(threads=1, min_confidence=0.0))
+    engine.start().result()
+    try:
+        offered = engine.infill_sync(InfillRequest(text, at, "python"))
+        engine.reconfigure(EngineConfig.of(threads=1, min_confidence=1.0)).result()
+        withheld = engine.infill_sync(InfillRequest(text, at, "python"))
+    finally:
+        engine.close()
+    assert offered.fills and 0 < offered.fills[0].confidence < 1
+    assert offered.fills[0] in offered.considered
+    assert withheld.fills == () and [f.text for f in withheld.considered] == [f.text for f in offered.considered]

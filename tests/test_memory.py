@@ -1,0 +1,99 @@
+"""Memory held by the server per message (issue 18, item 1): what a storm of edits must not leave behind."""
+
+import ctypes
+import time
+
+import pytest
+
+from engine import Engine, EngineConfig, InfillRequest
+from engine.memory import HeapTrimmer, resident_bytes
+from lsp_server.server import build_server
+
+URI = "file:///memory/doc.py"
+
+
+def _feed(server, method: str, params: dict) -> None:
+    protocol = server.protocol
+    protocol.handle_message(protocol.structure_message({"jsonrpc": "2.0", "method": method, "params": params}))
+
+
+def test_notifications_leave_no_request_futures_behind():
+    """pygls filed a future per didOpen/didChange/didClose under a fresh id and never removed it."""
+    server = build_server()
+    _feed(server, "textDocument/didOpen",
+          {"textDocument": {"uri": URI, "languageId": "python", "version": 1, "text": "x = 1\r\n"}})
+    for version in range(2, 202):
+        _feed(server, "textDocument/didChange", {
+            "textDocument": {"uri": URI, "version": version},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                                "text": "é"}]})
+    assert server.documents.get(URI).text == "é" * 200 + "x = 1\r\n"
+    _feed(server, "textDocument/didClose", {"textDocument": {"uri": URI}})
+    assert server.documents.get(URI) is None
+    assert server.protocol._request_futures == {}
+
+
+def _fragment_heap(libc) -> int:
+    """64 MiB written then freed in the middle of the heap (free() cannot give it back); returns the block
+    left above them, to free afterwards."""
+    size = 64 << 10                              # below glibc's mmap threshold: served from the heap
+    blocks = [libc.malloc(size) for _ in range(1024)]
+    for block in blocks:
+        ctypes.memset(block, 1, size)
+    keep = libc.malloc(size)
+    for block in blocks:
+        libc.free(block)
+    return keep
+
+
+@pytest.fixture
+def libc():
+    if not HeapTrimmer().available:
+        pytest.skip("not glibc: no malloc_trim")
+    lib = ctypes.CDLL(None)
+    lib.malloc.restype, lib.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    lib.free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def test_a_quiet_moment_after_jobs_returns_freed_heap_memory(libc):
+    trimmer = HeapTrimmer()
+    trimmer.job_done()
+    keep = _fragment_heap(libc)
+    before = resident_bytes()
+    trimmer.quiet()
+    after = resident_bytes()
+    libc.free(keep)
+    assert trimmer.trims == 1 and before - after > 32 << 20
+    trimmer.quiet()                              # no job since: nothing to do
+    assert trimmer.trims == 1 and trimmer.wait() is None
+
+
+def test_between_jobs_it_trims_only_past_the_slack(libc):
+    trimmer = HeapTrimmer(slack=16 << 20)
+    trimmer.job_done()
+    trimmer.busy()                               # the first time sets the floor
+    trimmer.job_done()
+    trimmer.busy()
+    assert trimmer.trims == 1                    # nothing grew: no second trim
+    keep = _fragment_heap(libc)
+    trimmer.job_done()
+    before = resident_bytes()
+    trimmer.busy()
+    after = resident_bytes()
+    libc.free(keep)
+    assert trimmer.trims == 2 and before - after > 32 << 20
+
+
+def test_the_engine_trims_once_its_queue_is_quiet():
+    engine = Engine(EngineConfig.of(model="embedded", threads=1))
+    try:
+        engine.start().result(timeout=120)
+        engine.infill_sync(InfillRequest(text="def f(x):\n    return \n", offset=21, language="python"), timeout=120)
+        for _ in range(200):                     # the quiet-moment trim comes half a second after the job
+            if engine.stats()["heap_trims"] >= 1:
+                break
+            time.sleep(0.05)
+        assert engine.stats()["heap_trims"] >= 1
+    finally:
+        engine.close()

@@ -1,0 +1,97 @@
+"""Invented names (engine/names.py): free names a fill reads that the document defines nowhere."""
+
+import pytest
+
+from engine.languages import spec_for
+from engine.names import invented_names
+
+PY = spec_for("python")
+BODY = "import os\nfrom typing import List\n\n\ndef total(rows, *args, key=None, **kw):\n    <>\n    return 0\n"
+
+
+def invented(fill: str, document: str = BODY, language: str = "python") -> list[str]:
+    start = document.index("<>")
+    text = document.replace("<>", "", 1)
+    return invented_names(spec_for(language), text, start, fill)
+
+
+@pytest.mark.parametrize("fill, expected", [
+    ("return row_row_row", ["row_row_row"]),
+    ("return rows", []),
+    ("return self", ["self"]),                         # a plain function has no self
+    ("return len(rows) + sum(args)", []),              # builtins and parameters
+    ("return key or kw", []),
+    ("return os.path.join(a)", ["a"]),                 # the attribute after '.' is never checked
+    ("return os.path.nothing_here", []),
+    ("return [r for r in rows if r]", []),             # comprehension targets bind
+    ("return sorted(rows, key=lambda v: v.x)", []),    # lambda parameters bind
+    ("x: List[int] = []", []),
+    ("y = rows; return y", []),
+    ("return total(rows)", []),                        # the function itself
+    ("return __name__", []),
+    ("return undefined_thing()", ["undefined_thing"]),
+    ("return a + b + a", ["a", "b"]),
+])
+def test_python_free_names(fill, expected):
+    assert invented(fill) == expected
+
+
+def test_self_is_defined_in_a_method_but_not_in_another_function():
+    doc = "class A:\n    def m(self):\n        return 1\n\n\ndef f(x):\n    <>\n"
+    assert invented("return self", doc) == ["self"]
+    method = "class A:\n    def m(self):\n        <>\n"
+    assert invented("return self.counts", method) == []
+
+
+@pytest.mark.parametrize("binding", ["global counter", "nonlocal counter", "counter = 0",
+                                     "import counter", "from m import counter", "for counter in x: pass",
+                                     "with open(p) as counter: pass", "try:\n    pass\nexcept E as counter:\n    pass"])
+def test_every_kind_of_binding_defines(binding):
+    doc = f"def g():\n    x = p = E = 1\n    {binding}\n\n\ndef f():\n    <>\n".replace("\n    ", "\n    ")
+    doc = doc.replace("nonlocal counter", "counter = 2")  # nonlocal needs an enclosing binding to parse
+    assert invented("return counter", doc) == []
+
+
+def test_a_star_import_may_define_anything():
+    assert invented("return whatever", "from os.path import *\n\ndef f():\n    <>\n") == []
+
+
+def test_a_document_that_does_not_parse_reports_nothing():
+    assert invented("return nowhere", "def f(:\n    <>\n") == []
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_crlf_tabs_and_emoji_offsets(eol):
+    doc = f"s = 'é😀'{eol}def f(rows):{eol}\t<>{eol}"
+    assert invented("return rowz", doc) == ["rowz"]
+    assert invented("return rows + s", doc) == []
+    # a name before the fill that is itself undefined is not the fill's fault
+    before = f"x = 'é😀' + nope{eol}def f(rows):{eol}\t<>{eol}"
+    assert invented("return rows", before) == []
+
+
+def test_empty_document_and_empty_fill():
+    assert invented("nothing_defined", "<>") == ["nothing_defined"]
+    assert invented("", "<>") == []
+
+
+@pytest.mark.parametrize("language, document, fill, expected", [
+    ("javascript", "function f(rows) {\n  <>\n}\n", "return rowz;", ["rowz"]),
+    ("javascript", "function f(rows) {\n  <>\n}\n", "return rows.length + Math.max(1, 2);", []),
+    ("javascript", "function f(rows) {\n  <>\n}\n", "const n = rows.length; return n;", []),
+    ("typescript", "function f(rows: number[]): number {\n  <>\n}\n", "return rows.reduce((a, b) => a + b, 0);", []),
+    ("go", "package m\n\nfunc f(rows []int) int {\n\t<>\n}\n", "return len(rowz)", ["rowz"]),
+    ("go", "package m\n\nfunc f(rows []int) int {\n\t<>\n}\n", "n := len(rows); return n", []),
+    ("rust", "fn f(rows: &[i32]) -> usize {\n    <>\n}\n", "rows.len()", []),
+    ("rust", "fn f(rows: &[i32]) -> usize {\n    <>\n}\n", "rowz.len()", ["rowz"]),
+    ("plaintext", "hello <>", "anything", []),
+])
+def test_other_languages(language, document, fill, expected):
+    assert invented(fill, document, language) == expected
+
+
+def test_a_large_document_is_checked_by_words_not_parsed():
+    body = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(12_000)) + "def g(rows):\n    <>\n"
+    assert len(body) > 200_000
+    assert invented("return rowz + f3(rows)", body) == ["rowz"]
+    assert invented("return len(rows).real", body) == []

@@ -1,0 +1,40 @@
+"""What an action says it did (lsp_server/outcome.py) and the minConfidence setting (lsp_server/settings.py)."""
+
+from engine.requests import Completion, HoleFill, HoleKind
+from lsp_server.outcome import describe
+from lsp_server.settings import parse_settings
+
+TEXT = "def f(x):\n    if x > 0\n        pass\n\n\ndef g():\n    pass\n\n\ndef h():\n    ...\n"
+
+
+def completion(*fills: HoleFill) -> Completion:
+    return Completion(tuple(fills), HoleKind.SPAN, 1, 1, 1, 1.0, True)
+
+
+def test_fill_holes_counts_what_it_filled_and_what_it_did_not():
+    holes = [(TEXT.index("        pass"), TEXT.index("        pass") + 13), (TEXT.index("    pass\n\n\ndef h"), 0),
+             (TEXT.index("    ..."), 0)]
+    one = completion(HoleFill(holes[1][0], holes[1][0] + 9, "    return 1\n"))
+    assert describe("fillHoles", TEXT, holes, one) == "filled 1 of 3 holes; 2 had no fill that parses"
+    every = completion(*(HoleFill(s, s, "x\n") for s, _ in holes))
+    assert describe("fillHoles", TEXT, holes, every) == "filled 3 of 3 holes"
+    assert describe("fillHoles", TEXT, holes[:1], every) == "filled 1 of 1 hole"
+
+
+def test_fix_names_the_token_it_inserted_or_deleted():
+    at = TEXT.index(" > 0") + 4
+    assert describe("fixSyntax", TEXT, [], completion(HoleFill(at, at, ":"))) == \
+        "fixed the syntax error: inserted ':' on line 2"
+    assert describe("fixSyntax", TEXT, [], completion(HoleFill(at - 1, at, ""))) == \
+        "fixed the syntax error: deleted '0' on line 2"
+    assert describe("fixSyntax", TEXT, [], completion()) == "no fix that parses was found"
+
+
+def test_min_confidence_setting():
+    settings, problems = parse_settings({"minConfidence": 0.5})
+    assert problems == [] and settings.engine_config().fill.min_confidence == 0.5
+    settings, problems = parse_settings({"minConfidence": None})
+    assert problems == [] and settings.engine_config().fill.min_confidence is None
+    settings, problems = parse_settings({"minConfidence": 2})
+    assert settings.fill.min_confidence is None and "minConfidence" in problems[0]
+    assert parse_settings({"namesRule": False})[0].engine_config().fill.names_rule is False

@@ -1,0 +1,95 @@
+"""Smallest syntax repairs (engine/repair.py): one token inserted or deleted at the error, nothing else touched."""
+
+import pytest
+
+from engine.backends.base import Control
+from engine.config import FillOptions, LoadConfig
+from engine.requests import FixRequest
+from engine.serve import serve
+from engine.languages import spec_for
+from engine.repair import find_repairs, python_error, rank
+from engine.targets import survey
+
+
+def fix(text: str, language: str = "python", backend=None) -> str:
+    """The document after the best repair (no model: the parser's hint and position decide)."""
+    at = _first_error_offset(text, language)
+    spans = survey(text, language, at, at).errors
+    repairs = rank(text, find_repairs(spec_for(language), text, spans),
+                   backend.score_text if backend else None)
+    assert repairs, "no repair found"
+    r = repairs[0]
+    return text[:r.start] + r.new + text[r.end:]
+
+
+def _first_error_offset(text: str, language: str) -> int:
+    if language == "python":
+        line = python_error(text)[0]
+        return sum(len(x) + 1 for x in text.split("\n")[:line - 1])
+    return 0
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_missing_colon_is_inserted_and_nothing_else_changes(eol):
+    text = eol.join(["def f(x):", "    if x > 0", "        return x", "    return 0", ""])
+    assert fix(text) == text.replace("x > 0", "x > 0:")
+
+
+@pytest.mark.parametrize("broken, fixed", [
+    ("def f(a, b):\n    return max(a, b\n", "def f(a, b):\n    return max(a, b)\n"),
+    ("x = [1, 2, 3\ny = 2\n", "x = [1, 2, 3]\ny = 2\n"),
+    ("d = {'a': 1\nprint(d)\n", "d = {'a': 1}\nprint(d)\n"),
+    ("s = 'abc\nprint(s)\n", "s = 'abc'\nprint(s)\n"),
+    ("def f(a):\n    return a)\n", "def f(a):\n    return a\n"),       # a stray token is deleted
+    ("for i in range(3)\n    print(i)\n", "for i in range(3):\n    print(i)\n"),
+    ("\tx = (1 +\n", None),                                             # indentation error: no small repair
+])
+def test_one_token_repairs(broken, fixed):
+    if fixed is None:
+        assert python_error(broken) is not None
+        return
+    assert fix(broken) == fixed
+
+
+def test_emoji_and_tabs_keep_offsets_right():
+    text = "def f(x):\n\ts = '😀é'\n\tif x > 0\n\t\treturn s\n"
+    assert fix(text) == text.replace("x > 0", "x > 0:")
+
+
+def test_other_grammars_use_tree_sitter():
+    js = "function f(a) {\n  return g(a;\n}\n"
+    assert fix(js, "javascript") == "function f(a) {\n  return g(a);\n}\n"
+
+
+def test_only_the_error_lines_are_touched():
+    text = "import os\n\n\ndef f(x):\n    y = [x, x\n    return y\n\n\nz = 1\n"
+    at = text.index("    y =")
+    for r in find_repairs(spec_for("python"), text, survey(text, "python", at, at).errors):
+        assert text.count("\n", 0, r.start) in (3, 4, 5)  # the error's line or its neighbours
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from engine.backends import load_backend
+    return load_backend(LoadConfig(threads=1))
+
+
+def test_the_model_ranks_where_a_closing_parenthesis_goes(backend):
+    # `len(x > 3` parses closed after x or after 3; only the model knows which reads like code
+    text = "def f(x):\n    if len(x > 3:\n        return x\n    return []\n"
+    assert fix(text, backend=backend) == text.replace("len(x > 3:", "len(x) > 3:")
+
+
+def test_fix_syntax_answers_the_smallest_repair_as_one_edit(backend):
+    text = "def f(x):\n    if x > 0\n        return x\n    return x * 2\n"
+    at = text.index("if x")
+    completion = serve(backend, FillOptions(), FixRequest(text, "python", survey(text, "python", at, at).errors),
+                       Control(lambda step: None))
+    assert [(f.start, f.end, f.text) for f in completion.fills] == [(text.index(" > 0") + 4,) * 2 + (":",)]
+
+
+def test_a_repair_that_parses_the_whole_document_beats_one_that_moves_the_error(backend):
+    text = ("\ndef right_angle_triangle(a, b, c)\n    '''\n    Given the lengths of the three sides of a triangle."
+            " Return True if the three\n    sides form a right-angled triangle, False otherwise.\n"
+            "    right_angle_triangle(3, 4, 5) == True\n    '''\n\n    return a*a == b*b + c*c or b*b == a*a + c*c\n")
+    assert fix(text, backend=backend) == text.replace("c)\n", "c):\n", 1)

@@ -1,0 +1,108 @@
+"""Where "Fill holes" looks (engine/holes.py, engine/deliberate.py): the selection, else the function or
+class at the cursor, the file only when asked; a deliberate ``pass``/``...`` is no hole unless selected."""
+
+import pytest
+
+from engine.holes import Source, scoped_blanks
+from engine.languages import spec_for
+from engine.targets import survey
+
+DOC = '''import abc
+from typing import Protocol, overload
+
+
+class Resource:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def read(self):
+        return 1
+
+
+class Error(Exception):
+    pass
+
+
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self):
+        ...
+
+
+class Reader(Protocol):
+    def read(self) -> bytes:
+        ...
+
+
+@overload
+def parse(x: int) -> int: ...
+@overload
+def parse(x: str) -> str: ...
+def parse(x):
+    return x
+
+
+def todo(a, b):
+    pass
+
+
+def cleanup():
+    try:
+        run()
+    except OSError:
+        pass
+'''
+
+
+def labels(start: int, end: int | None = None, whole_file: bool = False, text: str = DOC) -> list[str]:
+    src = Source(spec_for("python"), text)
+    _, blanks = scoped_blanks(src, start, start if end is None else end, whole_file)
+    return [text[b.start:b.end].strip() for b in blanks]
+
+
+def test_deliberate_stubs_are_no_holes_in_the_whole_file():
+    assert labels(0, whole_file=True) == ["pass"]              # only todo()'s body
+    found = scoped_blanks(Source(spec_for("python"), DOC), 0, 0, True)[1]
+    assert [DOC.count("\n", 0, b.start) for b in found] == [DOC.count("\n", 0, DOC.index("def todo")) + 1]
+
+
+@pytest.mark.parametrize("where", ["def __exit__", "class Error", "def area", "def read(self) -> bytes",
+                                   "def parse(x: int)", "except OSError"])
+def test_a_deliberate_stub_is_a_hole_only_when_selected(where):
+    at = DOC.index(where)
+    assert labels(at) == []                                    # the cursor in it: nothing to fill
+    line_end = DOC.index("\n", DOC.index("\n", at) + 1)
+    selected = labels(at, line_end + 1)
+    assert selected in ([], ["pass"], ["..."])
+    if where != "except OSError":                              # `except: pass` is never a hole
+        assert selected
+
+
+def test_the_cursor_in_a_function_without_holes_touches_nothing_else():
+    assert labels(DOC.index("return self")) == []              # not __exit__'s pass, not todo()'s
+    assert labels(DOC.index("return 1")) == []
+
+
+def test_the_cursor_in_the_function_with_the_hole():
+    assert labels(DOC.index("def todo") + 4) == ["pass"]
+
+
+def test_module_level_cursor_fills_nothing_unless_the_file_is_asked_for():
+    at = DOC.index("import abc")
+    assert labels(at) == []
+    assert labels(at, whole_file=True) == ["pass"]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_crlf_and_emoji_documents(eol):
+    text = eol.join(["s = '😀'", "def f():", "\tpass", "class E(Exception):", "\tpass", ""])
+    assert labels(text.index("def f"), text=text) == ["pass"]
+    assert labels(text.index("class E"), text=text) == []
+
+
+def test_survey_offers_no_fill_for_a_cursor_beside_a_deliberate_pass():
+    at = DOC.index("def __exit__")
+    assert survey(DOC, "python", at, at).blanks == ()
