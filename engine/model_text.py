@@ -25,7 +25,7 @@ def _piece(piece: Piece) -> Piece:
 
 
 class ModelText:
-    """``backend`` with its text inputs (token counts, plan pieces, a rewrite's text, the instruction)
+    """``backend`` with its text inputs (token counts, plan pieces, a rewrite's text, the instruction, scored text)
     sanitised by ``model_text``; everything else passes through."""
 
     def __init__(self, backend: Backend):
@@ -33,6 +33,7 @@ class ModelText:
         self.name, self.default_steps = backend.name, backend.default_steps
         self.max_positions, self.searches_lengths = backend.max_positions, backend.searches_lengths
         self.takes_instruction = backend.takes_instruction
+        self.scores_text, self.model_dir = backend.scores_text, backend.model_dir
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(model_text(text))
@@ -41,6 +42,9 @@ class ModelText:
         instruction = model_text(plan.instruction) if plan.instruction else plan.instruction
         return self.backend.fill(replace(plan, pieces=tuple(_piece(p) for p in plan.pieces),
                                          instruction=instruction), control)
+
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        return self.backend.score_text(model_text(prefix), model_text(middle), model_text(suffix))
 
     def stats(self) -> dict[str, object]:
         return self.backend.stats()
