@@ -4,6 +4,7 @@ denoised with both sides fixed, answered as minimal line edits in str offsets.""
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, I
 from .validate import errors_in, fixes_error
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+$")
+log = logging.getLogger(__name__)
 
 
 def rewrite(backend: Backend, config: FillOptions, request: RewriteRequest, control: Control) -> Completion:
@@ -67,20 +69,21 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
     fill that removes the error without adding one wins."""
     t0 = time.perf_counter()
     spec, text = spec_for(request.language), request.text
-    small = smallest_fix(backend, spec, text, request.spans, t0)  # one or two tokens at the error (repair.py)
+    for start, end in request.spans:
+        if not 0 <= start <= end <= len(text):
+            raise EngineError(f"span {start}..{end} is outside the document")
+    fitting = _fitting_spans(backend, config, text, request.spans)  # a span too big for the model is skipped
+    small = smallest_fix(backend, spec, text, tuple(fitting), t0) if fitting else None  # one or two tokens (repair.py)
     if small is not None:
         return small
     steps = forwards = tokens = rejected = 0
     budget = lengths.step_budget(request.steps, config, backend)  # per attempt
-    for start, end in request.spans:
-        if not 0 <= start <= end <= len(text):
-            raise EngineError(f"span {start}..{end} is outside the document")
-        win = window(spec, text, start, end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
+    for (start, end), (slots, budgets) in fitting.items():
         original = text[start:end]
+        win = window(spec, text, start, end, backend.count_tokens, *budgets)
         baseline = errors_in(spec, win.prefix + original + win.suffix)
         if not baseline:
             continue
-        slots = lengths.fix_slots(backend.count_tokens(original))
         for init in (original, None):
             plan = FillPlan((win.prefix, HoleSpec(slots, init=init), win.suffix), steps=budget,
                             threshold=config.threshold)
@@ -94,6 +97,28 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
                                       _ms(t0), True, rejected, backend.name)
                 rejected += 1
     return Completion((), HoleKind.SPAN, steps, forwards, tokens, _ms(t0), True, rejected, backend.name)
+
+
+def _fitting_spans(backend: Backend, config: FillOptions, text: str, spans: tuple[tuple[int, int], ...]
+                   ) -> dict[tuple[int, int], tuple[int, tuple[int, int]]]:
+    """The spans a fix can re-mask within the model's positions, each with its slots and context budgets."""
+    out = {}
+    for start, end in spans:
+        slots = lengths.fix_slots(backend.count_tokens(text[start:end]))
+        budgets = _fix_context(backend, config, slots)
+        if budgets is not None:
+            out[(start, end)] = (slots, budgets)
+    return out
+
+
+def _fix_context(backend: Backend, config: FillOptions, slots: int) -> tuple[int, int] | None:
+    """The prefix and suffix budgets beside a fix of ``slots`` tokens; None (the span is skipped, with a
+    log line) when the span alone is too big for the model's positions."""
+    try:
+        return lengths.context_tokens(backend, config, slots)
+    except EngineError as exc:
+        log.info("fix: span skipped: %s", exc)
+        return None
 
 
 def _ms(t0: float) -> float:

@@ -52,16 +52,18 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
                    spec: LanguageSpec, hole: Hole, t0: float, numbering: Iterator[int]) -> Completion:
     text = request.text
-    win = window(spec, text, hole.start, hole.end, backend.count_tokens, config.prefix_tokens, config.suffix_tokens)
+    original = text[hole.start:hole.end]
+    span_tokens = backend.count_tokens(original) if hole.kind is HoleKind.SPAN else 0
+    slots = lengths.cursor_slots(hole.kind, request.max_tokens, config, span_tokens)
+    # the context is cut to what the model's positions leave beside the hole (a rewrite starts from its text)
+    pre, suf = lengths.context_tokens(backend, config, max(slots, span_tokens if request.rewrite else 0))
+    win = window(spec, text, hole.start, hole.end, backend.count_tokens, pre, suf)
     crlf = uses_crlf(win.prefix, win.suffix)
     if crlf:  # the model reads and writes LF; the user's CRLF comes back on the way out
         win = replace(win, prefix=to_lf(win.prefix), suffix=to_lf(win.suffix))
     line_end = text.find("\n", hole.end)
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
-    original = text[hole.start:hole.end]
     baseline = baseline_errors(spec, win, original) if config.validate else None
-    slots = lengths.cursor_slots(hole.kind, request.max_tokens, config,
-                                 backend.count_tokens(original) if hole.kind is HoleKind.SPAN else 0)
     # A one-line hole is tried at several lengths and the most confident valid fill wins; a block may
     # retry at half the slots. The step budget holds for the whole request, attempts included.
     line_lengths = lengths.line_lengths(hole.kind, request.max_tokens, config, backend)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .backends.base import Backend
 from .config import FillOptions
-from .requests import Hole, HoleKind
+from .requests import EngineError, Hole, HoleKind
 
 # Cursor holes: the largest an INLINE / LINE hole gets (capped by ``max_hole_tokens``).
 _CURSOR_SLOTS = {HoleKind.INLINE: 24, HoleKind.LINE: 32}
@@ -22,6 +22,7 @@ SLOTS_INLINE = 16             # a multi-hole fill's expression hole (``__``)
 SLOTS_STATEMENTS = 48         # a multi-hole fill's body or statement hole
 _MIN_MULTI_SLOTS = 12         # many holes shrink to no fewer slots than this
 _CANVAS_MARGIN = 16           # positions kept free of a multi-hole canvas
+_POSITION_MARGIN = 8          # positions kept free of a one-hole canvas (specials; BPE merges across pieces)
 
 
 def step_budget(request_steps: int | None, options: FillOptions, backend: Backend) -> int:
@@ -83,3 +84,17 @@ def blank_slots(blanks: list[Hole], body: bool, options: FillOptions, backend: B
 def canvas_cap(backend: Backend) -> int:
     """Tokens a multi-hole canvas may take."""
     return backend.max_positions - _CANVAS_MARGIN
+
+
+def context_tokens(backend: Backend, options: FillOptions, hole_tokens: int) -> tuple[int, int]:
+    """Prefix and suffix token budgets beside a hole of ``hole_tokens`` slots: the configured ones, cut in
+    proportion to what the model's positions leave. EngineError when the hole alone does not fit."""
+    room = backend.max_positions - _POSITION_MARGIN - hole_tokens
+    if room < 0:
+        raise EngineError(f"a hole of {hole_tokens} tokens does not fit the model's {backend.max_positions} "
+                          "positions; select less")
+    pre, suf = options.prefix_tokens, options.suffix_tokens
+    if pre + suf <= room:
+        return pre, suf
+    cut = room * pre // (pre + suf)
+    return cut, room - cut

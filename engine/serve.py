@@ -1,24 +1,55 @@
-"""Which engine function serves each request kind, chosen by the request's type (on the engine thread)."""
+"""Which engine function serves each request kind, chosen by the request's type (on the engine thread); a code
+action's edits pass the whole-document check before they leave."""
 
 from __future__ import annotations
+
+import logging
+from dataclasses import replace
 
 from .actions import fix_syntax, rewrite
 from .backends.base import Backend, Control
 from .config import FillOptions
 from .infill import complete
+from .languages import spec_for
+from .model_text import ModelText
 from .multifill import fill_blanks
 from .requests import Completion, FillRequest, FixRequest, InfillRequest, Request, RewriteRequest
+from .validate import edits_keep_parsing
+
+log = logging.getLogger(__name__)
 
 
 def serve(backend: Backend, defaults: FillOptions, request: Request, control: Control) -> Completion:
     """Run ``request`` with its own fill options, else ``defaults`` (the engine's configured ones)."""
     options = request.options or defaults
+    backend = ModelText(backend)  # the model reads no lone surrogate, whichever path the request takes
     if isinstance(request, InfillRequest):
         return complete(backend, options, request, control)
     if isinstance(request, FillRequest):
-        return fill_blanks(backend, options, request, control)
-    if isinstance(request, RewriteRequest):
-        return rewrite(backend, options, request, control)
-    if isinstance(request, FixRequest):
-        return fix_syntax(backend, options, request, control)
-    raise TypeError(f"not an engine request: {type(request).__name__}")
+        completion = fill_blanks(backend, options, request, control)
+    elif isinstance(request, RewriteRequest):
+        completion = rewrite(backend, options, request, control)
+    elif isinstance(request, FixRequest):
+        completion = fix_syntax(backend, options, request, control)
+    else:
+        raise TypeError(f"not an engine request: {type(request).__name__}")
+    return keep_parsing(request, completion) if options.validate else completion
+
+
+def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion) -> Completion:
+    """An action's edits as the whole-document check leaves them: holes one by one (a hole whose fill breaks
+    the document keeps its text), a rewrite or a fix whole or not at all."""
+    spec, text = spec_for(request.language), request.text
+    fixing = isinstance(request, FixRequest)
+    if isinstance(request, FillRequest):
+        kept: list = []
+        for fill in completion.fills:
+            if edits_keep_parsing(spec, text, kept + [fill]):
+                kept.append(fill)
+        fills = tuple(kept)
+    else:
+        fills = completion.fills if edits_keep_parsing(spec, text, completion.fills, fixing) else ()
+    if len(fills) < len(completion.fills):
+        log.info("%d of %d edits left out: the edited document would not parse",
+                 len(completion.fills) - len(fills), len(completion.fills))
+    return replace(completion, fills=fills, rejected=completion.rejected + len(completion.fills) - len(fills))

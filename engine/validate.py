@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from .context import Window
 from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
-from .requests import Hole, HoleKind
+from .requests import Hole, HoleFill, HoleKind
 
 
 def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
@@ -161,3 +161,73 @@ def _assemble(text: str, win: Window, blanks: Sequence[Hole], chosen: Sequence[s
         pos = b.end
     parts.append(win.suffix)
     return "".join(parts)
+
+
+def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill], fixing: bool = False) -> bool:
+    """A code action's edits, checked like an inline fill but on the whole edited document: for Python (under
+    the size limit) its own parser, which must accept the document, or stop at the user's own error (moved by
+    the edits) or, for a fix, past every edit; then, unless Python accepts it outright, the whole document's
+    tree-sitter errors must not grow (for a fix: must shrink)."""
+    edited, spans = _edited(text, fills)
+    if spec.name == "python" and len(edited) <= _PYTHON_CHECK_LIMIT:
+        error = _first_error(edited)
+        if error is None:
+            return True
+        original = _first_error(text)
+        if original is None:
+            return False
+        moved = _moved_line(original[0], text, fills)
+        same = moved is not None and (moved, original[1]) == error
+        past = fixing and all(error[0] > last + 1 for _, last in spans)
+        if not (same or past):
+            return False
+    old_tree, new_tree = parse(spec, text), parse(spec, edited)
+    if old_tree is None or new_tree is None:
+        return True
+    before, after = error_count(old_tree), error_count(new_tree)
+    if after > before or fixing and after == before:
+        return False
+    # as in the window check: no error touching an edit, unless one touched what it replaced already
+    old_errors, new_errors = error_spans(old_tree, nested=False), error_spans(new_tree, nested=False)
+    pos = 0
+    for f in sorted(fills, key=lambda f: f.start):
+        lo, hi = _byte(text, f.start), _byte(text, f.end)
+        if any(s <= hi and e >= lo for s, e in old_errors):
+            continue
+        at = f.start + pos
+        lo = _byte(edited, at)
+        hi = lo + len(f.text.encode("utf-8", "surrogatepass"))
+        if any(s <= hi and e >= lo for s, e in new_errors):
+            return False
+        pos += len(f.text) - (f.end - f.start)
+    return True
+
+
+def _byte(text: str, offset: int) -> int:
+    return len(text[:offset].encode("utf-8", "surrogatepass"))
+
+
+def _edited(text: str, fills: Sequence[HoleFill]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with ``fills`` applied, and each fill's first and last line in it (1-based)."""
+    out, spans, pos, shift = [], [], 0, 0
+    for f in sorted(fills, key=lambda f: f.start):
+        first = text.count("\n", 0, f.start) + 1 + shift
+        spans.append((first, first + f.text.count("\n")))
+        shift += f.text.count("\n") - text.count("\n", f.start, f.end)
+        out += [text[pos:f.start], f.text]
+        pos = f.end
+    out.append(text[pos:])
+    return "".join(out), spans
+
+
+def _moved_line(line: int, text: str, fills: Sequence[HoleFill]) -> int | None:
+    """Where the original ``line`` (1-based) is after the fills; None when a fill replaced it."""
+    moved = line
+    for f in fills:
+        first = text.count("\n", 0, f.start) + 1
+        last = first + text.count("\n", f.start, f.end)
+        if first <= line <= last:
+            return None
+        if last < line:
+            moved += f.text.count("\n") - (last - first)
+    return moved

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -42,6 +42,7 @@ class ActionData:
     range: types.Range
     title: str = ""
     instruction: str | None = None
+    generation: int | None = None  # which didOpen of the document (None: any; a command from the client)
 
     @property
     def spec(self) -> ActionSpec:
@@ -50,6 +51,8 @@ class ActionData:
     def to_json(self) -> dict[str, Any]:
         out = {"action": self.action, "uri": self.uri, "version": self.version,
                "range": range_json(self.range), "title": self.title}
+        if self.generation is not None:
+            out["generation"] = self.generation
         return out if self.instruction is None else {**out, "instruction": self.instruction}
 
     @classmethod
@@ -61,11 +64,13 @@ class ActionData:
                               types.Position(int(r["end"]["line"]), int(r["end"]["character"])))
             name = action or raw["action"]
             instruction = raw.get("instruction")
+            generation = raw.get("generation")
             if name not in SPECS or not isinstance(raw["uri"], str) or not isinstance(raw["version"], int) \
-                    or not (instruction is None or isinstance(instruction, str)):
+                    or not (instruction is None or isinstance(instruction, str)) \
+                    or not (generation is None or isinstance(generation, int)):
                 raise ValueError(name)
             return cls(name, raw["uri"], raw["version"], rng, str(raw.get("title", "")),
-                       instruction.strip() or None if instruction else None)
+                       instruction.strip() or None if instruction else None, generation)
         except (KeyError, TypeError, ValueError) as exc:
             raise JsonRpcInvalidParams(f"not a diffusion-lsp action argument ({exc!r}): {raw!r}") from None
 
@@ -81,8 +86,8 @@ def _plain(value: Any) -> Any:
 class Actions:
     def __init__(self, server: DiffusionServer):
         self.server = server
-        # (action, uri, version, start, end) -> what an action computed while offering found
-        self.ahead: dict[tuple[str, str, int, int, int], Completion] = {}
+        # (action, uri, generation, version, start, end) -> what an action computed while offering found
+        self.ahead: dict[tuple[str, str, int, int, int, int], Completion] = {}
 
     # -- offering --------------------------------------------------------------------------
     async def offer(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
@@ -101,19 +106,32 @@ class Actions:
         invoked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
         offered = []
         for spec in SPECS.values():
-            if not wants(spec.kind) or not spec.offered(found, start, end):
+            if not wants(spec.kind):
                 continue
-            if spec.computed_on_offer:
-                if not (invoked or params.context.only):
-                    continue
-                ahead = await self._compute_ahead(spec, doc, found, start, end)
-                if doc.version != version:
-                    return []
-                if ahead is None or not ahead.fills:
-                    continue
-            offered.append(spec)
-        return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found)))
-                for spec in offered]
+            if await self._offer_one(spec, doc, found, start, end, invoked or bool(params.context.only)):
+                offered.append(spec)
+            if doc.version != version:
+                return []
+        return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found),
+                                        generation=doc.generation)) for spec in offered]
+
+    async def _offer_one(self, spec: ActionSpec, doc: Document, found: Survey, start: int, end: int,
+                         compute: bool) -> bool:
+        """Is ``spec`` offered here? Each action on its own: one that fails (a fix too big for the model)
+        is left out with a log line, and the others are still offered."""
+        try:
+            if not spec.offered(found, start, end):
+                return False
+            if not spec.computed_on_offer:
+                return True
+            if not compute:
+                return False
+            ahead = await self._compute_ahead(spec, doc, found, start, end)
+            return ahead is not None and bool(ahead.fills)
+        except Exception as exc:  # noqa: BLE001 (any one action's failure leaves only that action out)
+            log.warning("%s not offered at %s %d..%d: %s", spec.name, doc.uri, start, end, exc,
+                        exc_info=not isinstance(exc, JsonRpcRequestFailed))
+            return False
 
     async def _compute_ahead(self, spec: ActionSpec, doc: Document, found: Survey, start: int,
                              end: int) -> Completion | None:
@@ -122,7 +140,7 @@ class Actions:
                                        document_key(doc.uri, spec.name)))
         completion = await self._run(doc, request, None)
         if completion is not None and completion.fills:
-            self.ahead[(spec.name, doc.uri, doc.version, start, end)] = completion
+            self.ahead[(spec.name, doc.uri, doc.generation, doc.version, start, end)] = completion
             while len(self.ahead) > _AHEAD_CACHE:
                 self.ahead.pop(next(iter(self.ahead)))
         return completion
@@ -174,8 +192,10 @@ class Actions:
         """The completion for ``data`` on exactly the version it names (else ContentModified)."""
         ls, spec = self.server, data.spec
         doc = _current(ls, data)
+        data = replace(data, generation=doc.generation)  # a reopen while this runs is never edited either
         start, end = sorted((ls.offset_or_error(doc, data.range.start), ls.offset_or_error(doc, data.range.end)))
-        cached = self.ahead.get((spec.name, doc.uri, doc.version, start, end)) if spec.computed_on_offer else None
+        cached = self.ahead.get((spec.name, doc.uri, doc.generation, doc.version, start, end)) \
+            if spec.computed_on_offer else None
         if cached is not None:
             return doc, cached, []
         text = doc.text
@@ -254,6 +274,8 @@ def _current(ls: DiffusionServer, data: ActionData) -> Document:
     if doc.version != data.version or doc.out_of_sync:
         raise JsonRpcContentModified(
             f"{data.uri} is at version {doc.version}, the action was computed for version {data.version}")
+    if data.generation is not None and doc.generation != data.generation:
+        raise JsonRpcContentModified(f"{data.uri} was opened again since the action was offered")
     return doc
 
 

@@ -7,6 +7,7 @@ which also splits at form feeds and U+2028).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -103,6 +104,7 @@ class Document:
     version: int
     text: str
     out_of_sync: bool = False  # a change could not be applied: no edits until a full-text change
+    generation: int = 0        # which didOpen this is: a reopen, even at the same version, is a new one
     _starts: list[int] | None = field(default=None, repr=False)
     _long: dict[tuple[int, str], _LineUnits] = field(default_factory=dict, repr=False)  # for this text only
 
@@ -191,9 +193,10 @@ class Document:
 class DocumentStore:
     def __init__(self) -> None:
         self._docs: dict[str, Document] = {}
+        self._generations = itertools.count(1)
 
     def open(self, item: types.TextDocumentItem) -> Document:
-        doc = Document(item.uri, item.language_id, item.version, item.text)
+        doc = Document(item.uri, item.language_id, item.version, item.text, generation=next(self._generations))
         self._docs[item.uri] = doc
         return doc
 
@@ -220,3 +223,9 @@ class DocumentStore:
 
     def get(self, uri: str) -> Document | None:
         return self._docs.get(uri)
+
+    def moved_on(self, uri: str, generation: int, version: int) -> bool:
+        """Is the text a result was computed for (``generation``'s ``version`` of ``uri``) gone: edited,
+        closed, reopened (even at the same version), or out of sync?"""
+        doc = self._docs.get(uri)
+        return doc is None or doc.generation != generation or doc.version != version or doc.out_of_sync

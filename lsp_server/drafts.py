@@ -60,6 +60,8 @@ class DraftStream:
         self.token, self.title = token, title
         self._last = 0.0
         self._began = False
+        opened = server.documents.get(uri)
+        self.generation = opened.generation if opened is not None else 0
 
     @classmethod
     async def for_action(cls, server: DiffusionServer, uri: str, version: int, action: str, title: str,
@@ -125,6 +127,8 @@ class DraftStream:
 
     def _emit(self, step: int, holes: list[dict[str, Any]], done: bool, kind: str | None = None,
               about: dict[str, Any] | None = None) -> None:
+        if not done and self.server.documents.moved_on(self.uri, self.generation, self.version):
+            return  # a draft of text the client no longer has (edited, or reopened at the same version)
         first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}
         if self.server.settings.server.drafts:
             params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,

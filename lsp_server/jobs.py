@@ -39,10 +39,11 @@ class JobRunner:
         """The completion for ``doc`` as it is now, or None if the model is not ready, the job was
         superseded or cancelled, or the document changed meanwhile. Engine errors propagate."""
         engine = self.server.engine
-        if engine is None or doc.out_of_sync:
+        documents = self.server.documents
+        generation, version = doc.generation, doc.version
+        if engine is None or documents.moved_on(doc.uri, generation, version):
             return None
         request = replace(request, key=request.key or doc.uri, options=self.server.settings.fill)
-        version = doc.version
         job = engine.submit(request, on_draft)
         try:
             completion = await asyncio.wrap_future(job.future)
@@ -59,8 +60,7 @@ class JobRunner:
         except NotReady as exc:
             log.info("no completion: %s", exc)
             return None
-        current = self.server.documents.get(doc.uri)
-        if current is None or current.version != version or current.out_of_sync:
+        if documents.moved_on(doc.uri, generation, version):  # edited, closed or reopened meanwhile
             log.debug("dropping a completion for %s v%s: the document moved on", doc.uri, version)
             return None
         return completion

@@ -100,6 +100,9 @@ class DiffusionProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        if self._server.documents.get(params.text_document.uri) is not None:  # a reopen: the old text's jobs go
+            log.info("%s opened again: its running jobs are cancelled", params.text_document.uri)
+            self._server.on_document_changed(params.text_document.uri)
         self._server.documents.open(params.text_document)
         yield from ()
 

@@ -238,3 +238,190 @@ def test_bad_tcp_options_are_refused(args):
     from tests.wire import SERVER
     done = subprocess.run(SERVER + ["--tcp", "--port", "0", *args], capture_output=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip()
+
+
+# -- lone surrogates near the cursor (the tokenizer took the raw text: TypeError, -32603) -----------------
+
+_CAPS = {"textDocument": {"codeAction": {
+    "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "refactor", "refactor.rewrite"]}},
+    "dataSupport": True, "resolveSupport": {"properties": ["edit"]}}}}
+
+
+def _ready_server(tmp_path, capabilities=None, options=None) -> StdioServer:
+    server = StdioServer(tmp_path / "server.log")
+    wire = server.wire
+    wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": capabilities or {},
+                                        "initializationOptions": {"threads": 1, **(options or {})}}))
+    wire.answer(1)
+    wire.send(notification("initialized", {}))
+    wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                  and m["params"]["state"] == "ready", 120)
+    return server
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _position(text: str, offset: int) -> dict:
+    line = text.count("\n", 0, offset)
+    return {"line": line, "character": _units(text[text.rfind("\n", 0, offset) + 1:offset])}
+
+
+@pytest.mark.parametrize("surrogate", ["\ud83d", "\ude00"], ids=["high", "low"])
+def test_lone_surrogates_near_the_cursor_are_answered(tmp_path, surrogate):
+    text = (f'def area(r):\n    ...\n\n\ndef g(x):\n    s = "{surrogate}"\n    y = (x + 1\n'
+            f'    t = "{surrogate}" + {surrogate}\n    return \n')
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri, rid = server.wire, "file:///surrogates.py", 10
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        first, last = text.index(surrogate), text.rindex(surrogate)
+        cursors = [first, first + 1, last, last + 1, text.index("return ") + 7]  # before and after each
+        for offset in cursors:
+            for method in ("textDocument/inlineCompletion", "textDocument/completion"):
+                rid += 1
+                wire.send(request(rid, method, {"textDocument": {"uri": uri}, "position": _position(text, offset),
+                                                "context": {"triggerKind": 1}}))
+                assert "result" in wire.answer(rid, 120), (method, offset, wire.answer(rid))
+        offered = set()
+        for lo, hi in [(first, first), (last - 3, last + 1), (0, len(text)), (text.index("..."),) * 2,
+                       (text.index("y = ("),) * 2]:
+            rid += 1
+            wire.send(request(rid, "textDocument/codeAction", {
+                "textDocument": {"uri": uri}, "range": {"start": _position(text, lo), "end": _position(text, hi)},
+                "context": {"diagnostics": [], "triggerKind": 1}}))
+            actions = wire.answer(rid, 120)
+            assert "result" in actions, actions
+            for action in actions["result"]:
+                rid += 1
+                wire.send(request(rid, "codeAction/resolve", action))
+                resolved = wire.answer(rid, 120)
+                assert "result" in resolved, resolved  # an edit, or none with the reason shown
+                offered.add(action["data"]["action"])
+        assert offered >= {"rewriteSelection", "fillHoles", "completeBody"}  # and the fix, if the model found one
+        wire.send(request(rid + 1, STATS, {}))
+        stats = wire.answer(rid + 1)["result"]
+        assert stats["failed"] == 0 and stats["jobs"] > 10  # the fix was tried while offering, and failed never
+        assert "TypeError" not in server.log.read_text()
+    finally:
+        server.close()
+
+
+# -- a code action too big for the model (the whole codeAction request failed) ---------------------------
+
+def test_a_fix_too_big_is_left_out_and_the_other_actions_are_offered(tmp_path):
+    text = "def area(r):\n    ...\n\n\n" + "x = f(" * 5000 + "\n"  # the fix's span: 30,000 characters on one line
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri = server.wire, "file:///parens.py"
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        whole = {"start": {"line": 0, "character": 0}, "end": _position(text, len(text))}
+        paren = {"start": _position(text, text.index("x = f(")), "end": _position(text, text.index("x = f("))}
+        wire.send(request(2, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": [], "triggerKind": 1}}))
+        wire.send(request(3, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": paren,
+                                                         "context": {"diagnostics": [], "only": ["quickfix"]}}))
+        offered = wire.answer(2, 120)
+        names = {a["data"]["action"] for a in offered["result"]}
+        assert names >= {"rewriteSelection", "fillHoles"} and "fixSyntax" not in names, offered
+        assert wire.answer(3, 120)["result"] == []  # the fix alone: too big, so not offered, and no error
+        wire.send(request(4, STATS, {}))
+        assert wire.answer(4)["result"]["failed"] == 0
+    finally:
+        server.close()
+
+
+# -- a second didOpen of an open document (an answer for the old text came back with its range) -----------
+
+_SLOW = {"steps": 400, "threshold": 1.5, "validate": False, "drafts": True, "draftIntervalMs": 0}  # a token a step
+OLD = "def f(x):\n" + "    y = x + 1\n" * 60
+NEW = "z = 2\n"  # the old text's ranges lie outside it
+
+
+def _open(wire, uri, text, version=1):
+    wire.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": version, "text": text}}))
+
+
+def _reopen(wire, uri, how):
+    if how == "close-then-reopen":
+        wire.send(notification("textDocument/didClose", {"textDocument": {"uri": uri}}))
+    _open(wire, uri, NEW)  # new text at the same version
+
+
+def _denoising(wire, uri, since):
+    """Until a draft past step 1 for ``uri`` arrived after message ``since``: the job is on the model."""
+    wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                  and m["params"]["uri"] == uri and m["params"]["step"] >= 1 and wire.index(m) >= since, 120)
+
+
+def _inside(rng, text):
+    lines = text.split("\n")
+    return all(p["line"] < len(lines) and p["character"] <= len(lines[p["line"]]) for p in (rng["start"], rng["end"]))
+
+
+@pytest.mark.parametrize("how", ["reopen", "close-then-reopen"])
+def test_a_reopen_during_an_inline_fill_never_answers_with_the_old_range(tmp_path, how):
+    server = _ready_server(tmp_path, options=_SLOW)
+    try:
+        wire, uri = server.wire, "file:///reopened.py"
+        _open(wire, uri, OLD)
+        since = len(wire.messages)
+        wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                  "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))  # a body: 64 slots
+        _denoising(wire, uri, since)
+        _reopen(wire, uri, how)
+        wire.send(request(4, STATS, {}))  # answered once the reopen was handled (messages are handled in order)
+        items = wire.answer(2, 120)["result"]["items"]
+        assert all(_inside(item["range"], NEW) for item in items), items  # none for the old text
+        assert items == []
+        reopened = wire.index(wire.answer(4))
+        assert not [m for m in wire.messages[reopened:] if isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                    and m["params"]["uri"] == uri]  # no draft of the old text after the reopen either
+        wire.send(request(3, STATS, {}))  # after the answer: the engine counted the job by then
+        stats = wire.answer(3)["result"]
+        assert stats["cancelled"] == 1 and stats["last_cancelled_at_step"] >= 1  # the model stopped too
+    finally:
+        server.close()
+
+
+def test_a_reopen_during_a_rewrite_applies_nothing(tmp_path):
+    server = _ready_server(tmp_path, options=_SLOW)
+    try:
+        wire, uri = server.wire, "file:///rewritten.py"
+        _open(wire, uri, OLD)
+        since = len(wire.messages)
+        wire.send(request(2, "workspace/executeCommand", {"command": "diffusion.rewriteSelection", "arguments": [{
+            "uri": uri, "version": 1, "range": {"start": {"line": 1, "character": 0},
+                                                "end": {"line": 61, "character": 0}}}]}))
+        _denoising(wire, uri, since)
+        _reopen(wire, uri, "reopen")
+        done = wire.wait_for(lambda m: isinstance(m, dict) and (m.get("id") == 2 and "method" not in m
+                                                              or m.get("method") == "workspace/applyEdit"), 120)
+        assert done.get("method") != "workspace/applyEdit", done  # the old text's edit was never sent
+        assert done["error"]["code"] == -32801  # ContentModified
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("how", ["reopen", "close-then-reopen"])
+def test_an_action_offered_before_a_reopen_is_not_computed_after_it(tmp_path, how):
+    text = "def area(r):\n    ...\n\n\ndef g():\n    pass\n"
+    server = _ready_server(tmp_path, _CAPS)
+    try:
+        wire, uri = server.wire, "file:///offered.py"
+        _open(wire, uri, text)
+        whole = {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
+        wire.send(request(2, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": [], "triggerKind": 1}}))
+        (fill,) = [a for a in wire.answer(2, 120)["result"] if a["data"]["action"] == "fillHoles"]
+        if how == "close-then-reopen":
+            wire.send(notification("textDocument/didClose", {"textDocument": {"uri": uri}}))
+        _open(wire, uri, text.replace("area", "size").replace("pass", "..."))  # other text, the same version
+        wire.send(request(3, "codeAction/resolve", fill))
+        assert wire.answer(3, 120)["error"]["code"] == -32801  # ContentModified, not an edit for the old text
+    finally:
+        server.close()

@@ -1,0 +1,91 @@
+"""Every code action's edits pass the whole-document check (issue 18 item 7): Python's own parser for Python,
+the whole document's tree-sitter errors for the others; what fails it is never offered or applied."""
+
+import pytest
+
+from engine.languages import spec_for
+from engine.requests import Completion, FillRequest, FixRequest, HoleFill, HoleKind, RewriteRequest
+from engine.serve import keep_parsing
+from engine.validate import edits_keep_parsing
+
+NUM = "class Num:\n    def __mul__(self, other):\n        return 1\n\n    def __rmul__(self, other):\n        return 2\n"
+
+
+def _replace(text: str, old: str, new: str) -> HoleFill:
+    start = text.index(old)
+    return HoleFill(start, start + len(old), new)
+
+
+@pytest.mark.parametrize("old,new,ok", [
+    ("return 1", "return self.__rmul__(other) other", False),  # seen on a real file: two expressions
+    ("return 1", "return print(other", False),                 # an unclosed call
+    ("return 1", "return self.__rmul__(other)", True),
+    ("        return 2\n", "        return 2\n  x = 3\n", False),  # an indentation the parser refuses
+])
+def test_python_edits_are_checked_by_pythons_parser(old, new, ok):
+    assert edits_keep_parsing(spec_for("python"), NUM, [_replace(NUM, old, new)]) is ok
+
+
+BROKEN = "def area(r:\n    return r * r\n\n\ndef g(x):\n    return x\n"
+
+
+@pytest.mark.parametrize("old,new,ok", [
+    ("def area(r:", "def area(r):", True),
+    ("def area(r:\n", "# S:\n# S:\n", False),  # seen on a real file: a def line replaced, its body left indented
+    ("def area(r:", "def area(r:)", False),
+])
+def test_a_fix_must_leave_fewer_errors_and_python_past_its_edit(old, new, ok):
+    assert edits_keep_parsing(spec_for("python"), BROKEN, [_replace(BROKEN, old, new)], fixing=True) is ok
+
+
+def test_with_the_users_own_error_above_an_edit_the_edit_still_may_not_add_one():
+    text = "def f():\n    x = )\n\n\ndef g(x):\n    return x\n"  # the user's error, in another function
+    assert edits_keep_parsing(spec_for("python"), text, [_replace(text, "return x", "return x + 1")])
+    assert not edits_keep_parsing(spec_for("python"), text, [_replace(text, "return x", "return x +")])
+
+
+@pytest.mark.parametrize("language,text,old,new,ok", [
+    ("javascript", "function f(a) {\n  return a;\n}\n", "return a;", "return a + 1;", True),
+    ("javascript", "function f(a) {\n  return a;\n}\n", "return a;", "return (a;", False),
+    ("go", "package m\n\nfunc f(a int) int {\n\treturn a\n}\n", "return a", "return a +", False),
+    ("rust", "fn f(a: i32) -> i32 {\n    a\n}\n", "    a\n", "    a + 1\n", True),
+])
+def test_other_languages_count_the_whole_documents_errors(language, text, old, new, ok):
+    assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
+
+
+def _completion(*fills: HoleFill) -> Completion:
+    return Completion(tuple(fills), HoleKind.BLOCK, 1, 1, 1, 0.0, True)
+
+
+def test_holes_are_kept_one_by_one_and_a_rewrite_or_fix_whole_or_not_at_all():
+    text = "def a():\n    ...\n\n\ndef b():\n    ...\n"
+    first, second = text.index("..."), text.rindex("...")
+    good, bad = HoleFill(first, first + 3, "return 1"), HoleFill(second, second + 3, "return (")
+    fill = keep_parsing(FillRequest(text, "python", ()), _completion(good, bad))
+    assert fill.fills == (good,) and fill.rejected == 1
+    rewrite = keep_parsing(RewriteRequest(text, "python", 0, len(text)), _completion(good, bad))
+    assert rewrite.fills == () and rewrite.rejected == 2
+    broken = text.replace("def b():", "def b(:")
+    at = broken.index("def b(:")
+    fix = keep_parsing(FixRequest(broken, "python", ()), _completion(HoleFill(at, at + 7, "def b(x:")))
+    assert fix.fills == ()  # it removes no error
+
+
+def test_the_benchmark_places_and_what_it_counts():
+    from benchmarks.actions_parse import apply, parses, places, summary
+
+    text = ("import os\n\n\ndef walk(top):\n    names = os.listdir(top)\n    names.sort()\n    names.reverse()\n"
+            "    return len(names)\n")
+    found = {p.name: p for p in places(text, "python")}
+    assert set(found) == {"rewrite", "cursor", "stubbed", "broken"}
+    assert text[found["rewrite"].start:found["rewrite"].end] == "names.sort()\n    names.reverse()"
+    assert parses(found["stubbed"].text, "python") and "    ...\n" in found["stubbed"].text
+    assert not parses(found["broken"].text, "python")
+    assert apply("abc", (HoleFill(0, 1, "x"), HoleFill(2, 3, "yz"))) == "xbyz"
+    rows = [{"file": "f", "action": "fixSyntax", "edits": 1, "parsed_before": False, "parses": True},
+            {"file": "f", "action": "fillHoles", "edits": 1, "parsed_before": False, "parses": False},  # user's error
+            {"file": "f", "action": "rewriteSelection", "edits": 1, "parsed_before": True, "parses": False},
+            {"file": "f", "action": "completeBody", "edits": 0}]
+    counted = summary(rows)
+    assert (counted["counted"], counted["leave_the_file_parsing"], counted["actions_run"]) == (2, 1, 4)
