@@ -199,13 +199,29 @@ def calibration_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def actions_parse_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Code actions on real files: edits that leave the file parsing", "",
+             "| run | actions run | with edits | leave the file parsing | by action (parsing / with edits) |",
+             "|---|--:|--:|--:|---|"]
+    for pair in _pairs(runs):
+        for item in pair:
+            if item is None:
+                continue
+            path, r = item
+            by = ", ".join(f"{name} {a['parsing']}/{a['counted']}" for name, a in r["by_action"].items())
+            lines.append(f"| {_link(path, base)} | {r['actions_run']} | {r['counted']} | "
+                         f"{r['leave_the_file_parsing']} | {by} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
 
 SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_order", order_table),
             ("sweep", sweep_table), ("calibrate", calibration_table), ("actions", actions_table),
-            ("storm", storm_table), ("positions", positions_table))
+            ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:
