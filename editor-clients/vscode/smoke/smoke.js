@@ -89,7 +89,7 @@ async function main() {
     const last = new Map();
     for (const d of decorations) last.set(d.type, d.ranges.length);
     check([...last.values()].every((n) => n === 0), 'drafts cleared once the suggestion arrived');
-    check(/Last suggestion: \d+% likely right/.test(record.tooltip || ''),
+    check(/Last suggestion: <?\d+% likely right/.test(record.tooltip || ''),
       `the status bar tooltip shows the final draft's fillConfidence (${JSON.stringify(record.tooltip)})`);
   }
   // The embedded model follows no instruction (ready status: instructions false): "Rewrite
