@@ -45,7 +45,8 @@ draft.handler = function(err, params, ctx)
       groups[chunk[2]] = true
     end
   end
-  drafts[#drafts + 1] = { done = params.done, painted = draft.visible(bufnr), groups = groups, id = params.id }
+  drafts[#drafts + 1] = { done = params.done, painted = draft.visible(bufnr), groups = groups, id = params.id,
+    fill_confidence = params.fillConfidence }
 end
 
 local events = {}
@@ -144,9 +145,10 @@ end)
 
 H.test('settings pushed with workspace/didChangeConfiguration take effect', function()
   -- The embedded model is weak: without syntax validation it always proposes something,
-  -- which the following tests need.
+  -- which the following tests need; they check the client, not the model's precision, so
+  -- minConfidence 0: no fill is withheld.
   compat.notify(client, 'workspace/didChangeConfiguration',
-    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0, minConfidence = 0 } } })
   H.sleep(200)
   reset_buffer()
   H.ok(suggestion_or_fail(), 'a suggestion')
@@ -272,6 +274,12 @@ H.test('drafts are painted with confidence shades while the suggestion develops,
     H.ok(group:find('^DiffusionDraft') or group == 'Normal', 'shade group ' .. group)
   end
   H.ok(drafts[#drafts].done, 'the last draft is final')
+  local confidence = drafts[#drafts].fill_confidence
+  H.out('     final draft fillConfidence: ' .. tostring(confidence))
+  if type(confidence) == 'number' then
+    H.eq(confidence, status.get(client.id).confidence, 'the final draft\'s fillConfidence is kept')
+    H.ok(dl.status_line():find('% likely right', 1, true), ':DiffusionStatus shows it: ' .. dl.status_line())
+  end
   H.eq(0, #H.marks(bufnr, draft.ns), 'no draft left once the suggestion is shown')
   H.ok(not draft.visible(bufnr), 'draft state cleared')
 end)
@@ -296,6 +304,36 @@ H.test('rewrite with an instruction and the code-action commands run against the
   local lines = H.lines(bufnr)
   H.eq('def double(xs):', lines[1], 'line before the range kept')
   H.eq('print(double([1]))', lines[#lines], 'line after the range kept')
+
+  -- :DiffusionRewrite without an argument asks for an instruction only when the ready status
+  -- said the backend follows one; the embedded model does not (instructions: false).
+  H.eq(false, status.takes_instructions(client.id), 'the embedded model takes no instruction')
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'def double(xs):', '    out = []', '    for x in xs:',
+    '        out.append(2 * x)', '    return out', '', 'print(double([1]))' })
+  local asked, input = 0, vim.ui.input
+  vim.ui.input = function(_, on_confirm)
+    asked = asked + 1
+    on_confirm('use a list comprehension')
+  end
+  local answered, rewrite = false, actions.rewrite
+  actions.rewrite = function(c, b, r, instruction, cb)
+    H.eq(nil, instruction, 'no instruction sent')
+    return rewrite(c, b, r, instruction, function(err)
+      answered = true
+      if cb then
+        cb(err)
+      end
+    end)
+  end
+  local ok, err = pcall(vim.cmd, '2,5DiffusionRewrite')
+  vim.ui.input = input
+  H.ok(ok, tostring(err))
+  H.ok(H.wait(30000, function()
+    return answered
+  end), ':DiffusionRewrite answered')
+  actions.rewrite = rewrite
+  H.eq(0, asked, ':DiffusionRewrite asked for no instruction')
+  H.eq('print(double([1]))', H.lines(bufnr)[#H.lines(bufnr)], 'line after the range kept')
 
   api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'def area(w, h):', '    ...', '', 'print(area(2, 3))' })
   local picked
@@ -416,7 +454,7 @@ H.test('kill -9, an edit while the server is down, :DiffusionRestart: the new se
   vim.cmd('DiffusionRestart')
   client = ready_client(old.id)
   compat.notify(client, 'workspace/didChangeConfiguration',
-    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0, minConfidence = 0 } } })
   -- After the restart: `cc` on line 6 (perimeter's body).
   api.nvim_win_set_cursor(0, { 6, 0 })
   H.feed('cc...<Esc>') -- autoindent keeps the line's indentation
@@ -467,7 +505,7 @@ H.test('a server that dies by itself is shown as failed and restarted, every buf
   client = ready_client(old.id)
   H.ok(dl.statusline():find('✓', 1, true), 'ready again: ' .. dl.statusline())
   compat.notify(client, 'workspace/didChangeConfiguration',
-    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0 } } })
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0, minConfidence = 0 } } })
   H.sleep(200)
   H.eq({ 1, 5, 16 }, rows_of(fill_holes_edits(client)), 'the restarted server has the current text')
   H.eq({ 1 }, rows_of(fill_holes_edits(client, other)), 'and the hidden buffer edited while it was down')

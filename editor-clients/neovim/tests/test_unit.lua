@@ -142,6 +142,11 @@ H.test('config: user options merge over the defaults, settings become camelCase'
   H.eq({ maxHoleTokens = 32, steps = 8, drafts = true }, config.server_settings(opts), 'server settings')
   H.eq(false, config.server_settings(config.merge({ drafts = false })).drafts, 'drafts option')
   H.eq(false, config.server_settings(config.merge({ settings = { drafts = false } })).drafts, 'drafts setting wins')
+  H.eq({ minConfidence = 0.3, namesRule = false, maxAlternatives = 5, drafts = true },
+    config.server_settings(config.merge({ settings = { min_confidence = 0.3, names_rule = false, maxAlternatives = 5 } })),
+    'the trust settings pass through')
+  H.eq(vim.NIL, config.server_settings(config.merge({ settings = { minConfidence = vim.NIL } })).minConfidence,
+    'vim.NIL sends null (the calibrated bar)')
 end)
 
 H.test('config: the command resolves on PATH, then in .venv, else reports where it looked', function()
@@ -595,6 +600,25 @@ H.test('status: :DiffusionStatus prints one clean line', function()
     status.describe(status.get(9001)), 'says why and what next')
   status.exited(9002, 0, 0, false)
   H.eq('diffusion ■', status.statusline(9002), 'stopped on request')
+end)
+
+H.test('status: rewrite instructions only when ready says so; the last fillConfidence in :DiffusionStatus', function()
+  local status = require('diffusion_lsp.status')
+  H.eq(false, status.takes_instructions(9010), 'unknown client')
+  status.handler(nil, { state = 'ready', model = 'embedded', message = 'embedded ready', instructions = false }, { client_id = 9010 })
+  H.eq(false, status.takes_instructions(9010), 'instructions: false')
+  status.handler(nil, { state = 'ready', model = 'embedded', message = '' }, { client_id = 9010 })
+  H.eq(false, status.takes_instructions(9010), 'absent means no')
+  status.handler(nil, { state = 'ready', model = '/dg', message = '', instructions = true }, { client_id = 9011 })
+  H.eq(true, status.takes_instructions(9011), 'instructions: true')
+  status.handler(nil, { state = 'loading', model = '/dg', message = '', instructions = true }, { client_id = 9011 })
+  H.eq(false, status.takes_instructions(9011), 'not while loading')
+  status.suggestion(9010, 0.4249)
+  H.eq('diffusion-lsp: ready (model embedded); last suggestion 42% likely right', status.describe(status.get(9010)), 'with confidence')
+  status.suggestion(9010, 0.001)
+  H.eq('diffusion-lsp: ready (model embedded); last suggestion <1% likely right', status.describe(status.get(9010)), 'tiny')
+  status.suggestion(9010, vim.NIL)
+  H.eq('diffusion-lsp: ready (model embedded)', status.describe(status.get(9010)), 'unknown confidence: nothing shown')
 end)
 
 H.test('highlight: ghost text has its own group, not the comment colour, and the user can override it', function()

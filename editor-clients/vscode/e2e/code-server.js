@@ -105,6 +105,8 @@ async function main() {
         'diffusionLsp.server.args': ['--log-file', logFile, '-v'],
         // The embedded model is small: without validation it always proposes something.
         'diffusionLsp.validate': false,
+        // The test checks the client, not the model's precision: withhold no fill.
+        'diffusionLsp.minConfidence': 0,
         'diffusionLsp.threads': 1,
         'editor.inlineSuggest.enabled': true,
         'editor.quickSuggestions': { other: false, comments: false, strings: false },

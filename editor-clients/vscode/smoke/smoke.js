@@ -55,6 +55,8 @@ async function main() {
     // The embedded model is weak: without validation it always proposes something.
     'diffusionLsp.validate': false,
     'diffusionLsp.draftIntervalMs': 0,
+    // The test checks the client, not the model's precision: never withhold a fill.
+    'diffusionLsp.minConfidence': 0,
   });
 
   const extension = require('../dist/extension.js');
@@ -87,7 +89,22 @@ async function main() {
     const last = new Map();
     for (const d of decorations) last.set(d.type, d.ranges.length);
     check([...last.values()].every((n) => n === 0), 'drafts cleared once the suggestion arrived');
+    check(/Last suggestion: <?\d+% likely right/.test(record.tooltip || ''),
+      `the status bar tooltip shows the final draft's fillConfidence (${JSON.stringify(record.tooltip)})`);
   }
+  // The embedded model follows no instruction (ready status: instructions false): "Rewrite
+  // selection" runs without asking for one.
+  const asked = [];
+  stub.window.showInputBox = async (options) => { asked.push(options); return 'make it shorter'; };
+  const applied = record.applied.length;
+  record.messages.length = 0;
+  stub.window.activeTextEditor = { document: doc, selection: new stub.Selection(new stub.Position(1, 4), new stub.Position(1, 30)) };
+  await record.commands['diffusionLsp.rewriteSelection']();
+  check(asked.length === 0, 'rewrite selection asks for no instruction when the server takes none');
+  check(!record.messages.some((m) => m[0] === 'error'), `rewrite selection ran without an error (${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  check(record.applied.length > applied || record.messages.some((m) => m[0] === 'info' || m[0] === 'warning'),
+    `the rewrite came back as a workspace edit or a message (${record.applied.length - applied} edits)`);
+  stub.window.activeTextEditor = undefined;
   await extension.deactivate();
 
   // A server that is not there: one error naming the setting, a warning in the status bar.

@@ -6,7 +6,7 @@
 'use strict';
 const path = require('path');
 
-const record = { providers: {}, statusTexts: [], decorations: [], messages: [], commands: {}, missing: new Set(), contexts: {} };
+const record = { providers: {}, statusTexts: [], applied: [], decorations: [], messages: [], commands: {}, missing: new Set(), contexts: {} };
 
 class Disposable {
   constructor(fn) { this._fn = fn; }
@@ -63,6 +63,15 @@ class CancellationTokenSource {
   dispose() {}
 }
 class CancellationError extends Error {}
+class WorkspaceEdit {
+  constructor() { this.edits = []; }
+  replace(uri, range, newText) { this.edits.push({ uri, range, newText }); }
+  insert(uri, position, newText) { this.edits.push({ uri, range: new Range(position, position), newText }); }
+  delete(uri, range) { this.edits.push({ uri, range, newText: '' }); }
+  set(uri, edits) { for (const e of edits || []) this.edits.push({ uri, range: e.range, newText: e.newText }); }
+  get size() { return new Set(this.edits.map((e) => String(e.uri))).size; }
+  entries() { return []; }
+}
 class Generic { constructor(...args) { this.args = args; } }
 class CodeActionKind {
   constructor(value) { this.value = value; }
@@ -123,7 +132,7 @@ const vscode = {
   version: '1.90.0',
   env: { machineId: 'smoke', sessionId: 'smoke', language: 'en', appName: 'smoke', appRoot: '/', uriScheme: 'vscode', remoteName: undefined, uiKind: 1 },
   Disposable, EventEmitter, Position, Range, Selection, Uri, InlineCompletionItem, InlineCompletionList, ThemeColor, MarkdownString,
-  CancellationTokenSource, CancellationError, CodeActionKind, CodeAction,
+  CancellationTokenSource, CancellationError, CodeActionKind, CodeAction, WorkspaceEdit,
   CodeActionTriggerKind: { Invoke: 1, Automatic: 2 },
   StatusBarAlignment: { Left: 1, Right: 2 },
   DecorationRangeBehavior: { OpenOpen: 0, ClosedClosed: 1, OpenClosed: 2, ClosedOpen: 3 },
@@ -138,7 +147,7 @@ const vscode = {
     activeTextEditor: undefined,
     createOutputChannel: (name) => (record.output = outputChannel(name)),
     createStatusBarItem: () => new Proxy({ show() {}, hide() {}, dispose() {} }, {
-      set(target, prop, value) { target[prop] = value; if (prop === 'text') record.statusTexts.push(value); return true; },
+      set(target, prop, value) { target[prop] = value; if (prop === 'text') record.statusTexts.push(value); if (prop === 'tooltip') record.tooltip = value; return true; },
     }),
     createTextEditorDecorationType: (options) => ({ key: `decoration${record.decorations.length}`, options, dispose() {} }),
     showErrorMessage: async (...a) => { record.messages.push(['error', ...a]); return undefined; },
@@ -158,7 +167,7 @@ const vscode = {
     }),
     onDidChangeConfiguration: onDidChangeConfiguration.event,
     getWorkspaceFolder: () => undefined,
-    applyEdit: async () => true,
+    applyEdit: async (edit) => { record.applied.push(edit); return true; },
   }),
   languages: namespace('languages', {
     match: (selector, doc) => ([].concat(selector).some((s) => (typeof s === 'string' ? s : s.language) === doc.languageId) ? 10 : 0),

@@ -32,8 +32,11 @@ function withProgress<T>(title: string, task: () => Promise<T>): Thenable<T> {
   return vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Diffusion: ${title}…` }, task);
 }
 
-/** Asks for an instruction and has the server rewrite the selection (`diffusion.rewriteSelection`). */
-export async function rewriteSelection(getClient: ClientSource): Promise<void> {
+/**
+ * Has the server rewrite the selection (`diffusion.rewriteSelection`). Asks for an instruction
+ * first only when the server's ready status said its backend follows one (`instructions: true`).
+ */
+export async function rewriteSelection(getClient: ClientSource, takesInstructions: () => boolean): Promise<void> {
   const target = activeEditor(getClient);
   if (!target) {
     return;
@@ -43,13 +46,16 @@ export async function rewriteSelection(getClient: ClientSource): Promise<void> {
     void vscode.window.showInformationMessage('Select the code to rewrite first.');
     return;
   }
-  const instruction = await vscode.window.showInputBox({
-    title: 'Rewrite selection',
-    prompt: 'What should change? Leave empty to let the model rewrite it freely.',
-    placeHolder: 'e.g. use a list comprehension',
-  });
-  if (instruction === undefined) {
-    return; // Escape: cancelled.
+  let instruction: string | undefined;
+  if (takesInstructions()) {
+    instruction = await vscode.window.showInputBox({
+      title: 'Rewrite selection',
+      prompt: 'What should change? Leave empty to let the model rewrite it freely.',
+      placeHolder: 'e.g. use a list comprehension',
+    });
+    if (instruction === undefined) {
+      return; // Escape: cancelled.
+    }
   }
   const document = editor.document;
   const argument = rewriteArgument(

@@ -32,6 +32,8 @@ export interface Draft {
   range: ProtocolRange;
   text: string;
   tokens?: DraftToken[];
+  /** On the final (`done`) draft: the fill's estimated probability of being exactly right. */
+  fillConfidence?: number | null;
 }
 
 export type Bucket = 'masked' | 'low' | 'medium' | 'high';

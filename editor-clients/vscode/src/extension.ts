@@ -25,7 +25,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server,
     vscode.commands.registerCommand(SHOW_LOG_COMMAND, () => output.show(true)),
     vscode.commands.registerCommand('diffusionLsp.restart', () => server.restart()),
-    vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () => rewriteSelection(client)),
+    vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () =>
+      rewriteSelection(client, () => status.model.takesInstructions),
+    ),
     vscode.commands.registerCommand('diffusionLsp.fillHoles', () => runAction(client, 'fillHoles')),
     vscode.commands.registerCommand('diffusionLsp.completeBody', () => runAction(client, 'completeBody')),
     vscode.commands.registerCommand('diffusionLsp.fixSyntax', () => runAction(client, 'fixSyntax')),

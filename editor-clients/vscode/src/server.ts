@@ -223,6 +223,9 @@ export class ServerController implements vscode.Disposable {
   private showDraft(client: LanguageClient, params: Parameters<DraftBoard['receive']>[0]): void {
     const uri = client.protocol2CodeConverter.asUri(params.uri);
     const document = vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
+    if (params.done) {
+      this.status.update((model) => model.suggestion(params.fillConfidence));
+    }
     const action = this.board.receive(params, document?.version);
     if (action.kind === 'show') {
       this.drafts.show(action.draft, uri, client.protocol2CodeConverter.asRange(action.draft.range));

@@ -18,6 +18,9 @@ export interface ServerSettings {
   drafts?: boolean;
   draftIntervalMs?: number;
   validate?: boolean;
+  minConfidence?: number;
+  namesRule?: boolean;
+  maxAlternatives?: number;
 }
 
 type Kind = 'string' | 'integer' | 'number' | 'boolean';
@@ -38,6 +41,9 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   drafts: 'boolean',
   draftIntervalMs: 'integer',
   validate: 'boolean',
+  minConfidence: 'number',
+  namesRule: 'boolean',
+  maxAlternatives: 'integer',
 };
 
 function hasKind(value: unknown, kind: Kind): boolean {

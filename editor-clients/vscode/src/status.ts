@@ -9,6 +9,8 @@ export interface ServerStatus {
   state: 'loading' | 'ready' | 'error';
   model: string;
   message: string;
+  /** When ready: whether the backend follows a rewrite instruction. */
+  instructions?: boolean;
 }
 
 export interface StatusView {
@@ -27,14 +29,38 @@ export function isServerStatus(value: unknown): value is ServerStatus {
   return (
     (v.state === 'loading' || v.state === 'ready' || v.state === 'error') &&
     (v.model === undefined || typeof v.model === 'string') &&
-    (v.message === undefined || typeof v.message === 'string')
+    (v.message === undefined || typeof v.message === 'string') &&
+    (v.instructions === undefined || typeof v.instructions === 'boolean')
   );
+}
+
+/** "42%", "<1%" for an estimate that rounds to 0 but is not 0. */
+export function percent(p: number): string {
+  const rounded = Math.round(p * 100);
+  return rounded === 0 && p > 0 ? '<1%' : `${rounded}%`;
 }
 
 export class StatusModel {
   private phase: Phase = 'starting';
   private model = '';
   private message = '';
+  private instructions = false;
+  private confidence: number | null = null;
+
+  /** Whether the server's last ready status said the backend follows rewrite instructions. */
+  get takesInstructions(): boolean {
+    return this.phase === 'ready' && this.instructions;
+  }
+
+  /** The last suggestion's estimated probability of being exactly right (null: unknown). */
+  get fillConfidence(): number | null {
+    return this.confidence;
+  }
+
+  /** A final draft arrived; `confidence` is its `fillConfidence` (null or absent: unknown). */
+  suggestion(confidence: number | null | undefined): void {
+    this.confidence = typeof confidence === 'number' && Number.isFinite(confidence) ? confidence : null;
+  }
 
   get current(): Phase {
     return this.phase;
@@ -55,6 +81,9 @@ export class StatusModel {
   /** A `diffusion/status` notification arrived. */
   serverStatus(status: ServerStatus): void {
     this.model = status.model ?? this.model;
+    if (status.state === 'ready') {
+      this.instructions = status.instructions === true;
+    }
     this.set(status.state, status.message ?? '');
   }
 
@@ -83,6 +112,8 @@ export class StatusModel {
     const model = this.model === '' ? '' : ` (${this.model})`;
     const detail = this.message === '' ? '' : `\n${this.message}`;
     const click = '\nClick to show the log.';
+    const likely =
+      this.confidence === null ? '' : `\nLast suggestion: ${percent(this.confidence)} likely right`;
     switch (this.phase) {
       case 'starting':
         return { text: '$(loading~spin) Diffusion', tooltip: `Starting diffusion-lsp${click}`, severity: 'normal' };
@@ -93,7 +124,7 @@ export class StatusModel {
           severity: 'normal',
         };
       case 'ready':
-        return { text: '$(sparkle) Diffusion', tooltip: `Ready${model}${detail}${click}`, severity: 'normal' };
+        return { text: '$(sparkle) Diffusion', tooltip: `Ready${model}${detail}${likely}${click}`, severity: 'normal' };
       case 'error':
         return { text: '$(error) Diffusion', tooltip: `Error${model}${detail}${click}`, severity: 'error' };
       case 'stopped':
@@ -104,6 +135,9 @@ export class StatusModel {
   }
 
   private set(phase: Phase, message: string): void {
+    if (phase !== 'ready') {
+      this.confidence = null;
+    }
     this.phase = phase;
     this.message = message;
   }

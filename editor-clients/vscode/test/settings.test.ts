@@ -27,6 +27,9 @@ describe('toServerSettings', () => {
       drafts: false,
       draftIntervalMs: 50,
       validate: false,
+      minConfidence: 0.25,
+      namesRule: false,
+      maxAlternatives: 5,
     };
     assert.deepEqual(toServerSettings(reader(values)), { settings: values, rejected: [] });
   });
@@ -42,6 +45,13 @@ describe('toServerSettings', () => {
     );
     assert.deepEqual(settings, { model: 'embedded', drafts: true });
     assert.deepEqual(rejected.sort(), ['drafts', 'steps', 'threads', 'threshold']);
+  });
+
+  it('passes minConfidence 0 (never withhold) and leaves out null (the calibrated bar)', () => {
+    assert.deepEqual(toServerSettings(reader({ minConfidence: 0 })).settings, { minConfidence: 0, drafts: true });
+    assert.deepEqual(toServerSettings(reader({ minConfidence: null })).settings, { drafts: true });
+    const { rejected } = toServerSettings(reader({ minConfidence: '0.5', maxAlternatives: 2.5, namesRule: 1 }));
+    assert.deepEqual(rejected.sort(), ['maxAlternatives', 'minConfidence', 'namesRule']);
   });
 
   it('trims strings', () => {

@@ -3,6 +3,35 @@ import { describe, it } from 'node:test';
 import { isServerStatus, StatusModel } from '../src/status';
 
 describe('StatusModel', () => {
+  it('takes rewrite instructions only when the ready status says instructions: true', () => {
+    const status = new StatusModel();
+    assert.equal(status.takesInstructions, false);
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '', instructions: false });
+    assert.equal(status.takesInstructions, false);
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '' });
+    assert.equal(status.takesInstructions, false, 'absent means no');
+    status.serverStatus({ state: 'ready', model: '/dgemma', message: '', instructions: true });
+    assert.equal(status.takesInstructions, true);
+    status.serverStatus({ state: 'loading', model: '/dgemma', message: '' });
+    assert.equal(status.takesInstructions, false, 'not while loading');
+    assert.equal(isServerStatus({ state: 'ready', model: 'm', message: '', instructions: 'yes' }), false);
+  });
+
+  it('shows the last suggestion\'s fillConfidence in the ready tooltip, nothing when unknown', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '' });
+    status.suggestion(0.4249);
+    assert.equal(status.fillConfidence, 0.4249);
+    assert.equal(status.view().tooltip, 'Ready (embedded)\nLast suggestion: 42% likely right\nClick to show the log.');
+    status.suggestion(0.001);
+    assert.match(status.view().tooltip, /Last suggestion: <1% likely right/);
+    status.suggestion(null);
+    assert.equal(status.view().tooltip, 'Ready (embedded)\nClick to show the log.');
+    status.suggestion(0.9);
+    status.stopped();
+    assert.equal(status.fillConfidence, null, 'forgotten when the server stops');
+  });
+
   it('goes starting -> loading -> ready', () => {
     const status = new StatusModel();
     assert.equal(status.current, 'starting');

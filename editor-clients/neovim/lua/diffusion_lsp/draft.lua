@@ -213,6 +213,9 @@ function M.handler(_, params, ctx)
   if version ~= nil and params.version ~= nil and version ~= params.version then
     return
   end
+  if params.done then
+    require('diffusion_lsp.status').suggestion(ctx.client_id, params.fillConfidence)
+  end
   local id = tostring(params.id)
   local entry = shown[bufnr]
   if entry and (older(id, entry.id) or (entry.id == id and (entry.done or (params.step or 0) < entry.step))) then

@@ -396,6 +396,11 @@ local function rewrite_command(args)
     actions.rewrite(client, bufnr, range, args.args)
     return
   end
+  if not status.takes_instructions(client.id) then
+    -- The backend follows no instruction (its ready status said so): rewrite without asking.
+    actions.rewrite(client, bufnr, range, nil)
+    return
+  end
   vim.ui.input({ prompt = 'Rewrite (empty: let the model choose): ' }, function(instruction)
     if instruction ~= nil then
       actions.rewrite(client, bufnr, range, instruction)

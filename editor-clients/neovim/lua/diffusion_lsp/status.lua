@@ -3,8 +3,11 @@
 local api = vim.api
 local M = {}
 
--- client_id -> { state = 'starting'|'loading'|'ready'|'error'|'failed'|'stopped', model, message }
--- ('error': the server reported a model failure; 'failed': the server process died)
+-- client_id -> { state = 'starting'|'loading'|'ready'|'error'|'failed'|'stopped', model, message,
+--   instructions, confidence }
+-- ('error': the server reported a model failure; 'failed': the server process died;
+-- instructions: the ready status said the backend follows a rewrite instruction;
+-- confidence: the last suggestion's fillConfidence from its final draft, nil when unknown)
 local clients = {}
 local opts = { notify_ready = false }
 
@@ -27,7 +30,8 @@ function M.handler(_, params, ctx)
     return
   end
   local previous = clients[ctx.client_id]
-  clients[ctx.client_id] = { state = params.state, model = params.model or '', message = params.message or '' }
+  clients[ctx.client_id] = { state = params.state, model = params.model or '', message = params.message or '',
+    instructions = params.state == 'ready' and params.instructions == true }
   -- Load failures already reach the user through the server's window/showMessage.
   if params.state == 'ready' and opts.notify_ready and not (previous and previous.state == 'ready') then
     vim.notify('diffusion-lsp: ' .. (params.message or 'ready'), vim.log.levels.INFO)
@@ -57,6 +61,21 @@ function M.note(client_id, note)
   if entry then
     entry.message = entry.message:gsub(';.*$', '') .. '; ' .. note
     changed()
+  end
+end
+
+--- Whether "Rewrite selection" should ask for an instruction: only when `client_id`'s ready
+--- status said `instructions: true`.
+function M.takes_instructions(client_id)
+  local entry = clients[client_id]
+  return entry ~= nil and entry.state == 'ready' and entry.instructions == true
+end
+
+--- A final draft arrived for `client_id`: remember its `fillConfidence` (nil / vim.NIL: unknown).
+function M.suggestion(client_id, confidence)
+  local entry = clients[client_id]
+  if entry then
+    entry.confidence = type(confidence) == 'number' and confidence or nil
   end
 end
 
@@ -92,6 +111,11 @@ function M.describe(entry)
   end
   if extra then
     line = line .. ': ' .. entry.message
+  end
+  if entry.state == 'ready' and type(entry.confidence) == 'number' then
+    local rounded = math.floor(entry.confidence * 100 + 0.5)
+    local shown = (rounded == 0 and entry.confidence > 0) and '<1' or tostring(rounded)
+    line = line .. '; last suggestion ' .. shown .. '% likely right'
   end
   return line
 end
