@@ -132,20 +132,21 @@ def _pairs(runs: list[tuple[Path, dict]]) -> list[tuple[tuple[Path, dict] | None
     return [(by_stem.get(path.stem + "-before"), (path, r)) for path, r in runs if not path.stem.endswith("-before")]
 
 
+def _side_by_side(runs: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
+    """Every result, each right after its ``-before`` sibling when it has one."""
+    return [item for pair in _pairs(runs) for item in pair if item is not None]
+
+
 def storm_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Storm: mixed requests against one server (memory, crashes, stale edits)", "",
              "| run | operations | RSS MiB at 200 / 1,000 / 2,000 | growth 200->2,000 % | crashed | unanswered | stale | "
              "cancelled | content modified |", "|---|--:|---|--:|---|--:|--:|--:|--:|"]
-    for pair in _pairs(runs):
-        for item in pair:
-            if item is None:
-                continue
-            path, r = item
-            rss = {m["after"]: m["rss"] for m in r["memory"]}
-            at = " / ".join(num(rss.get(n)) for n in (200, 1000, 2000))
-            lines.append(f"| {_link(path, base)} | {r['operations']} | {at} | {num(r['growth'].get('200->2000'))} | "
-                         f"{r['crashed']} | {r['unanswered']} | {r['stale']} | {r['cancelled']} | "
-                         f"{r['content_modified']} |")
+    for path, r in _side_by_side(runs):
+        rss = {m["after"]: m["rss"] for m in r["memory"]}
+        at = " / ".join(num(rss.get(n)) for n in (200, 1000, 2000))
+        lines.append(f"| {_link(path, base)} | {r['operations']} | {at} | {num(r['growth'].get('200->2000'))} | "
+                     f"{r['crashed']} | {r['unanswered']} | {r['stale']} | {r['cancelled']} | "
+                     f"{r['content_modified']} |")
     lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
     return lines
 
@@ -203,14 +204,10 @@ def actions_parse_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Code actions on real files: edits that leave the file parsing", "",
              "| run | actions run | with edits | leave the file parsing | by action (parsing / with edits) |",
              "|---|--:|--:|--:|---|"]
-    for pair in _pairs(runs):
-        for item in pair:
-            if item is None:
-                continue
-            path, r = item
-            by = ", ".join(f"{name} {a['parsing']}/{a['counted']}" for name, a in r["by_action"].items())
-            lines.append(f"| {_link(path, base)} | {r['actions_run']} | {r['counted']} | "
-                         f"{r['leave_the_file_parsing']} | {by} |")
+    for path, r in _side_by_side(runs):
+        by = ", ".join(f"{name} {a['parsing']}/{a['counted']}" for name, a in r["by_action"].items())
+        lines.append(f"| {_link(path, base)} | {r['actions_run']} | {r['counted']} | "
+                     f"{r['leave_the_file_parsing']} | {by} |")
     lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
     return lines
 
