@@ -3,7 +3,7 @@
 The settings are the fields of the engine's ``LoadConfig`` (a change reloads the model) and ``FillOptions``
 (sent with every request) and the server's own ``ServerOptions``, each under its camelCase name; nothing
 is copied by hand. Each invalid value falls back to its default and is reported by name, so one typo never
-loses the rest.
+loses the rest. Pushes merge onto the settings held; ``null`` puts a setting back to its default.
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             problems.append(f"unknown setting '{key}'")
             continue
         group, f = found
+        if value is None:  # a pushed null: back to the default (a client's way to say "the user removed it")
+            values[group][f.name] = f.default
+            continue
         try:
             values[group][f.name] = _check(f.name, value, f.default)
         except ValueError as exc:

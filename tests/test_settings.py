@@ -29,3 +29,15 @@ def test_not_an_object():
 def test_engine_config_mapping():
     cfg = parse_settings({"model": "/ckpt", "prefixTokens": 100, "validate": False})[0].engine_config()
     assert cfg.load.model == "/ckpt" and cfg.fill.prefix_tokens == 100 and cfg.fill.validate is False
+
+
+def test_push_merges_and_null_restores_the_default():
+    held, _ = parse_settings({"steps": 6, "minConfidence": 0, "drafts": True, "model": "/ckpt"})
+    pushed, problems = parse_settings({"diffusionLsp": {"steps": 4, "minConfidence": None, "drafts": None,
+                                                        "model": None}}, held)
+    assert problems == []
+    assert pushed.fill.steps == 4                               # changed
+    assert pushed.fill.min_confidence is None                   # removed: the calibrated default again
+    assert pushed.server.drafts is False and pushed.load.model == Settings().load.model
+    kept, _ = parse_settings({"steps": 2}, held)                # keys not pushed keep what was held
+    assert kept.fill.min_confidence == 0 and kept.server.drafts is True

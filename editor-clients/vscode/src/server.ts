@@ -37,6 +37,8 @@ export class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly board = new DraftBoard();
   private readonly restarts = new RestartPolicy();
+  /** The settings the running server was last given (start or push): a key removed since goes as null. */
+  private sent: ServerSettings = {};
 
   constructor(
     private readonly output: vscode.OutputChannel,
@@ -109,7 +111,9 @@ export class ServerController implements vscode.Disposable {
   async pushSettings(): Promise<void> {
     const client = this.running;
     if (client) {
-      await client.sendNotification(DidChangeConfigurationNotification.type, configurationChangeParams(this.readSettings()));
+      const settings = this.readSettings();
+      await client.sendNotification(DidChangeConfigurationNotification.type, configurationChangeParams(settings, this.sent));
+      this.sent = settings;
     }
   }
 
@@ -144,7 +148,7 @@ export class ServerController implements vscode.Disposable {
         { scheme: 'file', language },
         { scheme: 'untitled', language },
       ]),
-      initializationOptions: this.readSettings(),
+      initializationOptions: (this.sent = this.readSettings()),
       outputChannel: this.output,
       // A server that dies is shown as failed and restarted (bounded); the client re-opens every
       // open document in the new one, with its current text.

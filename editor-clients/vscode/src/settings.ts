@@ -97,11 +97,21 @@ export function toServerSettings(read: (key: string) => unknown): {
   return { settings: settings as ServerSettings, rejected };
 }
 
-/** The `workspace/didChangeConfiguration` params the server expects. */
-export function configurationChangeParams(settings: ServerSettings): {
-  settings: { diffusionLsp: ServerSettings };
+/** A settings push: a value, or `null` for a setting the user removed (the server puts its default back). */
+export type ServerSettingsPush = { [K in keyof ServerSettings]?: ServerSettings[K] | null };
+
+/** The `workspace/didChangeConfiguration` params the server expects. The server merges each push onto the
+ * settings it holds, so a key sent before (`previous`) and unset now goes as `null`: its default again. */
+export function configurationChangeParams(settings: ServerSettings, previous: ServerSettings = {}): {
+  settings: { diffusionLsp: ServerSettingsPush };
 } {
-  return { settings: { diffusionLsp: settings } };
+  const cleared: ServerSettingsPush = {};
+  for (const key of Object.keys(previous) as (keyof ServerSettings)[]) {
+    if (!(key in settings)) {
+      cleared[key] = null;
+    }
+  }
+  return { settings: { diffusionLsp: { ...cleared, ...settings } } };
 }
 
 /** Which setting changes need a server restart rather than a configuration push. */

@@ -68,6 +68,12 @@ describe('configurationChangeParams', () => {
   it('wraps the settings in the diffusionLsp section', () => {
     assert.deepEqual(configurationChangeParams({ steps: 4 }), { settings: { diffusionLsp: { steps: 4 } } });
   });
+
+  it('sends null for a setting the user removed, so the server restores its default', () => {
+    assert.deepEqual(configurationChangeParams({ steps: 4 }, { steps: 8, minConfidence: 0, drafts: true }), {
+      settings: { diffusionLsp: { steps: 4, minConfidence: null, drafts: null } },
+    });
+  });
 });
 
 describe('package.json', () => {
