@@ -50,7 +50,7 @@ class StatusReporter:
             self.loop.call_soon_threadsafe(self._on_state, state, error)
 
     def _on_state(self, state: EngineState, error: str | None) -> None:
-        model = self.server.settings.load.model
+        model = self.server.settings.load.engine or self.server.settings.load.model
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
@@ -61,6 +61,14 @@ class StatusReporter:
             engine = self.server.engine
             follows = bool(engine is not None and engine.backend is not None and engine.backend.takes_instruction)
             self._send(STATUS, {"state": "ready", "model": model, "message": message, "instructions": follows})
+        elif state is EngineState.UNREACHABLE:
+            why = (error or "no answer").rstrip(".")
+            self._send(STATUS, {"state": "error", "model": model, "message":
+                                f"{why}; each new request tries it again."})
+            if error != self._reported_error:
+                self._reported_error = error
+                self.server.window_show_message(types.ShowMessageParams(
+                    types.MessageType.Error, f"diffusion-lsp: {why}. Suggestions resume when it answers."))
         elif state is EngineState.FAILED:
             self._end_progress("model failed to load")
             why = (error or "unknown error").rstrip(".")
