@@ -72,3 +72,29 @@ def app_builder(args: dict[str, Any]) -> Any:
     token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else \
         os.environ.get("DIFFUSION_LSP_ENGINE_TOKEN") or None
     return build(TeamOptions.parse(args), token)
+
+
+def start_local(options: TeamOptions, host: str = "127.0.0.1", port: int = 0, num_cpus: int = 2,
+                token: str | None = None) -> str:
+    """Start Ray in this process (a local cluster of ``num_cpus``), deploy ``options`` and return its URL once every
+    replica is ready (tests and benchmarks; ``stop_local`` ends it). ``port`` 0: a free one."""
+    import socket
+
+    import ray
+
+    if not port:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             ignore_reinit_error=True)
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")
+    return f"http://{host}:{port}"
+
+
+def stop_local() -> None:
+    import ray
+
+    serve.shutdown()
+    ray.shutdown()
