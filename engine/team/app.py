@@ -91,10 +91,10 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
             if not isinstance(text, str):
                 raise wire.WireError("text must be a string")
             return JSONResponse({"count": await asyncio.to_thread(denoiser.count_tokens, text)})
-        parts = [data.get(k) for k in ("prefix", "middle", "suffix")]
-        if not all(isinstance(p, str) for p in parts):
+        prefix, middle, suffix = (data.get(k) for k in ("prefix", "middle", "suffix"))
+        if not (isinstance(prefix, str) and isinstance(middle, str) and isinstance(suffix, str)):
             raise wire.WireError("prefix, middle and suffix must be strings")
-        return JSONResponse({"score": await asyncio.to_thread(denoiser.score, *parts)})
+        return JSONResponse({"score": await asyncio.to_thread(denoiser.score, prefix, middle, suffix)})
     except wire.WireError as exc:
         return _error(400, str(exc))
 

@@ -35,7 +35,7 @@ class TeamOptions:
     @classmethod
     def parse(cls, args: dict[str, Any]) -> TeamOptions:
         """From ``serve run`` key=value strings (or typed values); an unknown key is a ValueError."""
-        kinds = {f.name: type(f.default) for f in fields(cls)}
+        kinds: dict[str, Any] = {f.name: type(f.default) for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in args.items():
             key = key.replace("-", "_")

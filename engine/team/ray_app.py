@@ -31,8 +31,8 @@ class TeamEngine:
         self.options = TeamOptions(**options)
         self.token = token
         self.denoiser = Denoiser.load(self.options.load())
-        self._batched.set_max_batch_size(max(1, self.options.max_batch))
-        self._batched.set_batch_wait_timeout_s(self.options.batch_wait_ms / 1000)
+        self._batched.set_max_batch_size(max(1, self.options.max_batch))  # type: ignore[attr-defined]
+        self._batched.set_batch_wait_timeout_s(self.options.batch_wait_ms / 1000)  # type: ignore[attr-defined]
         log.info("replica ready: %s, batches of up to %d", self.options.model, self.options.max_batch)
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
@@ -53,7 +53,8 @@ def build(options: TeamOptions, token: str | None = None) -> Any:
     if options.max_replicas:
         autoscaling = {"min_replicas": options.min_replicas, "max_replicas": options.max_replicas,
                        "target_ongoing_requests": options.target_ongoing_requests}
-    deployment = TeamEngine.options(
+    engine: Any = TeamEngine  # a ray.serve Deployment
+    deployment = engine.options(
         num_replicas="auto" if autoscaling else options.replicas, autoscaling_config=autoscaling,
         ray_actor_options={"num_cpus": options.num_cpus, "num_gpus": options.num_gpus},
         max_ongoing_requests=options.max_ongoing_requests, health_check_period_s=options.health_check_period_s,

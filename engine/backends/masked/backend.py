@@ -239,7 +239,7 @@ class MaskedBackend:
                 return [exc]
         results: list[FillResult | Exception | None] = [None] * len(plans)
         rows: dict[int, _Row] = {}
-        loops: dict[int, Generator] = {}
+        loops: dict[int, Generator[tuple[torch.Tensor, torch.Tensor], torch.Tensor, Denoised]] = {}
         wants: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         for i, (plan, control) in enumerate(zip(plans, controls)):
             try:
@@ -288,7 +288,8 @@ class MaskedBackend:
                 logits = torch.cat([full[b, pos.to(self.device)] for b, (_, _, _, pos) in enumerate(wants)]).cpu()
             return list(logits.split([len(pos) for _, _, _, pos in wants]))
         refresh = bool(self.cache_refresh and step % self.cache_refresh == 0)
-        requests, picks = [], []
+        requests: list[tuple[int, torch.Tensor, torch.Tensor | None]] = []
+        picks: list[torch.Tensor] = []
         for i, row, ids, positions in wants:  # the same passes as ``_stepper``: full, tail (refresh), holes
             lo = min(h.lo for h in row.holes)
             if step == 0:

@@ -1,1 +1,1 @@
-"""A model on a team server (``engine.team``, e.g. a Ray Serve deployment), reached over HTTP(S): only canvases travel."""
+"""A model on a team server (``engine.team``, e.g. on Ray Serve), reached over HTTP(S): only canvases travel."""
