@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from ..backends.remote import wire
-from .service import Collector, Denoiser, Job
+from .service import REPLICA, Collector, Denoiser, Job
 
 log = logging.getLogger(__name__)
 Submit = Callable[[Job], Awaitable[Any]]
@@ -113,6 +113,7 @@ def _stream(job: Job, submit: Submit) -> StreamingResponse:
         _RUNNING.add(task)
         task.add_done_callback(_RUNNING.discard)
         try:
+            yield json.dumps({"event": "start", "replica": REPLICA}) + "\n"
             while True:
                 event = await job.events.get()
                 yield json.dumps(event) + "\n"

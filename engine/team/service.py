@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import queue
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from ..model_text import ModelText, model_plan
 from ..requests import Cancelled
 
 log = logging.getLogger(__name__)
+REPLICA = f"{socket.gethostname()}:{os.getpid()}"  # which process served a fill (the stream's first event)
 
 
 @dataclass
@@ -119,7 +122,7 @@ class Denoiser:
         self.backend.count_tokens("def f():\n    return 1\n")
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counters.__dict__, "running": len(self.running), **self.backend.stats()}
+        return {"replica": REPLICA, **self.counters.__dict__, "running": len(self.running), **self.backend.stats()}
 
     def run_batch(self, jobs: list[Job]) -> None:
         """Denoise ``jobs`` together (one batched forward per step where the backend allows) and finish each

@@ -77,6 +77,7 @@ class RemoteBackend:
         self._local = threading.local()
         self.counters = {"remote_fills": 0, "remote_retries": 0, "remote_failures": 0, "remote_cancels": 0}
         self._tokenizer: Any = None
+        self.replica = ""  # the engine process serving the current (or last) fill
         self.model_dir: Path | None = None
         info = self._info()
         self.name = str(info["name"])
@@ -232,6 +233,8 @@ class RemoteBackend:
                         shown = step
                         control.draft(step, tuple(event["texts"]), tuple(tuple(c) for c in event["confidences"]),
                                       tuple(tuple(p) for p in event["pieces"]))
+                elif kind == "start":
+                    self.replica = str(event.get("replica", ""))
                 elif kind == "result":
                     result = wire.result_from_json(event["result"])
                     if response.readline():  # the stream ends after its result; anything else is a broken peer

@@ -1,7 +1,7 @@
 """The team server's wire format, version 1: JSON for plans, results, drafts and capabilities (no torch here).
 
-``POST /v1/fill`` takes ``{"version", "id", "plan", "drafts"}`` and answers newline-delimited JSON events: one
-``{"event": "step", "step"}`` per denoising step (with ``texts``, ``confidences`` and ``pieces`` when drafts were
+``POST /v1/fill`` takes ``{"version", "id", "plan", "drafts"}`` and answers newline-delimited JSON events:
+``{"event": "start", "replica"}`` (the process serving it), one ``{"event": "step", "step"}`` per denoising step (with ``texts``, ``confidences`` and ``pieces`` when drafts were
 asked for), then ``{"event": "result", "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info``
 answers the capabilities (``info_json``); ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
 ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
