@@ -28,6 +28,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks.metrics import percentile
 from benchmarks.report import envelope, model_info, run_cli, write_result
 
 DATA = Path(__file__).parent / "data" / "code-lines.jsonl.gz"
@@ -41,11 +42,6 @@ def tasks(n: int) -> list[tuple[str, int, str]]:
         by_language.setdefault(row["language"], []).append(row)
     mixed = [r for group in zip(*by_language.values()) for r in group]
     return [(r["prompt"] + r["suffix"], len(r["prompt"]), r["language"]) for r in mixed[:n]]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def run_load(engines: list, work: list[tuple[str, int, str]], fills: int) -> dict:
@@ -81,7 +77,7 @@ def run_load(engines: list, work: list[tuple[str, int, str]], fills: int) -> dic
     return {"fills": len(latencies), "errors": len(errors), "error_examples": errors[:3], "wall_s": round(wall, 2),
             "fills_per_s": round(len(latencies) / wall, 3),
             "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
-            "p95_ms": round(1000 * percentile(latencies, 0.95), 1) if latencies else None}
+            "p95_ms": round(1000 * (percentile(latencies, 95) or 0.0), 1) if latencies else None}
 
 
 def replica_stats(url: str, polls: int = 12) -> dict[str, dict]:
