@@ -56,6 +56,7 @@ class StatusReporter:
             self._reported_error = None
             message = "Suggestions are on." if self._load_began is None else \
                 f"Loaded in {time.monotonic() - self._load_began:.1f} s; suggestions are on."
+            self._load_began = None  # a remote engine answering again is not a load
             # instructions: whether "Rewrite selection" may ask for an instruction (the backend declares
             # ``takes_instruction``; none of today's does, so clients offer no instruction prompt)
             engine = self.server.engine

@@ -270,3 +270,65 @@ def test_engine_settings_are_checked_and_schemes_dispatched():
     except ImportError:
         with pytest.raises(ModelLoadError, match="engine.backends.vllm"):
             open_remote("vllm+http://127.0.0.1:1", LoadConfig())
+
+
+def test_deployment_options_parse_like_serve_run_arguments():
+    from engine.team.options import TeamOptions
+
+    options = TeamOptions.parse({"model": "embedded", "replicas": "3", "kv_cache": "false", "max-batch": "1",
+                                 "target_ongoing_requests": "2.5"})
+    assert (options.replicas, options.kv_cache, options.max_batch, options.target_ongoing_requests) == (3, False, 1,
+                                                                                                          2.5)
+    assert options.load().kv_cache is False
+    with pytest.raises(ValueError, match="unknown option"):
+        TeamOptions.parse({"replics": "2"})
+
+
+def test_the_serve_command_runs_a_plain_team_server(tmp_path):
+    """``diffusion-lsp serve --plain``: the same protocol from the command line; a client with the token fills."""
+    token = tmp_path / "token"
+    token.write_text("cli-token\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port),
+                             "--token-file", str(token), "--max-batch", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()  # printed once it listens
+        assert f"http://127.0.0.1:{port}" in line, proc.stderr.read() if proc.poll() is not None else line
+        engine = engine_for(f"http://127.0.0.1:{port}", engine_token_file=str(token))
+        assert engine.state is EngineState.READY, engine.error
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        engine.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
+
+
+def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):
+    from benchmarks.lsp_client import LspClient, LspResponseError
+
+    first = PlainServer(make_app(denoiser)).start()
+    uri = "file:///unreachable.py"
+    params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
+    with LspClient([sys.executable, "-m", "lsp_server", "-v"]) as client:
+        client.initialize({"engine": first.url, "engineRetries": 0, "minConfidence": 0, "threads": 1})
+        assert client.wait_ready(120)["model"] == first.url
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": CODE}})
+        client.request("textDocument/inlineCompletion", params, 120)
+        first.stop()
+        with pytest.raises(LspResponseError, match="unreachable"):
+            client.request("textDocument/inlineCompletion", params, 120)
+        down = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
+        assert "unreachable" in down["message"] and down["model"] == first.url
+        client.wait_for("window/showMessage", lambda p: "unreachable" in p["message"], 60)
+        again = PlainServer(make_app(denoiser), port=first.port).start()
+        try:
+            client.request("textDocument/inlineCompletion", params, 120)
+            states = [p["state"] for _, m, p in list(client.notifications) if m == "diffusion/status"]
+            assert states[-2:] == ["error", "ready"]
+        finally:
+            again.stop()

@@ -1,9 +1,10 @@
 """The team server's wire format, version 1: JSON for plans, results, drafts and capabilities (no torch here).
 
 ``POST /v1/fill`` takes ``{"version", "id", "plan", "drafts"}`` and answers newline-delimited JSON events:
-``{"event": "start", "replica"}`` (the process serving it), one ``{"event": "step", "step"}`` per denoising step (with ``texts``, ``confidences`` and ``pieces`` when drafts were
-asked for), then ``{"event": "result", "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info``
-answers the capabilities (``info_json``); ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
+``{"event": "start", "replica"}`` (the process serving it), one ``{"event": "step", "step"}`` per denoising
+step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for), then ``{"event": "result",
+"result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the capabilities, the
+tokenizer and the calibration; ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
 ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
 A request with another ``version`` is refused (HTTP 400) rather than misread.
 """
