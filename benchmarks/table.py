@@ -224,6 +224,13 @@ def team_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                          f"{m.get('largest_batch', '-')} |")
     lines.append("")
     for path, r in runs:
+        b = r.get("backend_batching")
+        if b:
+            lines.append(f"Batching in the masked backend alone ({path.stem}; one-line plans, 16 steps, fills/s one by one "
+                         "-> in one batch): " + "; ".join(f"{size} plans {m['one_by_one_fills_per_s']} -> "
+                                                        f"{m['batched_fills_per_s']} ({m['speedup']}x)"
+                                                        for size, m in b.items()) + ".")
+            lines.append("")
         f = r.get("fault")
         if f:
             how = (f"answered ({'a whole fill of the request sent' if f.get('whole_fill_of_the_request') else 'NOT whole'})"

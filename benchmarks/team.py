@@ -9,6 +9,9 @@ team server on a local Ray cluster, ``--replicas`` replicas of the embedded mode
 ``--max-batch``), (3) the same with batching off (batches of one). Per setup: fills per second, p50 / p95 latency
 (submit to answer), the largest batch a replica ran.
 
+Backend: the masked backend alone, ``B`` plans filled one by one against ``fill_many`` (what batching buys
+without the clients, the HTTP hops and Ray's queueing around it).
+
 Fault: against the Ray deployment, a long fill (drafts on) is started; at its first draft the replica serving it
 (named by the stream's ``start`` event) is killed with SIGKILL. The fill is retried on the other replica or fails
 with a clear error (never a partial or stale answer: the result must be a whole fill of the request sent); then
@@ -78,6 +81,35 @@ def run_load(engines: list, work: list[tuple[str, int, str]], fills: int) -> dic
             "fills_per_s": round(len(latencies) / wall, 3),
             "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
             "p95_ms": round(1000 * (percentile(latencies, 95) or 0.0), 1) if latencies else None}
+
+
+def backend_batching(work: list[tuple[str, int, str]], sizes: tuple[int, ...] = (4, 8, 16), rounds: int = 3) -> dict:
+    """The masked backend alone: ``B`` one-line plans (the text around each hole, 8 slots, 16 steps) filled one by
+    one, against ``fill_many`` (one batched forward per step); the best of ``rounds``, same results either way."""
+    from engine.backends.base import Control, FillPlan, HoleSpec
+    from engine.backends.masked.backend import MaskedBackend
+    from engine.config import LoadConfig
+
+    backend = MaskedBackend.load(LoadConfig())
+    plans = [FillPlan((text[max(0, offset - 600):offset], HoleSpec(8, stop_at_newline=True),
+                       text[offset:offset + 200]), 16, 0.0) for text, offset, _ in work]
+    out: dict[str, dict] = {}
+    for size in sizes:
+        batch = plans[:size]
+        alone, together = [], []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            for plan in batch:
+                backend._prefix = None
+                backend.fill(plan, Control(lambda step: None))
+            alone.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            backend.fill_many(batch, [Control(lambda step: None) for _ in batch])
+            together.append(time.perf_counter() - began)
+        out[str(size)] = {"one_by_one_fills_per_s": round(size / min(alone), 2),
+                          "batched_fills_per_s": round(size / min(together), 2),
+                          "speedup": round(min(alone) / min(together), 2)}
+    return out
 
 
 def replica_stats(url: str, polls: int = 12) -> dict[str, dict]:
@@ -165,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         "editors": args.editors, "fills_per_editor": args.fills, "replicas": args.replicas,
         "max_batch": args.max_batch, "ray_cpus": args.num_cpus, "tasks": str(DATA.name)})
     setups: dict[str, dict] = {}
+    result["backend_batching"] = backend_batching(work)
+    print("backend", result["backend_batching"], flush=True)
 
     local = client_engines(1, None)
     run_load(local, work, 1)  # warm-up

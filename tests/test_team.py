@@ -332,3 +332,34 @@ def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(d
             assert states[-2:] == ["error", "ready"]
         finally:
             again.stop()
+
+
+def test_a_cancelled_job_stops_on_its_ray_serve_replica(team_engine):
+    """Through Ray Serve's proxy: the client going away cancels the job on the replica that runs it."""
+    import json
+    import urllib.request
+
+    def replicas(want: int = 2) -> dict:
+        """Each replica's stats (the router spreads the polls over the idle replicas)."""
+        seen: dict = {}
+        deadline = time.monotonic() + 60
+        while len(seen) < want and time.monotonic() < deadline:
+            with urllib.request.urlopen(team_engine + "/v1/stats", timeout=30) as response:
+                stats = json.loads(response.read())
+            seen[stats["replica"]] = stats
+        return seen
+    engine = engine_for(team_engine)
+    before = {name: stats["cancelled"] for name, stats in replicas().items()}
+    first = []
+    job = engine.submit(InfillRequest(CODE, CURSOR, "python", steps=400, max_tokens=64), first.append)
+    deadline = time.monotonic() + 120
+    while not first and time.monotonic() < deadline:
+        time.sleep(0.01)
+    serving = engine.backend.replica
+    job.cancel()
+    with pytest.raises(Cancelled):
+        job.future.result(60)
+    while (now := replicas()[serving])["cancelled"] == before[serving] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now["cancelled"] == before[serving] + 1 and now["running"] == 0
+    engine.close()

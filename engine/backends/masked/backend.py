@@ -248,7 +248,8 @@ class MaskedBackend:
                                          plan.steps, row.threshold, self.order, control.check, row.on_step, row.free)
             except Exception as exc:  # noqa: BLE001 (one bad plan fails alone)
                 results[i] = exc
-        cache = kv_cache_mod.BatchCache(self.model, len(plans)) if self.kv_cache else None
+        sizes = [len(rows[i].canvas) if i in rows else 1 for i in range(len(plans))]
+        cache = kv_cache_mod.BatchCache(self.model, sizes) if self.kv_cache else None
         step = 0
         sent: dict[int, torch.Tensor | None] = dict.fromkeys(loops)
         while loops:
