@@ -80,7 +80,8 @@ class StatusReporter:
                 self.server.window_show_message(types.ShowMessageParams(
                     types.MessageType.Error,
                     f"diffusion-lsp: the model could not be loaded: {error}. Completions are off until the "
-                    f"'model' setting points to a valid checkpoint."))
+                    + ("engine answers and a setting changes." if self.server.settings.load.engine else
+                       "'model' setting points to a valid checkpoint.")))
 
     def _end_progress(self, message: str) -> None:
         if self._token is not None:

@@ -174,9 +174,10 @@ class RemoteBackend:
             info = self._call("GET", "/v1/info")
         except EngineError as exc:
             raise ModelLoadError(str(exc)) from None
-        if not isinstance(info, dict) or info.get("version") != wire.VERSION:
-            raise ModelLoadError(f"the engine at {self.url} speaks wire version {info.get('version')!r}, "
-                                 f"this client {wire.VERSION}")
+        version = info.get("version") if isinstance(info, dict) else None
+        if version != wire.VERSION:
+            raise ModelLoadError(f"the engine at {self.url} speaks wire version {version!r}, this client "
+                                 f"{wire.VERSION} (is it a diffusion-lsp team server?)")
         missing = [k for k in wire.CAPABILITIES if k not in info]
         if missing:
             raise ModelLoadError(f"the engine at {self.url} did not say its {', '.join(missing)}")
