@@ -14,6 +14,9 @@ import time
 
 import pytest
 
+pytest.importorskip("starlette", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
+pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
+
 from engine import Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, InfillRequest, ModelLoadError
 from engine.backends import open_remote
 from engine.backends.base import Control, FillPlan, HoleSpec
