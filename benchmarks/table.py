@@ -212,13 +212,44 @@ def actions_parse_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def team_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Team server: editors sending one-line fills at once", "",
+             "| run | setup | editors x fills | answered | errors | fills/s | p50 ms | p95 ms | largest batch |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        s = r["settings"]
+        for name, m in r["setups"].items():
+            lines.append(f"| {_link(path, base)} | {name} | {s['editors']} x {s['fills_per_editor']} | {m['fills']} | "
+                         f"{m['errors']} | {num(m['fills_per_s'], 2)} | {num(m['p50_ms'], 0)} | {num(m['p95_ms'], 0)} | "
+                         f"{m.get('largest_batch', '-')} |")
+    lines.append("")
+    for path, r in runs:
+        b = r.get("backend_batching")
+        if b:
+            lines.append(f"Batching in the masked backend alone ({path.stem}; one-line plans, 16 steps, fills/s one by one "
+                         "-> in one batch): " + "; ".join(f"{size} plans {m['one_by_one_fills_per_s']} -> "
+                                                        f"{m['batched_fills_per_s']} ({m['speedup']}x)"
+                                                        for size, m in b.items()) + ".")
+            lines.append("")
+        f = r.get("fault")
+        if f:
+            how = (f"answered ({'a whole fill of the request sent' if f.get('whole_fill_of_the_request') else 'NOT whole'})"
+                   if f["result"] == "answered" else f"failed cleanly: {f.get('error', '')}")
+            lines.append(f"Fault ({path.stem}): the replica serving a fill was killed (SIGKILL) at its step "
+                         f"{f['killed_at_step']}; the fill was {how} after {f['retries']} retry(ies), in {f['seconds']} s; "
+                         f"{f['after_answered']} of the {f['after_fills']} fills sent next were answered.")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
 
 SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_order", order_table),
             ("sweep", sweep_table), ("calibrate", calibration_table), ("actions", actions_table),
-            ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table))
+            ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
+            ("team", team_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

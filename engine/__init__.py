@@ -1,10 +1,10 @@
 """diffusion-lsp's engine: syntax-aware context, diffusion backends, one model thread. No LSP in here."""
 
 from .config import EMBEDDED, EngineConfig, FillOptions, LoadConfig
-from .requests import (Cancelled, Completion, Draft, EngineError, FillRequest, FixRequest, Hole, HoleFill, HoleKind,
-                       InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest)
+from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, FillRequest, FixRequest, Hole,
+                       HoleFill, HoleKind, InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest)
 from .worker import Engine, EngineState, Job
 
 __all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineConfig", "EngineError", "EngineState",
-           "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind", "InfillRequest", "Job",
-           "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest"]
+           "EngineUnreachable", "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind",
+           "InfillRequest", "Job", "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest"]

@@ -30,6 +30,11 @@ class LoadConfig:
     cache_refresh: int = 4            # recompute the holes and the text after them every N steps (0: never)
     t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
     t_max: float = 0.0
+    engine: str = ""                  # remote engine URL: http(s):// a team server, vllm+http(s):// vLLM; "" = local
+    engine_token_file: str = ""       # the remote engine's bearer token ("": $DIFFUSION_LSP_ENGINE_TOKEN)
+    engine_ca_file: str = ""          # PEM certificates to trust for an https engine besides the system's
+    engine_timeout: float = 30.0      # seconds to connect, and the longest wait for the engine's next step
+    engine_retries: int = 2           # a fill that failed before an answer is tried again this often (with backoff)
 
     def model_dir(self) -> Path:
         return model_dir(self.model)

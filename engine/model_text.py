@@ -24,6 +24,12 @@ def _piece(piece: Piece) -> Piece:
     return replace(piece, init=model_text(piece.init)) if piece.init else piece
 
 
+def model_plan(plan: FillPlan) -> FillPlan:
+    """``plan`` with its pieces, a rewrite's text and the instruction passed through ``model_text``."""
+    instruction = model_text(plan.instruction) if plan.instruction else plan.instruction
+    return replace(plan, pieces=tuple(_piece(p) for p in plan.pieces), instruction=instruction)
+
+
 class ModelText:
     """``backend`` with its text inputs (token counts, plan pieces, a rewrite's text, the instruction, scored text)
     sanitised by ``model_text``; everything else passes through."""
@@ -39,9 +45,7 @@ class ModelText:
         return self.backend.count_tokens(model_text(text))
 
     def fill(self, plan: FillPlan, control: Control) -> FillResult:
-        instruction = model_text(plan.instruction) if plan.instruction else plan.instruction
-        return self.backend.fill(replace(plan, pieces=tuple(_piece(p) for p in plan.pieces),
-                                         instruction=instruction), control)
+        return self.backend.fill(model_plan(plan), control)
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
         return self.backend.score_text(model_text(prefix), model_text(middle), model_text(suffix))

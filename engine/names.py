@@ -17,6 +17,7 @@ import builtins
 import keyword
 import re
 
+from . import pyparse
 from .languages import LanguageSpec, parse
 
 _PY_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {
@@ -82,7 +83,7 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
 
 def _python(document: str, lo: int, hi: int) -> list[str]:
     try:
-        tree = ast.parse(document)
+        tree = pyparse.parse(document)
     except (SyntaxError, ValueError):
         return []
     lines = _line_starts(document)

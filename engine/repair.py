@@ -16,6 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from . import pyparse
 from .backends.base import Backend
 from .languages import LanguageSpec, error_spans, parse
 from .requests import Completion, HoleFill, HoleKind
@@ -76,7 +77,7 @@ def python_error(text: str) -> tuple[int, str] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(text, "<repair>", "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+            pyparse.compile_ast(text, "<repair>")
     except SyntaxError as e:
         return (e.lineno or 1, e.msg or "")
     except (ValueError, MemoryError, RecursionError):

@@ -182,3 +182,7 @@ class Cancelled(EngineError):
 
 class ModelLoadError(EngineError):
     """The configured model could not be loaded."""
+
+
+class EngineUnreachable(EngineError):
+    """A remote engine (the ``engine`` setting) did not answer after its retries; the next request tries again."""

@@ -4,9 +4,9 @@ multi-hole fill that keeps the file parsing."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Sequence
 
+from . import pyparse
 from .context import Window
 from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
 from .requests import Hole, HoleFill, HoleKind
@@ -45,7 +45,7 @@ def _first_error(document: str) -> tuple[int, str] | None:
     the parser gives up on the nesting (thousands of open brackets: RecursionError, MemoryError, or
     CPython 3.11's SystemError "AST constructor recursion depth mismatch")."""
     try:
-        ast.parse(document)
+        pyparse.parse(document)
         return None
     except (SyntaxError, ValueError) as exc:
         return getattr(exc, "lineno", None) or 0, getattr(exc, "msg", str(exc))

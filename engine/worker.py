@@ -18,7 +18,7 @@ from typing import Any
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
 from .memory import HeapTrimmer
-from .requests import Cancelled, Completion, Draft, EngineError, ModelLoadError, NotReady, Request
+from .requests import Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelLoadError, NotReady, Request
 from .serve import serve
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,11 @@ class EngineState(str, enum.Enum):
     LOADING = "loading"
     READY = "ready"
     FAILED = "failed"
+    UNREACHABLE = "unreachable"   # a remote engine did not answer the last job; the next one tries it again
     CLOSED = "closed"
+
+
+_SERVING = (EngineState.READY, EngineState.UNREACHABLE)  # jobs are taken in these states
 
 
 @dataclass
@@ -103,7 +107,7 @@ class Engine:
     def reconfigure(self, config: EngineConfig, force: bool = False) -> concurrent.futures.Future[None]:
         """Adopt ``config``: its fill options at once; a reload when any load setting changed (or the model is
         not loaded)."""
-        if config.load == self.config.load and not force and self.state is EngineState.READY:
+        if config.load == self.config.load and not force and self.state in _SERVING:
             self.config = config
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
@@ -135,7 +139,7 @@ class Engine:
     # -- requests ---------------------------------------------------------------------------
     def submit(self, request: Request, on_draft: Callable[[Draft], None] | None = None) -> Job:
         job = Job(request, on_draft)
-        if self.state is not EngineState.READY:
+        if self.state not in _SERVING:
             job.future.set_exception(NotReady(self._not_ready_message()))
             return job
         if request.key is not None:
@@ -218,10 +222,17 @@ class Engine:
             counters.steps += completion.steps
             counters.forwards += completion.forwards
             counters.last_elapsed_ms = completion.elapsed_ms
+            if self.state is EngineState.UNREACHABLE:
+                self._set_state(EngineState.READY)
             job.future.set_result(completion)
         except Cancelled as exc:
             counters.cancelled += 1
             counters.last_cancelled_at_step = exc.step
+            job.future.set_exception(exc)
+        except EngineUnreachable as exc:
+            counters.failed += 1
+            log.warning("%s", exc)
+            self._set_state(EngineState.UNREACHABLE, str(exc))
             job.future.set_exception(exc)
         except EngineError as exc:
             counters.failed += 1

@@ -1,5 +1,6 @@
 """Command line: ``diffusion-lsp`` serves LSP (stdio by default, or ``--tcp``); ``diffusion-lsp infill FILE:LINE:COL``
-fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session."""
+fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session;
+``diffusion-lsp serve`` runs a team server (engine/team/) that language servers reach with the ``engine`` setting."""
 
 from __future__ import annotations
 
@@ -95,11 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--model", default="embedded")
     demo.add_argument("--file", default=None, help="a source file to complete in (default: a built-in example)")
     demo.add_argument("--at", default=None, metavar="LINE:COL", help="1-based cursor (default: the example's)")
+    from engine.team.cli import add_arguments as team_arguments
+    team_arguments(sub.add_parser("serve", help="a team server: one model for many editors' language servers "
+                                                "(Ray Serve replicas; --plain: one process)"))
     args = p.parse_args(argv)
     _logging(args.verbose, args.log_file)
     if args.command == "infill":
         from .oneshot import run_infill
         return run_infill(args)
+    if args.command == "serve":
+        from engine.team.cli import run as run_team
+        return run_team(args)
     if args.command == "demo":
         from .demo import run_demo
         return run_demo(args)

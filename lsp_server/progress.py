@@ -50,17 +50,26 @@ class StatusReporter:
             self.loop.call_soon_threadsafe(self._on_state, state, error)
 
     def _on_state(self, state: EngineState, error: str | None) -> None:
-        model = self.server.settings.load.model
+        model = self.server.settings.load.engine or self.server.settings.load.model
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
             message = "Suggestions are on." if self._load_began is None else \
                 f"Loaded in {time.monotonic() - self._load_began:.1f} s; suggestions are on."
+            self._load_began = None  # a remote engine answering again is not a load
             # instructions: whether "Rewrite selection" may ask for an instruction (the backend declares
             # ``takes_instruction``; none of today's does, so clients offer no instruction prompt)
             engine = self.server.engine
             follows = bool(engine is not None and engine.backend is not None and engine.backend.takes_instruction)
             self._send(STATUS, {"state": "ready", "model": model, "message": message, "instructions": follows})
+        elif state is EngineState.UNREACHABLE:
+            why = (error or "no answer").rstrip(".")
+            self._send(STATUS, {"state": "error", "model": model, "message":
+                                f"{why}; each new request tries it again."})
+            if error != self._reported_error:
+                self._reported_error = error
+                self.server.window_show_message(types.ShowMessageParams(
+                    types.MessageType.Error, f"diffusion-lsp: {why}. Suggestions resume when it answers."))
         elif state is EngineState.FAILED:
             self._end_progress("model failed to load")
             why = (error or "unknown error").rstrip(".")
@@ -71,7 +80,8 @@ class StatusReporter:
                 self.server.window_show_message(types.ShowMessageParams(
                     types.MessageType.Error,
                     f"diffusion-lsp: the model could not be loaded: {error}. Completions are off until the "
-                    f"'model' setting points to a valid checkpoint."))
+                    + ("engine answers and a setting changes." if self.server.settings.load.engine else
+                       "'model' setting points to a valid checkpoint.")))
 
     def _end_progress(self, message: str) -> None:
         if self._token is not None:

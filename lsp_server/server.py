@@ -167,7 +167,7 @@ class DiffusionServer(LanguageServer):
         old, self.settings = self.settings, settings
         # Fill options travel with each request; any load setting reloads the model.
         if self.engine is not None and settings.load != old.load:
-            self.status.loading(settings.load.model)
+            self.status.loading(settings.load.engine or settings.load.model)
             self.engine.reconfigure(settings.engine_config())
 
     def document_or_error(self, uri: str) -> Document:
@@ -200,7 +200,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
             ls.warn("invalid settings, defaults used for: " + "; ".join(ls.startup_problems))
         ls.engine = ls.engine_factory(ls.settings.engine_config())
         ls.engine.on_state(ls.status.engine_state_changed)
-        ls.status.loading(ls.settings.load.model)
+        ls.status.loading(ls.settings.load.engine or ls.settings.load.model)
         ls.engine.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

@@ -42,7 +42,9 @@ _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
            "t_max": (0.0, 100.0), "cache_refresh": (0, 1024), "max_hole_tokens": (1, 1024),
            "max_alternatives": (1, 10), "prefix_tokens": (0, 8192), "suffix_tokens": (0, 8192),
-           "debounce_ms": (0, 10_000), "draft_interval_ms": (0, 10_000)}
+           "debounce_ms": (0, 10_000), "draft_interval_ms": (0, 10_000), "engine_timeout": (0.1, 3600.0),
+           "engine_retries": (0, 10)}
+_MAY_BE_EMPTY = frozenset({"engine", "engine_token_file", "engine_ca_file"})  # "": no remote engine / no file
 
 
 def camel(name: str) -> str:
@@ -78,6 +80,11 @@ def _check(name: str, value: Any, default: Any) -> Any:
         if not lo <= value <= hi:
             raise ValueError(f"must be between {lo} and {hi}")
         return kind(value)
+    if name in _MAY_BE_EMPTY and isinstance(value, str):
+        if name == "engine" and value and not value.lower().startswith(("http://", "https://", "vllm+http://",
+                                                                        "vllm+https://")):
+            raise ValueError("must be an http://, https://, vllm+http:// or vllm+https:// URL, or \"\"")
+        return value
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string")
     if name == "dtype" and value not in _DTYPES:

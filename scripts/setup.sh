@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv and installs diffusion-lsp with its test extras, offline-capable and CPU-first:
+# Creates .venv and installs diffusion-lsp with its test, benchmark and team-server (Ray Serve) extras, CPU-first:
 # - torch already importable (a GPU user installed their own): kept as it is;
 # - otherwise, with an NVIDIA GPU visible: the default torch from the package index;
 # - otherwise: torch $TORCH_CPU_VERSION (2.13.0), the CPU wheel on these machines. Elsewhere set
@@ -21,7 +21,7 @@ if ! python -c "import torch" >/dev/null 2>&1; then
     python -m pip install -q "torch==$TORCH_CPU_VERSION"
   fi
 fi
-python -m pip install -q -e ".[test,bench]"
+python -m pip install -q -e ".[test,bench,team]"  # team: Ray Serve, for `diffusion-lsp serve` and its tests
 python -c "import torch, engine, lsp_server; print('diffusion-lsp ready: torch', torch.__version__)"
 
 # Editors start `diffusion-lsp` by name: link it into ~/.local/bin (see scripts/link-editors.sh).

@@ -5,12 +5,31 @@ from pytest_lsp import LanguageClient
 from tests.lsp_session import SERVER, record_notifications, start_session, wait_state
 
 
-@pytest_lsp.fixture(config=SERVER, params=["vscode", "neovim"], scope="module")
+@pytest.fixture(scope="session")
+def team_engine():
+    """A real local Ray cluster with a Ray Serve team server: two replicas of the embedded model (started once)."""
+    try:
+        from engine.team.options import TeamOptions
+        from engine.team.ray_app import start_local, stop_local
+    except ImportError as exc:
+        pytest.skip(f"Ray Serve is not installed ({exc}): pip install 'ray[serve]'")
+    try:
+        url = start_local(TeamOptions(replicas=2, num_cpus=0.5, max_batch=8))
+    except Exception as exc:  # noqa: BLE001 (Ray cannot start here: say why)
+        pytest.skip(f"Ray cannot start on this machine: {type(exc).__name__}: {exc}")
+    yield url
+    stop_local()
+
+
+@pytest_lsp.fixture(config=SERVER, params=["vscode", "neovim", "remote"], scope="module")
 async def client(request, lsp_client: LanguageClient):
-    """A real server on the embedded model, under each editor's capability snapshot."""
+    """A real server on the embedded model, under each editor's capability snapshot; "remote": the server's model
+    is the Ray Serve team server's (the ``engine`` setting), under the VS Code snapshot."""
     record_notifications(lsp_client)
-    await start_session(lsp_client, request.param, {"drafts": True, "draftIntervalMs": 0})
+    remote = {"engine": request.getfixturevalue("team_engine")} if request.param == "remote" else {}
+    snapshot = "vscode" if request.param == "remote" else request.param
+    await start_session(lsp_client, snapshot, {"drafts": True, "draftIntervalMs": 0, **remote})
     await wait_state(lsp_client, "ready")
-    lsp_client.snapshot = request.param
+    lsp_client.snapshot, lsp_client.editor = request.param, snapshot
     yield
     await lsp_client.shutdown_session()

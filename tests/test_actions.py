@@ -266,7 +266,7 @@ def _pick(actions, prefix):
 
 def _edits(client, edit: types.WorkspaceEdit, uri: str, version: int):
     """The text edits of ``edit``, checking it names the version it was computed for when it can."""
-    if client.snapshot == "vscode":  # documentChanges supported: the edit carries the version
+    if client.editor == "vscode":  # documentChanges supported: the edit carries the version
         (change,) = edit.document_changes
         assert change.text_document.uri == uri and change.text_document.version == version
         return list(change.edits)

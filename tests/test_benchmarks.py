@@ -521,3 +521,25 @@ def test_infill_at_fixed_slots_and_without_tests(tmp_path):
         infill.parse_args(["--data", str(data), "--out", "x", "--slots", "0"])
     with pytest.raises(SystemExit):
         infill.parse_args(["--data", str(data), "--out", "x", "--slots", "8", "--via-lsp"])
+
+
+def test_table_renders_the_team_section(tmp_path):
+    setup = {"fills": 100, "errors": 0, "fills_per_s": 6.0, "p50_ms": 2978.4, "p95_ms": 4175.7}
+    (tmp_path / "team.json").write_text(json.dumps({
+        "benchmark": "team", "command": "python -m benchmarks.team", "created": "2026-01-01T00:00:00",
+        "machine": {"cpus": 2, "load_average": [1.0]}, "settings": {"editors": 20, "fills_per_editor": 5},
+        "setups": {"one local engine": setup, "Ray Serve, batching on": {**setup, "largest_batch": 7}},
+        "fault": {"killed_at_step": 1, "result": "answered", "whole_fill_of_the_request": True, "retries": 1,
+                  "seconds": 1.0, "after_fills": 10, "after_answered": 10}}))
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "### Team server" in block
+    assert "| Ray Serve, batching on | 20 x 5 | 100 | 0 | 6.00 | 2978 | 4176 | 7 |" in block
+    assert "10 of the 10 fills sent next were answered" in block
+
+
+def test_team_tasks_mix_the_languages():
+    from benchmarks.team import tasks
+
+    work = tasks(10)
+    assert len(work) == 10 and len({language for _, _, language in work}) == 5
+    assert all(0 < offset < len(text) for text, offset, _ in work)

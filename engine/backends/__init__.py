@@ -45,10 +45,43 @@ def backend_class(kind: str) -> BackendLoader:
     return loader
 
 
+# A remote engine (the ``engine`` setting) by its URL's scheme -> "module:callable(url, load) -> Backend".
+_BY_SCHEME = {
+    "http": "engine.backends.remote.client:RemoteBackend.connect",    # the team server (engine/team/)
+    "https": "engine.backends.remote.client:RemoteBackend.connect",
+    # --- vLLM (issue #17 part 3): the vllm+ schemes are served by engine.backends.vllm, wired here at merge ---
+    "vllm+http": "engine.backends.vllm:open_vllm",
+    "vllm+https": "engine.backends.vllm:open_vllm",
+}
+
+
+def open_remote(url: str, load: LoadConfig) -> Backend:
+    """The backend for a remote engine URL: the one place a URL's scheme picks its backend."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    target = _BY_SCHEME.get(scheme)
+    if target is None:
+        raise ModelLoadError(f"engine {url!r}: the URL must start with one of "
+                             f"{', '.join(s + '://' for s in _BY_SCHEME)}")
+    module, _, name = target.partition(":")
+    try:
+        opener = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            raise ModelLoadError(f"engine {url!r}: this build has no backend for {scheme}:// ({module} "
+                                 f"is missing)") from None
+        raise
+    for part in name.split("."):
+        opener = getattr(opener, part)
+    backend: Backend = opener(url, load)  # type: ignore[operator]
+    return backend
+
+
 def load_backend(config: LoadConfig) -> Backend:
-    """Load the checkpoint named by ``config`` with no network access."""
+    """Load the checkpoint named by ``config`` with no network access, or open its remote ``engine``."""
+    if config.engine:
+        return open_remote(config.engine, config)
     return backend_class(model_type(config)).load(config)
 
 
 __all__ = ["Backend", "Candidate", "Control", "FillPlan", "FillResult", "HoleSpec", "backend_class",
-           "load_backend", "model_type"]
+           "load_backend", "model_type", "open_remote"]

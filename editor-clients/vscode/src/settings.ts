@@ -21,6 +21,11 @@ export interface ServerSettings {
   minConfidence?: number;
   namesRule?: boolean;
   maxAlternatives?: number;
+  engine?: string;
+  engineTokenFile?: string;
+  engineCaFile?: string;
+  engineTimeout?: number;
+  engineRetries?: number;
 }
 
 type Kind = 'string' | 'integer' | 'number' | 'boolean';
@@ -44,6 +49,11 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   minConfidence: 'number',
   namesRule: 'boolean',
   maxAlternatives: 'integer',
+  engine: 'string',
+  engineTokenFile: 'string',
+  engineCaFile: 'string',
+  engineTimeout: 'number',
+  engineRetries: 'integer',
 };
 
 function hasKind(value: unknown, kind: Kind): boolean {

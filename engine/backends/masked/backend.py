@@ -7,7 +7,8 @@ tokens stay fixed. Mask, pad and EOS ids come from the tokenizer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -17,11 +18,23 @@ from ...requests import ModelLoadError
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
 from . import kv_cache as kv_cache_mod
-from .sampler import DEFAULT_THRESHOLD, HoleSlots, denoise
+from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
 
 log = logging.getLogger(__name__)
 DEFAULT_STEPS = 16
 MASK_GLYPH = "▒"
+
+
+@dataclass
+class _Row:
+    """One plan laid out on its canvas, ready to denoise."""
+
+    canvas: torch.Tensor
+    holes: list[HoleSlots]
+    free: torch.Tensor
+    threshold: float
+    on_step: Callable | None
+    context: tuple
 
 
 class MaskedBackend:
@@ -40,6 +53,7 @@ class MaskedBackend:
         self.passes = {"full": 0, "tail": 0, "partial": 0}
         self._prefix: tuple[tuple, kv_cache_mod.Prefix] | None = None  # the last fill's, by its text
         self.mask_id = tokenizer.mask_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.mask_id
         specials = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id}
         self.terminators = torch.tensor(sorted(i for i in specials if i is not None) or [self.mask_id])
         self._term_set = set(self.terminators.tolist())
@@ -206,18 +220,111 @@ class MaskedBackend:
 
     @torch.inference_mode()
     def fill(self, plan: FillPlan, control: Control) -> FillResult:
+        row = self._prepare(plan, control)
+        out = denoise(self._stepper(row.holes, len(row.canvas), row.context), row.canvas, row.holes,
+                      self.terminators, self.newlines, self.suppressed, plan.steps, row.threshold, self.order,
+                      control.check, row.on_step, row.free)
+        return self._result(row, out)
+
+    @torch.inference_mode()
+    def fill_many(self, plans: Sequence[FillPlan], controls: Sequence[Control]) -> list[FillResult | Exception]:
+        """Several plans (from different editors) denoised together: one batched forward per step over every
+        canvas still running, each canvas's loop unchanged (``sampler.denoise_steps``), so each result is the
+        one ``fill`` gives at the same settings. Per plan a ``FillResult`` or the exception that ended it (a
+        ``Cancelled`` stops its row only). One plan is simply ``fill`` (which may reuse the last prefix)."""
+        if len(plans) == 1:
+            try:
+                return [self.fill(plans[0], controls[0])]
+            except Exception as exc:  # noqa: BLE001 (handed back per plan, as for several)
+                return [exc]
+        results: list[FillResult | Exception | None] = [None] * len(plans)
+        rows: dict[int, _Row] = {}
+        loops: dict[int, Generator[tuple[torch.Tensor, torch.Tensor], torch.Tensor, Denoised]] = {}
+        wants: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        for i, (plan, control) in enumerate(zip(plans, controls)):
+            try:
+                rows[i] = row = self._prepare(plan, control)
+                loops[i] = denoise_steps(row.canvas, row.holes, self.terminators, self.newlines, self.suppressed,
+                                         plan.steps, row.threshold, self.order, control.check, row.on_step, row.free)
+            except Exception as exc:  # noqa: BLE001 (one bad plan fails alone)
+                results[i] = exc
+        sizes = [len(rows[i].canvas) if i in rows else 1 for i in range(len(plans))]
+        cache = kv_cache_mod.BatchCache(self.model, sizes) if self.kv_cache else None
+        step = 0
+        sent: dict[int, torch.Tensor | None] = dict.fromkeys(loops)
+        while loops:
+            for i in list(loops):
+                try:
+                    logits = sent[i]
+                    wants[i] = next(loops[i]) if logits is None else loops[i].send(logits)
+                except StopIteration as done:
+                    results[i] = self._result(rows[i], done.value)
+                    del loops[i]
+                except Exception as exc:  # noqa: BLE001 (a cancelled or failed row leaves the batch)
+                    results[i] = exc
+                    del loops[i]
+            if not loops:
+                break
+            live = list(loops)
+            logits_rows = self._batch_logits(cache, [(i, rows[i], *wants[i]) for i in live], step)
+            sent = dict(zip(live, logits_rows))
+            step += 1
+        return [r if r is not None else RuntimeError("no result") for r in results]
+
+    def _batch_logits(self, cache: kv_cache_mod.BatchCache | None, wants: list, step: int) -> list[torch.Tensor]:
+        """One forward for every live row's ``(row index, _Row, ids, positions)``: logits (N_i, V) per row."""
+        if cache is None:  # full forwards over the padded canvases
+            T = max(len(ids) for _, _, ids, _ in wants)
+            batch = torch.full((len(wants), T), self.pad_id, dtype=torch.long)
+            attention = torch.zeros(len(wants), T, dtype=torch.long)
+            for b, (_, _, ids, _) in enumerate(wants):
+                batch[b, :len(ids)], attention[b, :len(ids)] = ids, 1
+            batch, attention = batch.to(self.device), attention.to(self.device)
+            if self._fast:
+                hidden = self.model.model(input_ids=batch, attention_mask=attention).last_hidden_state
+                picked = torch.cat([hidden[b, pos.to(self.device)] for b, (_, _, _, pos) in enumerate(wants)])
+                logits = self.model.decoder(self.model.head(picked)).cpu()
+            else:
+                full = self.model(input_ids=batch, attention_mask=attention).logits
+                logits = torch.cat([full[b, pos.to(self.device)] for b, (_, _, _, pos) in enumerate(wants)]).cpu()
+            return list(logits.split([len(pos) for _, _, _, pos in wants]))
+        refresh = bool(self.cache_refresh and step % self.cache_refresh == 0)
+        requests: list[tuple[int, torch.Tensor, torch.Tensor | None]] = []
+        picks: list[torch.Tensor] = []
+        for i, row, ids, positions in wants:  # the same passes as ``_stepper``: full, tail (refresh), holes
+            lo = min(h.lo for h in row.holes)
+            if step == 0:
+                self.passes["full"] += 1
+                requests.append((i, ids.to(self.device), None))
+                picks.append(positions)
+            elif refresh:
+                self.passes["tail"] += 1
+                requests.append((i, ids.to(self.device), torch.arange(lo, len(ids), device=self.device)))
+                picks.append(positions - lo)
+            else:
+                self.passes["partial"] += 1
+                hole_pos = torch.cat([torch.arange(h.lo, h.hi) for h in row.holes])
+                where = torch.full((len(ids),), -1, dtype=torch.long)
+                where[hole_pos] = torch.arange(len(hole_pos))
+                requests.append((i, ids.to(self.device), hole_pos.to(self.device)))
+                picks.append(where[positions])
+        hidden = cache.forward(requests)
+        picked = torch.cat([h[p.to(self.device)] for h, p in zip(hidden, picks)])
+        logits = self.model.decoder(self.model.head(picked)).cpu()
+        return list(logits.split([len(p) for p in picks]))
+
+    def _prepare(self, plan: FillPlan, control: Control) -> _Row:
         canvas, holes, specs, free = self._layout(plan)
         if any(s.init for s in specs):
             self._renoise(canvas, holes, specs, free)
-        threshold = plan.threshold or DEFAULT_THRESHOLD
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
         # What the first forward's prefix keys and values depend on, bar the holes' lengths.
         context = tuple(p if isinstance(p, str) else ("hole", p.init) for p in plan.pieces) + (self.order,)
-        out = denoise(self._stepper(holes, len(canvas), context), canvas, holes, self.terminators, self.newlines,
-                      self.suppressed,
-                      plan.steps, threshold, self.order, control.check, on_step, free)
+        return _Row(canvas, holes, free, plan.threshold or DEFAULT_THRESHOLD, on_step, context)
+
+    def _result(self, row: _Row, out: Denoised) -> FillResult:
         texts, confs, spans, logps, kept = [], [], [], [], 0
-        for h, end in zip(holes, out.ends):
+        for h, end in zip(row.holes, out.ends):
             toks = out.ids[h.lo:end].tolist()
             while toks and toks[-1] in self._term_set:
                 toks.pop()

@@ -90,3 +90,64 @@ class DualCache:
             cos, sin = rope[layer.attention_type]
             h = self._layer(layer, h, at, idx, cos, sin, full)
         return self.base.final_norm(h)[0]
+
+
+class BatchCache:
+    """``DualCache`` for several canvases at once (``MaskedBackend.fill_many``): row ``r`` of a padded cache per
+    layer holds canvas ``r``'s keys and values; each forward computes each live row's own positions, all rows in
+    one padded batch, and attends to the rows' caches (padding masked)."""
+
+    def __init__(self, model, sizes: list[int]):
+        self.base = model.model
+        self.config = model.config
+        self.window = self.config.sliding_window
+        self.sizes = torch.tensor(sizes)
+        self.T = max(sizes)
+        self.keys: list[torch.Tensor] = []      # per layer (R, heads, T, head_dim), after rotary
+        self.values: list[torch.Tensor] = []
+
+    @torch.inference_mode()
+    def forward(self, rows: list[tuple[int, torch.Tensor, torch.Tensor | None]]) -> list[torch.Tensor]:
+        """Per ``(row, ids, positions)`` (positions None: a full forward of that row) the hidden states (P, H) at
+        those positions. A row's first forward must be a full one."""
+        device = rows[0][1].device
+        ats = [torch.arange(ids.shape[0], device=device) if at is None else at for _, ids, at in rows]
+        lengths = [len(at) for at in ats]
+        live = torch.tensor([row for row, _, _ in rows], device=device)
+        B, P, T = len(rows), max(lengths), self.T
+        tokens = torch.zeros(B, P, dtype=torch.long, device=device)
+        where = torch.zeros(B, P, dtype=torch.long, device=device)
+        for b, ((_, ids, _), pos) in enumerate(zip(rows, ats)):
+            tokens[b, :len(pos)] = ids[pos]
+            where[b, :len(pos)] = pos
+        cols = torch.arange(T, device=device)
+        valid = cols[None, :] < self.sizes.to(device)[live][:, None]                        # (B, T)
+        near = (where[:, :, None] - cols[None, None, :]).abs() <= self.window                # (B, P, T)
+        masks = {"full_attention": valid[:, None, None, :],
+                 "sliding_attention": (near & valid[:, None, :])[:, None]}
+        every = B == len(self.sizes) and bool((live == torch.arange(B, device=device)).all())
+        h = self.base.embeddings(input_ids=tokens)                                          # (B, P, H)
+        rope = {t: self.base.rotary_emb(h, where, t) for t in set(self.config.layer_types)}
+        for idx, layer in enumerate(self.base.layers):
+            cos, sin = rope[layer.attention_type]
+            attn = layer.attn
+            x = layer.attn_norm(h)
+            qkv = attn.Wqkv(x).view(B, P, 3, -1, attn.head_dim)
+            q, k, v = (t.transpose(1, 2) for t in qkv.unbind(dim=-3))                       # (B, heads, P, d)
+            q, k = mb.apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
+            if len(self.keys) <= idx:
+                shape = (len(self.sizes), k.shape[1], T, k.shape[3])
+                self.keys.append(k.new_zeros(shape))
+                self.values.append(v.new_zeros(shape))
+            keys, values = self.keys[idx], self.values[idx]
+            for b, ((row, _, _), pos, n) in enumerate(zip(rows, ats, lengths)):
+                keys[row, :, pos] = k[b, :, :n]                                               # fresh: the row's own
+                values[row, :, pos] = v[b, :, :n]
+            if not every:
+                keys, values = keys[live], values[live]
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=masks[layer.attention_type],
+                                                 scale=attn.head_dim ** -0.5)
+            h = h + attn.Wo(out.transpose(1, 2).reshape(B, P, -1))
+            h = h + layer.mlp(layer.mlp_norm(h))
+        hidden = self.base.final_norm(h)
+        return [hidden[b, :n] for b, n in enumerate(lengths)]

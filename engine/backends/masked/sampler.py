@@ -11,7 +11,7 @@ exactly the leftmost free slot per step: the autoregressive order, for compariso
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 import torch
@@ -52,6 +52,32 @@ def denoise(
     free: torch.Tensor | None = None,
 ) -> Denoised:
     """``ids`` (T,) holds masks in the holes; ``logits_at(ids, positions) -> (N, V)``."""
+    loop = denoise_steps(ids, holes, terminators, newline_tokens, suppressed, steps, threshold, order, check,
+                         on_step, free)
+    try:
+        want = next(loop)
+        while True:
+            want = loop.send(logits_at(*want))
+    except StopIteration as done:
+        return done.value
+
+
+def denoise_steps(
+    ids: torch.Tensor,
+    holes: list[HoleSlots],
+    terminators: torch.Tensor,
+    newline_tokens: torch.Tensor,
+    suppressed: torch.Tensor,
+    steps: int,
+    threshold: float,
+    order: str = "confidence",
+    check: Callable[[int], None] | None = None,
+    on_step: Callable[[int, torch.Tensor, torch.Tensor, list[int], torch.Tensor], None] | None = None,
+    free: torch.Tensor | None = None,
+) -> Generator[tuple[torch.Tensor, torch.Tensor], torch.Tensor, Denoised]:
+    """The loop as a generator: it yields ``(ids, positions)`` before each forward and is sent the logits
+    ``(N, V)`` at those positions; it returns the ``Denoised``. ``denoise`` drives one; the masked backend's
+    ``fill_many`` drives several in lockstep, one batched forward per step for all of them."""
     T = ids.shape[0]
     ids = ids.clone()
     if free is None:
@@ -71,7 +97,7 @@ def denoise(
         if check is not None:
             check(step)
         positions = free.nonzero().squeeze(1)                       # (N,)
-        logits = logits_at(ids, positions).float()                  # (N, V)
+        logits = (yield ids, positions).float()                     # (N, V)
         forwards += 1
         logits[:, suppressed] = -math.inf
         first = torch.isin(positions, torch.tensor([h.lo for h in holes]))

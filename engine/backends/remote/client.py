@@ -1,0 +1,280 @@
+"""``RemoteBackend``: the Backend protocol over HTTP(S) to a team server (``engine.team``), wire format ``wire.py``.
+
+Only canvases travel: the local server keeps documents, tree-sitter, validation, drafts and actions. The engine's
+capabilities, its tokenizer (token counts stay local) and its calibration come once, from ``GET /v1/info``. A fill
+streams one event per step, so a cancelled job is noticed within a step: the connection is closed (the server
+stops the job when its client goes) and ``/v1/cancel`` names it too. A fill is a pure computation, so one that
+failed without an answer (refused connection, a 502/503/504, a stream cut mid-way by a replica that died) is sent
+again after a backoff, up to ``engine_retries`` times; then ``EngineUnreachable``. No document text is logged.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import shutil
+import ssl
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...config import LoadConfig
+from ...requests import Cancelled, EngineError, EngineUnreachable, ModelLoadError
+from ..base import Control, FillPlan, FillResult
+from . import wire
+
+log = logging.getLogger(__name__)
+TOKEN_ENV = "DIFFUSION_LSP_ENGINE_TOKEN"
+_RETRY_STATUS = {502, 503, 504}
+_CUT = (http.client.HTTPException, ConnectionError, TimeoutError, OSError)  # what a dead peer looks like
+
+
+class _Retry(Exception):
+    """Failed without an answer: the request may be sent again."""
+
+
+def read_token(load: LoadConfig) -> str | None:
+    if load.engine_token_file:
+        path = Path(load.engine_token_file).expanduser()
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ModelLoadError(f"cannot read engineTokenFile {path}: {exc.strerror or exc}") from None
+        if not token:
+            raise ModelLoadError(f"engineTokenFile {path} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV) or None
+
+
+class RemoteBackend:
+    """A model on a team server, read through the same protocol as a local one."""
+
+    def __init__(self, url: str, load: LoadConfig, token: str | None = None):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelLoadError(f"engine URL {url!r} must be http://HOST[:PORT][/PATH] or https://...")
+        self.url = url
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port or (443 if self._https else 80)
+        self._base = parts.path.rstrip("/")
+        self._timeout, self._retries = load.engine_timeout, load.engine_retries
+        self._token = token
+        self._ssl: ssl.SSLContext | None = None
+        if self._https:
+            self._ssl = ssl.create_default_context()
+            if load.engine_ca_file:
+                try:
+                    self._ssl.load_verify_locations(str(Path(load.engine_ca_file).expanduser()))
+                except (OSError, ssl.SSLError) as exc:
+                    raise ModelLoadError(f"cannot read engineCaFile {load.engine_ca_file}: {exc}") from None
+        self._conn: http.client.HTTPConnection | None = None
+        self._local = threading.local()
+        self.counters = {"remote_fills": 0, "remote_retries": 0, "remote_failures": 0, "remote_cancels": 0}
+        self._tokenizer: Any = None
+        self.replica = ""  # the engine process serving the current (or last) fill
+        self.model_dir: Path | None = None
+        info = self._info()
+        self.name = str(info["name"])
+        self.default_steps, self.max_positions = int(info["default_steps"]), int(info["max_positions"])
+        self.searches_lengths, self.takes_instruction = bool(info["searches_lengths"]), bool(info["takes_instruction"])
+        self.scores_text = bool(info["scores_text"])
+        self.remote_model = str(info.get("model", ""))
+        if info.get("tokenizer"):
+            from tokenizers import Tokenizer
+            self._tokenizer = Tokenizer.from_str(info["tokenizer"])
+        if info.get("calibration"):  # confidence.json beside "the checkpoint": a private folder of our own
+            self.model_dir = Path(tempfile.mkdtemp(prefix="diffusion-lsp-engine-"))
+            (self.model_dir / "confidence.json").write_text(json.dumps(info["calibration"]), encoding="utf-8")
+
+    @classmethod
+    def connect(cls, url: str, load: LoadConfig) -> RemoteBackend:
+        return cls(url, load, read_token(load))
+
+    # -- transport --------------------------------------------------------------------------
+    def _new_connection(self) -> http.client.HTTPConnection:
+        if self._https:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._ssl)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:  # one kept-alive connection: the engine thread sends one request at a time
+            self._conn = self._new_connection()
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, application/x-ndjson"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return headers
+
+    def _send(self, method: str, path: str, body: Any = None) -> http.client.HTTPResponse:
+        """The response (status 200), or _Retry / EngineError."""
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            conn = self._connection()
+            conn.request(method, self._base + path, body=data, headers=self._headers())
+            response = conn.getresponse()
+        except ssl.SSLCertVerificationError as exc:
+            self._drop()
+            raise EngineError(f"the engine at {self.url} has a certificate this client does not trust: "
+                              f"{exc.verify_message or exc} (set engineCaFile)") from None
+        except _CUT as exc:
+            self._drop()
+            raise _Retry(f"{type(exc).__name__}: {exc}") from None
+        if response.status == 200:
+            return response
+        detail = response.read(2000).decode("utf-8", "replace").strip()
+        self._drop()
+        if response.status in _RETRY_STATUS or response.status == 500 and "replica" in detail.lower():
+            raise _Retry(f"HTTP {response.status}")
+        if response.status == 401:
+            raise EngineError(f"the engine at {self.url} refused the token (set engineTokenFile)")
+        raise EngineError(f"the engine at {self.url} answered HTTP {response.status}: {detail[:300]}")
+
+    def _call(self, method: str, path: str, body: Any = None, check: Any = None) -> Any:
+        """A JSON request/answer with retries (these calls have no side effects)."""
+        last = ""
+        for attempt in range(self._retries + 1):
+            if attempt:
+                self._backoff(attempt, check)
+            try:
+                response = self._send(method, path, body)
+                return json.loads(response.read())
+            except _Retry as exc:
+                last = str(exc)
+            except (ValueError, *_CUT) as exc:
+                self._drop()
+                last = f"{type(exc).__name__}: {exc}"
+        self.counters["remote_failures"] += 1
+        raise EngineUnreachable(f"the engine at {self.url} is unreachable ({last})")
+
+    def _backoff(self, attempt: int, check: Any) -> None:
+        self.counters["remote_retries"] += 1
+        delay = min(4.0, 0.25 * 2 ** (attempt - 1))
+        log.info("engine %s: retry %d in %.2f s", self.url, attempt, delay)
+        end = time.monotonic() + delay
+        while (left := end - time.monotonic()) > 0:
+            if check is not None:
+                check(0)
+            time.sleep(min(left, 0.05))
+
+    def _info(self) -> dict[str, Any]:
+        try:
+            info = self._call("GET", "/v1/info")
+        except EngineError as exc:
+            raise ModelLoadError(str(exc)) from None
+        version = info.get("version") if isinstance(info, dict) else None
+        if version != wire.VERSION:
+            raise ModelLoadError(f"the engine at {self.url} speaks wire version {version!r}, this client "
+                                 f"{wire.VERSION} (is it a diffusion-lsp team server?)")
+        missing = [k for k in wire.CAPABILITIES if k not in info]
+        if missing:
+            raise ModelLoadError(f"the engine at {self.url} did not say its {', '.join(missing)}")
+        return info
+
+    # -- the Backend protocol ---------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        if self._tokenizer is not None:
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return int(self._call("POST", "/v1/tokenize", {"text": text})["count"])
+
+    def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        return float(self._call("POST", "/v1/score", {"version": wire.VERSION, "prefix": prefix, "middle": middle,
+                                                      "suffix": suffix})["score"])
+
+    def fill(self, plan: FillPlan, control: Control) -> FillResult:
+        job = uuid.uuid4().hex
+        body = {"version": wire.VERSION, "id": job, "plan": wire.plan_json(plan), "drafts": control.draft is not None}
+        self.counters["remote_fills"] += 1
+        shown = 0  # the last step whose draft went out: a retried fill's drafts resume after it
+        last = ""
+        for attempt in range(self._retries + 1):
+            if attempt:
+                self._backoff(attempt, control.check)
+            control.check(shown)
+            try:
+                return self._stream(job, body, control, shown)
+            except _Retry as exc:
+                last = str(exc)
+                shown = max(shown, getattr(exc, "shown", 0))
+        self.counters["remote_failures"] += 1
+        raise EngineUnreachable(f"the engine at {self.url} is unreachable ({last})")
+
+    def _stream(self, job: str, body: dict, control: Control, shown: int) -> FillResult:
+        response = self._send("POST", "/v1/fill", body)
+        step = 0
+        try:
+            while True:
+                try:
+                    line = response.readline()
+                except _CUT as exc:
+                    raise self._cut(f"{type(exc).__name__}: {exc}", shown) from None
+                if not line:
+                    raise self._cut("the stream ended without a result", shown)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise EngineError(f"the engine at {self.url} sent a malformed event") from None
+                kind = event.get("event")
+                if kind == "step":
+                    step = int(event["step"])
+                    control.check(step)
+                    if control.draft is not None and "texts" in event and step > shown:
+                        shown = step
+                        control.draft(step, tuple(event["texts"]), tuple(tuple(c) for c in event["confidences"]),
+                                      tuple(tuple(p) for p in event["pieces"]))
+                elif kind == "start":
+                    self.replica = str(event.get("replica", ""))
+                elif kind == "result":
+                    result = wire.result_from_json(event["result"])
+                    if response.readline():  # the stream ends after its result; anything else is a broken peer
+                        self._drop()
+                    return result
+                elif kind == "error":
+                    if event.get("kind") == "unavailable":
+                        raise self._cut(str(event.get("message", "")), shown)
+                    raise EngineError(f"the engine at {self.url}: {event.get('message', 'failed')}")
+        except BaseException as exc:
+            if not isinstance(exc, _Retry):
+                self._drop()  # the server stops the job when its client goes
+                if isinstance(exc, Cancelled):
+                    self.counters["remote_cancels"] += 1
+                    threading.Thread(target=self._cancel, args=(job,), daemon=True).start()
+            raise
+
+    def _cut(self, why: str, shown: int) -> _Retry:
+        self._drop()
+        exc = _Retry(why)
+        exc.shown = shown  # type: ignore[attr-defined]
+        return exc
+
+    def _cancel(self, job: str) -> None:
+        """Tell the engine by name too (best effort, on a connection of its own)."""
+        conn = self._new_connection()
+        try:
+            conn.request("POST", self._base + "/v1/cancel", body=json.dumps({"id": job}).encode(),
+                         headers=self._headers())
+            conn.getresponse().read()
+        except _CUT as exc:
+            log.debug("cancel of %s not delivered: %s", job, exc)
+        finally:
+            conn.close()
+
+    def stats(self) -> dict[str, object]:
+        return {"engine": self.url, "remote_model": self.remote_model, **self.counters}
+
+    def close(self) -> None:
+        self._drop()
+        if self.model_dir is not None:
+            shutil.rmtree(self.model_dir, ignore_errors=True)

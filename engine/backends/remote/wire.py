@@ -1,0 +1,90 @@
+"""The team server's wire format, version 1: JSON for plans, results, drafts and capabilities (no torch here).
+
+``POST /v1/fill`` takes ``{"version", "id", "plan", "drafts"}`` and answers newline-delimited JSON events:
+``{"event": "start", "replica"}`` (the process serving it), one ``{"event": "step", "step"}`` per denoising
+step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for), then ``{"event": "result",
+"result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the capabilities, the
+tokenizer and the calibration; ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
+``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
+A request with another ``version`` is refused (HTTP 400) rather than misread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
+
+VERSION = 1
+CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text")
+
+
+class WireError(ValueError):
+    """A message that does not follow this format."""
+
+
+def _hole_json(hole: HoleSpec) -> dict[str, Any]:
+    return {"max_tokens": hole.max_tokens, "stop_at_newline": hole.stop_at_newline,
+            "keep_newline": hole.keep_newline, "init": hole.init}
+
+
+def plan_json(plan: FillPlan) -> dict[str, Any]:
+    pieces = [{"text": p} if isinstance(p, str) else {"hole": _hole_json(p)} for p in plan.pieces]
+    return {"pieces": pieces, "steps": plan.steps, "threshold": plan.threshold, "instruction": plan.instruction}
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise WireError(f"{what} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+    return value
+
+
+def plan_from_json(data: Any) -> FillPlan:
+    _expect(data, dict, "plan")
+    pieces: list[Piece] = []
+    for piece in _expect(data.get("pieces"), list, "plan.pieces"):
+        _expect(piece, dict, "a piece")
+        if "text" in piece:
+            pieces.append(_expect(piece["text"], str, "a piece's text"))
+            continue
+        hole = _expect(piece.get("hole"), dict, "a piece's hole")
+        max_tokens = _expect(hole.get("max_tokens"), int, "hole.max_tokens")
+        if not 1 <= max_tokens <= 1 << 16:
+            raise WireError(f"hole.max_tokens out of range: {max_tokens}")
+        init = hole.get("init")
+        pieces.append(HoleSpec(max_tokens, bool(hole.get("stop_at_newline", False)),
+                               bool(hole.get("keep_newline", False)),
+                               None if init is None else _expect(init, str, "hole.init")))
+    steps = _expect(data.get("steps"), int, "plan.steps")
+    if not 1 <= steps <= 4096:
+        raise WireError(f"plan.steps out of range: {steps}")
+    threshold = float(_expect(data.get("threshold", 0.0), (int, float), "plan.threshold"))
+    instruction = data.get("instruction")
+    return FillPlan(tuple(pieces), steps, threshold,
+                    None if instruction is None else _expect(instruction, str, "plan.instruction"))
+
+
+def result_json(result: FillResult) -> dict[str, Any]:
+    return {"candidates": [{"texts": list(c.texts), "confidences": [list(x) for x in c.confidences],
+                            "token_spans": [[list(s) for s in spans] for spans in c.token_spans], "score": c.score}
+                           for c in result.candidates],
+            "steps": result.steps, "forwards": result.forwards, "tokens": result.tokens}
+
+
+def result_from_json(data: Any) -> FillResult:
+    try:
+        candidates = tuple(Candidate(tuple(str(t) for t in c["texts"]),
+                                     tuple(tuple(float(x) for x in conf) for conf in c["confidences"]),
+                                     tuple(tuple((int(a), int(b)) for a, b in spans) for spans in c["token_spans"]),
+                                     float(c["score"])) for c in data["candidates"])
+        return FillResult(candidates, int(data["steps"]), int(data["forwards"]), int(data["tokens"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"malformed result: {exc!r}") from None
+
+
+def step_event(step: int, texts: Any = None, confidences: Any = None, pieces: Any = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"event": "step", "step": step}
+    if texts is not None:
+        event.update(texts=list(texts), confidences=[list(c) for c in confidences or ()],
+                     pieces=[list(p) for p in pieces or ()])
+    return event

@@ -1,0 +1,104 @@
+"""``diffusion-lsp serve``: the team server, on Ray Serve (replicas, batching, autoscaling) or, with ``--plain``,
+as one process (the same protocol, batching by ``service.Collector``). Defined without heavy imports, so the
+language server's command line can list it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from dataclasses import fields
+from pathlib import Path
+
+from ..backends.remote.client import TOKEN_ENV
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .options import TeamOptions
+
+    p.add_argument("--plain", action="store_true", help="one process with one model, no Ray")
+    p.add_argument("--host", default="127.0.0.1", help="listen here (other than loopback only with a token)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--token-file", help=f"clients must send this file's token (default: ${TOKEN_ENV}, if set)")
+    p.add_argument("--certfile", help="serve https with this certificate (PEM) ...")
+    p.add_argument("--keyfile", help="... and this private key")
+    p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
+    for f in fields(TeamOptions):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type), str)
+            p.add_argument(flag, type=kind, default=f.default)
+
+
+def _token(args) -> str | None:
+    if args.token_file:
+        token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        if not token:
+            raise ValueError(f"{args.token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def run(args) -> int:
+    from .app import check_bind
+    from .options import TeamOptions
+
+    try:
+        token = _token(args)
+        check_bind(args.host, token)
+        if bool(args.certfile) != bool(args.keyfile):
+            raise ValueError("--certfile and --keyfile go together")
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"diffusion-lsp serve: {exc}") from None
+    options = TeamOptions(**{f.name: getattr(args, f.name) for f in fields(TeamOptions)})
+    scheme = "https" if args.certfile else "http"
+    if args.plain:
+        return _plain(args, options, token, scheme)
+    import ray
+    from ray import serve
+
+    from .ray_app import build
+    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+    serve.start(http_options={"host": args.host, "port": args.port, "ssl_certfile": args.certfile,
+                              "ssl_keyfile": args.keyfile})
+    serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")
+    print(f"diffusion-lsp team server (Ray Serve) at {scheme}://{args.host}:{args.port}", flush=True)
+    _wait()
+    serve.shutdown()
+    return 0
+
+
+def _plain(args, options, token: str | None, scheme: str) -> int:
+    from .app import PlainServer, make_app
+    from .service import Collector, Denoiser
+
+    denoiser = Denoiser.load(options.load())
+    collector = Collector(denoiser, options.max_batch, options.batch_wait_ms)
+    server = PlainServer(make_app(denoiser, token, collector.submit), args.host, args.port, token,
+                         args.certfile, args.keyfile).start()
+    print(f"diffusion-lsp team server at {server.url}", flush=True)
+    _wait()
+    server.stop()
+    return 0
+
+
+def _wait() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m engine.team", description=__doc__)
+    add_arguments(p)
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    return run(args)

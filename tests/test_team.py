@@ -1,0 +1,368 @@
+"""The remote engine and the team server without Ray: the wire format, batched denoising, the protocol served by
+the plain HTTP app in this process (same completions as a local model, drafts, cancellation, token, TLS, an
+engine that goes away and comes back). The Ray Serve deployment runs the end-to-end suite (tests/conftest.py)."""
+
+import asyncio
+import datetime
+import ipaddress
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("starlette", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
+pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
+
+from engine import Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, InfillRequest, ModelLoadError
+from engine.backends import open_remote
+from engine.backends.base import Control, FillPlan, HoleSpec
+from engine.backends.remote import wire
+from engine.backends.remote.client import TOKEN_ENV
+from engine.config import LoadConfig
+from engine.team.app import PlainServer, check_bind, make_app
+from engine.team.service import Denoiser, Job
+from lsp_server.settings import parse_settings
+
+CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for name in os.listdir(root):\n        \n    return result\n"
+CURSOR = CODE.index("        \n") + 8
+SECRET = "zq_unmistakable_name"  # a document's text that must never reach a log
+PLANS = [
+    FillPlan(("def add(a, b):\n    ", HoleSpec(8, True), "\n\nprint(add(1, 2))\n"), 16, 0.0),
+    FillPlan(("import os\n\nfor name in os.listdir('.'):\n    ", HoleSpec(24, True), "\n"), 16, 0.0),
+    FillPlan(("class A:\n    def __init__(self, x):\n        ", HoleSpec(24), "\n\n    def get(self):\n        "
+              "return self.x\n"), 12, 0.0),
+    FillPlan(("x = [1, 2, 3]\ny = ", HoleSpec(8, True), "\nprint(y)\n", HoleSpec(8, True), "\n"), 8, 0.0),
+]
+
+
+def never(step: int) -> None:
+    return None
+
+
+def same(a, b) -> bool:
+    """The same fill: texts, per-token confidences (rounded to 4 places), spans and counts exactly; the mean
+    log-confidence up to float rounding (a batched matmul sums in another order)."""
+    strip = [(c.texts, c.confidences, c.token_spans) for c in a.candidates]
+    return (strip == [(c.texts, c.confidences, c.token_spans) for c in b.candidates]
+            and (a.steps, a.forwards, a.tokens) == (b.steps, b.forwards, b.tokens)
+            and all(abs(x.score - y.score) < 1e-4 for x, y in zip(a.candidates, b.candidates)))
+
+
+@pytest.fixture(scope="module")
+def denoiser():
+    import torch
+    torch.set_num_threads(1)
+    return Denoiser.load(LoadConfig())
+
+
+@pytest.fixture(scope="module")
+def server(denoiser):
+    plain = PlainServer(make_app(denoiser)).start()
+    yield plain
+    plain.stop()
+
+
+def engine_for(url: str, **settings) -> Engine:
+    engine = Engine(EngineConfig.of(engine=url, min_confidence=0, **settings))
+    try:
+        engine.start().result(60)
+    except ModelLoadError:
+        pass
+    return engine
+
+
+def test_the_wire_format_round_trips_and_refuses_what_it_cannot_read():
+    for plan in PLANS + [FillPlan(("a", HoleSpec(4, init="b = 1"), "c"), 3, 0.5, "make it shorter")]:
+        assert wire.plan_from_json(wire.plan_json(plan)) == plan
+    for bad in [None, {"pieces": "x", "steps": 1}, {"pieces": [{"hole": {"max_tokens": 0}}], "steps": 4},
+                {"pieces": [{"text": 3}], "steps": 4}, {"pieces": [], "steps": True}, {"pieces": [], "steps": 0}]:
+        with pytest.raises(wire.WireError):
+            wire.plan_from_json(bad)
+    with pytest.raises(wire.WireError):
+        wire.result_from_json({"candidates": [{}]})
+
+
+@pytest.mark.parametrize("kv_cache", [True, False])
+def test_a_batch_of_plans_gives_what_each_gives_alone(denoiser, kv_cache):
+    backend = denoiser.backend
+    backend.kv_cache, kept = kv_cache, backend.kv_cache
+    try:
+        alone = []
+        for plan in PLANS:
+            backend._prefix = None  # no reuse of the previous fill's prefix: the batch starts fresh too
+            alone.append(backend.fill(plan, Control(never)))
+        together = backend.fill_many(PLANS, [Control(never) for _ in PLANS])
+    finally:
+        backend.kv_cache = kept
+    assert all(same(t, a) for t, a in zip(together, alone)) and len(together) == len(alone)
+
+
+def test_a_cancelled_plan_leaves_its_batch_and_the_others_finish(denoiser):
+    backend = denoiser.backend
+
+    def stop_at_3(step: int) -> None:
+        if step >= 3:
+            raise Cancelled(step)
+    controls = [Control(never), Control(stop_at_3), Control(never)]
+    results = backend.fill_many(PLANS[:3], controls)
+    backend._prefix = None
+    assert isinstance(results[1], Cancelled) and results[1].step == 3
+    assert same(results[0], backend.fill(PLANS[0], Control(never)))
+
+
+async def test_the_server_runs_jobs_as_one_batch(denoiser):
+    loop = asyncio.get_running_loop()
+    jobs = [Job(f"j{i}", plan, drafts=i == 0, loop=loop) for i, plan in enumerate(PLANS)]
+    before = denoiser.stats()
+    await asyncio.to_thread(denoiser.run_batch, jobs)
+    after = denoiser.stats()
+    assert after["largest_batch"] == len(PLANS) and after["batches"] == before["batches"] + 1
+    finals = []
+    for job in jobs:
+        events = []
+        while not events or events[-1]["event"] not in ("result", "error"):
+            events.append(await job.events.get())
+        assert all(e["event"] == "step" for e in events[:-1]) and len(events) > 1
+        finals.append(wire.result_from_json(events[-1]["result"]))
+    denoiser.backend._prefix = None
+    assert same(finals[2], denoiser.backend.fill(PLANS[2], Control(never)))
+
+
+def test_a_remote_engine_answers_as_the_local_model_does(server, caplog):
+    caplog.set_level(logging.DEBUG)
+    remote, local = engine_for(server.url), Engine(EngineConfig.of(min_confidence=0))
+    local.start().result(60)
+    try:
+        assert remote.state is EngineState.READY, remote.error
+        assert remote.backend.count_tokens(CODE) == local.backend.count_tokens(CODE)  # the tokenizer came along
+        assert remote.backend.model_dir is not None  # and the calibration
+        text = CODE.replace("root", SECRET)
+        drafts = []
+        got = remote.infill_sync(InfillRequest(text, CURSOR + len(text) - len(CODE), "python"), drafts.append)
+        want = local.infill_sync(InfillRequest(text, CURSOR + len(text) - len(CODE), "python"))
+        assert got.fills == want.fills and got.steps == want.steps and drafts
+        assert [d.step for d in drafts] == sorted(d.step for d in drafts)
+    finally:
+        remote.close()
+        local.close()
+    assert SECRET not in caplog.text  # no document text in the client's or the server's log
+
+
+def test_a_cancelled_job_stops_on_the_server(server, denoiser):
+    engine = engine_for(server.url)
+    before = denoiser.stats()["cancelled"]
+    first = []
+    job = engine.submit(InfillRequest(CODE, CURSOR, "python", steps=400, max_tokens=64), first.append)
+    deadline = time.monotonic() + 60
+    while not first and time.monotonic() < deadline:
+        time.sleep(0.01)
+    job.cancel()
+    with pytest.raises(Cancelled):
+        job.future.result(60)
+    while denoiser.stats()["cancelled"] == before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert denoiser.stats()["cancelled"] == before + 1 and denoiser.stats()["running"] == 0
+    engine.close()
+
+
+def test_a_token_is_required_and_accepted(denoiser, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret-token\n")
+    guarded = PlainServer(make_app(denoiser, "s3cret-token"), token="s3cret-token").start()
+    try:
+        refused = engine_for(guarded.url)
+        assert refused.state is EngineState.FAILED and "token" in refused.error
+        token_engine = engine_for(guarded.url, engine_token_file=str(token))
+        assert token_engine.state is EngineState.READY
+        assert token_engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        token_engine.close()
+    finally:
+        guarded.stop()
+
+
+def _self_signed(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    certfile, keyfile = tmp_path / "cert.pem", tmp_path / "key.pem"
+    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    return str(certfile), str(keyfile)
+
+
+def test_tls_with_a_certificate_the_client_is_told_to_trust(denoiser, tmp_path):
+    certfile, keyfile = _self_signed(tmp_path)
+    tls = PlainServer(make_app(denoiser), certfile=certfile, keyfile=keyfile).start()
+    try:
+        assert tls.url.startswith("https://")
+        untrusted = engine_for(tls.url, engine_retries=0)
+        assert untrusted.state is EngineState.FAILED and "certificate" in untrusted.error
+        trusted = engine_for(tls.url, engine_ca_file=certfile)
+        assert trusted.state is EngineState.READY
+        assert trusted.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        trusted.close()
+    finally:
+        tls.stop()
+
+
+def test_an_engine_that_goes_away_is_reported_and_comes_back(denoiser):
+    first = PlainServer(make_app(denoiser)).start()
+    port = first.port
+    engine = engine_for(first.url, engine_retries=1)
+    states = []
+    engine.on_state(lambda state, error: states.append((state, error)))
+    assert engine.state is EngineState.READY
+    first.stop()
+    with pytest.raises(EngineUnreachable, match="unreachable"):
+        engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
+    assert engine.state is EngineState.UNREACHABLE and engine.stats()["remote_retries"] >= 1
+    again = PlainServer(make_app(denoiser), port=port).start()
+    try:
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        assert engine.state is EngineState.READY
+        assert [s for s, _ in states] == [EngineState.UNREACHABLE, EngineState.READY]
+    finally:
+        engine.close()
+        again.stop()
+
+
+def test_an_engine_that_never_answers_is_a_clear_load_error():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        engine = engine_for(f"http://127.0.0.1:{s.getsockname()[1]}", engine_retries=1, engine_timeout=2)
+    assert engine.state is EngineState.FAILED and "unreachable" in engine.error and "127.0.0.1" in engine.error
+
+
+def test_an_unauthenticated_engine_binds_loopback_only():
+    for host in ("127.0.0.1", "::1", "localhost"):
+        check_bind(host, None)
+    check_bind("0.0.0.0", "a-token")
+    with pytest.raises(ValueError, match="loopback"):
+        check_bind("0.0.0.0", None)
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "serve", "--plain", "--host", "0.0.0.0"],
+                         capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != TOKEN_ENV})
+    assert out.returncode != 0 and "loopback" in out.stderr
+
+
+def test_engine_settings_are_checked_and_schemes_dispatched():
+    settings, problems = parse_settings({"engine": "http://team:8000", "engineRetries": 3, "engineTimeout": 5})
+    assert not problems and settings.load.engine == "http://team:8000" and settings.load.engine_retries == 3
+    _, problems = parse_settings({"engine": "ftp://team"})
+    assert problems and "engine" in problems[0]
+    with pytest.raises(ModelLoadError, match="must start with"):
+        open_remote("ftp://team", LoadConfig())
+    try:
+        import engine.backends.vllm  # noqa: F401 (the vLLM backend, where this build has it)
+    except ImportError:
+        with pytest.raises(ModelLoadError, match="engine.backends.vllm"):
+            open_remote("vllm+http://127.0.0.1:1", LoadConfig())
+
+
+def test_deployment_options_parse_like_serve_run_arguments():
+    from engine.team.options import TeamOptions
+
+    options = TeamOptions.parse({"model": "embedded", "replicas": "3", "kv_cache": "false", "max-batch": "1",
+                                 "target_ongoing_requests": "2.5"})
+    assert (options.replicas, options.kv_cache, options.max_batch, options.target_ongoing_requests) == (3, False, 1,
+                                                                                                          2.5)
+    assert options.load().kv_cache is False
+    with pytest.raises(ValueError, match="unknown option"):
+        TeamOptions.parse({"replics": "2"})
+
+
+def test_the_serve_command_runs_a_plain_team_server(tmp_path):
+    """``diffusion-lsp serve --plain``: the same protocol from the command line; a client with the token fills."""
+    token = tmp_path / "token"
+    token.write_text("cli-token\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port),
+                             "--token-file", str(token), "--max-batch", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()  # printed once it listens
+        assert f"http://127.0.0.1:{port}" in line, proc.stderr.read() if proc.poll() is not None else line
+        engine = engine_for(f"http://127.0.0.1:{port}", engine_token_file=str(token))
+        assert engine.state is EngineState.READY, engine.error
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        engine.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
+
+
+def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):
+    from benchmarks.lsp_client import LspClient, LspResponseError
+
+    first = PlainServer(make_app(denoiser)).start()
+    uri = "file:///unreachable.py"
+    params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
+    with LspClient([sys.executable, "-m", "lsp_server", "-v"]) as client:
+        client.initialize({"engine": first.url, "engineRetries": 0, "minConfidence": 0, "threads": 1})
+        assert client.wait_ready(120)["model"] == first.url
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": CODE}})
+        client.request("textDocument/inlineCompletion", params, 120)
+        first.stop()
+        with pytest.raises(LspResponseError, match="unreachable"):
+            client.request("textDocument/inlineCompletion", params, 120)
+        down = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
+        assert "unreachable" in down["message"] and down["model"] == first.url
+        client.wait_for("window/showMessage", lambda p: "unreachable" in p["message"], 60)
+        again = PlainServer(make_app(denoiser), port=first.port).start()
+        try:
+            client.request("textDocument/inlineCompletion", params, 120)
+            states = [p["state"] for _, m, p in list(client.notifications) if m == "diffusion/status"]
+            assert states[-2:] == ["error", "ready"]
+        finally:
+            again.stop()
+
+
+def test_a_cancelled_job_stops_on_its_ray_serve_replica(team_engine):
+    """Through Ray Serve's proxy: the client going away cancels the job on the replica that runs it."""
+    import json
+    import urllib.request
+
+    def replicas(want: int = 2) -> dict:
+        """Each replica's stats (the router spreads the polls over the idle replicas)."""
+        seen: dict = {}
+        deadline = time.monotonic() + 60
+        while len(seen) < want and time.monotonic() < deadline:
+            with urllib.request.urlopen(team_engine + "/v1/stats", timeout=30) as response:
+                stats = json.loads(response.read())
+            seen[stats["replica"]] = stats
+        return seen
+    engine = engine_for(team_engine)
+    before = {name: stats["cancelled"] for name, stats in replicas().items()}
+    first = []
+    job = engine.submit(InfillRequest(CODE, CURSOR, "python", steps=400, max_tokens=64), first.append)
+    deadline = time.monotonic() + 120
+    while not first and time.monotonic() < deadline:
+        time.sleep(0.01)
+    serving = engine.backend.replica
+    job.cancel()
+    with pytest.raises(Cancelled):
+        job.future.result(60)
+    while (now := replicas()[serving])["cancelled"] == before[serving] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now["cancelled"] == before[serving] + 1 and now["running"] == 0
+    engine.close()
