@@ -276,6 +276,6 @@ def test_vendored_contract_is_vllm_0_32s():
     """The schemas name the fields this backend sends; the vendored admission check is vLLM's (one import changed)."""
     schema = json.loads((ROOT / "tests/vllm_0_32/completion_request.schema.json").read_text())
     assert {"prompt", "max_tokens", "ignore_eos", "logprobs", "return_token_ids", "vllm_xargs",
-            "skip_special_tokens", "seed", "model"} <= set(schema["properties"])
+            "skip_special_tokens", "model"} <= set(schema["properties"])
     source = (ROOT / "tests/vllm_0_32/diffusion.py").read_text()
     assert "diffusion_pinned needs a diffusion_seed_canvas to hold." in source

@@ -30,7 +30,7 @@ from typing import Any
 from ...config import LoadConfig
 from ...requests import EngineError, ModelLoadError
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
-from .canvas import SEED, CanvasTooSmall, Row, Segment, layout
+from .canvas import CanvasTooSmall, Row, Segment, layout
 from .client import Aborted, Call, Client, Endpoint, HttpError, Unreachable
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,6 @@ class VllmBackend:
             "logprobs": 0,                 # the committed token's log-probability at every slot
             "return_token_ids": True,
             "skip_special_tokens": False,
-            "seed": SEED,
             "vllm_xargs": xargs,
         }
 
