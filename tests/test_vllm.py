@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -200,6 +201,22 @@ def test_bearer_token(tokenizer, gemma_dir, monkeypatch):
                             Control(never)).candidates[0].texts == ("x",)
         monkeypatch.setenv("VLLM_API_KEY", "s3cret")
         open_backend(fake.url(), load(gemma_dir))
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="no openssl to make a test certificate")
+def test_tls(tokenizer, gemma_dir, tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with FakeVllm(tokenizer, tls=(cert, key), writer=hole_writer(tokenizer, ["x\n"], EOS)) as fake:
+        assert fake.url().startswith("vllm+https://")
+        with pytest.raises(ModelLoadError, match="TLS error"):      # a certificate nobody vouches for
+            open_backend(fake.url(), load(gemma_dir))
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))              # OpenSSL's default trust store, as the user sets it
+        backend = open_backend(fake.url(), load(gemma_dir))
+        assert backend.fill(plan("y = ", HoleSpec(max_tokens=4, stop_at_newline=True), "\n"),
+                            Control(never)).candidates[0].texts == ("x",)
 
 
 def test_unreachable_server(gemma_dir, tokenizer):

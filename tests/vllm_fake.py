@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,7 @@ class FakeVllm:
     diffusion: bool = True                 # False: a plain LLM that ignores the diffusion_* arguments
     logprobs: bool = True                  # False: answer without log-probabilities
     hold: bool = False                     # True: never finish; wait for the client to go away
+    tls: tuple[Path, Path] | None = None   # (certificate, key): serve https
     writer: Writer | None = None
     tokenize: Callable[[str], list[int]] | None = None
     bodies: list[dict] = field(default_factory=list)
@@ -122,6 +124,10 @@ class FakeVllm:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*map(str, self.tls))
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
         return self
@@ -135,7 +141,8 @@ class FakeVllm:
         return self.httpd.server_address[1]
 
     def url(self, query: str = "", model: bool = True) -> str:
-        return f"vllm+http://127.0.0.1:{self.port}" + (f"/{self.served}" if model else "") + query
+        scheme = "vllm+https" if self.tls else "vllm+http"
+        return f"{scheme}://127.0.0.1:{self.port}" + (f"/{self.served}" if model else "") + query
 
     # -- endpoints -------------------------------------------------------------------------------------------
 
@@ -249,6 +256,8 @@ class FakeVllm:
         readable, _, _ = select.select([conn], [], [], 0)
         if not readable:
             return False
+        if isinstance(conn, ssl.SSLSocket):  # the client sends nothing more before the answer: readable is gone
+            return True
         try:
             return conn.recv(1, socket.MSG_PEEK) == b""
         except OSError:

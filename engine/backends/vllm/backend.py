@@ -18,6 +18,7 @@ no drafts (vLLM returns a canvas only when it commits); a fill reports its step 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ipaddress
 import itertools
 import json
 import logging
@@ -76,6 +77,8 @@ class VllmBackend:
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from None
         client = Client(endpoint, token if token is not None else os.environ.get(TOKEN_ENV) or None)
+        if client.token and endpoint.scheme == "http" and not is_loopback(endpoint.host):
+            log.warning("sending the vLLM bearer token to %s without TLS (use vllm+https://)", endpoint.host)
         local = LocalCheckpoint.read(load.model_dir())
         served, max_model_len = served_model(client, endpoint)
         check_diffusion(client, served, local.bos_or_pad)
@@ -374,6 +377,13 @@ def check_tokenizer(client: Client, served: str, tokenizer, path: Path) -> None:
     if answer.get("tokens") != local:
         raise ModelLoadError(f"the tokenizer at {path} does not match the model served by vLLM at {base} "
                              f"({len(local)} tokens here, {len(answer.get('tokens') or [])} there for the same text)")
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def first_id(*ids):
