@@ -108,7 +108,11 @@ class FakeVllm:
                 if method == "POST" and self.path == "/tokenize":
                     return self.answer(200, fake.tokenize_answer(body))
                 if method == "POST" and self.path == "/v1/completions":
-                    status, payload = fake.complete(body, self.connection)
+                    try:
+                        status, payload = fake.complete(body, self.connection)
+                    except AssertionError as exc:  # a contract the client broke: say so in the answer
+                        status, payload = 500, {"error": {"message": f"fake vLLM: {exc}", "type": "AssertionError",
+                                                          "param": None, "code": 500}}
                     if status is None:
                         return None  # the client went away: nothing to answer
                     return self.answer(status, payload)
