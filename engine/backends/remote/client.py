@@ -13,7 +13,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import os
 import shutil
 import ssl
 import tempfile
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 from ...config import LoadConfig
 from ...requests import Cancelled, EngineError, EngineUnreachable, ModelLoadError
 from ..base import Control, FillPlan, FillResult
+from ..credentials import read_token, tls_context
 from . import wire
 
 log = logging.getLogger(__name__)
@@ -37,19 +37,6 @@ _CUT = (http.client.HTTPException, ConnectionError, TimeoutError, OSError)  # wh
 
 class _Retry(Exception):
     """Failed without an answer: the request may be sent again."""
-
-
-def read_token(load: LoadConfig) -> str | None:
-    if load.engine_token_file:
-        path = Path(load.engine_token_file).expanduser()
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ModelLoadError(f"cannot read engineTokenFile {path}: {exc.strerror or exc}") from None
-        if not token:
-            raise ModelLoadError(f"engineTokenFile {path} is empty")
-        return token
-    return os.environ.get(TOKEN_ENV) or None
 
 
 class RemoteBackend:
@@ -67,12 +54,7 @@ class RemoteBackend:
         self._token = token
         self._ssl: ssl.SSLContext | None = None
         if self._https:
-            self._ssl = ssl.create_default_context()
-            if load.engine_ca_file:
-                try:
-                    self._ssl.load_verify_locations(str(Path(load.engine_ca_file).expanduser()))
-                except (OSError, ssl.SSLError) as exc:
-                    raise ModelLoadError(f"cannot read engineCaFile {load.engine_ca_file}: {exc}") from None
+            self._ssl = tls_context(load)
         self._conn: http.client.HTTPConnection | None = None
         self._local = threading.local()
         self.counters = {"remote_fills": 0, "remote_retries": 0, "remote_failures": 0, "remote_cancels": 0}
@@ -94,7 +76,7 @@ class RemoteBackend:
 
     @classmethod
     def connect(cls, url: str, load: LoadConfig) -> RemoteBackend:
-        return cls(url, load, read_token(load))
+        return cls(url, load, read_token(load, TOKEN_ENV))
 
     # -- transport --------------------------------------------------------------------------
     def _new_connection(self) -> http.client.HTTPConnection:
