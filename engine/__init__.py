@@ -2,9 +2,9 @@
 
 from .config import EMBEDDED, EngineConfig, FillOptions, LoadConfig
 from .requests import (Cancelled, Completion, Draft, EngineError, FillRequest, FixRequest, Hole, HoleFill, HoleKind,
-                       InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest)
+                       InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest, TextTooLong)
 from .worker import Engine, EngineState, Job
 
 __all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineConfig", "EngineError", "EngineState",
            "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind", "InfillRequest", "Job",
-           "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest"]
+           "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest", "TextTooLong"]

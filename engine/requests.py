@@ -182,3 +182,8 @@ class Cancelled(EngineError):
 
 class ModelLoadError(EngineError):
     """The configured model could not be loaded."""
+
+
+class TextTooLong(EngineError, ValueError):
+    """A text that does not fit the model's positions (``Backend.score_text`` of a middle longer than
+    ``max_positions``)."""
