@@ -140,7 +140,7 @@ def fix_case(backend, config, task: Task, rng: random.Random, limits: Limits, fu
     outside = {i for i in changed_lines(broken, fixed) if abs(i - line) > 1}
     return {"task_id": task.task_id, "language": task.language, "line": line, "applied": fixed != broken,
             "parses": syntax_valid(fixed, task.language), "exact": fixed == original,
-            "passed": passes(task, fixed, limits) if fixed != broken else False,
+            "passed": (passes(task, fixed, limits) if fixed != broken else False) if task.has_test else None,
             "lines_changed_outside": len(outside), "tokens_changed": tokens_lost(original, fixed),
             "lines_deleted_outside": lines_deleted(broken, fixed, {line})}
 
@@ -170,7 +170,7 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
     return {"task_id": task.task_id, "language": task.language, "action": action,
             "stub": stub.strip().split("\n")[0], "holes": len(found.blanks), "applied": bool(fills),
             "parses": syntax_valid(document, task.language),
-            "passed": passes(task, program_doc, limits) if fills else False,
+            "passed": (passes(task, program_doc, limits) if fills else False) if task.has_test else None,
             "edits_outside_scope": outside, "tokens_changed_outside": changed,
             "decoy_intact": document.endswith(decoy)}
 
@@ -181,10 +181,12 @@ def body_indent(task: Task) -> str:
 
 
 def rates(rows: list[dict], keys: tuple[str, ...]) -> dict:
+    """The share of ``rows`` where each key is true (None for a key no row measured, e.g. tests without tests)."""
     n = len(rows)
-    out = {"n": n}
+    out: dict = {"n": n}
     for k in keys:
-        out[k] = round(sum(bool(r[k]) for r in rows) / n, 4) if n else None
+        measured = [r[k] for r in rows if r[k] is not None]
+        out[k] = round(sum(bool(v) for v in measured) / n, 4) if n and measured else None
     return out
 
 
