@@ -70,6 +70,19 @@ def language_of(spec: LanguageSpec) -> str:
     return "typescript" if spec.name == "typescriptreact" else spec.name
 
 
+def _line_above(text: str, at: int) -> str:
+    """The last non-blank line ending before ``at`` (the text before it on its own line counts), stripped;
+    found by scanning back, not by copying the prefix (a cursor near the end of a large file)."""
+    end = at
+    while end > 0:
+        lo = text.rfind("\n", 0, end) + 1
+        line = text[lo:end].strip()
+        if line:
+            return line
+        end = lo - 1
+    return ""
+
+
 def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: LanguageSpec,
              kind: HoleKind) -> dict[str, float]:
     """The features of ``fill`` (one of the valid fills of a hole in ``text``; ``others`` the rest)."""
@@ -77,7 +90,7 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
     ordered = sorted(logs)
     body = fill.text.strip()
     lines = {line.strip() for line in text.splitlines()} - {""}
-    above = text[:fill.start].rstrip().rsplit("\n", 1)[-1].strip()
+    above = _line_above(text, fill.start)
     language = language_of(spec)
     return {
         "mean_log": sum(logs) / len(logs),
