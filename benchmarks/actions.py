@@ -1,8 +1,15 @@
 """Code actions benchmark: "Fix syntax error" on injected single-token errors and "Fill holes" / "Complete
-body" on stubbed HumanEval functions, through the engine the server uses, tests in the sandbox.
+body" on stubbed functions, through the engine the server uses (``engine.serve``: the whole-document check
+included), tests in the sandbox where there are tests.
 
     python -m benchmarks.actions --data ../shared/data/human-eval-infilling/HumanEval-SingleLineInfilling.jsonl.gz \
         --out benchmarks/results/actions.json
+    python -m benchmarks.actions --data benchmarks/data/action-functions.jsonl.gz --functions \
+        --out benchmarks/results/actions-functions.json
+
+``--functions``: held-out corpus functions in five languages (``benchmarks.action_functions``): the body is
+broken or stubbed (each language's stubs: ``...``/``pass``/TODO, ``throw new Error("not implemented")``,
+``panic("not implemented")``, ``todo!()``, ...) inside the file's own code around it; no tests.
 
 Fix: each HumanEval solution (the single-line set's prompt + line + suffix, one per problem) gets one token
 deleted (``:`` ``)`` ``]`` ``}`` ``,`` or a quote) or a stray ``)``/``,`` inserted, where that breaks the parse.
@@ -10,12 +17,18 @@ Reported: applied, parses, restored exactly, tests pass, and lines changed that 
 (must be 0). Fill/body: the body is replaced by ``...``, ``pass`` or a ``# TODO`` line + ``pass`` (in turn), a
 context manager with a deliberate ``pass`` in ``__exit__`` is appended, and the action runs at a cursor in
 the function; edits outside the function (the decoy included) are counted (must be 0).
+
+Also counted: tokens of the user's code changed outside the target (fix: tokens of the original code the fixed
+document lost, 0 for an exact restore; fill/body: tokens the edits replace outside the stub), and lines a fix
+deletes that the error does not touch (must be 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import random
+import re
 import sys
 from dataclasses import asdict
 
@@ -43,20 +56,44 @@ def problems(tasks: list[Task]) -> list[Task]:
     return out
 
 
-def inject(task: Task, rng: random.Random) -> tuple[str, str, int] | None:
-    """(original, broken, offset of the change): one token deleted or a stray one inserted in the solution."""
+def inject(task: Task, rng: random.Random, functions: bool = False) -> tuple[str, str, int] | None:
+    """(original, broken, offset of the change): one token deleted or a stray one inserted in the solution
+    (``functions``: in the function's body)."""
     original = task.prompt + task.canonical_solution + task.suffix
-    body = len(task.prompt.rsplit('"""', 1)[0]) + 3 if '"""' in task.prompt else 0
-    spots = [(i, ch) for i, ch in enumerate(original) if i >= body and ch in DELETABLE]
+    if functions:
+        lo, hi = len(task.prompt), len(task.prompt) + len(task.canonical_solution)
+    else:
+        lo, hi = (len(task.prompt.rsplit('"""', 1)[0]) + 3 if '"""' in task.prompt else 0), len(original)
+    spots = [(i, ch) for i, ch in enumerate(original) if lo <= i < hi and ch in DELETABLE]
     rng.shuffle(spots)
     for i, ch in spots[:20]:
         if rng.random() < 0.75:
             broken = original[:i] + original[i + 1:]
         else:
             broken = original[:i] + rng.choice(STRAYS) + original[i:]
-        if not syntax_valid(broken):
+        if not syntax_valid(broken, task.language):
             return original, broken, i
     return None
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def tokens_lost(before: str, after: str) -> int:
+    """Tokens (words and punctuation) of ``before`` that ``after`` deleted or replaced."""
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
+    return sum(i2 - i1 for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+               if tag in ("delete", "replace"))
+
+
+def lines_deleted(before: str, after: str, keep: set[int]) -> int:
+    """Lines of ``before`` (0-based) that ``after`` no longer has, other than those in ``keep``."""
+    a, b = before.split("\n"), after.split("\n")
+    gone = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "delete" or (tag == "replace" and i2 - i1 > j2 - j1):
+            gone += len(set(range(i1, i2)) - keep) if tag == "delete" else max(0, (i2 - i1) - (j2 - j1))
+    return gone
 
 
 def changed_lines(before: str, after: str) -> set[int]:
@@ -84,88 +121,118 @@ def passes(task: Task, document: str, limits: Limits) -> bool | None:
     return run_program(check_program(document, "", "", task.test, task.entry_point), limits).passed
 
 
-def fix_case(backend, config, task: Task, rng: random.Random, limits: Limits) -> dict | None:
-    from engine.actions import FixRequest
+def fix_case(backend, config, task: Task, rng: random.Random, limits: Limits, functions: bool = False) -> dict | None:
     from engine.backends.base import Control
+    from engine.requests import FixRequest
+    from engine.serve import serve
     from engine.targets import survey
 
-    made = inject(task, rng)
+    made = inject(task, rng, functions)
     if made is None:
         return None
     original, broken, at = made
     line = broken.count("\n", 0, at)
-    spans = survey(broken, "python", at, at).errors
+    spans = survey(broken, task.language, at, at).errors
     fixed = broken
     if spans:
-        c = FixRequest(broken, "python", spans).run(backend, config, Control(lambda step: None))
+        c = serve(backend, config.fill, FixRequest(broken, task.language, spans), Control(lambda step: None))
         fixed = apply(broken, c.fills)
     outside = {i for i in changed_lines(broken, fixed) if abs(i - line) > 1}
-    return {"task_id": task.task_id, "line": line, "applied": fixed != broken, "parses": syntax_valid(fixed),
-            "exact": fixed == original, "passed": passes(task, fixed, limits) if fixed != broken else False,
-            "lines_changed_outside": len(outside)}
+    return {"task_id": task.task_id, "language": task.language, "line": line, "applied": fixed != broken,
+            "parses": syntax_valid(fixed, task.language), "exact": fixed == original,
+            "passed": (passes(task, fixed, limits) if fixed != broken else False) if task.has_test else None,
+            "lines_changed_outside": len(outside), "tokens_changed": tokens_lost(original, fixed),
+            "lines_deleted_outside": lines_deleted(broken, fixed, {line})}
 
 
-def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limits) -> dict:
-    from engine.actions import FillRequest
+def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limits, functions: bool = False) -> dict:
     from engine.backends.base import Control
+    from engine.requests import FillRequest
+    from engine.serve import serve
     from engine.targets import survey
 
-    text = task.prompt + stub + DECOY
-    cursor = len(task.prompt) + stub.index("p" if "pass" in stub else ".")
-    found = survey(text, "python", cursor, cursor)
-    fn_end = len(task.prompt) + len(stub)
+    decoy = DECOY if task.language == "python" else ""
+    text = task.prompt + stub + (task.suffix if functions else "") + decoy
+    lo, hi = len(task.prompt), len(task.prompt) + len(stub)        # the stub: the only hole in the function
+    cursor = lo + len(stub) - len(stub.lstrip()) + 1
+    found = survey(text, task.language, cursor, cursor)
     if action == "fill":
-        request = FillRequest(text, "python", found.blanks) if found.blanks else None
+        request = FillRequest(text, task.language, found.blanks) if found.blanks else None
     else:
-        request = FillRequest(text, "python", (found.body,), found.callers, slots=config.max_hole_tokens) \
+        request = FillRequest(text, task.language, (found.body,), found.callers, body=True) \
             if found.body is not None else None
-    fills = request.run(backend, config, Control(lambda step: None)).fills if request else ()
+    fills = serve(backend, config.fill, request, Control(lambda step: None)).fills if request else ()
     document = apply(text, fills)
-    outside = sum(1 for f in fills if f.start < text.rfind("def ", 0, cursor) or f.end > fn_end)
-    program_doc = document[:len(document) - len(DECOY)] if document.endswith(DECOY) else document
-    return {"task_id": task.task_id, "action": action, "stub": stub.strip().split("\n")[0],
-            "holes": len(found.blanks), "applied": bool(fills), "parses": syntax_valid(document),
-            "passed": passes(task, program_doc, limits) if fills else False,
-            "edits_outside_scope": outside, "decoy_intact": document.endswith(DECOY)}
+    outside = sum(1 for f in fills if f.start < lo or f.end > hi)
+    changed = sum(len(_TOKEN.findall(text[f.start:min(f.end, lo)])) + len(_TOKEN.findall(text[max(f.start, hi):f.end]))
+                  for f in fills)
+    program_doc = document[:len(document) - len(decoy)] if decoy and document.endswith(decoy) else document
+    return {"task_id": task.task_id, "language": task.language, "action": action,
+            "stub": stub.strip().split("\n")[0], "holes": len(found.blanks), "applied": bool(fills),
+            "parses": syntax_valid(document, task.language),
+            "passed": (passes(task, program_doc, limits) if fills else False) if task.has_test else None,
+            "edits_outside_scope": outside, "tokens_changed_outside": changed,
+            "decoy_intact": document.endswith(decoy)}
+
+
+def body_indent(task: Task) -> str:
+    first = task.canonical_solution.split("\n", 1)[0]
+    return first[:len(first) - len(first.lstrip(" \t"))] or "    "
 
 
 def rates(rows: list[dict], keys: tuple[str, ...]) -> dict:
+    """The share of ``rows`` where each key is true (None for a key no row measured, e.g. tests without tests)."""
     n = len(rows)
-    out = {"n": n}
+    out: dict = {"n": n}
     for k in keys:
-        out[k] = round(sum(bool(r[k]) for r in rows) / n, 4) if n else None
+        measured = [r[k] for r in rows if r[k] is not None]
+        out[k] = round(sum(bool(v) for v in measured) / n, 4) if n and measured else None
     return out
+
+
+def summary(fixes: list[dict], fills: list[dict]) -> dict:
+    fix_keys = ("applied", "parses", "exact", "passed")
+    return {
+        "fix": {**rates(fixes, fix_keys), **{k: sum(r[k] for r in fixes) for k in
+                                             ("lines_changed_outside", "lines_deleted_outside", "tokens_changed")}},
+        **{name: {**rates([r for r in fills if r["action"] == name], ("applied", "parses", "passed", "decoy_intact")),
+                  **{k: sum(r[k] for r in fills if r["action"] == name)
+                     for k in ("edits_outside_scope", "tokens_changed_outside")}}
+           for name in ("fill", "body")},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.actions", description=__doc__.splitlines()[0])
-    p.add_argument("--data", required=True, help="HumanEval-SingleLineInfilling (one task per problem is used)")
+    p.add_argument("--data", required=True, help="HumanEval-SingleLineInfilling (one task per problem is used), "
+                                                 "or with --functions a benchmarks.action_functions file")
+    p.add_argument("--functions", action="store_true", help="the data are whole function bodies, any language")
     p.add_argument("--out", required=True)
     p.add_argument("--limit", type=int, default=None, help="problems for the fix cases")
     p.add_argument("--fill-limit", type=int, default=40, help="problems for the fill / body cases")
     p.add_argument("--seed", type=int, default=1)
     engine_args(p)
     args = p.parse_args(argv)
+    from benchmarks.action_functions import stub
     from engine.backends import load_backend
 
     config = engine_config(args)
-    backend = load_backend(config)
-    tasks = problems(load_tasks(args.data))
+    backend = load_backend(config.load)
+    tasks = load_tasks(args.data) if args.functions else problems(load_tasks(args.data))
     rng, limits = random.Random(args.seed), Limits()
-    fixes = [r for r in (fix_case(backend, config, t, rng, limits)
+    fixes = [r for r in (fix_case(backend, config, t, rng, limits, args.functions)
                          for t in progress(tasks[:args.limit], len(tasks[:args.limit]), "fix")) if r]
     fills = []
     for i, t in enumerate(progress(tasks[:args.fill_limit], min(len(tasks), args.fill_limit), "fill")):
+        text = stub(t.language, body_indent(t), i) if args.functions else STUBS[i % len(STUBS)]
         for action in ("fill", "body"):
-            fills.append(fill_case(backend, config, t, STUBS[i % len(STUBS)], action, limits))
+            fills.append(fill_case(backend, config, t, text, action, limits, args.functions))
     result = envelope("actions", "benchmarks.actions", argv)
-    fix_keys = ("applied", "parses", "exact", "passed")
+    languages = sorted({t.language for t in tasks})
     result.update({
-        "data": args.data, "settings": asdict(config), "seed": args.seed,
-        "fix": {**rates(fixes, fix_keys), "lines_changed_outside": sum(r["lines_changed_outside"] for r in fixes)},
-        **{name: {**rates([r for r in fills if r["action"] == name], ("applied", "parses", "passed", "decoy_intact")),
-                  "edits_outside_scope": sum(r["edits_outside_scope"] for r in fills if r["action"] == name)}
-           for name in ("fill", "body")},
+        "data": args.data, "settings": asdict(config), "seed": args.seed, **summary(fixes, fills),
+        "languages": {lang: summary([r for r in fixes if r["language"] == lang],
+                                    [r for r in fills if r["language"] == lang]) for lang in languages},
         "records": {"fix": fixes, "fill": fills},
     })
     write_result(args.out, result)

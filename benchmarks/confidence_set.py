@@ -28,12 +28,13 @@ from benchmarks.sandbox import Limits, check_program, run_program
 from benchmarks.tasks import Task, load_tasks
 
 
-def considered_record(task: Task, completion, run_tests: bool, limits: Limits) -> dict:
-    """One hole: the engine's choice and every valid fill it considered, each scored against the reference."""
-    from engine.confidence import assess
+def considered_record(task: Task, completion, run_tests: bool, limits: Limits, backend=None) -> dict:
+    """One hole: the engine's choice and every valid fill it considered, each scored against the reference
+    (``backend``: also the costlier signals ``engine.confidence.model_signals`` computes with the model)."""
+    from engine.confidence import assess, model_signals
     from engine.languages import spec_for
 
-    spec = spec_for("python")
+    spec = spec_for(task.language)
     fills = []
     for fill, feats in assess(completion.considered, task.text, spec, completion.kind, None):
         document = apply_edits(task.text, [(fill.start, fill.end, fill.text)])
@@ -45,9 +46,11 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits) -
         fills.append({"text": fill.text, "start": fill.start, "end": fill.end,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
+        if backend is not None:
+            fills[-1]["signals"] = model_signals(backend, spec, task.text, fill)
     chosen = completion.fills[0].text if completion.fills else None
-    return {"task_id": task.task_id, "kind": completion.kind.value, "chosen": chosen, "fills": fills,
-            "tested": run_tests and task.has_test}
+    return {"task_id": task.task_id, "language": task.language, "kind": completion.kind.value, "chosen": chosen,
+            "fills": fills, "tested": run_tests and task.has_test}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,9 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="the JSONL to write (continued when it exists)")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
+    p.add_argument("--signals", action="store_true",
+                   help="also record each fill's model signals (score_text likelihood, re-noising stability)")
     engine_args(p)
     args = p.parse_args(argv)
     from engine import Engine, InfillRequest
+    from engine.model_text import ModelText
 
     out = Path(args.out)
     done = set()
@@ -71,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with out.open("a", encoding="utf-8") as f:
             for task in progress(tasks, len(tasks), "considered"):
-                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language="python"))
-                f.write(json.dumps(considered_record(task, c, args.tests, limits)) + "\n")
+                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language))
+                # the engine thread is idle between jobs: the signals run on the same backend here
+                backend = ModelText(engine.backend) if args.signals and engine.backend is not None else None
+                f.write(json.dumps(considered_record(task, c, args.tests, limits, backend)) + "\n")
                 f.flush()
     finally:
         engine.close()

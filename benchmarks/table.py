@@ -170,22 +170,33 @@ def positions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
 
 def actions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Code actions", "",
-             "| run | action | n | applied % | parses % | tests pass % | exact original % | outside the target |",
-             "|---|---|--:|--:|--:|--:|--:|--:|"]
+             "| run | language | action | n | applied % | parses % | tests pass % | exact original % | "
+             "outside the target | user tokens changed | lines deleted the error does not touch |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for path, r in runs:
-        for name in ("fix", "fill", "body"):
-            a = r.get(name)
-            if a is None:
-                continue
-            outside = a.get("lines_changed_outside", a.get("edits_outside_scope"))
-            lines.append(f"| {_link(path, base)} | {name} | {a['n']} | {pct(a['applied'])} | {pct(a['parses'])} | "
-                         f"{pct(a.get('passed'))} | {pct(a.get('exact'))} | {outside} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+        by_language = r.get("languages") or {}
+        groups = [("all", r)] + sorted(by_language.items()) if len(by_language) > 1 else \
+            [(next(iter(by_language), "python"), r)]
+        for language, g in groups:
+            for name in ("fix", "fill", "body"):
+                a = g.get(name)
+                if a is None or not a.get("n"):
+                    continue
+                outside = a.get("lines_changed_outside", a.get("edits_outside_scope"))
+                tokens = a.get("tokens_changed", a.get("tokens_changed_outside"))
+                lines.append(f"| {_link(path, base)} | {language} | {name} | {a['n']} | {pct(a['applied'])} | "
+                             f"{pct(a['parses'])} | {pct(a.get('passed'))} | {pct(a.get('exact'))} | {outside} | "
+                             f"{num(tokens, 0)} | {num(a.get('lines_deleted_outside'), 0)} |")
+    lines += ["", "Outside the target: lines a fix changed away from the error, or fill edits outside the function. "
+              "User tokens changed: tokens of the original code a fix lost (0 when restored exactly), or tokens a "
+              "fill replaced outside the stub.", "",
+              "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
     return lines
 
 
 def calibration_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
-    lines = ["### Confidence and abstention (fitted on the held-out stdlib lines, reported on the other half)", "",
+    lines = ["### Confidence and abstention, first fit (held-out stdlib lines only, reported on the other half; "
+             "superseded by the per-language fit below)", "",
              "| run | names rule | dev precision % at the default bar | dev coverage % | dev precision % offering all | "
              "HumanEval pass@1 % among offered (bar / none) | HumanEval offered % (bar / none) |",
              "|---|---|--:|--:|--:|---|---|"]
@@ -196,6 +207,32 @@ def calibration_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                          f"{pct(v['at_default']['coverage'])} | {pct(v['no_abstention']['precision'])} | "
                          f"{pct(h['pass_among_offered_with_bar'])} / {pct(h['pass_among_offered_no_bar'])} | "
                          f"{pct(h['offered_with_bar'])} / {pct(h['offered_no_bar'])} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
+def calibration_languages_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Confidence per language (one-line development sets, cross-validated by file)", "",
+             "| run | language | holes | exactly right anywhere (oracle) % | best possible precision % at 15% coverage | "
+             "precision % at the default bar | coverage % | precision % at 15% coverage | precision % offering all |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        cv = r["cross_validated"]
+        for language, s in [("all", cv["all"])] + list(cv["languages"].items()):
+            lines.append(f"| {_link(path, base)} | {language} | {s['n']} | {pct(s['oracle_rate'])} | "
+                         f"{pct(s['ceiling_precision_at_15pct_coverage'])} | {pct(s['precision'])} | "
+                         f"{pct(s['coverage'])} | {pct(s['precision_at_15pct_coverage'])} | {pct(s['precision_no_bar'])} |")
+        lines += ["", "| features | AUC of the offered fill's estimate | log-loss per fill | precision % at 15% coverage | "
+                  "at 5% |", "|---|--:|--:|--:|--:|"]
+        for group, s in r["ablation"].items():
+            lines.append(f"| {group} (n={s['n']}) | {num(s['auc_offered_pick'], 3)} | {num(s['log_loss_per_fill'], 4)} | "
+                         f"{pct(s['precision_at_15pct_coverage'])} | {pct(s['precision_at_5pct_coverage'])} |")
+        h = r.get("humaneval")
+        if h:
+            lines += ["", f"HumanEval single-line (reported only): pass@1 among offered {pct(h['pass_among_offered_with_bar'])} "
+                          f"with the default bar ({pct(h['offered_with_bar'])} offered) vs "
+                          f"{pct(h['pass_among_offered_no_bar'])} without ({pct(h['offered_no_bar'])} offered)."]
+        lines += ["", f"![precision/coverage]({_rel(path, path.with_suffix('.png').name, base)})"]
     lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
     return lines
 
@@ -247,7 +284,8 @@ def _rel(result_path: Path, plot: str, base: Path) -> str:
 
 
 SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_order", order_table),
-            ("sweep", sweep_table), ("calibrate", calibration_table), ("actions", actions_table),
+            ("sweep", sweep_table), ("calibrate", calibration_table),
+            ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
             ("team", team_table))
 

@@ -2,9 +2,11 @@
 
 from .config import EMBEDDED, EngineConfig, FillOptions, LoadConfig
 from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, FillRequest, FixRequest, Hole,
-                       HoleFill, HoleKind, InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest)
+                       HoleFill, HoleKind, InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest,
+                       TextTooLong)
 from .worker import Engine, EngineState, Job
 
 __all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineConfig", "EngineError", "EngineState",
            "EngineUnreachable", "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind",
-           "InfillRequest", "Job", "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest"]
+           "InfillRequest", "Job", "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest",
+           "TextTooLong"]

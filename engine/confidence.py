@@ -1,11 +1,14 @@
 """How likely a fill is exactly right: features the engine already has, a fitted logistic model, abstention.
 
 The features come from the fills of one hole (one per length tried): the mean and the weakest
-log-confidence of the fill's tokens, its length, whether another length wrote the same text, whether
-it repeats a line of the document, whether it uses a name the document defines nowhere
-(``engine.names``), the hole kind and the language. The weights are fitted on held-out development
-sets (``python -m benchmarks.calibrate``, never on HumanEval) and stored as ``confidence.json`` next to
-the model; a model without that file gets no estimate (``None``) and nothing is withheld.
+log-confidence of the fill's tokens (and the second weakest, the first token's, the share below one
+half), its length in tokens and characters, whether another length wrote the same text, how many lengths
+gave a valid fill, whether it repeats a line of the document or the line above, whether it uses a name
+the document defines nowhere (``engine.names``), the hole kind and the language (one indicator per
+language but Python: the calibration is per language). The weights are fitted on held-out development
+sets of every language (``python -m benchmarks.calibrate``, never on HumanEval) and stored as
+``confidence.json`` next to the model; a weight the file does not name is 0, so a calibration fitted on
+fewer features still loads; a model without that file gets no estimate (``None``) and nothing is withheld.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .backends.base import Backend
 from .config import FillOptions
 from .languages import LanguageSpec
 from .names import invented_names
 from .requests import HoleFill, HoleKind
 
 CALIBRATION_FILE = "confidence.json"
-FEATURES = ("mean_log", "min_log", "log_tokens", "agree", "alone", "repeats_line", "invented",
-            "kind_inline", "kind_block", "python")
+LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is the base: no indicator
+FEATURES = ("mean_log", "min_log", "second_log", "first_log", "low_share", "log_tokens", "log_chars", "agree",
+            "alone", "valid_lengths", "repeats_line", "repeats_above", "invented", "kind_inline", "kind_block",
+            *(f"lang_{name}" for name in LANGUAGES[1:]))
+SIGNALS = ("pll_mean", "renoise_same", "renoise_mean_log")   # model_signals: measured, not computed per fill
 
 
 @dataclass(frozen=True)
@@ -58,23 +65,50 @@ def load_calibration(model_dir: Path) -> Calibration | None:
                        str(data.get("fitted_on", "")))
 
 
+def language_of(spec: LanguageSpec) -> str:
+    """The calibration's language for a grammar (TSX is TypeScript)."""
+    return "typescript" if spec.name == "typescriptreact" else spec.name
+
+
+def _line_above(text: str, at: int) -> str:
+    """The last non-blank line ending before ``at`` (the text before it on its own line counts), stripped;
+    found by scanning back, not by copying the prefix (a cursor near the end of a large file)."""
+    end = at
+    while end > 0:
+        lo = text.rfind("\n", 0, end) + 1
+        line = text[lo:end].strip()
+        if line:
+            return line
+        end = lo - 1
+    return ""
+
+
 def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: LanguageSpec,
              kind: HoleKind) -> dict[str, float]:
     """The features of ``fill`` (one of the valid fills of a hole in ``text``; ``others`` the rest)."""
     logs = [math.log(max(c, 1e-9)) for c in fill.confidences] or [math.log(1e-9)]
+    ordered = sorted(logs)
     body = fill.text.strip()
     lines = {line.strip() for line in text.splitlines()} - {""}
+    above = _line_above(text, fill.start)
+    language = language_of(spec)
     return {
         "mean_log": sum(logs) / len(logs),
-        "min_log": min(logs),
+        "min_log": ordered[0],
+        "second_log": ordered[min(1, len(ordered) - 1)],
+        "first_log": logs[0],
+        "low_share": sum(c < 0.5 for c in fill.confidences) / max(1, len(fill.confidences)),
         "log_tokens": math.log1p(len(fill.confidences)),
+        "log_chars": math.log1p(len(body)),
         "agree": float(any(o.text.strip() == body for o in others)),
         "alone": float(not others),
+        "valid_lengths": float(1 + len(others)),
         "repeats_line": float(body in lines),
+        "repeats_above": float(bool(body) and body == above),
         "invented": float(bool(invented_names(spec, text, fill.start, fill.text, fill.end))),
         "kind_inline": float(kind is HoleKind.INLINE),
         "kind_block": float(kind in (HoleKind.BLOCK, HoleKind.SPAN)),
-        "python": float(spec.name == "python"),
+        **{f"lang_{name}": float(language == name) for name in LANGUAGES[1:]},
     }
 
 
@@ -146,3 +180,32 @@ def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKi
         pool = [item for item in pool if choose([item], calibration, options.min_confidence, options.names_rule)]
     pool.sort(key=_rank(options.names_rule))
     return chosen, considered, tuple(f for f, _ in pool[:options.max_alternatives - 1])
+
+
+def model_signals(backend: Backend, spec: LanguageSpec, text: str, fill: HoleFill, steps: int = 4,
+                  prefix_tokens: int = 160, suffix_tokens: int = 64) -> dict[str, float]:
+    """Signals that cost the model more forwards, measured by ``benchmarks.confidence_set --signals``:
+    the fill's pseudo-log-likelihood (``score_text``, per token: ``pll_mean``) and its stability under
+    re-noising (the fill as a rewrite's start: its weakest tokens re-masked and denoised again in ``steps``
+    steps; ``renoise_same`` is 1 when the same text comes back)."""
+    from .backends.base import Control, FillPlan, HoleSpec
+    from .context import window
+
+    n = max(1, backend.count_tokens(fill.text))
+    out: dict[str, float] = {"pll_mean": 0.0, "renoise_same": 0.0, "renoise_mean_log": math.log(1e-9)}
+    if backend.scores_text:
+        out["pll_mean"] = backend.score_text(text[:fill.start], fill.text, text[fill.end:]) / n
+    win = window(spec, text, fill.start, fill.end, backend.count_tokens, prefix_tokens, suffix_tokens)
+    one_line = "\n" not in fill.text.rstrip("\n")
+    plan = FillPlan((win.prefix, HoleSpec(n, one_line, one_line, fill.text), win.suffix), steps=steps, threshold=0.0)
+    result = backend.fill(plan, Control(lambda step: None))
+    again = result.candidates[0]
+    out["renoise_same"] = float(_norm(again.texts[0]) == _norm(fill.text))
+    logs = [math.log(max(c, 1e-9)) for c in again.confidences[0]]
+    if logs:
+        out["renoise_mean_log"] = sum(logs) / len(logs)
+    return out
+
+
+def _norm(code: str) -> str:
+    return "\n".join(line.rstrip() for line in code.split("\n")).strip("\n")

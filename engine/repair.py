@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from . import pyparse
 from .backends.base import Backend
 from .languages import LanguageSpec, error_spans, parse
-from .requests import Completion, HoleFill, HoleKind
+from .requests import Completion, HoleFill, HoleKind, TextTooLong
 
 INSERTS = (":", ")", "]", "}", ",", "(", "[", "{", '"', "'", ".", "=", ";")
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?|\"[^\"\n]*\"|'[^'\n]*'|\*\*|//|==|!=|<=|>=|->|:=|&&|\|\||::|=>"
@@ -187,7 +187,10 @@ def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:
     for r in head:
         fixed = apply(text, r)
         lo, hi = line_bounds(fixed, r.start)
-        scored.append((score(fixed[:lo], fixed[lo:hi], fixed[hi:]) + prior(r), r))
+        try:
+            scored.append((score(fixed[:lo], fixed[lo:hi], fixed[hi:]) + prior(r), r))
+        except TextTooLong:  # a line longer than the model's positions: the parser's order stands
+            return ordered
     scored.sort(key=lambda x: x[0], reverse=True)
     return [r for _, r in scored] + ordered[_MAX_RANKED:]
 

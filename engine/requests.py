@@ -186,3 +186,8 @@ class ModelLoadError(EngineError):
 
 class EngineUnreachable(EngineError):
     """A remote engine (the ``engine`` setting) did not answer after its retries; the next request tries again."""
+
+
+class TextTooLong(EngineError, ValueError):
+    """A text that does not fit the model's positions (``Backend.score_text`` of a middle longer than
+    ``max_positions``)."""

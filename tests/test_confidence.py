@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from engine.confidence import Calibration, assess, choose, features, load_calibration
+from engine.confidence import FEATURES, Calibration, assess, choose, features, load_calibration
 from engine.config import EngineConfig
 from engine.languages import spec_for
 from engine.requests import HoleFill, HoleKind
@@ -68,9 +68,53 @@ def test_calibration_round_trip(tmp_path):
 def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():
     cal = load_calibration(EngineConfig().model_dir())
     assert cal is not None and 0 < cal.min_confidence < 1
-    low, high = ({"mean_log": m, "min_log": m, "log_tokens": 2.0, "python": 1.0} for m in (-2.0, -0.05))
+    low, high = ({"mean_log": m, "min_log": m, "second_log": m, "log_tokens": 2.0} for m in (-2.0, -0.05))
     assert cal.probability(high) > cal.probability(low)
     assert cal.probability({**high, "invented": 1.0}) < cal.probability(high)
+
+
+def test_the_shipped_calibration_is_per_language():
+    """Fitted on every language's development set: each language but Python (the base) has its own weight,
+    loaded from the model's confidence.json and used by the estimate."""
+    from engine.confidence import LANGUAGES
+
+    cal = load_calibration(EngineConfig().model_dir())
+    assert cal is not None and {f"lang_{n}" for n in LANGUAGES[1:]} <= set(cal.weights)
+    assert all(n in FEATURES for n in cal.weights)
+    python = {"mean_log": -0.1, "min_log": -0.3, "log_tokens": 2.0}
+    estimates = {cal.probability({**python, f"lang_{other}": 1.0}) for other in LANGUAGES[1:]}
+    assert len(estimates | {cal.probability(python)}) == len(LANGUAGES)
+    # JavaScript: no one-line hole of its development set was filled exactly, so its weight is below Python's
+    assert cal.probability({**python, "lang_javascript": 1.0}) < cal.probability(python)
+
+
+def test_the_language_of_the_document_drives_the_estimate():
+    """The same fill in a Python and a Go document: the features say which language, the estimate follows."""
+    go_doc = "package main\n\nfunc total(rows []int) int {\n\ts := 0\n\n\treturn s\n}\n"
+    at = go_doc.index("\n\treturn") + 1
+    go_fill = HoleFill(at, at, "\ts += rows[0]\n", (0.9, 0.8, 0.9), ())
+    py_fill = fill("    s += rows[0]\n", 0.9, 0.8, 0.9)
+    go_feats = features(go_fill, [], go_doc, spec_for("go"), HoleKind.LINE)
+    py_feats = features(py_fill, [], DOC, PY, HoleKind.LINE)
+    assert go_feats["lang_go"] == 1.0 and py_feats["lang_go"] == 0.0
+    assert not any(v for k, v in py_feats.items() if k.startswith("lang_"))
+    assert features(go_fill, [], go_doc, spec_for("typescriptreact"), HoleKind.LINE)["lang_typescript"] == 1.0
+    cal = Calibration({"mean_log": 2.0, "lang_go": -3.0}, bias=0.5, min_confidence=0.3)
+    (go, _), = assess([go_fill], go_doc, spec_for("go"), HoleKind.LINE, cal)
+    (py, _), = assess([py_fill], DOC, PY, HoleKind.LINE, cal)
+    assert go.confidence < 0.3 <= py.confidence
+    assert choose(assess([go_fill], go_doc, spec_for("go"), HoleKind.LINE, cal), cal) is None
+    assert choose(assess([py_fill], DOC, PY, HoleKind.LINE, cal), cal) is not None
+
+
+def test_a_fill_repeating_the_line_above_is_marked():
+    text = "def f(a):\n    a.append(1)\n\n    return a\n"
+    at = text.index("\n\n") + 1
+    f = HoleFill(at, at, "    a.append(1)\n", (0.9, 0.9), ())
+    feats = features(f, [], text, PY, HoleKind.LINE)
+    assert feats["repeats_above"] == 1.0 and feats["repeats_line"] == 1.0
+    other = features(HoleFill(at, at, "    a.sort()\n", (0.9, 0.2), ()), [f], text, PY, HoleKind.LINE)
+    assert other["repeats_above"] == 0.0 and other["valid_lengths"] == 2.0 and other["low_share"] == 0.5
 
 
 def test_the_engine_withholds_fills_below_the_bar_and_reports_what_it_considered():

@@ -93,3 +93,40 @@ def test_a_repair_that_parses_the_whole_document_beats_one_that_moves_the_error(
             " Return True if the three\n    sides form a right-angled triangle, False otherwise.\n"
             "    right_angle_triangle(3, 4, 5) == True\n    '''\n\n    return a*a == b*b + c*c or b*b == a*a + c*c\n")
     assert fix(text, backend=backend) == text.replace("c)\n", "c):\n", 1)
+
+
+def test_score_text_fits_the_models_positions(backend):
+    """A long context is cut to the model's positions; a middle that needs them takes them from the context."""
+    short = backend.score_text("x = 1\n", "y = x + 1\n", "print(y)\n")
+    assert backend.score_text("z = 0\n" * 4000, "y = x + 1\n", "print(y)\n" * 4000) < 0 and short < 0
+    cap = backend.max_positions
+    lead = 1 if len(backend.leading) >= 2 else 0      # [CLS] ... [SEP] around a BERT canvas; none for ours
+    specials = 2 * lead
+    pre, suf = list(range(10, 1010)), list(range(2000, 3000))
+    for size in (10, cap - specials - 100, cap - specials - 3, cap - specials):
+        mid = [7] * size
+        ids, at = backend.score_layout(pre, mid, suf)
+        assert len(ids) <= cap
+        assert ids[at:at + size].tolist() == mid
+        kept_pre, kept_suf = ids[lead:at].tolist(), ids[at + size:len(ids) - lead].tolist()
+        assert kept_pre == pre[len(pre) - len(kept_pre):] and kept_suf == suf[:len(kept_suf)]  # nearest context kept
+        if size == 10:
+            assert (len(kept_pre), len(kept_suf)) == (96, 32)
+
+
+def test_score_text_of_a_middle_longer_than_the_positions_raises_a_clear_error(backend):
+    from engine.requests import TextTooLong
+
+    middle = "x = 1 + 2 + 3\n" * 2000
+    with pytest.raises(TextTooLong, match=r"exceeds the model's \d+ positions"):
+        backend.score_text("", middle, "")
+
+
+def test_a_repair_on_a_line_longer_than_the_positions_falls_back_to_the_parsers_order(backend):
+    from engine.repair import Repair
+
+    line = "    if x > " + " + ".join(["1"] * 3000)
+    text = "def f(x):\n" + line + "\n        return x\n"
+    at = len("def f(x):\n") + len(line)
+    repairs = [Repair(at - 1, at - 1, ")", 1), Repair(at, at, ":", 1, hinted=True)]
+    assert rank(text, repairs, backend.score_text) == rank(text, repairs) == repairs[::-1]

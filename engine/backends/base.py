@@ -79,7 +79,8 @@ class Backend(Protocol):
     def fill(self, plan: FillPlan, control: Control) -> FillResult: ...
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
-        """The model's log-likelihood of ``middle`` between ``prefix`` and ``suffix`` (``scores_text``)."""
+        """The model's log-likelihood of ``middle`` between ``prefix`` and ``suffix`` (``scores_text``); the
+        context is cut to fit ``max_positions``, and a ``middle`` that cannot fit raises ``TextTooLong``."""
         ...
 
     def stats(self) -> dict[str, object]: ...

@@ -67,7 +67,7 @@ async function main() {
   check(ready && record.statusTexts[record.statusTexts.length - 1].includes('sparkle'), `status bar reached ready (${record.statusTexts.join(' -> ')})`);
   check(record.contexts['diffusionLsp.active'] === true, 'context key diffusionLsp.active set');
   if (!ready || !record.statusTexts[record.statusTexts.length - 1].includes("sparkle")) { for (const l of (record.output && record.output.lines) || []) console.log(`  log: ${l}`); for (const m of record.messages) console.log(`  message: ${m.join(": ")}`); }
-  for (const id of ['diffusionLsp.rewriteSelection', 'diffusionLsp.fillHoles', 'diffusionLsp.completeBody', 'diffusionLsp.fixSyntax', 'diffusionLsp.showLog', 'diffusionLsp.restart']) {
+  for (const id of ['diffusionLsp.rewriteSelection', 'diffusionLsp.rewriteSelectionWithInstruction', 'diffusionLsp.fillHoles', 'diffusionLsp.completeBody', 'diffusionLsp.fixSyntax', 'diffusionLsp.showLog', 'diffusionLsp.restart']) {
     check(typeof record.commands[id] === 'function', `command ${id} registered`);
   }
   const registration = (record.providers.registerInlineCompletionItemProvider || [])[0];

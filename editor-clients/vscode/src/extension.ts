@@ -25,7 +25,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server,
     vscode.commands.registerCommand(SHOW_LOG_COMMAND, () => output.show(true)),
     vscode.commands.registerCommand('diffusionLsp.restart', () => server.restart()),
-    vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () =>
+    // "Rewrite Selection": the model rewrites it, nothing asked. The instruction variant is shown only
+    // while the server's ready status says instructions: true (INSTRUCTIONS_CONTEXT).
+    vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () => rewriteSelection(client, () => false)),
+    vscode.commands.registerCommand('diffusionLsp.rewriteSelectionWithInstruction', () =>
       rewriteSelection(client, () => status.model.takesInstructions),
     ),
     vscode.commands.registerCommand('diffusionLsp.fillHoles', () => runAction(client, 'fillHoles')),

@@ -2,6 +2,9 @@
 // `diffusion/status` notifications into one state, and says how to show it.
 // Pure: the vscode side only copies `view()` onto a StatusBarItem.
 
+/** The `when` context key that says the backend follows rewrite instructions (package.json). */
+export const INSTRUCTIONS_CONTEXT = 'diffusionLsp.instructions';
+
 export type Phase = 'starting' | 'loading' | 'ready' | 'error' | 'stopped' | 'notInstalled';
 
 /** `diffusion/status` params (docs/PROTOCOL.md). */

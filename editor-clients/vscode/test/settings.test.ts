@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { configurationChangeParams, SERVER_SETTING_KINDS, toServerSettings } from '../src/settings';
+import { INSTRUCTIONS_CONTEXT } from '../src/status';
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -97,8 +98,28 @@ describe('package.json', () => {
       'diffusionLsp.fixSyntax',
       'diffusionLsp.restart',
       'diffusionLsp.rewriteSelection',
+      'diffusionLsp.rewriteSelectionWithInstruction',
       'diffusionLsp.showLog',
     ]);
+  });
+
+  it('names the rewrite for what it does: the instruction variant only when the backend takes instructions', () => {
+    const commands = manifest.contributes.commands as { command: string; title: string }[];
+    const title = (id: string) => commands.find((c) => c.command === id)?.title;
+    assert.equal(title('diffusionLsp.rewriteSelection'), 'Rewrite Selection');
+    assert.equal(title('diffusionLsp.rewriteSelectionWithInstruction'), 'Rewrite Selection with Instruction…');
+    const menus = manifest.contributes.menus as Record<string, { command: string; when: string }[]>;
+    const keys = manifest.contributes.keybindings as { command: string; when: string }[];
+    for (const entries of [menus.commandPalette, menus['editor/context'], keys]) {
+      const plain = entries.filter((e) => e.command === 'diffusionLsp.rewriteSelection');
+      const asks = entries.filter((e) => e.command === 'diffusionLsp.rewriteSelectionWithInstruction');
+      assert.equal(plain.length, 1);
+      assert.equal(asks.length, 1);
+      const plainWhen = plain[0].when.split(' && ');
+      const asksWhen = asks[0].when.split(' && ');
+      assert.ok(plainWhen.includes(`!${INSTRUCTIONS_CONTEXT}`), plain[0].when);
+      assert.ok(asksWhen.includes(INSTRUCTIONS_CONTEXT), asks[0].when);
+    }
   });
 
   it('activates for every default language', () => {

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ...config import LoadConfig
-from ...requests import ModelLoadError
+from ...requests import ModelLoadError, TextTooLong
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
 from . import kv_cache as kv_cache_mod
@@ -22,6 +22,8 @@ from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_st
 
 log = logging.getLogger(__name__)
 DEFAULT_STEPS = 16
+SCORE_PREFIX, SCORE_SUFFIX = 96, 32   # score_text's context in tokens (less when the text leaves less room)
+SCORE_ROWS = 32                      # score_text's masked rows per forward
 MASK_GLYPH = "▒"
 
 
@@ -112,26 +114,41 @@ class MaskedBackend:
     @torch.inference_mode()
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
         """Pseudo-log-likelihood of ``middle`` between ``prefix`` and ``suffix``: the sum of log p of each of
-        its tokens masked in turn (one batch of rows), the context cut to 96 tokens before, 32 after.
-        Used to rank syntax repairs (engine/repair.py)."""
+        its tokens masked in turn, the context cut to 96 tokens before and 32 after. The canvas never
+        exceeds ``max_positions`` (``score_layout``): the context gives way first (the suffix to a quarter of
+        the room the middle leaves, the prefix to the rest), and a ``middle`` that does not fit alone raises
+        ``TextTooLong``. The rows run in batches of
+        ``SCORE_ROWS``. Used to rank syntax repairs (engine/repair.py) and fills (engine/confidence.py)."""
         mid = self._encode(middle)
         if not mid:
             return 0.0
+        ids, at = self.score_layout(self._encode(prefix), mid, self._encode(suffix))
+        total = 0.0
+        for first in range(0, len(mid), SCORE_ROWS):
+            rows = torch.arange(first, min(len(mid), first + SCORE_ROWS))
+            pos = rows + at                                                                 # (R,)
+            batch = ids.repeat(len(rows), 1)                                                # (R, T)
+            batch[torch.arange(len(rows)), pos] = self.mask_id
+            index = torch.arange(len(rows)).to(self.device)
+            batch, pos = batch.to(self.device), pos.to(self.device)
+            if self._fast:
+                hidden = self.model.model(input_ids=batch).last_hidden_state                # (R, T, H)
+                logits = self.model.decoder(self.model.head(hidden[index, pos]))           # (R, V)
+            else:
+                logits = self.model(input_ids=batch).logits[index, pos]                    # (R, V)
+            logp = logits.float().log_softmax(-1).gather(1, ids.to(self.device)[pos][:, None])  # (R, 1)
+            total += float(logp.sum())
+        return total
+
+    def score_layout(self, pre: list[int], mid: list[int], suf: list[int]) -> tuple[torch.Tensor, int]:
+        """``score_text``'s canvas (at most ``max_positions`` ids) and where the middle starts in it."""
         lead, tail = (self.leading[:1], self.leading[1:]) if len(self.leading) >= 2 else ([], [])
-        pre = self._encode(prefix)[-96:]
-        ids = torch.tensor(list(lead) + pre + mid + self._encode(suffix)[:32] + list(tail))  # (T,)
-        rows = torch.arange(len(mid))
-        pos = rows + len(lead) + len(pre)                                                   # (M,)
-        batch = ids.repeat(len(mid), 1)                                                     # (M, T)
-        batch[rows, pos] = self.mask_id
-        batch, pos = batch.to(self.device), pos.to(self.device)
-        if self._fast:
-            hidden = self.model.model(input_ids=batch).last_hidden_state                    # (M, T, H)
-            logits = self.model.decoder(self.model.head(hidden[rows.to(self.device), pos]))  # (M, V)
-        else:
-            logits = self.model(input_ids=batch).logits[rows.to(self.device), pos]          # (M, V)
-        logp = logits.float().log_softmax(-1).gather(1, ids.to(self.device)[pos][:, None])  # (M, 1)
-        return float(logp.sum())
+        room = self.max_positions - len(lead) - len(tail) - len(mid)
+        if room < 0:
+            raise TextTooLong(f"text of {len(mid)} tokens exceeds the model's {self.max_positions} positions")
+        suf = suf[:min(SCORE_SUFFIX, room // 4)]
+        pre = pre[len(pre) - min(len(pre), SCORE_PREFIX, room - len(suf)):]
+        return torch.tensor(list(lead) + pre + mid + suf + list(tail)), len(lead) + len(pre)
 
     def _stepper(self, holes: list[HoleSlots], T: int, context: tuple = ()
                  ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -1,0 +1,54 @@
+"""The actions benchmark's measures and its corpus-function data (benchmarks/actions.py, action_functions.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from benchmarks.action_functions import functions_of, stub
+from benchmarks.actions import inject, lines_deleted, tokens_lost
+from benchmarks.metrics import syntax_valid
+from benchmarks.tasks import load_tasks
+
+DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "action-functions.jsonl.gz"
+
+
+def test_tokens_lost_counts_the_users_tokens_a_fix_changed():
+    original = "if x > 0:\n    return x\n"
+    assert tokens_lost(original, original) == 0
+    assert tokens_lost(original, "if x > 0:\n    return x)\n") == 0          # an insertion loses nothing
+    assert tokens_lost(original, "if x == 0:\n    return x\n") == 1          # '>' replaced
+    assert tokens_lost(original, "return x == 0\nreturn x == 0\n") > 3
+
+
+def test_lines_deleted_counts_lines_away_from_the_error():
+    broken = "a = 1\nif x > 0\n    y = 2\nb = 3\n"
+    assert lines_deleted(broken, broken.replace("x > 0", "x > 0:"), {1}) == 0
+    assert lines_deleted(broken, "a = 1\nif x > 0:\nb = 3\n", {1}) == 1       # '    y = 2' is gone
+    assert lines_deleted(broken, "a = 1\nb = 3\n", {1}) == 1                  # the error's own line is not counted
+
+
+def test_functions_of_a_file_and_their_stubs_parse():
+    text = ("import os\n\n\ndef size(path):\n    \"\"\"Bytes.\"\"\"\n    st = os.stat(path)\n    n = st.st_size\n"
+            "    return n\n\n\ndef tiny():\n    return 1\n")
+    (task,) = functions_of("pkg/mod.py", text, "python")
+    assert task["canonical_solution"] == "    st = os.stat(path)\n    n = st.st_size\n    return n\n"
+    assert task["prompt"].endswith('    """Bytes."""\n') and task["language"] == "python"
+    assert task["prompt"] + task["canonical_solution"] + task["suffix"] in text
+    go = "package p\n\nfunc Add(a, b int) int {\n\ts := a\n\ts += b\n\treturn s\n}\n"
+    (task,) = functions_of("p/add.go", go, "go")
+    assert task["canonical_solution"] == "\ts := a\n\ts += b\n\treturn s\n" and task["suffix"].startswith("}")
+    assert syntax_valid(task["prompt"] + stub("go", "\t", 0) + task["suffix"], "go")
+
+
+def test_the_committed_functions_parse_and_break_where_injected():
+    tasks = load_tasks(str(DATA))
+    assert {t.language for t in tasks} == {"python", "javascript", "typescript", "go", "rust"}
+    rng = random.Random(1)
+    for t in tasks[:10]:
+        assert syntax_valid(t.prompt + t.canonical_solution + t.suffix, t.language), t.task_id
+        made = inject(t, rng, functions=True)
+        if made:
+            original, broken, at = made
+            assert len(t.prompt) <= at < len(t.prompt) + len(t.canonical_solution) + 1
+            assert not syntax_valid(broken, t.language)
