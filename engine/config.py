@@ -9,6 +9,7 @@ from typing import Any
 
 EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).parent / "models" / "embedded"
+ADAPT_MODES = ("off", "background")
 
 
 def model_dir(model: str) -> Path:
@@ -30,6 +31,8 @@ class LoadConfig:
     cache_refresh: int = 4            # recompute the holes and the text after them every N steps (0: never)
     t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
     t_max: float = 0.0
+    adapt: str = "off"                # "off" | "background": learn the workspace's code in a low-priority process
+                                      # (engine/adapt); its weights are used once they fill held-out lines better
 
     def model_dir(self) -> Path:
         return model_dir(self.model)
