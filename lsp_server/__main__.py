@@ -1,5 +1,6 @@
 """Command line: ``diffusion-lsp`` serves LSP (stdio by default, or ``--tcp``); ``diffusion-lsp infill FILE:LINE:COL``
-fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session."""
+fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session;
+``diffusion-lsp adapt [WORKSPACE]`` adapts the model to a workspace (``--remove`` deletes what it kept)."""
 
 from __future__ import annotations
 
@@ -95,8 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--model", default="embedded")
     demo.add_argument("--file", default=None, help="a source file to complete in (default: a built-in example)")
     demo.add_argument("--at", default=None, metavar="LINE:COL", help="1-based cursor (default: the example's)")
+    adapt = sub.add_parser("adapt", help="fine-tune the model on a workspace's code (kept in the user cache, "
+                                         "used only if it fills held-out lines better)")
+    adapt.add_argument("workspace", nargs="?", default=None, help="the workspace folder (default: the current one)")
+    adapt.add_argument("--minutes", type=float, default=15.0, help="CPU minutes of training on one thread")
+    adapt.add_argument("--model", default="embedded", help="'embedded' or a masked-LM checkpoint directory")
+    adapt.add_argument("--remove", action="store_true", help="delete this workspace's adapted models instead")
     args = p.parse_args(argv)
     _logging(args.verbose, args.log_file)
+    if args.command == "adapt":
+        from .adapting import run_cli
+        return run_cli(args)
     if args.command == "infill":
         from .oneshot import run_infill
         return run_infill(args)

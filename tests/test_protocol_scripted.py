@@ -18,7 +18,8 @@ SCRIPTED = [sys.executable, "-m", "tests.scripted", "-v"]
 CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "deviceMap": "auto", "threads": 2,
            "kvCache": False, "cacheRefresh": 2, "tMin": 0.3, "tMax": 0.9, "steps": 3, "threshold": 0.5,
            "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "maxAlternatives": 1,
-           "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False}
+           "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False,
+           "adapt": "background"}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"
@@ -66,7 +67,7 @@ def server():
 def test_the_settings_are_the_dataclasses_fields():
     assert set(LOAD) | set(FILL) | {"debounceMs", "drafts", "draftIntervalMs"} == set(CHANGED)
     assert {n for n in LOAD} == {"model", "device", "dtype", "deviceMap", "threads", "kvCache", "cacheRefresh",
-                                 "tMin", "tMax"}
+                                 "tMin", "tMax", "adapt"}
     assert len(FILL) == len([f for f in vars(FillOptions()) if not f.startswith("_")])
 
 
