@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from ..backends.base import Control
 from ..config import FillOptions, LoadConfig
+from ..memory import HeapTrimmer
 from ..requests import EngineError, InfillRequest
 from .files import SourceFile, held_out, workspace_files
 from .holes import LineHole, line_holes
@@ -98,9 +99,12 @@ def score(backend: Any, holes: Sequence[LineHole], gate: Gate | None = None,
     opts = options or FillOptions()
     out = Score(holes=len(holes))
     backend_weights_changed(backend)
+    heap = HeapTrimmer()
     for hole in holes:
         if gate is not None:
             gate.wait()
+        heap.job_done()
+        heap.busy()
         text = hole.prompt + hole.suffix
         try:
             c = serve(backend, opts, InfillRequest(text=text, offset=len(hole.prompt), language=hole.language),
@@ -172,6 +176,7 @@ def train(model: Any, tokenizer: Any, stream: Any, cfg: AdaptConfig, gate: Gate,
 
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
+    heap = HeapTrimmer()   # every step's tensors differ in size: without trims glibc keeps ~25 MB per step
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.98),
                             weight_decay=0.01)
     bf16 = model.device.type == "cpu" and native_cpu_bf16()
@@ -195,6 +200,8 @@ def train(model: Any, tokenizer: Any, stream: Any, cfg: AdaptConfig, gate: Gate,
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
+            heap.job_done()
+            heap.busy()
             cpu += time.process_time() - t0
             step += 1
             window.append(float(loss.detach()))
