@@ -218,8 +218,10 @@ def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
              "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for path, r in runs:
         for name, c in r["codebases"].items():
+            label = name if c.get("complete", True) else \
+                f"{name} (stopped at {num(c.get('trained_cpu_minutes_reached'))} CPU min)"
             for p in c.get("points", []):
-                lines.append(f"| {_link(path, base)} | {name} | {p['holes']} | {num(p['cpu_seconds'] / 60)} | "
+                lines.append(f"| {_link(path, base)} | {label} | {p['holes']} | {num(p['cpu_seconds'] / 60)} | "
                              f"{p['step']} | {num(p['wall_seconds'] / 60)} | {pct(p['exact_match'])} | "
                              f"{p['offered']} | {pct(p['precision'])} |")
         lat = r.get("latency")

@@ -277,3 +277,39 @@ def test_with_the_setting_off_the_server_neither_adapts_nor_adopts(tmp_path, cac
         assert "adapt" not in status
         stats = client.request("diffusion/stats", {})
         assert stats["adapted_weights"] is None and stats["adapt"]["state"] == "off"
+
+
+# -- the benchmark's summary and table ---------------------------------------------------------------------------
+def test_the_benchmark_summarises_adapter_logs_and_the_table_shows_them(tmp_path):
+    from benchmarks import adapt as bench
+    from benchmarks import table
+
+    def score(exact):
+        return {"holes": 100, "offered": 20, "exact": exact, "exact_match": exact / 100, "precision": exact / 20}
+
+    def events(scores, done=True):
+        out = [{"time": 0.0, "event": "files", "train_files": 9, "held_out_files": 2, "holes": 100},
+               {"time": 1.0, "event": "measured", "phase": "before", **score(scores[0])},
+               {"time": 2.0, "event": "step", "step": 10, "cpu_seconds": 12.0, "loss": 2.0}]
+        out += [{"time": 3.0 + i, "event": "snapshot", "minutes": m, "step": 100 * (i + 1), "cpu_seconds": m * 60,
+                 "wall_seconds": m * 120, **score(s)} for i, (m, s) in enumerate(zip((5.0, 15.0), scores[1:3]))]
+        if done:
+            out.append({"time": 9.0, "event": "done", "before": score(scores[0]), "after": score(scores[3]),
+                        "accepted": scores[3] > scores[0], "steps": 900, "cpu_seconds": 1800.0,
+                        "wall_seconds": 3600.0, "train_tokens": 1000})
+        return out
+
+    runs = {"a": bench.summarise(events([4, 5, 6, 8])), "b": bench.summarise(events([2, 2, 4, 4])),
+            "c": bench.summarise(events([0, 1, 1, 1], done=False))}
+    assert [p["minutes"] for p in runs["a"]["points"]] == [0, 5.0, 15.0, 30.0] and runs["a"]["complete"]
+    assert not runs["c"]["complete"] and [p["minutes"] for p in runs["c"]["points"]] == [0, 5.0, 15.0]
+    g = bench.gains(runs, 15.0)
+    assert g["codebases"] == 3 and g["mean_exact_match"] == {"before": 0.02, "after": 0.0367}
+    assert g["relative_of_mean"] == 0.833 and g["per_codebase"]["c"]["relative"] is None and g["none_worse"]
+    assert bench.gains(runs, 30.0)["codebases"] == 2        # c never got there
+    result = {"benchmark": "adapt", "command": "python -m benchmarks.adapt", "created": "2026-01-01",
+              "machine": {"cpus": 2, "load_average": [1.0]}, "codebases": runs,
+              "targets": {"t": {"target": "x", "measured": 0.8, "met": True}}}
+    (tmp_path / "adapt.json").write_text(json.dumps(result))
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "### Workspace adaptation" in block and "| [adapt](adapt.json) | a | 100 | 15.0 | 200 | 30.0 | 6.0 |" in block
