@@ -162,7 +162,7 @@ def latency_part(args, root: Path, logs: Path) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     for r in range(args.latency_rounds):
         for mode in (("without", "with") if r % 2 == 0 else ("with", "without")):
-            proc, log = None, logs / f"latency-adapter-{r}.jsonl"
+            proc, log, started = None, logs / f"latency-adapter-{r}.jsonl", 0
             if mode == "with":
                 proc = subprocess.Popen([sys.executable, "-m", "engine.adapt", str(root), "--model", args.model,
                                          "--minutes", "600", "--holes", "10", "--no-store", "--priority",
@@ -171,6 +171,8 @@ def latency_part(args, root: Path, logs: Path) -> dict:
                 while not any('"step"' in line for line in log.read_text().splitlines()) and proc.poll() is None \
                         and time.time() - began < 600:
                     time.sleep(2)   # measure while it trains (it measures its 10 holes first)
+                started = max((json.loads(x)["step"] for x in log.read_text().splitlines() if '"step"' in x),
+                              default=0)
             out = logs / f"latency-{mode}-{r}.json"
             try:
                 latency.main(["--holes", "single-line", "--n", str(args.latency_n), "--cold-runs", "0",
@@ -180,7 +182,7 @@ def latency_part(args, root: Path, logs: Path) -> dict:
                     proc.terminate()
                     proc.wait()
                     steps = [json.loads(x)["step"] for x in log.read_text().splitlines() if '"step"' in x]
-                    adapter_steps.append(max(steps, default=0))
+                    adapter_steps.append(max(steps, default=0) - started)   # logged every 10 steps
             res = json.loads(out.read_text())
             runs[mode] += [q["round_trip_ms"] for q in res["holes"]["single-line"]["requests"]]
     without, with_ = latency_summary(runs["without"]), latency_summary(runs["with"])
@@ -190,6 +192,17 @@ def latency_part(args, root: Path, logs: Path) -> dict:
             "adapter": {"priority": args.adapter_priority, "paused_during_fills": False,
                         "steps_during_each_with_run": adapter_steps, "codebase": root.name},
             "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def latency_target(lat: dict) -> dict:
+    """The p95 target, judged only when the adapter really trained during the measurement (10 steps or more in
+    every run with it); otherwise ``met`` is None: an adapter starved of CPU says nothing about its cost."""
+    ran = min(lat["adapter"]["steps_during_each_with_run"], default=0) >= 10
+    slowdown = lat["p95_slowdown"]
+    return {"target": f"<= +{TARGET_P95_SLOWDOWN:.0%}", "measured": slowdown,
+            "met": (slowdown is not None and slowdown <= TARGET_P95_SLOWDOWN) if ran else None,
+            **({} if ran else {"why_not_judged": "the adapter trained fewer than 10 steps during a run with it "
+                                                "(the machine's other load left it almost no CPU)"})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,14 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     earlier = json.loads(Path(args.out).read_text("utf-8")) if Path(args.out).is_file() else {}
     if not args.latency_rounds and "latency" in earlier and not args.skip_adapt:   # re-summarised: keep it
         result["latency"], result["latency_command"] = earlier["latency"], earlier.get("latency_command")
-        result["targets"]["p95_while_adapting"] = earlier["targets"]["p95_while_adapting"]
+        result["targets"]["p95_while_adapting"] = latency_target(result["latency"])
     if args.latency_rounds:
-        lat = latency_part(args, roots[args.packages[0]], logs)
-        result["latency"] = lat
-        result["targets"]["p95_while_adapting"] = {"target": f"<= +{TARGET_P95_SLOWDOWN:.0%}",
-                                                   "measured": lat["p95_slowdown"],
-                                                   "met": lat["p95_slowdown"] is not None
-                                                   and lat["p95_slowdown"] <= TARGET_P95_SLOWDOWN}
+        result["latency"] = latency_part(args, roots[args.packages[0]], logs)
+        result["targets"]["p95_while_adapting"] = latency_target(result["latency"])
     result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     write_result(args.out, result)
     print(json.dumps(result["targets"], indent=2))

@@ -232,8 +232,9 @@ def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                           f"{num(a['p95'])} ms with one ({lat['adapter']['priority']} priority, not paused): p95 "
                           f"{'+' if (lat['p95_slowdown'] or 0) >= 0 else ''}{pct(lat['p95_slowdown'])}%."]
         for key, t in r.get("targets", {}).items():
-            lines.append(f"- target {key}: {t['target']}; measured {t['measured']}: "
-                         f"{'met' if t['met'] else 'NOT met'}")
+            verdict = "not judged: " + t.get("why_not_judged", "") if t["met"] is None else \
+                "met" if t["met"] else "NOT met"
+            lines.append(f"- target {key}: {t['target']}; measured {t['measured']}: {verdict}")
     lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
     return lines
 

@@ -47,7 +47,7 @@ class WorkspaceAdapter:
                                       # (with the setting on, "off" until the model is ready: shown as pending)
         self.paused = False
         self.info: dict[str, Any] = {}
-        self.minutes = BACKGROUND_MINUTES
+        self.minutes = float(os.environ.get("DIFFUSION_LSP_ADAPT_MINUTES") or BACKGROUND_MINUTES)
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._fills = 0

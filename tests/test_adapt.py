@@ -264,6 +264,27 @@ def test_the_server_loads_the_adopted_weights_at_start_and_shows_the_figures(tmp
     assert snapshot(ws) == before
 
 
+def test_in_the_background_the_server_runs_the_adapter_and_reports_the_verdict(tmp_path, cache, monkeypatch):
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws")
+    before = snapshot(ws)
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "0.02")   # about two steps of training
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "adapt": "background"}})
+        client.notify("initialized", {})
+        client.wait_for("diffusion/status", lambda p: p.get("adapt", {}).get("state") == "measuring", 300)
+        done = client.wait_for("diffusion/status",
+                               lambda p: p.get("adapt", {}).get("state") in ("adopted", "rejected", "failed"), 900)
+        stats = client.request("diffusion/stats", {})
+    assert done["adapt"]["state"] in ("adopted", "rejected") and 0 <= done["adapt"]["before"] <= 1
+    record = store.read_record(store.entry_dir(ws, EMBEDDED_DIR))
+    assert record is not None and record.steps >= 1 and stats["adapt"]["steps"] == record.steps
+    assert (stats["adapted_weights"] is not None) == record.accepted == (done["adapt"]["state"] == "adopted")
+    assert snapshot(ws) == before
+
+
 def test_with_the_setting_off_the_server_neither_adapts_nor_adopts(tmp_path, cache):
     from benchmarks.lsp_client import LspClient
 
