@@ -223,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="summarise the adapters' event logs already in --logs instead of running them")
     p.add_argument("--skip-adapt", action="store_true",
                    help="keep the adaptation figures already in --out; run the latency part only")
+    p.add_argument("--note", default="", help="how the runs were made, when it differs from this command (kept)")
     p.add_argument("--out", default="benchmarks/results/adapt.json")
     args = p.parse_args(argv)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "diffusion-lsp" / "bench-src"
@@ -261,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.latency_rounds:
         result["latency"] = latency_part(args, roots[args.packages[0]], logs)
         result["targets"]["p95_while_adapting"] = latency_target(result["latency"])
+    if args.note:
+        result["note"] = args.note
     result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     write_result(args.out, result)
     print(json.dumps(result["targets"], indent=2))
