@@ -279,6 +279,33 @@ def team_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Workspace adaptation: held-out one-line holes of code bases the model never saw", "",
+             "| run | code base | holes | CPU min | steps | wall min | exact % | offered | precision % |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        for name, c in r["codebases"].items():
+            label = name if c.get("complete", True) else \
+                f"{name} (stopped at {num(c.get('trained_cpu_minutes_reached'))} CPU min)"
+            for p in c.get("points", []):
+                lines.append(f"| {_link(path, base)} | {label} | {p['holes']} | {num(p['cpu_seconds'] / 60)} | "
+                             f"{p['step']} | {num(p['wall_seconds'] / 60)} | {pct(p['exact_match'])} | "
+                             f"{p['offered']} | {pct(p['precision'])} |")
+        lat = r.get("latency")
+        if lat:
+            w, a = lat["without_adapter_ms"], lat["with_adapter_ms"]
+            lines += ["", f"Inline fills (single-line, through the server, n = {lat['n_per_mode']} each): p50 / p95 "
+                          f"{num(w['p50'])} / {num(w['p95'])} ms without an adapter running, {num(a['p50'])} / "
+                          f"{num(a['p95'])} ms with one ({lat['adapter']['priority']} priority, not paused): p95 "
+                          f"{'+' if (lat['p95_slowdown'] or 0) >= 0 else ''}{pct(lat['p95_slowdown'])}%."]
+        for key, t in r.get("targets", {}).items():
+            verdict = "not judged: " + t.get("why_not_judged", "") if t["met"] is None else \
+                "met" if t["met"] else "NOT met"
+            lines.append(f"- target {key}: {t['target']}; measured {t['measured']}: {verdict}")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
@@ -287,7 +314,7 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("sweep", sweep_table), ("calibrate", calibration_table),
             ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
-            ("team", team_table))
+            ("team", team_table), ("adapt", adapt_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

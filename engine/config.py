@@ -9,6 +9,7 @@ from typing import Any
 
 EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).parent / "models" / "embedded"
+ADAPT_MODES = ("off", "background")
 
 
 def model_dir(model: str) -> Path:
@@ -35,6 +36,8 @@ class LoadConfig:
     engine_ca_file: str = ""          # PEM certificates to trust for an https engine besides the system's
     engine_timeout: float = 30.0      # seconds to connect, and the longest wait for the engine's next step
     engine_retries: int = 2           # a fill that failed before an answer is tried again this often (with backoff)
+    adapt: str = "off"                # "off" | "background": learn the workspace's code in a low-priority process
+                                      # (engine/adapt); its weights are used once they fill held-out lines better
 
     def model_dir(self) -> Path:
         return model_dir(self.model)

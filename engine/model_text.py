@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 from .backends.base import Backend, Control, FillPlan, FillResult, Piece
 
@@ -32,7 +33,10 @@ def model_plan(plan: FillPlan) -> FillPlan:
 
 class ModelText:
     """``backend`` with its text inputs (token counts, plan pieces, a rewrite's text, the instruction, scored text)
-    sanitised by ``model_text``; everything else passes through."""
+    sanitised by ``model_text``; everything else passes through. Weights are swapped on the engine's own backend,
+    never through this wrapper (``adapts`` is False here)."""
+
+    adapts = False
 
     def __init__(self, backend: Backend):
         self.backend = backend
@@ -49,6 +53,9 @@ class ModelText:
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
         return self.backend.score_text(model_text(prefix), model_text(middle), model_text(suffix))
+
+    def load_weights(self, path: Path | None) -> None:
+        raise NotImplementedError("weights are swapped on the engine's backend (Engine.swap_weights)")
 
     def stats(self) -> dict[str, object]:
         return self.backend.stats()

@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .backends.base import Backend, Control
@@ -74,6 +75,12 @@ class _Load:
     future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
 
 
+@dataclass
+class _Swap:
+    weights: Path | None   # adapted weights (engine/adapt), or None: the checkpoint's own
+    future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
+
+
 def _load_backend(config: LoadConfig) -> Backend:
     from .backends import load_backend
     return load_backend(config)
@@ -86,11 +93,12 @@ class Engine:
         self.error: str | None = None
         self.backend: Backend | None = None
         self._loader = backend_loader
-        self._queue: queue.Queue[_Load | Job | None] = queue.Queue()
+        self._queue: queue.Queue[_Load | _Swap | Job | None] = queue.Queue()
         self._latest: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
         self._counters = Counters()
+        self.weights: Path | None = None       # the adapted weights in use (None: the checkpoint's own)
         self._heap = HeapTrimmer()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
         self._thread.start()
@@ -116,6 +124,13 @@ class Engine:
         self._queue.put(load)
         return load.future
 
+    def swap_weights(self, weights: Path | None) -> concurrent.futures.Future[None]:
+        """Use adapted weights (None: the checkpoint's own again). Queued like a job, so the swap happens on the
+        engine thread between two requests: a running fill finishes on the weights it started with."""
+        swap = _Swap(weights)
+        self._queue.put(swap)
+        return swap.future
+
     def cancel_keys(self, matches: Callable[[str], bool]) -> None:
         """Cancel the newest job of every key ``matches`` accepts (the server: a document's jobs, on an edit)."""
         with self._lock:
@@ -134,6 +149,7 @@ class Engine:
         """Counters since start: jobs run, cancelled (and the step the last one stopped at), forwards, heap
         trims; and the backend's own."""
         return {**asdict(self._counters), "heap_trims": self._heap.trims,
+                "adapted_weights": str(self.weights) if self.weights is not None else None,
                 **(self.backend.stats() if self.backend is not None else {})}
 
     # -- requests ---------------------------------------------------------------------------
@@ -181,6 +197,8 @@ class Engine:
                 return
             if isinstance(task, _Load):
                 self._do_load(task)
+            elif isinstance(task, _Swap):
+                self._do_swap(task)
             else:
                 self._do_job(task)
                 self._heap.job_done()
@@ -192,6 +210,7 @@ class Engine:
         if self.backend is not None:
             self.backend.close()
             self.backend = None
+        self.weights = None
         try:
             self.backend = self._loader(task.config.load)
         except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)
@@ -204,6 +223,21 @@ class Engine:
         self.config = task.config
         log.info("model %s loaded (%s backend)", task.config.load.model, self.backend.name)
         self._set_state(EngineState.READY)
+        task.future.set_result(None)
+
+    def _do_swap(self, task: _Swap) -> None:
+        try:
+            if self.backend is None or self.state is not EngineState.READY:
+                raise NotReady(self._not_ready_message())
+            if not self.backend.adapts:
+                raise EngineError(f"the {self.backend.name} backend does not take adapted weights")
+            self.backend.load_weights(task.weights)
+        except Exception as exc:  # noqa: BLE001 (reported to the caller; the weights in use stay)
+            log.error("weights not swapped: %s", exc)
+            task.future.set_exception(exc if isinstance(exc, EngineError) else EngineError(str(exc)))
+            return
+        self.weights = task.weights
+        log.info("weights: %s", task.weights or "the checkpoint's own")
         task.future.set_result(None)
 
     def _do_job(self, job: Job) -> None:

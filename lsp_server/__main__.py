@@ -1,6 +1,7 @@
 """Command line: ``diffusion-lsp`` serves LSP (stdio by default, or ``--tcp``); ``diffusion-lsp infill FILE:LINE:COL``
 fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing through a real LSP session;
-``diffusion-lsp serve`` runs a team server (engine/team/) that language servers reach with the ``engine`` setting."""
+``diffusion-lsp serve`` runs a team server (engine/team/) that language servers reach with the ``engine`` setting.
+``diffusion-lsp adapt [WORKSPACE]`` adapts the model to a workspace (``--remove`` deletes what it kept)."""
 
 from __future__ import annotations
 
@@ -99,8 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     from engine.team.cli import add_arguments as team_arguments
     team_arguments(sub.add_parser("serve", help="a team server: one model for many editors' language servers "
                                                 "(Ray Serve replicas; --plain: one process)"))
+    adapt = sub.add_parser("adapt", help="fine-tune the model on a workspace's code (kept in the user cache, "
+                                         "used only if it fills held-out lines better)")
+    adapt.add_argument("workspace", nargs="?", default=None, help="the workspace folder (default: the current one)")
+    adapt.add_argument("--minutes", type=float, default=15.0, help="CPU minutes of training on one thread")
+    adapt.add_argument("--model", default="embedded", help="'embedded' or a masked-LM checkpoint directory")
+    adapt.add_argument("--remove", action="store_true", help="delete this workspace's adapted models instead")
     args = p.parse_args(argv)
     _logging(args.verbose, args.log_file)
+    if args.command == "adapt":
+        from .adapting import run_cli
+        return run_cli(args)
     if args.command == "infill":
         from .oneshot import run_infill
         return run_infill(args)

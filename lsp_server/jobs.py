@@ -45,6 +45,7 @@ class JobRunner:
             return None
         request = replace(request, key=request.key or doc.uri, options=self.server.settings.fill)
         job = engine.submit(request, on_draft)
+        self.server.adapter.fill_started()   # the adapter process waits while a fill runs
         try:
             completion = await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
@@ -60,6 +61,8 @@ class JobRunner:
         except NotReady as exc:
             log.info("no completion: %s", exc)
             return None
+        finally:
+            self.server.adapter.fill_finished()
         if documents.moved_on(doc.uri, generation, version):  # edited, closed or reopened meanwhile
             log.debug("dropping a completion for %s v%s: the document moved on", doc.uri, version)
             return None

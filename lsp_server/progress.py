@@ -31,6 +31,7 @@ class StatusReporter:
         self._token: str | None = None
         self._reported_error: str | None = None
         self._load_began: float | None = None
+        self._ready: dict | None = None        # the last ready status (resent when the adaptation moves on)
 
     def loading(self, model: str) -> None:
         self._load_began = time.monotonic()
@@ -61,7 +62,8 @@ class StatusReporter:
             # ``takes_instruction``; none of today's does, so clients offer no instruction prompt)
             engine = self.server.engine
             follows = bool(engine is not None and engine.backend is not None and engine.backend.takes_instruction)
-            self._send(STATUS, {"state": "ready", "model": model, "message": message, "instructions": follows})
+            self._ready = {"state": "ready", "model": model, "message": message, "instructions": follows}
+            self._send(STATUS, self._with_adapt(self._ready))
         elif state is EngineState.UNREACHABLE:
             why = (error or "no answer").rstrip(".")
             self._send(STATUS, {"state": "error", "model": model, "message":
@@ -82,6 +84,16 @@ class StatusReporter:
                     f"diffusion-lsp: the model could not be loaded: {error}. Completions are off until the "
                     + ("engine answers and a setting changes." if self.server.settings.load.engine else
                        "'model' setting points to a valid checkpoint.")))
+
+    def _with_adapt(self, params: dict) -> dict:
+        summary = self.server.adapter.summary()
+        return {**params, "adapt": summary} if summary is not None else params
+
+    def adapt_changed(self) -> None:
+        """The workspace adaptation moved on (started, adopted, rejected): the ready status again, with it."""
+        engine = self.server.engine
+        if self._ready is not None and engine is not None and engine.state is EngineState.READY:
+            self._send(STATUS, self._with_adapt(self._ready))
 
     def _end_progress(self, message: str) -> None:
         if self._token is not None:

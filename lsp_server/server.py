@@ -17,10 +17,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from engine import Engine, EngineConfig
+from engine import Engine, EngineConfig, EngineState
 
 from . import __version__, actions, inline
 from .actions import Actions
+from .adapting import WorkspaceAdapter, workspace_of
 from .documents import Document, DocumentStore, PositionError
 from .jobs import JobRunner
 from .progress import StatusReporter
@@ -138,6 +139,7 @@ class DiffusionServer(LanguageServer):
         self.status = StatusReporter(self)
         self.jobs = JobRunner(self)
         self.actions = Actions(self)
+        self.adapter = WorkspaceAdapter(self)   # setting adapt: "background" (lsp_server/adapting.py)
 
     @property
     def encoding(self) -> str:
@@ -147,6 +149,7 @@ class DiffusionServer(LanguageServer):
         """End this session (end of stdin, or its TCP client gone): its engine thread stops too."""
         if self.engine is not None:
             self.engine.close(wait=False)
+        self.adapter.terminate()
         super().shutdown()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -155,6 +158,7 @@ class DiffusionServer(LanguageServer):
     def on_document_changed(self, uri: str) -> None:
         """An edit or a close: what was being computed for the old text is cancelled."""
         self.jobs.cancel_document(uri)
+        self.adapter.activity()
 
     def warn(self, message: str) -> None:
         log.warning(message)
@@ -192,6 +196,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         ls.status.client_supports_progress = bool(
             params.capabilities.window and params.capabilities.window.work_done_progress)
         ls.startup_problems = problems
+        ls.adapter.workspace = workspace_of(params)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
@@ -200,6 +205,12 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
             ls.warn("invalid settings, defaults used for: " + "; ".join(ls.startup_problems))
         ls.engine = ls.engine_factory(ls.settings.engine_config())
         ls.engine.on_state(ls.status.engine_state_changed)
+        loop = asyncio.get_running_loop()
+
+        def adapt_when_ready(state: EngineState, error: str | None) -> None:
+            if state is EngineState.READY:
+                loop.call_soon_threadsafe(lambda: loop.create_task(ls.adapter.engine_ready()))
+        ls.engine.on_state(adapt_when_ready)
         ls.status.loading(ls.settings.load.engine or ls.settings.load.model)
         ls.engine.start()
 
@@ -215,10 +226,11 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         """Engine counters, for clients' status views, tests and benchmarks."""
         engine = ls.engine
         return {"state": engine.state.value if engine else "idle", "error": engine.error if engine else None,
-                "model": ls.settings.load.model, **(engine.stats() if engine else {})}
+                "model": ls.settings.load.model, **(engine.stats() if engine else {}), "adapt": ls.adapter.stats()}
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DiffusionServer, params: None) -> None:
+        ls.adapter.terminate()
         if ls.engine is not None:
             ls.engine.close(wait=False)  # never block the answer on a model that is still loading
 

@@ -12,6 +12,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any
 
 from engine import EngineConfig, FillOptions, LoadConfig
+from engine.config import ADAPT_MODES
 
 SECTION = "diffusionLsp"
 
@@ -89,6 +90,8 @@ def _check(name: str, value: Any, default: Any) -> Any:
         raise ValueError("must be a non-empty string")
     if name == "dtype" and value not in _DTYPES:
         raise ValueError(f"must be one of {sorted(_DTYPES)}")
+    if name == "adapt" and value not in ADAPT_MODES:
+        raise ValueError(f"must be one of {', '.join(ADAPT_MODES)}")
     if name == "device" and not (value in {"auto", "cpu", "cuda", "mps"} or value.startswith("cuda:")):
         raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
     return value

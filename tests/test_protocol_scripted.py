@@ -20,7 +20,7 @@ CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "dev
            "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "maxAlternatives": 1,
            "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False,
            "engine": "http://127.0.0.1:9", "engineTokenFile": "token", "engineCaFile": "ca.pem", "engineTimeout": 5.0,
-           "engineRetries": 3}
+           "engineRetries": 3, "adapt": "background"}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"

@@ -73,6 +73,7 @@ class Backend(Protocol):
     takes_instruction: bool    # reads ``FillPlan.instruction`` (a rewrite's instruction); others never see one
     scores_text: bool          # ``score_text`` works (syntax repairs are ranked by it; else by the parser alone)
     model_dir: Path | None     # the checkpoint it was loaded from: its ``confidence.json`` calibrates fills
+    adapts: bool               # ``load_weights`` works (workspace adaptation, engine/adapt)
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -81,6 +82,10 @@ class Backend(Protocol):
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
         """The model's log-likelihood of ``middle`` between ``prefix`` and ``suffix`` (``scores_text``); the
         context is cut to fit ``max_positions``, and a ``middle`` that cannot fit raises ``TextTooLong``."""
+        ...
+
+    def load_weights(self, path: Path | None) -> None:
+        """Replace the weights with adapted ones saved at ``path`` (None: the checkpoint's own again)."""
         ...
 
     def stats(self) -> dict[str, object]: ...

@@ -602,6 +602,18 @@ H.test('status: :DiffusionStatus prints one clean line', function()
   H.eq('diffusion ■', status.statusline(9002), 'stopped on request')
 end)
 
+H.test('status: :DiffusionStatus shows the workspace adaptation and its held-out figures', function()
+  local status = require('diffusion_lsp.status')
+  status.handler(nil, { state = 'ready', model = 'embedded', message = '',
+    adapt = { state = 'adopted', before = 0.04, after = 0.075, holes = 200 } }, { client_id = 9020 })
+  H.eq('diffusion-lsp: ready (model embedded); adapted to this workspace: held-out lines 4.0% -> 7.5% exact',
+    status.describe(status.get(9020)), 'adopted')
+  H.eq('workspace adaptation not used: held-out lines 5.0% -> 4.5% exact',
+    status.describe_adapt({ state = 'rejected', before = 0.05, after = 0.045 }), 'rejected')
+  status.handler(nil, { state = 'ready', model = 'embedded', message = '' }, { client_id = 9020 })
+  H.eq('diffusion-lsp: ready (model embedded)', status.describe(status.get(9020)), 'setting off: nothing')
+end)
+
 H.test('status: rewrite instructions only when ready says so; the last fillConfidence in :DiffusionStatus', function()
   local status = require('diffusion_lsp.status')
   H.eq(false, status.takes_instructions(9010), 'unknown client')

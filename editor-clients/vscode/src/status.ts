@@ -14,6 +14,44 @@ export interface ServerStatus {
   message: string;
   /** When ready: whether the backend follows a rewrite instruction. */
   instructions?: boolean;
+  /** When ready and the `adapt` setting is on: the workspace adaptation and its held-out figures. */
+  adapt?: AdaptStatus;
+}
+
+/** Held-out one-line exact match (fractions) before and after adapting to the workspace. */
+export interface AdaptStatus {
+  state: string;
+  before?: number;
+  after?: number;
+  holes?: number;
+}
+
+function pct1(p: number | undefined): string {
+  return typeof p === 'number' ? `${(p * 100).toFixed(1)}%` : '?';
+}
+
+/** One line for the tooltip (empty: nothing to say). */
+export function describeAdapt(a: AdaptStatus | undefined): string {
+  if (!a || typeof a.state !== 'string') {
+    return '';
+  }
+  const change = `held-out lines ${pct1(a.before)} → ${pct1(a.after)} exact`;
+  switch (a.state) {
+    case 'adopted':
+      return `Adapted to this workspace: ${change}`;
+    case 'rejected':
+      return `Workspace adaptation not used: ${change}`;
+    case 'measuring':
+    case 'training':
+      return a.before === undefined ? 'Adapting to this workspace'
+        : `Adapting to this workspace (held-out lines ${pct1(a.before)} exact before)`;
+    case 'failed':
+      return 'Workspace adaptation failed (see the log)';
+    case 'no-workspace':
+      return 'Workspace adaptation: no workspace folder';
+    default:
+      return '';
+  }
 }
 
 export interface StatusView {
@@ -49,6 +87,7 @@ export class StatusModel {
   private message = '';
   private instructions = false;
   private confidence: number | null = null;
+  private adapt: AdaptStatus | undefined = undefined;
 
   /** Whether the server's last ready status said the backend follows rewrite instructions. */
   get takesInstructions(): boolean {
@@ -86,6 +125,7 @@ export class StatusModel {
     this.model = status.model ?? this.model;
     if (status.state === 'ready') {
       this.instructions = status.instructions === true;
+      this.adapt = typeof status.adapt === 'object' && status.adapt !== null ? status.adapt : undefined;
     }
     this.set(status.state, status.message ?? '');
   }
@@ -115,8 +155,10 @@ export class StatusModel {
     const model = this.model === '' ? '' : ` (${this.model})`;
     const detail = this.message === '' ? '' : `\n${this.message}`;
     const click = '\nClick to show the log.';
+    const adapted = this.phase === 'ready' ? describeAdapt(this.adapt) : '';
     const likely =
-      this.confidence === null ? '' : `\nLast suggestion: ${percent(this.confidence)} likely right`;
+      (this.confidence === null ? '' : `\nLast suggestion: ${percent(this.confidence)} likely right`) +
+      (adapted === '' ? '' : `\n${adapted}`);
     switch (this.phase) {
       case 'starting':
         return { text: '$(loading~spin) Diffusion', tooltip: `Starting diffusion-lsp${click}`, severity: 'normal' };

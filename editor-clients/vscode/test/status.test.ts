@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { isServerStatus, StatusModel } from '../src/status';
+import { describeAdapt, isServerStatus, StatusModel } from '../src/status';
 
 describe('StatusModel', () => {
   it('takes rewrite instructions only when the ready status says instructions: true', () => {
@@ -30,6 +30,20 @@ describe('StatusModel', () => {
     status.suggestion(0.9);
     status.stopped();
     assert.equal(status.fillConfidence, null, 'forgotten when the server stops');
+  });
+
+  it('shows the workspace adaptation and its held-out figures in the ready tooltip', () => {
+    const status = new StatusModel();
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '',
+      adapt: { state: 'adopted', before: 0.04, after: 0.075, holes: 200 } });
+    assert.equal(status.view().tooltip,
+      'Ready (embedded)\nAdapted to this workspace: held-out lines 4.0% → 7.5% exact\nClick to show the log.');
+    assert.equal(describeAdapt({ state: 'rejected', before: 0.05, after: 0.045 }),
+      'Workspace adaptation not used: held-out lines 5.0% → 4.5% exact');
+    assert.equal(describeAdapt({ state: 'training', before: 0.05 }),
+      'Adapting to this workspace (held-out lines 5.0% exact before)');
+    status.serverStatus({ state: 'ready', model: 'embedded', message: '' });
+    assert.equal(status.view().tooltip, 'Ready (embedded)\nClick to show the log.', 'setting off: nothing shown');
   });
 
   it('goes starting -> loading -> ready', () => {

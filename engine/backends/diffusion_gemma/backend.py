@@ -50,6 +50,7 @@ class DiffusionGemmaBackend:
     searches_lengths = True    # several hole lengths are rows of one batch: the engine need not retry
     takes_instruction = False  # the model sees raw code, not a chat turn
     scores_text = False        # no cheap likelihood of a given text: syntax repairs are ranked by the parser
+    adapts = False             # workspace adaptation is for masked LMs (engine/adapt)
     max_positions = MAX_POSITIONS
 
     def __init__(self, model, tokenizer, sampling: Sampling):
@@ -112,6 +113,9 @@ class DiffusionGemmaBackend:
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
         raise NotImplementedError("DiffusionGemma does not score text (scores_text is False)")
+
+    def load_weights(self, path: Path | None) -> None:
+        raise NotImplementedError("DiffusionGemma does not take adapted weights (adapts is False)")
 
     def stats(self) -> dict[str, object]:
         """Prompt-cache counters: encoder forwards and tokens since load, tokens cached now."""

@@ -45,6 +45,7 @@ class MaskedBackend:
     searches_lengths = False   # one hole length per fill: the engine tries lengths and retries
     takes_instruction = False  # the canvas is raw code
     scores_text = True         # pseudo-log-likelihood: each token of the text masked in turn
+    adapts = True              # load_weights: a workspace's adapted weights (engine/adapt)
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
                  kv_cache: bool = False, cache_refresh: int = 0):
@@ -189,6 +190,31 @@ class MaskedBackend:
                 hidden = cache.forward(ids, hole_pos)[where[positions].to(self.device)]    # (N, H)
             return self.model.decoder(self.model.head(hidden)).cpu()                       # (N, V)
         return logits_at
+
+    def weights_changed(self) -> None:
+        """Forget what was computed with the old weights (the kept prefix keys and values)."""
+        self._prefix = None
+
+    def load_weights(self, path: Path | None) -> None:
+        """Adapted weights saved by ``safetensors.torch.save_model`` (None: the checkpoint's own), loaded in
+        place on the engine thread between fills."""
+        from safetensors.torch import load_model
+
+        source = path
+        if source is None:
+            if self.model_dir is None or not (self.model_dir / "model.safetensors").is_file():
+                raise ModelLoadError("the checkpoint's own weights cannot be reloaded in place")
+            source = self.model_dir / "model.safetensors"
+        try:
+            with torch.no_grad():
+                missing, unexpected = load_model(self.model, str(source), strict=False, device=str(self.device))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load weights from {source}: {exc}") from exc
+        if unexpected or [m for m in missing if "decoder" not in m]:
+            raise ModelLoadError(f"{source}: weights do not fit this model (missing {missing[:3]}, "
+                                 f"unexpected {unexpected[:3]})")
+        self.model.eval()
+        self.weights_changed()
 
     def stats(self) -> dict[str, object]:
         return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],

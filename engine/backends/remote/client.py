@@ -66,6 +66,7 @@ class RemoteBackend:
         self.default_steps, self.max_positions = int(info["default_steps"]), int(info["max_positions"])
         self.searches_lengths, self.takes_instruction = bool(info["searches_lengths"]), bool(info["takes_instruction"])
         self.scores_text = bool(info["scores_text"])
+        self.adapts = False  # the weights are on the team server (workspace adaptation is local)
         self.remote_model = str(info.get("model", ""))
         if info.get("tokenizer"):
             from tokenizers import Tokenizer
@@ -166,6 +167,9 @@ class RemoteBackend:
         return info
 
     # -- the Backend protocol ---------------------------------------------------------------
+    def load_weights(self, path: Path | None) -> None:
+        raise NotImplementedError("a remote engine's weights are not replaced from here (adapts is False)")
+
     def count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)

@@ -49,6 +49,7 @@ class VllmBackend:
     searches_lengths = True    # hole lengths are concurrent requests (vLLM batches them): the engine need not retry
     takes_instruction = False  # the model sees raw code, not a chat turn
     scores_text = False
+    adapts = False             # workspace adaptation changes local weights; these are on the server
     model_dir: Path | None = None  # the server's log-probabilities are tempered: the local calibration does not apply
 
     def __init__(self, client: Client, served: str, tokenizer, *, canvas_length: int, vocab_size: int,
@@ -94,6 +95,9 @@ class VllmBackend:
         return backend
 
     # -- the Backend protocol ------------------------------------------------------------------------------
+
+    def load_weights(self, path: Path | None) -> None:
+        raise NotImplementedError("a remote engine's weights are not replaced from here (adapts is False)")
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))

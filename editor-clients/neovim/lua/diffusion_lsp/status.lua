@@ -31,7 +31,8 @@ function M.handler(_, params, ctx)
   end
   local previous = clients[ctx.client_id]
   clients[ctx.client_id] = { state = params.state, model = params.model or '', message = params.message or '',
-    instructions = params.state == 'ready' and params.instructions == true }
+    instructions = params.state == 'ready' and params.instructions == true,
+    adapt = params.state == 'ready' and type(params.adapt) == 'table' and params.adapt or nil }
   -- Load failures already reach the user through the server's window/showMessage.
   if params.state == 'ready' and opts.notify_ready and not (previous and previous.state == 'ready') then
     vim.notify('diffusion-lsp: ' .. (params.message or 'ready'), vim.log.levels.INFO)
@@ -88,6 +89,29 @@ function M.get(client_id)
   return entry
 end
 
+local function pct1(p)
+  return type(p) == 'number' and string.format('%.1f%%', p * 100) or '?'
+end
+
+--- The workspace adaptation in words (nil: nothing to say), from the ready status's `adapt`.
+function M.describe_adapt(a)
+  if type(a) ~= 'table' or type(a.state) ~= 'string' then
+    return nil
+  end
+  local change = 'held-out lines ' .. pct1(a.before) .. ' -> ' .. pct1(a.after) .. ' exact'
+  if a.state == 'adopted' then
+    return 'adapted to this workspace: ' .. change
+  elseif a.state == 'rejected' then
+    return 'workspace adaptation not used: ' .. change
+  elseif a.state == 'measuring' or a.state == 'training' then
+    return type(a.before) == 'number' and ('adapting to this workspace (held-out lines ' .. pct1(a.before)
+      .. ' exact before)') or 'adapting to this workspace'
+  elseif a.state == 'failed' then
+    return 'workspace adaptation failed'
+  end
+  return nil
+end
+
 local ICONS = { starting = '…', loading = '…', ready = '✓', error = '✗', failed = '✗', stopped = '■' }
 
 --- One line for :DiffusionStatus: "diffusion-lsp: ready (model embedded)", with the message when
@@ -116,6 +140,10 @@ function M.describe(entry)
     local rounded = math.floor(entry.confidence * 100 + 0.5)
     local shown = (rounded == 0 and entry.confidence > 0) and '<1' or tostring(rounded)
     line = line .. '; last suggestion ' .. shown .. '% likely right'
+  end
+  local adapted = entry.state == 'ready' and M.describe_adapt(entry.adapt) or nil
+  if adapted then
+    line = line .. '; ' .. adapted
   end
   return line
 end

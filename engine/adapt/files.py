@@ -1,0 +1,120 @@
+"""Which files of a workspace the adapter learns from and which it holds out.
+
+Files in the server's languages (by extension, ``engine.languages``), what git would track (``git ls-files``
+in a git work tree; otherwise every ``.gitignore`` on the way down, matched with ``pathspec``), UTF-8 text
+under a size cap per file and in all. A file is held out by a hash of its path relative to the workspace,
+so the split is the same on every run and never depends on the file's content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..languages import language_for_path
+
+MAX_FILE_BYTES = 200_000        # a larger file is generated or data more often than code
+MAX_TOTAL_BYTES = 30_000_000    # the whole selection
+HELD_OUT_PERCENT = 12           # files whose path hash falls below this share are held out
+_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str       # relative to the workspace, '/'-separated
+    language: str   # LSP language id
+    text: str
+
+
+def held_out(path: str, percent: int = HELD_OUT_PERCENT) -> bool:
+    """Whether the file at workspace-relative ``path`` belongs to the held-out slice."""
+    digest = hashlib.sha256(PurePosixPath(path).as_posix().encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % 100 < percent
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked and untracked-but-not-ignored files, when ``root`` is inside a git work tree; else None."""
+    try:
+        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=30)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _walk_files(root: Path) -> list[str]:
+    """Every file under ``root`` that no ``.gitignore`` on its way down excludes (gitignore semantics:
+    a pattern is relative to the directory of the file that holds it)."""
+    import pathspec
+
+    out: list[str] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []   # (directory relative to root, its .gitignore)
+
+    def ignored(rel: str, is_dir: bool) -> bool:
+        for base, spec in specs:
+            if base and not rel.startswith(base + "/"):
+                continue
+            sub = rel[len(base) + 1:] if base else rel
+            if spec.match_file(sub + "/" if is_dir else sub):
+                return True
+        return False
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir
+        specs = [(b, s) for b, s in specs if not rel_dir or rel_dir == b or rel_dir.startswith(b + "/") or not b]
+        if ".gitignore" in filenames:
+            try:
+                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            except OSError:
+                pass
+        keep = []
+        for d in sorted(dirnames):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d not in _SKIP_DIRS and not ignored(rel, True):
+                keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not ignored(rel, False):
+                out.append(rel)
+    return out
+
+
+def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
+                    max_total_bytes: int = MAX_TOTAL_BYTES) -> list[SourceFile]:
+    """The workspace's source files in the server's languages, sorted by path, within the caps."""
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise ValueError(f"{root}: not a directory")
+    listed = _git_files(base)
+    paths = sorted(listed if listed is not None else _walk_files(base))
+    out: list[SourceFile] = []
+    total = 0
+    for rel in paths:
+        language = language_for_path(rel)
+        if language == "plaintext" or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
+            continue
+        path = base / rel
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            size = path.stat().st_size
+            if size == 0 or size > max_file_bytes or total + size > max_total_bytes:
+                continue
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        total += size
+        out.append(SourceFile(rel, language, text))
+    return out

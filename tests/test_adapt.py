@@ -1,0 +1,336 @@
+"""Workspace adaptation (engine/adapt, lsp_server/adapting.py): which files it learns from, the held-out gate,
+the cache, pausing, the engine's weight swap and the server's setting. The real embedded model throughout,
+with a few training steps at most."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine import Engine, EngineConfig, InfillRequest
+from engine.adapt import store
+from engine.adapt.files import held_out, workspace_files
+from engine.adapt.holes import line_holes
+from engine.adapt.run import AdaptConfig, Gate, adapt, split
+from engine.adapt.store import AdaptRecord, Score, improves
+from engine.config import EMBEDDED_DIR, LoadConfig
+from lsp_server.settings import parse_settings
+
+REPO = Path(__file__).resolve().parent.parent
+FUNC = '''import os
+
+
+def handler_{i}(request, limit):
+    total = 0
+    for item in request.items:
+        total += item.weight
+    if total > limit:
+        raise ValueError("too heavy")
+    return total + {i}
+'''
+
+
+def make_workspace(root: Path, n: int = 60) -> Path:
+    """A small Python project: ``n`` modules of one function each (enough held-out holes to measure)."""
+    (root / "pkg").mkdir(parents=True)
+    for i in range(n):
+        (root / "pkg" / f"mod_{i:03d}.py").write_text(FUNC.format(i=i))
+    return root
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, float]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    home = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
+# -- file selection ----------------------------------------------------------------------------------------------
+def _tree(root: Path) -> None:
+    files = {
+        "a.py": "x = 1\n", "b.go": "package b\n", "c.ts": "let c = 1;\n", "notes.md": "# notes\n", "data.txt": "1\n",
+        "build/gen.py": "y = 2\n", "sub/keep.py": "z = 3\n", "sub/skip.py": "w = 4\n", "sub/deep/also.rs": "fn f() {}\n",
+        "big.py": "# " + "x" * 300 + "\n", "bad.py": b"\xff\xfe not utf-8\n", "empty.py": "",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "sub" / ".gitignore").write_text("skip.py\n")
+
+
+EXPECTED = ["a.py", "b.go", "c.ts", "sub/deep/also.rs", "sub/keep.py"]
+
+
+def test_files_follow_gitignore_languages_and_size_cap(tmp_path):
+    _tree(tmp_path)
+    got = workspace_files(tmp_path, max_file_bytes=200)
+    assert [f.path for f in got] == EXPECTED
+    assert {f.path: f.language for f in got}["c.ts"] == "typescript"
+    assert [f.path for f in workspace_files(tmp_path, max_file_bytes=200, max_total_bytes=20)] == ["a.py", "b.go"]
+    with pytest.raises(ValueError, match="not a directory"):
+        workspace_files(tmp_path / "a.py")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_in_a_git_work_tree_the_files_are_what_git_lists(tmp_path):
+    _tree(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.py"], check=True)  # tracked; the rest untracked
+    (tmp_path / ".git" / "info" / "exclude").write_text("c.ts\n")               # git's own exclude file
+    got = [f.path for f in workspace_files(tmp_path, max_file_bytes=200)]
+    assert got == [p for p in EXPECTED if p != "c.ts"]
+
+
+def test_the_held_out_slice_is_chosen_by_path():
+    paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
+    out = [p for p in paths if held_out(p)]
+    assert out == [p for p in paths if held_out(p)]          # the same every time
+    assert 0.05 < len(out) / len(paths) < 0.2                  # about 12%
+
+
+# -- the gate ----------------------------------------------------------------------------------------------------
+def test_the_gate_wants_strictly_more_exact_lines_on_the_same_holes():
+    assert improves(Score(100, 40, 5), Score(100, 40, 6))
+    assert not improves(Score(100, 40, 5), Score(100, 60, 5))   # same exact count: no gain
+    assert not improves(Score(100, 40, 5), Score(100, 40, 4))
+    assert not improves(Score(100, 40, 5), Score(90, 40, 9))    # different holes: not comparable
+    assert not improves(Score(0, 0, 0), Score(0, 0, 0))
+
+
+def test_a_no_op_adaptation_is_rejected_and_nothing_is_written_into_the_workspace(tmp_path, cache):
+    ws = make_workspace(tmp_path / "ws")
+    before = snapshot(ws)
+    events: list[dict] = []
+    record = adapt(ws, LoadConfig(), AdaptConfig(minutes=0, holes=12), progress=events.append)
+    assert record.steps == 0 and record.before == record.after and record.before["holes"] == 12
+    assert not record.accepted and "not filled better" in record.reason
+    entry = store.entry_dir(ws, EMBEDDED_DIR)
+    assert entry.parent == cache / "diffusion-lsp" / "adapt"
+    assert store.read_record(entry) is not None and store.accepted_weights(entry) is None
+    assert snapshot(ws) == before
+    assert [e["event"] for e in events][:3] == ["files", "measure", "measured"] and events[-1]["event"] == "done"
+
+
+def test_too_few_held_out_lines_are_not_measured_and_never_adopted(tmp_path, cache):
+    ws = make_workspace(tmp_path / "ws", n=3)
+    record = adapt(ws, LoadConfig(), AdaptConfig(max_steps=1))
+    assert not record.accepted and "too few" in record.reason and record.steps == 0
+
+
+def test_the_held_out_holes_are_one_line_statements_of_held_out_files(tmp_path):
+    ws = make_workspace(tmp_path / "ws")
+    train, held = split(workspace_files(ws))
+    holes = line_holes(held, per_file=40, limit=1000)
+    assert train and held and {h.name.split(":")[0] for h in holes} <= {f.path for f in held}
+    for h in holes:
+        assert h.solution.endswith("\n") and "\n" not in h.solution[:-1] and h.solution.startswith("    ")
+
+
+# -- the cache ---------------------------------------------------------------------------------------------------
+def test_the_cache_key_is_the_workspace_and_the_model_digest(tmp_path, cache):
+    model = tmp_path / "model"
+    shutil.copytree(EMBEDDED_DIR, model)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    assert store.entry_dir(a, EMBEDDED_DIR) == store.entry_dir(a, model)     # same weights, same digest
+    assert store.entry_dir(a, EMBEDDED_DIR) != store.entry_dir(b, EMBEDDED_DIR)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "note": "changed"}))
+    assert store.entry_dir(a, EMBEDDED_DIR) != store.entry_dir(a, model)
+
+
+def adopted_entry(ws: Path) -> Path:
+    """A cache entry the gate accepted, holding the embedded model's own weights as the adapted ones."""
+    from safetensors.torch import save_model
+    from transformers import AutoModelForMaskedLM
+
+    model = AutoModelForMaskedLM.from_pretrained(str(EMBEDDED_DIR), local_files_only=True)
+    entry = store.entry_dir(ws, EMBEDDED_DIR)
+    record = AdaptRecord(str(ws.resolve()), str(EMBEDDED_DIR), store.model_digest(EMBEDDED_DIR),
+                         before={"holes": 50, "offered": 10, "exact": 2, "exact_match": 0.04, "precision": 0.2},
+                         after={"holes": 50, "offered": 12, "exact": 4, "exact_match": 0.08, "precision": 0.33},
+                         accepted=True, steps=100)
+    store.publish(entry, record, lambda path: save_model(model, str(path)))
+    return entry
+
+
+def test_remove_deletes_the_workspace_entries_only(tmp_path, cache):
+    ws, other = make_workspace(tmp_path / "ws", n=1), make_workspace(tmp_path / "other", n=1)
+    entry, kept = adopted_entry(ws), adopted_entry(other)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "adapt", "--remove", str(ws)], cwd=REPO, env=env,
+                         capture_output=True, text=True, check=True)
+    assert "removed 1" in out.stdout and not entry.exists() and store.accepted_weights(kept) is not None
+
+
+# -- pausing -----------------------------------------------------------------------------------------------------
+def test_the_adapter_waits_while_paused_and_goes_on_when_resumed(tmp_path, cache):
+    ws = make_workspace(tmp_path / "ws")
+    gate, events, result = Gate(), [], {}
+
+    def on_event(event: dict) -> None:
+        events.append(event)
+        if event["event"] == "measured":
+            gate.pause()                     # a fill started: the next step must wait
+
+    worker = threading.Thread(target=lambda: result.update(r=adapt(ws, LoadConfig(), AdaptConfig(
+        max_steps=2, holes=10, batch_size=2, seq_len=128), gate, on_event, store=False)))
+    worker.start()
+    assert gate.waiting.wait(600)
+    assert [e["event"] for e in events] == ["files", "measure", "measured"]   # no training step ran
+    gate.resume()
+    worker.join(600)
+    assert result["r"].steps == 2 and events[-1]["event"] == "done"
+
+
+def test_the_adapter_process_obeys_pause_and_resume_on_stdin(tmp_path, cache):
+    ws = make_workspace(tmp_path / "ws")
+    proc = subprocess.Popen([sys.executable, "-m", "engine.adapt", str(ws), "--max-steps", "1", "--holes", "10",
+                             "--no-store", "--priority", "normal", "--commands"], cwd=REPO, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("pause\n")
+    proc.stdin.flush()
+    seen = []
+    for line in proc.stdout:
+        seen.append(json.loads(line)["event"])
+        if seen[-1] == "paused":
+            proc.stdin.write("resume\n")
+            proc.stdin.flush()
+        if seen[-1] == "done":
+            break
+    proc.stdin.close()
+    assert proc.wait(120) == 0
+    assert "paused" in seen and seen.index("resumed") > seen.index("paused") and seen[-1] == "done"
+
+
+# -- the engine's swap and the server ----------------------------------------------------------------------------
+def test_the_engine_swaps_weights_between_requests(tmp_path, cache):
+    entry = adopted_entry(make_workspace(tmp_path / "ws", n=1))
+    engine = Engine(EngineConfig.of(threads=1))
+    try:
+        engine.start().result(300)
+        request = InfillRequest(text=FUNC.format(i=1), offset=FUNC.format(i=1).index("    return"), language="python")
+        base = engine.infill_sync(request, timeout=300)
+        running = engine.submit(request)
+        swapped = engine.swap_weights(entry / store.WEIGHTS)   # queued behind the running fill
+        assert running.future.result(300).text == base.text   # the same weights for the whole fill
+        swapped.result(300)
+        assert engine.stats()["adapted_weights"] == str(entry / store.WEIGHTS)
+        assert engine.infill_sync(request, timeout=300).text == base.text       # same weights saved: same fill
+        engine.swap_weights(None).result(300)
+        assert engine.stats()["adapted_weights"] is None
+    finally:
+        engine.close()
+
+
+def test_the_setting(tmp_path):
+    settings, problems = parse_settings({"adapt": "background"})
+    assert settings.load.adapt == "background" and problems == []
+    settings, problems = parse_settings({"adapt": "always"})
+    assert settings.load.adapt == "off" and "'adapt' must be one of off, background" in problems[0]
+
+
+def test_the_server_loads_the_adopted_weights_at_start_and_shows_the_figures(tmp_path, cache):
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws", n=1)
+    entry = adopted_entry(ws)
+    before = snapshot(ws)
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:   # XDG_CACHE_HOME: the fixture's
+        client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "adapt": "background"}})
+        client.notify("initialized", {})
+        status = client.wait_for("diffusion/status", lambda p: "adapt" in p and p["adapt"]["state"] not in ("pending", "measuring"),
+                                 300)
+        assert status["state"] == "ready"
+        assert status["adapt"] == {"state": "adopted", "before": 0.04, "after": 0.08, "holes": 50}
+        stats = client.request("diffusion/stats", {})
+        assert stats["adapted_weights"] == str(entry / store.WEIGHTS) and stats["adapt"]["state"] == "adopted"
+        assert stats["adapt"]["before"]["exact"] == 2 and stats["adapt"]["after"]["exact"] == 4
+    assert snapshot(ws) == before
+
+
+def test_in_the_background_the_server_runs_the_adapter_and_reports_the_verdict(tmp_path, cache, monkeypatch):
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws")
+    before = snapshot(ws)
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "0.02")   # about two steps of training
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "adapt": "background"}})
+        client.notify("initialized", {})
+        client.wait_for("diffusion/status", lambda p: p.get("adapt", {}).get("state") == "measuring", 300)
+        done = client.wait_for("diffusion/status",
+                               lambda p: p.get("adapt", {}).get("state") in ("adopted", "rejected", "failed"), 900)
+        stats = client.request("diffusion/stats", {})
+    assert done["adapt"]["state"] in ("adopted", "rejected") and 0 <= done["adapt"]["before"] <= 1
+    record = store.read_record(store.entry_dir(ws, EMBEDDED_DIR))
+    assert record is not None and record.steps >= 1 and stats["adapt"]["steps"] == record.steps
+    assert (stats["adapted_weights"] is not None) == record.accepted == (done["adapt"]["state"] == "adopted")
+    assert snapshot(ws) == before
+
+
+def test_with_the_setting_off_the_server_neither_adapts_nor_adopts(tmp_path, cache):
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws", n=1)
+    adopted_entry(ws)
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1}})
+        client.notify("initialized", {})
+        status = client.wait_ready(300)
+        assert "adapt" not in status
+        stats = client.request("diffusion/stats", {})
+        assert stats["adapted_weights"] is None and stats["adapt"]["state"] == "off"
+
+
+# -- the benchmark's summary and table ---------------------------------------------------------------------------
+def test_the_benchmark_summarises_adapter_logs_and_the_table_shows_them(tmp_path):
+    from benchmarks import adapt as bench
+    from benchmarks import table
+
+    def score(exact):
+        return {"holes": 100, "offered": 20, "exact": exact, "exact_match": exact / 100, "precision": exact / 20}
+
+    def events(scores, done=True):
+        out = [{"time": 0.0, "event": "files", "train_files": 9, "held_out_files": 2, "holes": 100},
+               {"time": 1.0, "event": "measured", "phase": "before", **score(scores[0])},
+               {"time": 2.0, "event": "step", "step": 10, "cpu_seconds": 12.0, "loss": 2.0}]
+        out += [{"time": 3.0 + i, "event": "snapshot", "minutes": m, "step": 100 * (i + 1), "cpu_seconds": m * 60,
+                 "wall_seconds": m * 120, **score(s)} for i, (m, s) in enumerate(zip((5.0, 15.0), scores[1:3]))]
+        if done:
+            out.append({"time": 9.0, "event": "done", "before": score(scores[0]), "after": score(scores[3]),
+                        "accepted": scores[3] > scores[0], "steps": 900, "cpu_seconds": 1800.0,
+                        "wall_seconds": 3600.0, "train_tokens": 1000})
+        return out
+
+    runs = {"a": bench.summarise(events([4, 5, 6, 8])), "b": bench.summarise(events([2, 2, 4, 4])),
+            "c": bench.summarise(events([0, 1, 1, 1], done=False))}
+    assert [p["minutes"] for p in runs["a"]["points"]] == [0, 5.0, 15.0, 30.0] and runs["a"]["complete"]
+    assert not runs["c"]["complete"] and [p["minutes"] for p in runs["c"]["points"]] == [0, 5.0, 15.0]
+    g = bench.gains(runs, 15.0)
+    assert g["codebases"] == 3 and g["mean_exact_match"] == {"before": 0.02, "after": 0.0367}
+    assert g["relative_of_mean"] == 0.833 and g["per_codebase"]["c"]["relative"] is None and g["none_worse"]
+    assert bench.gains(runs, 30.0)["codebases"] == 2        # c never got there
+    result = {"benchmark": "adapt", "command": "python -m benchmarks.adapt", "created": "2026-01-01",
+              "machine": {"cpus": 2, "load_average": [1.0]}, "codebases": runs,
+              "targets": {"t": {"target": "x", "measured": 0.8, "met": True}}}
+    (tmp_path / "adapt.json").write_text(json.dumps(result))
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "### Workspace adaptation" in block and "| [adapt](adapt.json) | a | 100 | 15.0 | 200 | 30.0 | 6.0 |" in block
