@@ -168,7 +168,7 @@ def test_a_status_names_state_and_model_apart_and_its_message_does_not_repeat_th
     assert statuses[0]["message"] == "Suggestions start when it has loaded."
     assert statuses[1]["message"].startswith("Loaded in ") and statuses[1]["message"].endswith("; suggestions are on.")
     for status in statuses:
-        assert set(status) - {"instructions", "adapt"} == {"state", "model", "message"}  # adapt: while the setting is on
+        assert set(status) - {"instructions", "adapt"} == {"state", "model", "message"}  # adapt: setting on
         assert status["model"] not in status["message"] and status["state"] not in status["message"].lower()
     assert statuses[1]["instructions"] is False  # no backend follows instructions: clients ask for none
 
