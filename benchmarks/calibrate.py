@@ -40,8 +40,9 @@ def load(path: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1.0, iters: int = 50) -> Calibration:
-    """Logistic regression (Newton steps, L2 on the weights) over every considered fill of ``rows``."""
+def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1.0, iters: int = 50, jitter: float = 0.0) -> Calibration:
+    """Logistic regression (Newton steps, L2 on the weights) over every considered fill of ``rows``; ``jitter``
+    on the Hessian's diagonal keeps it invertible when a feature never varies (the intercept has no L2)."""
     X = np.array([[f["features"].get(n, 0.0) for n in names] for r in rows for f in r["fills"]], dtype=float)
     y = np.array([float(f["exact"]) for r in rows for f in r["fills"]])
     X1 = np.hstack([X, np.ones((len(X), 1))])
@@ -51,7 +52,7 @@ def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1.0, iters: int = 
     for _ in range(iters):
         p = 1 / (1 + np.exp(-np.clip(X1 @ w, -60, 60)))
         grad = X1.T @ (p - y) + reg @ w
-        hess = (X1 * (p * (1 - p))[:, None]).T @ X1 + reg
+        hess = (X1 * (p * (1 - p))[:, None]).T @ X1 + reg + np.eye(X1.shape[1]) * jitter
         w -= np.linalg.solve(hess, grad)
     return Calibration({n: round(float(v), 5) for n, v in zip(names, w[:-1])}, round(float(w[-1]), 5))
 

@@ -29,8 +29,8 @@ import time
 import zlib
 from pathlib import Path
 
-import numpy as np
 
+from benchmarks import calibrate
 from benchmarks.calibrate import MIN_COVERAGE, TARGET_PRECISION, VERY_HIGH, load  # noqa: F401
 from benchmarks.report import envelope, write_result
 from engine.confidence import FEATURES, LANGUAGES, SIGNALS, Calibration, choose, features
@@ -82,20 +82,10 @@ def prepare(considered: str, data: str) -> list[dict]:
     return rows
 
 
-def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1.0, iters: int = 40) -> Calibration:
-    """Logistic regression (Newton steps, L2 on the weights) over every considered fill of ``rows``."""
-    X = np.array([[f["features"].get(n, 0.0) for n in names] for r in rows for f in r["fills"]], dtype=float)
-    y = np.array([float(f["exact"]) for r in rows for f in r["fills"]])
-    X1 = np.hstack([X, np.ones((len(X), 1))])
-    w = np.zeros(X1.shape[1])
-    reg = np.eye(X1.shape[1]) * l2
-    reg[-1, -1] = 0.0
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-np.clip(X1 @ w, -60, 60)))
-        grad = X1.T @ (p - y) + reg @ w
-        hess = (X1 * (p * (1 - p))[:, None]).T @ X1 + reg + np.eye(X1.shape[1]) * 1e-6
-        w -= np.linalg.solve(hess, grad)
-    return Calibration({n: round(float(v), 5) for n, v in zip(names, w[:-1])}, round(float(w[-1]), 5))
+def fit(rows: list[dict], names: tuple[str, ...]) -> Calibration:
+    """``benchmarks.calibrate.fit`` with 40 Newton steps and a small jitter (the language indicators can be
+    constant within a cross-validation fold)."""
+    return calibrate.fit(rows, names, iters=40, jitter=1e-6)
 
 
 def pick(row: dict, cal: Calibration, names_rule: bool = True) -> tuple[float, dict] | None:

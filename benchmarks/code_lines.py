@@ -22,27 +22,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from engine.adapt.holes import statement_rows
+
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
-_FUNCTIONS = {
-    "python": {"function_definition"},
-    "javascript": {"function_declaration", "function_expression", "arrow_function", "method_definition",
-                   "generator_function_declaration", "function"},
-    "go": {"function_declaration", "method_declaration", "func_literal"},
-    "rust": {"function_item", "closure_expression"},
-}
-_FUNCTIONS["typescript"] = _FUNCTIONS["javascript"]
-_STATEMENTS = {
-    "python": {"expression_statement", "return_statement", "raise_statement", "assert_statement", "pass_statement",
-               "break_statement", "continue_statement", "delete_statement", "global_statement",
-               "nonlocal_statement", "import_statement", "import_from_statement"},
-    "javascript": {"expression_statement", "lexical_declaration", "variable_declaration", "return_statement",
-                   "throw_statement", "break_statement", "continue_statement"},
-    "go": {"expression_statement", "short_var_declaration", "assignment_statement", "return_statement",
-           "inc_statement", "dec_statement", "go_statement", "defer_statement", "var_declaration",
-           "const_declaration", "send_statement", "break_statement", "continue_statement"},
-    "rust": {"let_declaration", "expression_statement"},
-}
-_STATEMENTS["typescript"] = _STATEMENTS["javascript"]
 
 
 def _parser(lang: str, path: str = ""):
@@ -52,34 +34,13 @@ def _parser(lang: str, path: str = ""):
     return _PARSERS["tsx" if path.endswith(".tsx") else lang]
 
 
-def _is_bare_string(node) -> bool:
-    return node.type == "expression_statement" and node.named_child_count == 1 and \
-        node.named_children[0].type in ("string", "template_string", "string_literal", "raw_string_literal",
-                                        "interpreted_string_literal")
-
-
 def one_line_statements(text: str, lang: str, path: str = "") -> list[int]:
     """0-based rows whose whole line is one statement inside a function body."""
     data = text.encode("utf-8")
     tree = _parser(lang, path).parse(data)
     if tree.root_node.has_error:
         return []
-    lines = text.splitlines(keepends=True)
-    rows: set[int] = set()
-    functions, statements = _FUNCTIONS[lang], _STATEMENTS[lang]
-    stack = [(tree.root_node, False)]
-    while stack:
-        node, in_fn = stack.pop()
-        if node.type in statements and in_fn and node.start_point[0] == node.end_point[0] \
-                and not _is_bare_string(node):
-            row = node.start_point[0]
-            line = lines[row] if row < len(lines) else ""
-            segment = data[node.start_byte:node.end_byte].decode("utf-8", "replace").strip()
-            if 0 < len(line) < 100 and line.strip() == segment:
-                rows.add(row)
-        for child in node.children:
-            stack.append((child, in_fn or node.type in functions))
-    return sorted(rows)
+    return statement_rows(tree.root_node, text, data, lang)
 
 
 def line_tasks(files: Iterable[tuple[str, str]], lang: str, per_file: int = 10, limit: int = 200,

@@ -17,7 +17,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from engine.backends import Control, FillPlan, HoleSpec, load_backend
-from engine.backends.diffusion_gemma.canvas import CanvasBatch, Segment, hole_lengths, layout
+from engine.backends.canvas_text import hole_lengths
+from engine.backends.diffusion_gemma.canvas import CanvasBatch, Segment, layout
 from engine.backends.diffusion_gemma.sampler import Sampling, denoise, entropy_bound_accept
 from engine.config import LoadConfig
 from engine.requests import Cancelled, ModelLoadError

@@ -21,7 +21,8 @@ from transformers import AutoTokenizer
 from engine import Engine, EngineConfig
 from engine.backends import Control, FillPlan, HoleSpec, open_remote
 from engine.backends.vllm import open_backend
-from engine.backends.vllm.canvas import CanvasTooSmall, Segment, layout, row_lengths
+from engine.backends.canvas_text import Segment, row_lengths
+from engine.backends.vllm.canvas import CanvasTooSmall, layout
 from engine.backends.vllm.client import Endpoint
 from engine.config import LoadConfig
 from engine.requests import Cancelled, EngineError, InfillRequest, ModelLoadError

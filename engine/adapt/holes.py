@@ -50,10 +50,16 @@ def one_line_statements(text: str, language: str) -> list[int]:
     tree = parse(spec_for(language), data)
     if tree is None or tree.root_node.has_error:
         return []
+    return statement_rows(tree.root_node, text, data, language)
+
+
+def statement_rows(root, text: str, data: bytes, language: str) -> list[int]:
+    """The walk of ``one_line_statements`` over a parsed tree (``data``: ``text`` as UTF-8), for callers with a
+    parser of their own (``benchmarks.code_lines`` picks the grammar by file name)."""
     lines = text.splitlines(keepends=True)
     rows: set[int] = set()
     functions, statements = FUNCTIONS[language], STATEMENTS[language]
-    stack = [(tree.root_node, False)]
+    stack = [(root, False)]
     while stack:
         node, in_fn = stack.pop()
         if node.type in statements and in_fn and node.start_point[0] == node.end_point[0] and not (

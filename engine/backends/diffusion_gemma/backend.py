@@ -21,9 +21,10 @@ import torch
 
 from ...config import LoadConfig
 from ...requests import ModelLoadError
-from ..base import Control, FillPlan, FillResult, HoleSpec
+from ..base import Control, FillPlan, FillResult
 from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
-from .canvas import CanvasBatch, FillReader, Segment, candidates, layout
+from ..canvas_text import Segment, split_plan
+from .canvas import CanvasBatch, FillReader, candidates, layout
 from .prompt_cache import PromptCache
 from .sampler import Decode, Denoised, Sampling, denoise
 
@@ -144,17 +145,7 @@ class DiffusionGemmaBackend:
 
     def segments(self, plan: FillPlan) -> tuple[list[int], list[Segment]]:
         """The prefix ids for the cache (after BOS) and the canvas pieces after it."""
-        pieces = list(plan.pieces)
-        first = pieces[0] if pieces else None
-        head = first if isinstance(first, str) else ""
-        if isinstance(first, str):
-            pieces.pop(0)
-        prefix = ([self.bos_id] if self.bos_id is not None else []) + self.encode(head)
-        if not prefix:  # the decoder needs a cache to read: start from pad when there is neither BOS nor prefix
-            prefix = [self.pad_id]
-        segments = [Segment(spec=p, init=tuple(self.encode(p.init or ""))) if isinstance(p, HoleSpec)
-                    else Segment(ids=tuple(self.encode(p))) for p in pieces]
-        return prefix, segments
+        return split_plan(plan, self.encode, self.bos_id, self.pad_id)
 
     def decoder(self, batch: CanvasBatch) -> Decode:
         """The decoder over the cached prefix for this batch's rows; dead slots are hidden by the attention mask."""

@@ -32,7 +32,8 @@ from typing import Any
 from ...config import LoadConfig
 from ...requests import EngineError, ModelLoadError
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
-from .canvas import CanvasTooSmall, Row, Segment, layout
+from ..canvas_text import Segment, TokenReader, best_first, split_plan
+from .canvas import CanvasTooSmall, Row, layout
 from .client import Aborted, Call, Client, Endpoint, HttpError, Unreachable
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ TOKEN_ENV = "VLLM_API_KEY"     # the variable vLLM's own server reads for --api-
 POLL = 0.05                    # seconds between cancel checks while a fill waits for the server
 RETRIES = 2                    # a fill retries a failed connection or a 502/503/504 this many times
 BACKOFF = 0.25                 # seconds before the first retry, doubled for each next one
-NO_SCORE = -1e9                # a candidate with no token to score (finite: results go to JSON)
 PROBE_TEXT = 'def f(x):\n    return {"a": x}  # ü€ 😀\n'
 
 
@@ -61,7 +61,7 @@ class VllmBackend:
         self.vocab_size = vocab_size
         self.max_model_len = max_model_len
         self.default_steps = default_steps
-        self.terminators = terminators
+        self.reader = _Reader(tokenizer, terminators)
         self.bos_id = bos_id
         self.pad_id = pad_id
         self.name = f"diffusion_gemma@vllm:{served}"
@@ -134,17 +134,7 @@ class VllmBackend:
 
     def segments(self, plan: FillPlan) -> tuple[list[int], list[Segment]]:
         """The prompt ids (BOS, then the prefix) and the canvas pieces after it."""
-        pieces = list(plan.pieces)
-        first = pieces[0] if pieces else None
-        head = first if isinstance(first, str) else ""
-        if isinstance(first, str):
-            pieces.pop(0)
-        prompt = ([self.bos_id] if self.bos_id is not None else []) + self.encode(head)
-        if not prompt:  # vLLM needs a prompt to encode: pad when there is neither BOS nor prefix
-            prompt = [self.pad_id]
-        segments = [Segment(spec=p, init=tuple(self.encode(p.init or ""))) if isinstance(p, HoleSpec)
-                    else Segment(ids=tuple(self.encode(p))) for p in pieces]
-        return prompt, segments
+        return split_plan(plan, self.encode, self.bos_id, self.pad_id)
 
     def body(self, prompt: list[int], row: Row, steps: int) -> dict[str, Any]:
         """One row's ``/v1/completions`` request (``CompletionRequest`` in vLLM's
@@ -221,50 +211,23 @@ class VllmBackend:
 
     def candidates(self, rows: list[Row], answers: list[dict], specs: list[HoleSpec]) -> list[Candidate]:
         """One candidate per row, best mean log-probability first; rows that read the same keep their best."""
-        out: dict[tuple[str, ...], Candidate] = {}
+        reads = []
         for row, answer in zip(rows, answers):
             ids, logp = canvas_of(answer, row.width, self.client.endpoint.base)
             self.counters["canvas_tokens"] += len(ids)
-            reads = [self.read(ids[lo:hi], logp[lo:hi], spec) for (lo, hi), spec in zip(row.holes, specs)]
-            texts, confs, spans, scores = (tuple(r[i] for r in reads) for i in range(4))
-            scored = [x for sc in scores for x in sc]
-            score = sum(scored) / len(scored) if scored else NO_SCORE
-            cand = Candidate(texts, confs, spans, score)
-            if cand.texts not in out or out[cand.texts].score < score:
-                out[cand.texts] = cand
-        return sorted(out.values(), key=lambda c: c.score, reverse=True)
+            reads.append([self.reader.read(ids[lo:hi], logp[lo:hi], spec) for (lo, hi), spec in zip(row.holes, specs)])
+        return best_first(reads)
 
-    def read(self, ids: list[int], logp: list[float], spec: HoleSpec):
-        """-> (text, confidences, spans, log-probs to score): cut at the first terminator, then a newline if asked."""
-        end = next((j for j, t in enumerate(ids) if t in self.terminators or t >= len(self.tokenizer)), len(ids))
-        scored = list(logp[:end + 1])  # a terminator counts too: it chose the length
-        ids, logp = ids[:end], list(logp[:end])
-        text, spans = self.spans(ids)
-        if spec.stop_at_newline and "\n" in text:
-            cut = text.index("\n") + (1 if spec.keep_newline else 0)
-            kept = sum(1 for s, _ in spans if s < cut)
-            text, spans = text[:cut], [(s, min(e, cut)) for s, e in spans[:kept]]
-            scored = logp[:max(kept, 1)]
-            logp = logp[:kept]
-        return text, tuple(math.exp(x) for x in logp), tuple(spans), scored
 
-    def spans(self, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
-        """Decode ``ids`` and find each token's [start, end) in the text."""
-        text = self.decode(ids)
-        pieces = [self.decode([t]) for t in ids]
-        if "".join(pieces) == text:
-            ends = list(itertools.accumulate(len(p) for p in pieces))
-            return text, [(e - len(p), e) for p, e in zip(pieces, ends)]
-        spans, done = [], 0  # a character split across tokens belongs to the token that completes it
-        for k in range(1, len(ids) + 1):
-            head = text if k == len(ids) else self.decode(ids[:k])
-            edge = max(done, len(head)) if text.startswith(head) else done
-            spans.append((done, edge))
-            done = edge
-        return text, spans
+class _Reader(TokenReader):
+    """Hole tokens read back (``canvas_text.TokenReader``): EOS and pad end a fill, as do ids past the tokenizer."""
 
-    def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    def __init__(self, tokenizer, terminators: set[int]):
+        super().__init__(tokenizer)
+        self.terminators, self.size = terminators, len(tokenizer)
+
+    def is_terminator(self, token: int) -> bool:
+        return token in self.terminators or token >= self.size
 
 
 def canvas_of(answer: dict, width: int, base: str) -> tuple[list[int], list[float]]:

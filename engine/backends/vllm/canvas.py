@@ -9,24 +9,12 @@ code; pinned positions hold their seed token on every step (``vllm/utils/diffusi
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
-from ..base import HoleSpec
+from ..canvas_text import Segment, row_lengths
 
-LENGTH_FRACTIONS = (1.0, 0.5, 0.25, 0.125)  # hole lengths tried, as fractions of max_tokens, one row each
-REWRITE_FRACTIONS = (1.0, 1.25, 0.75)       # of the selection's own length when rewriting
 SEED = 0                                    # the noise of a fill's free slots: the same request, the same canvas
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One piece of a plan, tokenized: fixed ``ids`` (pinned) or a hole (``spec``, ``init`` ids for a rewrite)."""
-
-    ids: tuple[int, ...] = ()
-    spec: HoleSpec | None = None
-    init: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,25 +29,6 @@ class Row:
     @property
     def width(self) -> int:
         return len(self.seed)
-
-
-def hole_lengths(spec: HoleSpec, init_len: int) -> list[int]:
-    """Candidate slot counts for one hole, in the order tried, without duplicates."""
-    if init_len:
-        cap = max(spec.max_tokens, init_len)
-        raw = [min(cap, max(1, round(init_len * f))) for f in REWRITE_FRACTIONS]
-    else:
-        raw = [max(1, math.ceil(spec.max_tokens * f)) for f in LENGTH_FRACTIONS]
-    return list(dict.fromkeys(raw))
-
-
-def row_lengths(segments: list[Segment]) -> list[tuple[int, ...]]:
-    """Row r gives every hole its r-th candidate length (its last one when it has fewer)."""
-    per_hole = [hole_lengths(s.spec, len(s.init)) for s in segments if s.spec is not None]
-    if not per_hole:
-        return []
-    n = max(len(c) for c in per_hole)
-    return list(dict.fromkeys(tuple(c[min(r, len(c) - 1)] for c in per_hole) for r in range(n)))
 
 
 class CanvasTooSmall(ValueError):
