@@ -46,6 +46,7 @@ class WorkspaceAdapter:
         self.state = "off"            # off | no-workspace | measuring | training | adopted | rejected | failed
                                       # (with the setting on, "off" until the model is ready: shown as pending)
         self.paused = False
+        self._asked = ""              # the last word written to the adapter (each keystroke need not repeat it)
         self.info: dict[str, Any] = {}
         self.minutes = float(os.environ.get("DIFFUSION_LSP_ADAPT_MINUTES") or BACKGROUND_MINUTES)
         self._proc: asyncio.subprocess.Process | None = None
@@ -128,7 +129,7 @@ class WorkspaceAdapter:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         self._proc = await asyncio.create_subprocess_exec(*cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                           stderr=subprocess.DEVNULL, env=env)
-        self.paused = False
+        self.paused, self._asked = False, ""
         self._set("measuring")
         log.info("adapting the model to %s (pid %s)", self.workspace, self._proc.pid)
         self._task = asyncio.get_running_loop().create_task(self._follow(self._proc, model))
@@ -182,7 +183,10 @@ class WorkspaceAdapter:
     # -- activity: pause while the user types or a fill runs ----------------------------------
     def _send(self, word: str) -> None:
         proc = self._proc
+        if word == self._asked and word in ("pause", "resume"):
+            return
         if proc is not None and proc.stdin is not None and proc.returncode is None:
+            self._asked = word
             try:
                 proc.stdin.write((word + "\n").encode())
             except (BrokenPipeError, ConnectionResetError, RuntimeError):
