@@ -25,7 +25,8 @@ import random
 import sys
 from pathlib import Path
 
-from benchmarks.code_lines import _FUNCTIONS, LANGUAGES, held_out_files
+from benchmarks.code_lines import LANGUAGES, held_out_files
+from engine.adapt.holes import FUNCTIONS
 
 STUB_LINES = {"python": ("...", "pass", "# TODO: implement\n{indent}pass"),
               "javascript": ('throw new Error("not implemented");', "// TODO: implement"),
@@ -82,7 +83,7 @@ def functions_of(name: str, text: str, language: str) -> list[dict]:
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type not in _FUNCTIONS[language]:
+        if node.type not in FUNCTIONS[language]:
             continue
         rows = _body_rows(node, language, lines)
         if rows is None or not 3 <= rows[1] - rows[0] <= 25:
