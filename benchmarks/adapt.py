@@ -82,7 +82,7 @@ def adapt_runs(args, roots: dict[str, Path], logs: Path) -> dict[str, dict]:
             log = logs / f"{name}.jsonl"
             cmd = ["nice", "-n", "10", sys.executable, "-m", "engine.adapt", str(roots[name]), "--model", args.model,
                    "--minutes", str(args.minutes), "--snapshots", *map(str, args.snapshots), "--holes",
-                   str(args.holes), "--no-store", "--priority", "normal"]
+                   str(args.holes), "--no-store", "--priority", "normal", *(f"--set={x}" for x in args.set)]
             print(f"adapt {name}: {' '.join(cmd)} > {log}", file=sys.stderr)
             procs[name] = (subprocess.Popen(cmd, stdout=log.open("w"), cwd=REPO_ROOT, env=env), log)
         time.sleep(5)
@@ -106,19 +106,19 @@ def summarise(events: list[dict]) -> dict:
     as it got, marked ``complete: false``, with the CPU time its training had reached."""
     final = next((e for e in events if e["event"] == "done"), None)
     files = next(e for e in events if e["event"] == "files")
-    keys = ("holes", "offered", "exact", "exact_match", "precision")
+    keys = ("holes", "offered", "exact", "offered_exact", "exact_match", "precision")
     before = final["before"] if final else next((e for e in events if e["event"] == "measured"), None)
-    points = [{"minutes": 0, "step": 0, "cpu_seconds": 0.0, "wall_seconds": 0.0, **{k: before[k] for k in keys}}] \
+    points = [{"minutes": 0, "step": 0, "cpu_seconds": 0.0, "wall_seconds": 0.0, **{k: before.get(k) for k in keys}}] \
         if before else []
-    points += [{k: e[k] for k in ("minutes", "step", "cpu_seconds", "wall_seconds", *keys)}
+    points += [{k: e.get(k) for k in ("minutes", "step", "cpu_seconds", "wall_seconds", *keys)}
                for e in events if e["event"] == "snapshot"]
     if final:
         points.append({"minutes": round(final["cpu_seconds"] / 60.0, 2), "step": final["steps"],
                        "cpu_seconds": final["cpu_seconds"], "wall_seconds": final["wall_seconds"],
-                       **{k: final["after"][k] for k in keys}})
+                       **{k: final["after"].get(k) for k in keys}})
     steps = [e for e in events if e["event"] == "step"]
     cpu = next((e["value"] for e in events if e["event"] == "process_cpu_seconds"), None)
-    return {"train_files": files["train_files"], "held_out_files": files["held_out_files"], "holes": files["holes"],
+    return {"config": files.get("config"), "train_files": files["train_files"], "held_out_files": files["held_out_files"], "holes": files["holes"],
             "train_tokens": final["train_tokens"] if final else None, "points": points, "complete": final is not None,
             "trained_cpu_minutes_reached": round(steps[-1]["cpu_seconds"] / 60.0, 2) if steps else 0.0,
             "gate_accepts_final": final["accepted"] if final else None,
@@ -223,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="summarise the adapters' event logs already in --logs instead of running them")
     p.add_argument("--skip-adapt", action="store_true",
                    help="keep the adaptation figures already in --out; run the latency part only")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="an adapter training field for every code base (python -m engine.adapt --set)")
     p.add_argument("--note", default="", help="how the runs were made, when it differs from this command (kept)")
     p.add_argument("--out", default="benchmarks/results/adapt.json")
     args = p.parse_args(argv)

@@ -281,8 +281,10 @@ def team_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
 
 def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Workspace adaptation: held-out one-line holes of code bases the model never saw", "",
-             "| run | code base | holes | CPU min | steps | wall min | exact % | offered | precision % |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+             "Exact: the model's best fill, no confidence bar; offered: fills reaching the default bar; precision: "
+             "right among offered.", "",
+             "| run | code base | holes | CPU min | steps | wall min | exact % | offered | right offered | precision % |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for path, r in runs:
         for name, c in r["codebases"].items():
             label = name if c.get("complete", True) else \
@@ -290,7 +292,8 @@ def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
             for p in c.get("points", []):
                 lines.append(f"| {_link(path, base)} | {label} | {p['holes']} | {num(p['cpu_seconds'] / 60)} | "
                              f"{p['step']} | {num(p['wall_seconds'] / 60)} | {pct(p['exact_match'])} | "
-                             f"{p['offered']} | {pct(p['precision'])} |")
+                             f"{p['offered']} | {'-' if p.get('offered_exact') is None else p['offered_exact']} | "
+                             f"{pct(p['precision'])} |")
         lat = r.get("latency")
         if lat:
             w, a = lat["without_adapter_ms"], lat["with_adapter_ms"]

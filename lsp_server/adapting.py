@@ -145,7 +145,8 @@ class WorkspaceAdapter:
                 continue
             kind = event.get("event")
             if kind == "measured":
-                self.info["before"] = {k: event[k] for k in ("holes", "offered", "exact", "exact_match", "precision")}
+                self.info["before"] = {k: event.get(k) for k in ("holes", "offered", "exact", "offered_exact", "exact_match",
+                                                                "precision")}
                 self._set("training")
             elif kind == "step":
                 self.info.update(steps=event["step"], cpu_seconds=event["cpu_seconds"], loss=event["loss"])

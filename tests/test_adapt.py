@@ -110,6 +110,23 @@ def test_the_gate_wants_strictly_more_exact_lines_on_the_same_holes():
     assert not improves(Score(0, 0, 0), Score(0, 0, 0))
 
 
+def test_exact_match_has_no_bar_and_precision_counts_only_offered_fills():
+    s = Score(holes=100, offered=40, exact=9, offered_exact=6)
+    assert s.exact_match == 0.09                                 # the model's best fill, offered or not
+    assert s.precision == 6 / 40                                 # right among what the editor would show
+    assert s.summary()["offered_exact"] == 6
+
+
+def test_training_fields_are_set_by_name_with_their_types():
+    from engine.adapt.__main__ import with_fields
+
+    cfg = with_fields(AdaptConfig(), ["lr=1e-3", "batch_size=8", "p_infill=0.9"])
+    assert (cfg.lr, cfg.batch_size, cfg.p_infill) == (1e-3, 8, 0.9) and isinstance(cfg.batch_size, int)
+    for bad in ("lr", "nope=1", "batch_size=eight", "minutes=3"):
+        with pytest.raises(ValueError, match="--set"):
+            with_fields(AdaptConfig(), [bad])
+
+
 def test_a_no_op_adaptation_is_rejected_and_nothing_is_written_into_the_workspace(tmp_path, cache):
     ws = make_workspace(tmp_path / "ws")
     before = snapshot(ws)

@@ -4,9 +4,11 @@ lowers it) and publish the gated outcome to the cache. ``diffusion-lsp adapt`` a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
+from typing import Any
 
 
 def lower_priority(kind: str) -> None:
@@ -25,6 +27,22 @@ def lower_priority(kind: str) -> None:
             pass
 
 
+def with_fields(cfg: Any, settings: list[str]) -> Any:
+    """``cfg`` with ``FIELD=VALUE`` settings applied, each value converted to the field's type."""
+    known = {f.name: type(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)
+             if isinstance(getattr(cfg, f.name), (int, float, str)) and f.name not in ("minutes", "holes", "max_steps")}
+    values: dict[str, Any] = {}
+    for item in settings:
+        name, eq, value = item.partition("=")
+        if not eq or name not in known:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(known))}")
+        try:
+            values[name] = known[name](value)
+        except ValueError:
+            raise ValueError(f"--set {item!r}: {value!r} is not a {known[name].__name__}") from None
+    return dataclasses.replace(cfg, **values)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.adapt", description=__doc__.splitlines()[0])
     p.add_argument("workspace")
@@ -39,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commands", action="store_true",
                    help="read pause / resume / stop lines on stdin (the server's pipe); end of input stops")
     p.add_argument("--out", default=None, help="also write the final record as JSON here")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="set a training field of AdaptConfig (lr, batch_size, p_infill, max_holes, seq_len, ...); "
+                        "for tuning on development code bases")
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     lower_priority(args.priority)
@@ -50,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         stdin_commands(gate, sys.stdin)
     emit = json_progress(sys.stdout)
     gate.on_wait = lambda waiting: emit({"event": "paused" if waiting else "resumed"})
-    cfg = AdaptConfig(minutes=args.minutes, holes=args.holes, max_steps=args.max_steps,
-                      snapshots=tuple(args.snapshots))
+    try:
+        cfg = with_fields(AdaptConfig(minutes=args.minutes, holes=args.holes, max_steps=args.max_steps,
+                                      snapshots=tuple(args.snapshots)), args.set)
+    except ValueError as exc:
+        print(f"adapt: {exc}", file=sys.stderr)
+        return 2
     try:
         record = adapt(args.workspace, LoadConfig(model=args.model), cfg, gate, emit, store=not args.no_store)
     except Stopped:

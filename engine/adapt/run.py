@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,16 @@ def _normalise(code: str) -> str:
 
 def score(backend: Any, holes: Sequence[LineHole], gate: Gate | None = None,
           options: FillOptions | None = None) -> Score:
-    """One-line exact match of the engine's own cursor path on ``holes`` (the model as it is now)."""
+    """One-line exact match of the engine's own cursor path on ``holes`` (the model as it is now): each hole
+    filled once with no confidence bar (``Score.exact``), the fill then counted as offered when its estimate
+    reaches the calibration's default bar (``Score.offered``, ``Score.offered_exact``)."""
+    from ..confidence import load_calibration
     from ..serve import serve
 
-    opts = options or FillOptions()
+    opts = replace(options or FillOptions(), min_confidence=0.0)
+    model_dir = getattr(backend, "model_dir", None)
+    calibration = load_calibration(model_dir) if model_dir is not None else None
+    bar = calibration.min_confidence if calibration is not None else 0.0
     out = Score(holes=len(holes))
     backend_weights_changed(backend)
     heap = HeapTrimmer()
@@ -113,14 +119,18 @@ def score(backend: Any, holes: Sequence[LineHole], gate: Gate | None = None,
             continue
         if not c.fills or not c.text:
             continue
-        out.offered += 1
         doc = text
         for f in sorted(c.fills, key=lambda f: f.start, reverse=True):
             doc = doc[:f.start] + f.text + doc[f.end:]
         inside = doc.startswith(hole.prompt) and doc.endswith(hole.suffix) and \
             len(doc) >= len(hole.prompt) + len(hole.suffix)
         got = doc[len(hole.prompt):len(doc) - len(hole.suffix)] if inside else c.text
-        out.exact += _normalise(got) == _normalise(hole.solution)
+        right = _normalise(got) == _normalise(hole.solution)
+        confidence = c.fills[0].confidence
+        offered = confidence is None or confidence >= bar
+        out.exact += right
+        out.offered += offered
+        out.offered_exact += right and offered
     return out
 
 
@@ -240,7 +250,8 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
     train_files, held = split(files)
     holes = line_holes(held, cfg.per_file, cfg.holes)
     record.train_files, record.held_out_files = len(train_files), len(held)
-    emit({"event": "files", "train_files": len(train_files), "held_out_files": len(held), "holes": len(holes)})
+    emit({"event": "files", "train_files": len(train_files), "held_out_files": len(held), "holes": len(holes),
+          "config": {k: v for k, v in asdict(cfg).items() if k != "snapshots"}})
 
     def finish(reason: str = "") -> AdaptRecord:
         record.reason = reason

@@ -62,11 +62,14 @@ def entry_dir(workspace: str | os.PathLike[str], model_dir: str | os.PathLike[st
 
 @dataclass
 class Score:
-    """One-line holes of the held-out slice: how many, how many got a fill, how many exactly right."""
+    """One-line holes of the held-out slice. ``exact``: the model's best fill is exactly right (no confidence
+    bar: what the model knows); ``offered``: the fill reaches the calibration's default bar (what the editor
+    shows); ``offered_exact``: offered and exactly right."""
 
     holes: int = 0
     offered: int = 0
     exact: int = 0
+    offered_exact: int = 0
 
     @property
     def exact_match(self) -> float:
@@ -74,7 +77,7 @@ class Score:
 
     @property
     def precision(self) -> float:
-        return self.exact / self.offered if self.offered else 0.0
+        return self.offered_exact / self.offered if self.offered else 0.0
 
     def summary(self) -> dict[str, Any]:
         return {**asdict(self), "exact_match": round(self.exact_match, 4), "precision": round(self.precision, 4)}
