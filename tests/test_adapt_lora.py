@@ -273,3 +273,19 @@ def test_the_command_line_takes_the_method(bert_dir, tmp_path):
     assert out.returncode == 0, out.stderr
     done = json.loads(out.stdout.splitlines()[-1])
     assert done["event"] == "done" and done["method"] == "lora" and done["steps"] == 1
+
+
+def test_the_embedded_modernbert_trains_adapters_and_merges_them_on_its_kv_cache_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    record = adapt(make_workspace(tmp_path / "ws"), LoadConfig(kv_cache=True),
+                   AdaptConfig(max_steps=1, holes=10, batch_size=2, seq_len=128, method="lora"), store=False)
+    assert record.method == "lora" and record.steps == 1 and record.after["holes"] == 10
+    path, peft_logits = adapter_files(EMBEDDED_DIR, tmp_path / "adapter")
+    backend = load_backend(LoadConfig(device="cpu", dtype="float32", threads=1, kv_cache=True))
+    assert backend.kv_cache
+    base = logits(backend)
+    backend.load_weights(path)
+    assert torch.allclose(logits(backend), peft_logits, atol=1e-4, rtol=0) and (peft_logits - base).abs().max() > 0.1
+    assert path.stat().st_size * 10 < (EMBEDDED_DIR / "model.safetensors").stat().st_size
+    backend.load_weights(None)
+    assert torch.equal(logits(backend), base)
