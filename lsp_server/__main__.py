@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     adapt.add_argument("workspace", nargs="?", default=None, help="the workspace folder (default: the current one)")
     adapt.add_argument("--minutes", type=float, default=15.0, help="CPU minutes of training on one thread")
     adapt.add_argument("--model", default="embedded", help="'embedded' or a masked-LM checkpoint directory")
+    adapt.add_argument("--method", choices=("auto", "full", "lora"), default="auto",
+                       help="train every weight or low-rank adapters only ('auto': adapters above 60M parameters)")
     adapt.add_argument("--remove", action="store_true", help="delete this workspace's adapted models instead")
     args = p.parse_args(argv)
     _logging(args.verbose, args.log_file)

@@ -232,7 +232,7 @@ def workspace_of(params: Any) -> str | None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """``diffusion-lsp adapt [WORKSPACE] [--minutes N] [--model M] [--remove]``."""
+    """``diffusion-lsp adapt [WORKSPACE] [--minutes N] [--model M] [--method auto|full|lora] [--remove]``."""
     workspace = str(Path(args.workspace or ".").resolve())
     if args.remove:
         removed = store.remove(workspace)
@@ -243,7 +243,7 @@ def run_cli(args: argparse.Namespace) -> int:
         print(f"diffusion-lsp adapt: {workspace} is not a directory", file=sys.stderr)
         return 2
     cmd = [sys.executable, "-m", "engine.adapt", workspace, "--model", args.model, "--minutes", str(args.minutes),
-           "--priority", "nice"]
+           "--method", getattr(args, "method", "auto"), "--priority", "nice"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:
         assert proc.stdout is not None
@@ -273,5 +273,6 @@ def describe(event: dict[str, Any]) -> str:
         verdict = "adopted: the server uses it from its next start" if event["accepted"] else \
             f"not adopted: {event['reason']}"
         after = f" -> after: {_pct(event['after'])}" if event.get("after") else ""
-        return f"done in {event['steps']} steps{after}; {verdict}"
+        how = " of LoRA adapters" if event.get("method") == "lora" else ""
+        return f"done in {event['steps']} steps{how}{after}; {verdict}"
     return json.dumps(event)

@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--holes", type=int, default=200, help="held-out one-line holes to measure, at most")
     p.add_argument("--snapshots", type=float, nargs="*", default=[],
                    help="also measure after these CPU minutes (benchmarks)")
+    p.add_argument("--method", choices=("auto", "full", "lora"), default="auto",
+                   help="train every weight, or low-rank adapters only (peft LoRA; 'auto': LoRA above 60M parameters)")
+    p.add_argument("--lora-rank", type=int, default=16, help="the adapters' rank (with --method lora or auto)")
     p.add_argument("--priority", choices=("idle", "nice", "normal"), default="idle")
     p.add_argument("--no-store", action="store_true", help="measure only: write nothing to the cache")
     p.add_argument("--commands", action="store_true",
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     gate.on_wait = lambda waiting: emit({"event": "paused" if waiting else "resumed"})
     try:
         cfg = with_fields(AdaptConfig(minutes=args.minutes, holes=args.holes, max_steps=args.max_steps,
-                                      snapshots=tuple(args.snapshots)), args.set)
+                                      snapshots=tuple(args.snapshots), method=args.method, lora_rank=args.lora_rank,
+                                      lora_alpha=2 * args.lora_rank), args.set)
     except ValueError as exc:
         print(f"adapt: {exc}", file=sys.stderr)
         return 2

@@ -26,9 +26,10 @@ from ..backends.base import Control
 from ..config import FillOptions, LoadConfig
 from ..memory import HeapTrimmer
 from ..requests import EngineError, InfillRequest
+from . import lora
 from .files import SourceFile, held_out, workspace_files
 from .holes import LineHole, line_holes
-from .store import AdaptRecord, Score, entry_dir, improves, model_digest, publish
+from .store import ADAPTER, WEIGHTS, AdaptRecord, Score, entry_dir, improves, model_digest, publish
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -85,6 +86,9 @@ class AdaptConfig:
     seed: int = 1234
     max_steps: int = 0             # > 0: stop after this many steps whatever the budget (tests)
     snapshots: Sequence[float] = field(default_factory=tuple)  # CPU minutes at which to measure as well
+    method: str = "auto"           # "full", "lora" (adapters only: engine/adapt/lora.py), "auto": lora when large
+    lora_rank: int = 16
+    lora_alpha: int = 32           # the adapters' scale: lora_alpha / lora_rank
 
 
 def _normalise(code: str) -> str:
@@ -258,13 +262,17 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
         record.wall_seconds = round(time.time() - t_wall, 1)
         record.finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         if store:
-            publish(entry, record, write_weights if record.accepted else None)
+            publish(entry, record, write_weights if record.accepted else None,
+                    ADAPTER if record.method == "lora" else WEIGHTS)
         emit({"event": "done", **record.to_json()})
         return record
 
     def write_weights(path: Path) -> None:
         from safetensors.torch import save_model
-        save_model(backend.model, str(path))
+        if record.method == "lora":
+            lora.save_adapter(backend.model, path)
+        else:
+            save_model(backend.model, str(path))
 
     if not train_files:
         return finish("no source files to learn from")
@@ -276,8 +284,12 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
     if not getattr(backend, "adapts", False):
         return finish(f"the {backend.name} backend does not adapt")
     model, tokenizer = backend.model, backend.tokenizer
-    for p in model.parameters():
-        p.requires_grad_(True)
+    record.method = lora.choose(model, cfg.method)
+    if record.method == "lora":
+        lora.wrap(model, cfg.lora_rank, cfg.lora_alpha)   # in place: only the adapters train
+    else:
+        for p in model.parameters():
+            p.requires_grad_(True)
     try:
         emit({"event": "measure", "phase": "before"})
         before = score(backend, holes, gate)

@@ -3,7 +3,9 @@ the key a hash of the workspace's absolute path and the base model's digest. Not
 workspace, and nothing leaves the machine.
 
 An entry holds ``adapt.json`` (the record: before/after figures, whether the gate accepted) and, only when it
-was accepted, ``model.safetensors`` (the adapted weights, loaded over the base model's).
+was accepted, either ``model.safetensors`` (fully fine-tuned weights, loaded over the base model's) or, for a
+large model adapted with LoRA (``engine/adapt/lora.py``), ``adapter.safetensors`` and ``adapter.json`` (the
+low-rank matrices and their rank, scale and modules, merged into the base weights when loaded).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 RECORD = "adapt.json"
 WEIGHTS = "model.safetensors"
+ADAPTER = "adapter.safetensors"
+ADAPTER_CONFIG = "adapter.json"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 _digests: dict[tuple[str, float, int], str] = {}
 
@@ -104,6 +108,7 @@ class AdaptRecord:
     held_out_files: int = 0
     train_tokens: int = 0
     finished: str = ""        # UTC time the run ended
+    method: str = ""          # "full" or "lora" (what was trained; engine/adapt/lora.py)
     reason: str = ""          # why nothing was adopted, when it was not
 
     def to_json(self) -> dict[str, Any]:
@@ -120,20 +125,25 @@ def read_record(entry: Path) -> AdaptRecord | None:
 
 
 def accepted_weights(entry: Path) -> Path | None:
-    """The adapted weights of an entry the gate accepted, or None."""
+    """The adapted weights of an entry the gate accepted (``adapter.safetensors`` for a LoRA adapter, with its
+    ``adapter.json``; else ``model.safetensors``), or None."""
     record = read_record(entry)
-    weights = entry / WEIGHTS
-    return weights if record is not None and record.accepted and weights.is_file() else None
+    if record is None or not record.accepted:
+        return None
+    if (entry / ADAPTER).is_file() and (entry / ADAPTER_CONFIG).is_file():
+        return entry / ADAPTER
+    return entry / WEIGHTS if (entry / WEIGHTS).is_file() else None
 
 
-def publish(entry: Path, record: AdaptRecord, write_weights: Any = None) -> None:
+def publish(entry: Path, record: AdaptRecord, write_weights: Any = None, name: str = WEIGHTS) -> None:
     """Replace the entry at once: everything is written into a fresh directory beside it, then renamed,
-    so a reader sees the old entry or the new one, never half of one. ``write_weights(path)`` writes them."""
+    so a reader sees the old entry or the new one, never half of one. ``write_weights(path)`` writes them
+    (``path``: the entry's ``name``, ``WEIGHTS`` or ``ADAPTER``; an adapter's writer adds ``ADAPTER_CONFIG``)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
         if write_weights is not None:
-            write_weights(tmp / WEIGHTS)
+            write_weights(tmp / name)
         (tmp / RECORD).write_text(json.dumps(record.to_json(), indent=2), "utf-8")
         old = entry.with_name(entry.name + ".old")
         if entry.exists():

@@ -85,7 +85,9 @@ class Backend(Protocol):
         ...
 
     def load_weights(self, path: Path | None) -> None:
-        """Replace the weights with adapted ones saved at ``path`` (None: the checkpoint's own again)."""
+        """Replace the weights with adapted ones saved at ``path``: a full set, or a LoRA adapter
+        (``adapter.safetensors``, engine/adapt/lora.py) merged into the base weights (None: the checkpoint's own
+        again)."""
         ...
 
     def stats(self) -> dict[str, object]: ...

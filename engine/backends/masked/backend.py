@@ -55,6 +55,8 @@ class MaskedBackend:
         self.model_dir: Path | None = None  # set by load()
         self.passes = {"full": 0, "tail": 0, "partial": 0}
         self._prefix: tuple[tuple, kv_cache_mod.Prefix] | None = None  # the last fill's, by its text
+        self._merged: dict[str, torch.Tensor] = {}   # a merged LoRA adapter's layers: their original weights
+        self._overwritten = False                      # a full set of adapted weights was loaded over the checkpoint
         self.mask_id = tokenizer.mask_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.mask_id
         specials = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id}
@@ -196,15 +198,46 @@ class MaskedBackend:
         self._prefix = None
 
     def load_weights(self, path: Path | None) -> None:
-        """Adapted weights saved by ``safetensors.torch.save_model`` (None: the checkpoint's own), loaded in
-        place on the engine thread between fills."""
+        """Adapted weights, loaded in place on the engine thread between fills: a full set saved by
+        ``safetensors.torch.save_model``, or a LoRA adapter (``adapter.safetensors``, engine/adapt/lora.py) merged
+        into the base weights (W += scale * B @ A); None: the checkpoint's own. An adapter is checked before
+        anything changes (a bad one raises ``ModelLoadError`` and the weights in use stay); the adapted layers'
+        original weights are kept (on the CPU), so taking an adapter off or changing it reloads nothing."""
+        from ...adapt import lora
+
+        if path is not None and lora.is_adapter(path):
+            adapter = lora.read_adapter(path, self.model)
+            self._base_weights()
+            self._merged = lora.merge(adapter)
+        elif path is None:
+            self._base_weights()
+        else:
+            self._unmerge()
+            self._overwritten = True   # from here until the checkpoint is reloaded, even if this load fails
+            self._load_file(path)
+        self.model.eval()
+        self.weights_changed()
+
+    def _unmerge(self) -> None:
+        if self._merged:
+            from ...adapt import lora
+            lora.restore(self.model, self._merged)
+            self._merged = {}
+
+    def _base_weights(self) -> None:
+        """The checkpoint's own weights again: an adapter's layers restored; after a full set of adapted weights,
+        the checkpoint reloaded (its ``model.safetensors``)."""
+        self._unmerge()
+        if not self._overwritten:
+            return
+        if self.model_dir is None or not (self.model_dir / "model.safetensors").is_file():
+            raise ModelLoadError("the checkpoint's own weights cannot be reloaded in place")
+        self._load_file(self.model_dir / "model.safetensors")
+        self._overwritten = False
+
+    def _load_file(self, source: Path) -> None:
         from safetensors.torch import load_model
 
-        source = path
-        if source is None:
-            if self.model_dir is None or not (self.model_dir / "model.safetensors").is_file():
-                raise ModelLoadError("the checkpoint's own weights cannot be reloaded in place")
-            source = self.model_dir / "model.safetensors"
         try:
             with torch.no_grad():
                 missing, unexpected = load_model(self.model, str(source), strict=False, device=str(self.device))
@@ -213,8 +246,6 @@ class MaskedBackend:
         if unexpected or [m for m in missing if "decoder" not in m]:
             raise ModelLoadError(f"{source}: weights do not fit this model (missing {missing[:3]}, "
                                  f"unexpected {unexpected[:3]})")
-        self.model.eval()
-        self.weights_changed()
 
     def stats(self) -> dict[str, object]:
         return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],
