@@ -106,7 +106,7 @@ def summarise(events: list[dict]) -> dict:
     as it got, marked ``complete: false``, with the CPU time its training had reached."""
     final = next((e for e in events if e["event"] == "done"), None)
     files = next(e for e in events if e["event"] == "files")
-    keys = ("holes", "offered", "exact", "offered_exact", "exact_match", "precision")
+    keys = ("holes", "offered", "exact", "offered_exact", "exact_match", "precision", "line_loss")
     before = final["before"] if final else next((e for e in events if e["event"] == "measured"), None)
     points = [{"minutes": 0, "step": 0, "cpu_seconds": 0.0, "wall_seconds": 0.0, **{k: before.get(k) for k in keys}}] \
         if before else []

@@ -232,6 +232,32 @@ def train(model: Any, tokenizer: Any, stream: Any, cfg: AdaptConfig, gate: Gate,
     return step, cpu
 
 
+def held_out_rows(tokenizer: Any, texts: Sequence[str], seq_len: int, rows: int = 64) -> list[Any]:
+    """Fixed validation rows from the held-out files: one whole line masked in a 24-token bucket (training's
+    ``val_line_hole``), in batches of 16; [] when the files are too short to cut them."""
+    from ..training.examples import line_hole_batch
+
+    try:
+        stream = token_stream(tokenizer, texts, 2 * seq_len)
+        rng = np.random.default_rng(7)
+        return [line_hole_batch(rng, stream, 16, seq_len, tokenizer.pad_token_id, tokenizer.mask_token_id)
+                for _ in range(max(1, rows // 16))]
+    except ValueError:
+        return []
+
+
+def line_loss(model: Any, batches: Sequence[Any]) -> float | None:
+    """The mean training loss on ``held_out_rows``: a smooth companion of exact match (lower is better)."""
+    if not batches:
+        return None
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode():
+        value = sum(float(batch_loss(model, b)) for b in batches) / len(batches)
+    model.train(was_training)
+    return round(value, 4)
+
+
 def split(files: Sequence[SourceFile]) -> tuple[list[SourceFile], list[SourceFile]]:
     train_files = [f for f in files if not held_out(f.path)]
     return train_files, [f for f in files if held_out(f.path)]
@@ -292,8 +318,9 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
             p.requires_grad_(True)
     try:
         emit({"event": "measure", "phase": "before"})
+        rows = held_out_rows(tokenizer, [f.text for f in held], cfg.seq_len)
         before = score(backend, holes, gate)
-        record.before = before.summary()
+        record.before = {**before.summary(), "line_loss": line_loss(model, rows)}
         emit({"event": "measured", "phase": "before", **record.before})
         stream = token_stream(tokenizer, [f.text for f in train_files], 4 * cfg.seq_len)
         record.train_tokens = int(len(stream.ids))
@@ -302,7 +329,7 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
             with torch.inference_mode():
                 s = score(backend, holes, gate)
             item = {"minutes": minutes, "step": step, "cpu_seconds": round(cpu, 1),
-                    "wall_seconds": round(time.time() - t_wall, 1), **s.summary()}
+                    "wall_seconds": round(time.time() - t_wall, 1), **s.summary(), "line_loss": line_loss(model, rows)}
             emit({"event": "snapshot", **item})
             if on_snapshot:
                 on_snapshot(item)
@@ -312,7 +339,7 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
         emit({"event": "measure", "phase": "after"})
         with torch.inference_mode():
             after = score(backend, holes, gate)
-        record.after = after.summary()
+        record.after = {**after.summary(), "line_loss": line_loss(model, rows)}
         record.accepted = improves(before, after)
     except Stopped:
         record.wall_seconds = round(time.time() - t_wall, 1)
