@@ -356,7 +356,7 @@ def test_the_loop_reproduces_the_previous_loop_at_the_same_seed(backend, lag):
             backend.sampling = replace(base, **rule) if rule else base
             _, segments = backend.segments(p)
             batch = layout(segments, backend.canvas_length, backend.pad_id)
-            with torch.inference_mode():
+            with backend.no_grad():
                 backend.prompt_cache.update(backend.segments(p)[0])
                 kw = dict(steps=p.steps, vocab_size=backend.vocab_size, sc_dtype=torch.float32)
                 sampling = replace(backend.sampling, entropy_bound=p.threshold or backend.sampling.entropy_bound)
@@ -447,6 +447,66 @@ def test_layout_cuts_the_suffix_to_the_canvas():
     assert batch.start.shape == (4, 24) and batch.start[0, 8:].tolist() == list(range(10, 26))
     assert (batch.start[0, :8] == -1).all() and not batch.pinned[0, :8].any() and batch.pinned[0, 8:].all()
     assert batch.live[3].sum() == 1 + 16 and batch.pinned[3].sum() == 24 - 1
+
+
+# --- experts implementations and quantized weights -------------------------------------------------
+
+FILL_PLANS = [plan(PREFIX, HoleSpec(16), SUFFIX, steps=8),
+              plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=6)]
+
+
+def fills(b) -> list:
+    return [[(c.texts, round(c.score, 3)) for c in b.fill(p, Control(never)).candidates] for p in FILL_PLANS]
+
+
+def test_the_experts_implementations_give_the_same_fills(gemma_dir, backend):
+    """transformers' experts implementations on CPU: the per-expert loop, one bmm over gathered weights, torch's
+    grouped GEMM. Their sums run in different orders (logits agree to ~1e-6), and the fills are the same."""
+    assert backend.model.config.get_text_config()._experts_implementation == "grouped_mm"   # auto
+    want = fills(backend)
+    for name in ("eager", "batched_mm", "grouped_mm"):
+        b = load_backend(LoadConfig(model=str(gemma_dir), experts=name))
+        assert all(v == name for v in b.model.get_experts_implementation().values())
+        assert fills(b) == want, name
+
+
+def test_unknown_choices_and_a_missing_library_fail_the_load(gemma_dir, monkeypatch):
+    with pytest.raises(ModelLoadError, match="experts"):
+        load_backend(LoadConfig(model=str(gemma_dir), experts="loop"))
+    with pytest.raises(ModelLoadError, match="quantization"):
+        load_backend(LoadConfig(model=str(gemma_dir), quantization="int3"))
+    monkeypatch.setitem(sys.modules, "torchao", None)            # as on a machine without torchao
+    monkeypatch.setitem(sys.modules, "torchao.quantization", None)
+    with pytest.raises(ModelLoadError, match="torchao"):
+        load_backend(LoadConfig(model=str(gemma_dir), quantization="int8"))
+
+
+def test_int8_weights_through_torchao_on_cpu(gemma_dir, backend):
+    """int8 weight-only (torchao) quantizes the Linear weights and the fused 3-D experts, encoder and decoder
+    alike (they are tied), and runs the per-expert loop; the in-memory path of benchmarks.gpu_check is the same."""
+    pytest.importorskip("torchao")
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from engine.backends.diffusion_gemma.backend import DiffusionGemmaBackend
+    from engine.backends.diffusion_gemma.options import is_quantized, quantize_in_memory
+
+    b = load_backend(LoadConfig(model=str(gemma_dir), quantization="int8"))
+    model = b.model
+    assert model.config.get_text_config()._experts_implementation == "eager"              # auto with quantization
+    for layers in (model.model.decoder.layers, model.model.encoder.language_model.layers):
+        layer = layers[0]
+        assert is_quantized(layer.experts.gate_up_proj) and is_quantized(layer.experts.down_proj)
+        assert is_quantized(layer.self_attn.q_proj.weight) and is_quantized(layer.mlp.up_proj.weight)
+        assert not is_quantized(layer.router.proj.weight)
+    decoder, encoder = model.model.decoder.layers[0], model.model.encoder.language_model.layers[0]
+    assert decoder.experts.gate_up_proj is encoder.experts.gate_up_proj                     # still one copy
+    assert not is_quantized(model.lm_head.weight)
+    quantized = fills(b)
+    assert all(cands for cands in quantized)
+    # the same weights quantized in memory (gpu_check's random model) give the same fills
+    plain = DiffusionGemmaForBlockDiffusion.from_pretrained(str(gemma_dir), experts_implementation="eager").eval()
+    quantize_in_memory(plain, "int8")
+    assert fills(DiffusionGemmaBackend(plain, b.tokenizer, b.sampling)) == quantized
 
 
 # --- end to end: the one-shot command and the server -----------------------------------------------

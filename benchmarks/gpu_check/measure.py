@@ -113,7 +113,7 @@ def same_canvas(b: Bench) -> dict:
     input_ids = torch.tensor([b.prefix_ids], device=device)
     start = torch.randint(0, backend.vocab_size, (1, C), device=device,
                           generator=torch.Generator(device=device).manual_seed(SEED))
-    with torch.inference_mode():
+    with backend.no_grad():
         generated, res = b.time(lambda: model.generate(input_ids=input_ids, max_new_tokens=C,
                                                        decoder_input_ids=start.clone()))
     new = res.sequences[0, len(b.prefix_ids):]
