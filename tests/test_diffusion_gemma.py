@@ -563,13 +563,43 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path):
     from benchmarks.gpu_check.__main__ import main
 
     out = tmp_path / "results.json"
-    assert main(["--tiny", "--out", str(out), "--repeats", "1"]) == 0
+    assert main(["--tiny", "--out", str(out), "--repeats", "1", "--profile"]) == 0
     report = json.loads(out.read_text())
-    assert report["complete"] and report["environment"]["device"] == "cpu"
+    assert report["complete"] and report["environment"]["device"] == "cpu" and not report["failed"]
     figures = report["figures"]
+    assert list(figures) == ["canvases", "profile", "same_canvas", "fill", "prompt_cache", "rows", "experts"]
+    assert all(f["section_peak_memory_gib"] is None for f in figures.values())          # no CUDA here
+    steps = report["request"]["fixed_steps"]
+    shapes = report["request"]["canvases"].split(",")
+    for shape in shapes:
+        row = figures["canvases"][shape]
+        assert row["steps"] == steps and row["ms_per_step"] > 0 and row["canvas_tokens_per_s"] > 0
+    prof = figures["profile"]
+    assert set(prof["phases"]) == {"decoder", "sampling"} and prof["phases"]["decoder"]["calls"] == steps
+    assert set(prof["modules"]) == {"attention", "router", "experts", "dense_mlp", "self_conditioning", "lm_head"}
+    layers = report["environment"]["layers"]
+    assert prof["modules"]["experts"]["calls"] == prof["modules"]["attention"]["calls"] == layers * steps
+    assert all(m["host_ms_per_step"] > 0 and m["device_ms_per_step"] is None for m in prof["modules"].values())
+    assert all(figures["experts"][name]["ms_per_step"] > 0 for name in ("eager", "batched_mm", "grouped_mm"))
     cache = figures["prompt_cache"]
     assert cache["repeated_prefix"]["encoder_skipped"] and cache["typing_8_tokens"]["tokens_encoded"] == 8
     assert figures["fill"]["rows"] == 4 and figures["fill"]["warm"]["ms"] > 0
     same = figures["same_canvas"]
     assert same["generate"]["steps"] == same["ours_cached_prefix"]["steps"] == report["request"]["steps"]
     assert figures["rows"]["all_rows_ms_per_step"] > 0
+
+
+def test_gpu_check_quantized_tiny_on_cpu(tmp_path):
+    pytest.importorskip("torchao")
+    from benchmarks.gpu_check.__main__ import main
+
+    out = tmp_path / "results.json"
+    assert main(["--tiny", "--out", str(out), "--repeats", "1", "--quantization", "int8",
+                 "--sections", "canvases,experts"]) == 0
+    report = json.loads(out.read_text())
+    q = report["quantization"]
+    assert q["kind"] == "int8" and q["weights_gib_after"] < q["weights_gib_before"]
+    assert 0.5 < q["decoder_argmax_agreement"] <= 1 and isinstance(q["fills_equal"], bool)
+    assert report["environment"]["experts"] == "eager"
+    assert all(report["figures"]["canvases"][s]["ms_per_step"] > 0 for s in report["request"]["canvases"].split(","))
+    assert "error" in report["figures"]["experts"]["grouped_mm"]   # torchao's int8 tensors: no grouped GEMM

@@ -190,10 +190,11 @@ class DiffusionGemmaBackend:
             sampling = replace(sampling, t_max=sampling.t_min + REWRITE_T_MAX * (sampling.t_max - sampling.t_min))
         generator = torch.Generator(device=device).manual_seed(SEED)
         on_step = self.draft_hook(batch, plan, control) if control.draft is not None else None
-        return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
-                       steps=plan.steps, vocab_size=self.vocab_size,
-                       generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
-                       check=control.check, on_step=on_step)
+        with self.no_grad():  # also when called alone (benchmarks): self-conditioning would chain every step's graph
+            return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
+                           steps=plan.steps, vocab_size=self.vocab_size,
+                           generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
+                           check=control.check, on_step=on_step)
 
     def draft_hook(self, batch: CanvasBatch, plan: FillPlan, control: Control
                    ) -> Callable[[int, torch.Tensor, torch.Tensor], None]:
