@@ -603,3 +603,13 @@ def test_gpu_check_quantized_tiny_on_cpu(tmp_path):
     assert report["environment"]["experts"] == "eager"
     assert all(report["figures"]["canvases"][s]["ms_per_step"] > 0 for s in report["request"]["canvases"].split(","))
     assert "error" in report["figures"]["experts"]["grouped_mm"]   # torchao's int8 tensors: no grouped GEMM
+
+
+def test_gpu_checks_hold_on_cpu(tmp_path):
+    """The equalities the GPU session re-checks on CUDA (benchmarks/gpu_check/checks.py), here on CPU."""
+    from benchmarks.gpu_check.checks import main
+
+    out = tmp_path / "checks.json"
+    assert main(["--device", "cpu", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["ok"] and any(r["forwards"][1] == r["forwards"][0] + 1 for r in report["stop_lag"])

@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                           "suffix_tokens": args.suffix_tokens, "steps": args.steps, "repeats": args.repeats,
                           "canvases": args.canvases, "fixed_steps": args.fixed_steps},
               "quantization": quantized, "figures": {}, "skipped": [], "failed": {}, "complete": False}
+    out.write_text(json.dumps(report, indent=2))   # the build (and a quantization's figures) even if no section ends
     wanted = args.sections.split(",") if args.sections else [s for s in SECTIONS if s != "profile" or args.profile]
     for name in wanted:
         if time.perf_counter() - t0 > args.budget_s:
