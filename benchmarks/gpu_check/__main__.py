@@ -59,7 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, default=300.0, help="skip the remaining sections after this long")
     p.add_argument("--canvases", default=None, help="rows x slots of the fixed-step canvases (default "
                    "1x256,4x128,8x64; tiny 1x48,4x24,8x12); the second is profiled, the first compares experts")
-    p.add_argument("--fixed-steps", type=int, default=None, help="steps of the fixed-step sections (default 16; tiny 4)")
+    p.add_argument("--fixed-steps", type=int, default=None,
+                   help="steps of the fixed-step sections (default 16; tiny 4)")
     p.add_argument("--profile", action="store_true", help="torch.profiler: where a step's time goes")
     p.add_argument("--trace", default=None, help="with --profile: write the Chrome trace here")
     p.add_argument("--experts", default="auto", help="auto | eager | batched_mm | grouped_mm")
@@ -145,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             after = measure.reference_fills(bench, args.fixed_steps)
         quantized = {"kind": args.quantization, "quantize_s": round(quantize_s, 1),
                      "weights_gib_before": weights_before, "weights_gib_after": measure.weights_gib(model),
-                     "memory_allocated_gib": round(torch.cuda.memory_allocated() / 2**30, 2) if args.device.startswith("cuda") else None,
+                     "memory_allocated_gib": (round(torch.cuda.memory_allocated() / 2**30, 2)
+                                              if args.device.startswith("cuda") else None),
                      **measure.agreement(before, after)}
         del before, after
     measure.free(bench)

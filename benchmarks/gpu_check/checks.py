@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"device": str(device), "torch": torch.__version__}
     probs = torch.softmax(torch.randn(256, 4096, device=device) * 3, -1)
     want = torch.multinomial(probs, 1, generator=torch.Generator(device=device).manual_seed(7)).squeeze(-1)
-    out["multinomial_equal"] = bool(torch.equal(multinomial(probs, torch.Generator(device=device).manual_seed(7)), want))
+    got = multinomial(probs, torch.Generator(device=device).manual_seed(7))
+    out["multinomial_equal"] = bool(torch.equal(got, want))
 
     model, _ = build_model(model_config(True), device, torch.float32)
     ns = argparse.Namespace(steps=12, prefix_tokens=200, suffix_tokens=64, hole=16, repeats=1)
