@@ -567,7 +567,7 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path):
     report = json.loads(out.read_text())
     assert report["complete"] and report["environment"]["device"] == "cpu" and not report["failed"]
     figures = report["figures"]
-    assert list(figures) == ["canvases", "profile", "same_canvas", "fill", "prompt_cache", "rows", "experts"]
+    assert list(figures) == ["canvases", "profile", "same_canvas", "experts", "fill", "prompt_cache", "rows"]
     assert all(f["section_peak_memory_gib"] is None for f in figures.values())          # no CUDA here
     steps = report["request"]["fixed_steps"]
     shapes = report["request"]["canvases"].split(",")

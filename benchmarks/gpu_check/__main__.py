@@ -26,7 +26,7 @@ import torch
 from . import measure
 from .build import build_model, build_tokenizer, model_config, source_text
 
-SECTIONS = ("canvases", "profile", "same_canvas", "fill", "prompt_cache", "rows", "experts")  # most wanted first
+SECTIONS = ("canvases", "profile", "same_canvas", "experts", "fill", "prompt_cache", "rows")  # most wanted first
 
 
 def shapes(text: str) -> list[tuple[int, int]]:
