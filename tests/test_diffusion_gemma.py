@@ -481,8 +481,9 @@ def test_unknown_choices_and_a_missing_library_fail_the_load(gemma_dir, monkeypa
         load_backend(LoadConfig(model=str(gemma_dir), quantization="int8"))
 
 
-def test_int8_weights_through_torchao_on_cpu(gemma_dir, backend):
-    """int8 weight-only (torchao) quantizes the Linear weights and the fused 3-D experts, encoder and decoder
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_quantized_weights_through_torchao_on_cpu(gemma_dir, backend, kind):
+    """int8 / fp8 weight-only (torchao) quantizes the Linear weights and the fused 3-D experts, encoder and decoder
     alike (they are tied), and runs the per-expert loop; the in-memory path of benchmarks.gpu_check is the same."""
     pytest.importorskip("torchao")
     from transformers import DiffusionGemmaForBlockDiffusion
@@ -490,7 +491,7 @@ def test_int8_weights_through_torchao_on_cpu(gemma_dir, backend):
     from engine.backends.diffusion_gemma.backend import DiffusionGemmaBackend
     from engine.backends.diffusion_gemma.options import is_quantized, quantize_in_memory
 
-    b = load_backend(LoadConfig(model=str(gemma_dir), quantization="int8"))
+    b = load_backend(LoadConfig(model=str(gemma_dir), quantization=kind))
     model = b.model
     assert model.config.get_text_config()._experts_implementation == "eager"              # auto with quantization
     for layers in (model.model.decoder.layers, model.model.encoder.language_model.layers):
@@ -505,7 +506,7 @@ def test_int8_weights_through_torchao_on_cpu(gemma_dir, backend):
     assert all(cands for cands in quantized)
     # the same weights quantized in memory (gpu_check's random model) give the same fills
     plain = DiffusionGemmaForBlockDiffusion.from_pretrained(str(gemma_dir), experts_implementation="eager").eval()
-    quantize_in_memory(plain, "int8")
+    quantize_in_memory(plain, kind)
     assert fills(DiffusionGemmaBackend(plain, b.tokenizer, b.sampling)) == quantized
 
 

@@ -12,9 +12,9 @@ with quantized weights: torchao's quantized tensors implement indexing and ``lin
 or the grouped GEMM (measured with int8 on CPU).
 
 Quantization (``LoadConfig.quantization``) maps to transformers' ``TorchAoConfig`` (torchao, the
-maintained PyTorch library): ``int8`` and ``fp8`` weight-only (fp8 needs a CUDA GPU of compute
-capability 8.9+), ``int4`` weight-only (CUDA). Two things the defaults get wrong for this model, both
-handled here:
+maintained PyTorch library): ``int8`` and ``fp8`` weight-only (both run on CPU too, in the tests;
+fp8 matmul kernels need compute capability 8.9+), ``int4`` weight-only (torchao's CUDA kernels). Two
+things the defaults get wrong for this model, both handled here:
 - transformers skips every tied parameter by default, and DiffusionGemma ties all of its encoder's
   layer weights to the decoder's: a plain ``TorchAoConfig(Int8WeightOnlyConfig())`` quantizes only the
   vision tower and the self-conditioning block. The skip list is therefore given explicitly.
