@@ -10,6 +10,8 @@ from typing import Any
 EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).parent / "models" / "embedded"
 ADAPT_MODES = ("off", "background")
+EXPERTS = ("auto", "eager", "batched_mm", "grouped_mm")   # DiffusionGemma's mixture-of-experts matmuls
+QUANTIZATIONS = ("none", "int8", "fp8", "int4")           # DiffusionGemma's weights, through torchao
 
 
 def model_dir(model: str) -> Path:
@@ -31,6 +33,8 @@ class LoadConfig:
     cache_refresh: int = 4            # recompute the holes and the text after them every N steps (0: never)
     t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
     t_max: float = 0.0
+    experts: str = "auto"             # DiffusionGemma experts: "auto" | "eager" | "batched_mm" | "grouped_mm"
+    quantization: str = "none"        # DiffusionGemma weights: "none" | "int8" | "fp8" | "int4" (torchao)
     engine: str = ""                  # remote engine URL: http(s):// a team server, vllm+http(s):// vLLM; "" = local
     engine_token_file: str = ""       # the remote engine's bearer token ("": $DIFFUSION_LSP_ENGINE_TOKEN)
     engine_ca_file: str = ""          # PEM certificates to trust for an https engine besides the system's

@@ -12,7 +12,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any
 
 from engine import EngineConfig, FillOptions, LoadConfig
-from engine.config import ADAPT_MODES
+from engine.config import ADAPT_MODES, EXPERTS, QUANTIZATIONS
 
 SECTION = "diffusionLsp"
 
@@ -92,6 +92,10 @@ def _check(name: str, value: Any, default: Any) -> Any:
         raise ValueError(f"must be one of {sorted(_DTYPES)}")
     if name == "adapt" and value not in ADAPT_MODES:
         raise ValueError(f"must be one of {', '.join(ADAPT_MODES)}")
+    if name == "experts" and value not in EXPERTS:
+        raise ValueError(f"must be one of {', '.join(EXPERTS)}")
+    if name == "quantization" and value not in QUANTIZATIONS:
+        raise ValueError(f"must be one of {', '.join(QUANTIZATIONS)}")
     if name == "device" and not (value in {"auto", "cpu", "cuda", "mps"} or value.startswith("cuda:")):
         raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
     return value

@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pytest_lsp import LanguageClient
 from engine.backends import Control, FillPlan, HoleSpec, load_backend
 from engine.backends.canvas_text import hole_lengths
 from engine.backends.diffusion_gemma.canvas import CanvasBatch, Segment, layout
+from engine.backends.diffusion_gemma import sampler
 from engine.backends.diffusion_gemma.sampler import Sampling, denoise, entropy_bound_accept
 from engine.config import LoadConfig
 from engine.requests import Cancelled, ModelLoadError
@@ -204,7 +206,7 @@ def test_multi_hole_fill_and_drafts(backend):
     p = plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=4)
     result = backend.fill(p, Control(never, lambda *a: drafts.append(a)))
     assert [d[0] for d in drafts] == [1, 2, 3, 4]
-    for step, texts, confs, pieces in drafts:
+    for _step, texts, confs, pieces in drafts:
         assert len(texts) == len(confs) == len(pieces) == 2
         assert all("".join(parts) == text for parts, text in zip(pieces, texts))
     best = result.candidates[0]
@@ -281,6 +283,110 @@ def test_adaptive_stop_counts_free_slots_only():
     assert math.isclose(out.logp[0, 0].item(), math.log(p[0].item()), abs_tol=1e-6)
 
 
+# --- no host synchronisation in the loop, same fills ----------------------------------------------
+
+# The loop as it was before the stop verdict moved to the device (it read `done` back twice a step and
+# sampled with torch.multinomial): kept verbatim as the reference the current loop must reproduce.
+def reference_denoise(decode: sampler.Decode, start: torch.Tensor, pinned: torch.Tensor, sampling: Sampling, *,
+                      steps: int, vocab_size: int, generator: torch.Generator, sc_dtype: torch.dtype,
+                      check: Callable[[int], None] = lambda step: None,
+                      on_step: sampler.OnStep | None = None) -> sampler.Denoised:
+    B, C = start.shape
+    device = start.device
+    canvas = torch.where(start < 0, sampler.noise(B, C, vocab_size, generator, device), start)  # (B, C)
+    pins = sampler.Pins(pinned, canvas.clone())
+    argmax, logp = canvas.clone(), torch.zeros((B, C), device=device)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    history = torch.full((sampling.stability, B, C), -1, dtype=torch.long, device=device)
+    sc = None
+    for step in range(steps):
+        check(step)
+        raw = decode(canvas, sc).float()                                   # (B, C, V)
+        # Committed tokens and their untempered log-probability (the score and the confidence users see).
+        new_argmax = torch.where(pinned, pins.ids, raw.argmax(-1))         # (B, C)
+        new_logp = raw.gather(-1, new_argmax[..., None]).squeeze(-1) - raw.logsumexp(-1)
+        # Temperature falls linearly from t_max to t_min as the remaining steps run out (as in generate).
+        logits = pins.impose(raw.div_(sampler.temperature(sampling, steps - step, steps)))
+        logprobs = logits.log_softmax(-1)                                  # (B, C, V)
+        probs = logprobs.exp()
+        entropy = -(probs * logprobs).sum(-1).masked_fill_(pinned, 0.0)   # (B, C)
+        sample = torch.multinomial(probs.view(B * C, -1), 1, generator=generator).view(B, C)
+        del logprobs, probs
+        # Accept the lowest-entropy tokens while sum(H) - max(H) <= bound; re-noise everything else.
+        accept = sampler.entropy_bound_accept(entropy, sampling.entropy_bound)    # (B, C)
+        new_canvas = torch.where(accept, sample, sampler.noise(B, C, vocab_size, generator, device))
+        new_canvas = torch.where(pinned, pins.ids, new_canvas)
+        # Rows that stopped earlier keep their canvas, their committed tokens and their feedback.
+        keep = done[:, None]
+        canvas = torch.where(keep, canvas, new_canvas)
+        argmax = torch.where(keep, argmax, new_argmax)
+        logp = torch.where(keep, logp, new_logp)
+        if sc is not None and bool(done.any()):
+            logits = torch.where(keep[..., None], sc.float(), logits)
+        # Adaptive stop: the argmax canvas held for `stability` steps and the free slots are confident.
+        if sampling.stability:
+            stable = (history == argmax[None]).all(-1).all(0)
+            history = torch.cat([history[1:], argmax[None]])
+        else:
+            stable = torch.ones_like(done)
+        done |= stable & (sampler.mean_free(entropy, pinned) < sampling.confidence)
+        sc = logits.to(sc_dtype)                                           # (B, C, V) self-conditioning
+        del logits
+        if on_step is not None:
+            on_step(step + 1, argmax, logp)
+        if bool(done.all()):
+            return sampler.Denoised(argmax, logp, step + 1, step + 1)
+    return sampler.Denoised(argmax, logp, steps, steps)
+
+
+def stop_rules():
+    """The checkpoint's sampler, and stop rules under which rows stop at different steps (the random model's
+    mean entropy is about 6.2 nats and falls with the temperature)."""
+    return [None, dict(stability=0, confidence=6.2), dict(stability=0, confidence=6.16)]
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+def test_the_loop_reproduces_the_previous_loop_at_the_same_seed(backend, lag):
+    plans = [plan(PREFIX, HoleSpec(16), SUFFIX, steps=12, threshold=0.5),
+             plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=8),
+             plan(PREFIX, HoleSpec(12, init="handle.read()"), SUFFIX, steps=5)]
+    base, stops = backend.sampling, set()
+    for rule in stop_rules():
+        for p in plans:
+            backend.sampling = replace(base, **rule) if rule else base
+            _, segments = backend.segments(p)
+            batch = layout(segments, backend.canvas_length, backend.pad_id)
+            with backend.no_grad():
+                backend.prompt_cache.update(backend.segments(p)[0])
+                kw = dict(steps=p.steps, vocab_size=backend.vocab_size, sc_dtype=torch.float32)
+                sampling = replace(backend.sampling, entropy_bound=p.threshold or backend.sampling.entropy_bound)
+                if any(s.init for s in segments):
+                    sampling = replace(sampling, t_max=sampling.t_min + 0.5 * (sampling.t_max - sampling.t_min))
+                want = reference_denoise(backend.decoder(batch), batch.start, batch.pinned, sampling,
+                                         generator=torch.Generator().manual_seed(0), **kw)
+                got = denoise(backend.decoder(batch), batch.start, batch.pinned, sampling,
+                              generator=torch.Generator().manual_seed(0), stop_lag=lag, **kw)
+            assert torch.equal(got.argmax, want.argmax) and torch.equal(got.logp, want.logp)
+            assert got.steps == want.steps
+            # a verdict read one step late costs at most one forward, and only when the batch stopped early
+            assert got.forwards == min(want.steps + lag, p.steps)
+            stops.add(want.steps < p.steps)
+    assert stops == {True, False}                       # both early stops and full budgets were compared
+    backend.sampling = base
+    # the backend's own fill is the same loop (lag 0 on CPU): the same texts as the reference's canvas
+    p = plans[0]
+    result = backend.fill(p, Control(never))
+    assert result.forwards == result.steps
+
+
+def test_sampling_draws_what_torch_multinomial_draws():
+    from engine.backends.diffusion_gemma.sampler import multinomial
+
+    probs = torch.softmax(torch.randn(64, 300, generator=torch.Generator().manual_seed(1)) * 3, -1)
+    want = torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(7)).squeeze(-1)
+    assert torch.equal(multinomial(probs, torch.Generator().manual_seed(7)), want)
+
+
 # --- cancellation ----------------------------------------------------------------------------------
 
 def test_cancel_stops_within_one_step(backend):
@@ -343,6 +449,67 @@ def test_layout_cuts_the_suffix_to_the_canvas():
     assert batch.live[3].sum() == 1 + 16 and batch.pinned[3].sum() == 24 - 1
 
 
+# --- experts implementations and quantized weights -------------------------------------------------
+
+FILL_PLANS = [plan(PREFIX, HoleSpec(16), SUFFIX, steps=8),
+              plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=6)]
+
+
+def fills(b) -> list:
+    return [[(c.texts, round(c.score, 3)) for c in b.fill(p, Control(never)).candidates] for p in FILL_PLANS]
+
+
+def test_the_experts_implementations_give_the_same_fills(gemma_dir, backend):
+    """transformers' experts implementations on CPU: the per-expert loop, one bmm over gathered weights, torch's
+    grouped GEMM. Their sums run in different orders (logits agree to ~1e-6), and the fills are the same."""
+    assert backend.model.config.get_text_config()._experts_implementation == "grouped_mm"   # auto
+    want = fills(backend)
+    for name in ("eager", "batched_mm", "grouped_mm"):
+        b = load_backend(LoadConfig(model=str(gemma_dir), experts=name))
+        assert all(v == name for v in b.model.get_experts_implementation().values())
+        assert fills(b) == want, name
+
+
+def test_unknown_choices_and_a_missing_library_fail_the_load(gemma_dir, monkeypatch):
+    with pytest.raises(ModelLoadError, match="experts"):
+        load_backend(LoadConfig(model=str(gemma_dir), experts="loop"))
+    with pytest.raises(ModelLoadError, match="quantization"):
+        load_backend(LoadConfig(model=str(gemma_dir), quantization="int3"))
+    monkeypatch.setitem(sys.modules, "torchao", None)            # as on a machine without torchao
+    monkeypatch.setitem(sys.modules, "torchao.quantization", None)
+    with pytest.raises(ModelLoadError, match="torchao"):
+        load_backend(LoadConfig(model=str(gemma_dir), quantization="int8"))
+
+
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_quantized_weights_through_torchao_on_cpu(gemma_dir, backend, kind):
+    """int8 / fp8 weight-only (torchao) quantizes the Linear weights and the fused 3-D experts, encoder and decoder
+    alike (they are tied), and runs the per-expert loop; the in-memory path of benchmarks.gpu_check is the same."""
+    pytest.importorskip("torchao")
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from engine.backends.diffusion_gemma.backend import DiffusionGemmaBackend
+    from engine.backends.diffusion_gemma.options import is_quantized, quantize_in_memory
+
+    b = load_backend(LoadConfig(model=str(gemma_dir), quantization=kind))
+    model = b.model
+    assert model.config.get_text_config()._experts_implementation == "eager"              # auto with quantization
+    for layers in (model.model.decoder.layers, model.model.encoder.language_model.layers):
+        layer = layers[0]
+        assert is_quantized(layer.experts.gate_up_proj) and is_quantized(layer.experts.down_proj)
+        assert is_quantized(layer.self_attn.q_proj.weight) and is_quantized(layer.mlp.up_proj.weight)
+        assert not is_quantized(layer.router.proj.weight)
+    decoder, encoder = model.model.decoder.layers[0], model.model.encoder.language_model.layers[0]
+    assert decoder.experts.gate_up_proj is encoder.experts.gate_up_proj                     # still one copy
+    assert not is_quantized(model.lm_head.weight)
+    quantized = fills(b)
+    assert all(cands for cands in quantized)
+    # the same weights quantized in memory (gpu_check's random model) give the same fills
+    plain = DiffusionGemmaForBlockDiffusion.from_pretrained(str(gemma_dir), experts_implementation="eager").eval()
+    quantize_in_memory(plain, kind)
+    assert fills(DiffusionGemmaBackend(plain, b.tokenizer, b.sampling)) == quantized
+
+
 # --- end to end: the one-shot command and the server -----------------------------------------------
 
 DOC = PREFIX + SUFFIX          # the cursor sits at the end of PREFIX: line 4, after "return "
@@ -397,13 +564,53 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path):
     from benchmarks.gpu_check.__main__ import main
 
     out = tmp_path / "results.json"
-    assert main(["--tiny", "--out", str(out), "--repeats", "1"]) == 0
+    assert main(["--tiny", "--out", str(out), "--repeats", "1", "--profile"]) == 0
     report = json.loads(out.read_text())
-    assert report["complete"] and report["environment"]["device"] == "cpu"
+    assert report["complete"] and report["environment"]["device"] == "cpu" and not report["failed"]
     figures = report["figures"]
+    assert list(figures) == ["canvases", "profile", "same_canvas", "experts", "fill", "prompt_cache", "rows"]
+    assert all(f["section_peak_memory_gib"] is None for f in figures.values())          # no CUDA here
+    steps = report["request"]["fixed_steps"]
+    shapes = report["request"]["canvases"].split(",")
+    for shape in shapes:
+        row = figures["canvases"][shape]
+        assert row["steps"] == steps and row["ms_per_step"] > 0 and row["canvas_tokens_per_s"] > 0
+    prof = figures["profile"]
+    assert set(prof["phases"]) == {"decoder", "sampling"} and prof["phases"]["decoder"]["calls"] == steps
+    assert set(prof["modules"]) == {"attention", "router", "experts", "dense_mlp", "self_conditioning", "lm_head"}
+    layers = report["environment"]["layers"]
+    assert prof["modules"]["experts"]["calls"] == prof["modules"]["attention"]["calls"] == layers * steps
+    assert all(m["host_ms_per_step"] > 0 and m["device_ms_per_step"] is None for m in prof["modules"].values())
+    assert all(figures["experts"][name]["ms_per_step"] > 0 for name in ("eager", "batched_mm", "grouped_mm"))
     cache = figures["prompt_cache"]
     assert cache["repeated_prefix"]["encoder_skipped"] and cache["typing_8_tokens"]["tokens_encoded"] == 8
     assert figures["fill"]["rows"] == 4 and figures["fill"]["warm"]["ms"] > 0
     same = figures["same_canvas"]
     assert same["generate"]["steps"] == same["ours_cached_prefix"]["steps"] == report["request"]["steps"]
     assert figures["rows"]["all_rows_ms_per_step"] > 0
+
+
+def test_gpu_check_quantized_tiny_on_cpu(tmp_path):
+    pytest.importorskip("torchao")
+    from benchmarks.gpu_check.__main__ import main
+
+    out = tmp_path / "results.json"
+    assert main(["--tiny", "--out", str(out), "--repeats", "1", "--quantization", "int8",
+                 "--sections", "canvases,experts"]) == 0
+    report = json.loads(out.read_text())
+    q = report["quantization"]
+    assert q["kind"] == "int8" and q["weights_gib_after"] < q["weights_gib_before"]
+    assert 0.5 < q["decoder_argmax_agreement"] <= 1 and isinstance(q["fills_equal"], bool)
+    assert report["environment"]["experts"] == "eager"
+    assert all(report["figures"]["canvases"][s]["ms_per_step"] > 0 for s in report["request"]["canvases"].split(","))
+    assert "error" in report["figures"]["experts"]["grouped_mm"]   # torchao's int8 tensors: no grouped GEMM
+
+
+def test_gpu_checks_hold_on_cpu(tmp_path):
+    """The equalities the GPU session re-checks on CUDA (benchmarks/gpu_check/checks.py), here on CPU."""
+    from benchmarks.gpu_check.checks import main
+
+    out = tmp_path / "checks.json"
+    assert main(["--device", "cpu", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["ok"] and any(r["forwards"][1] == r["forwards"][0] + 1 for r in report["stop_lag"])

@@ -20,7 +20,7 @@ CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "dev
            "maxHoleTokens": 12, "prefixTokens": 4, "suffixTokens": 2, "validate": False, "maxAlternatives": 1,
            "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False,
            "engine": "http://127.0.0.1:9", "engineTokenFile": "token", "engineCaFile": "ca.pem", "engineTimeout": 5.0,
-           "engineRetries": 3, "adapt": "background"}
+           "engineRetries": 3, "adapt": "background", "experts": "eager", "quantization": "int8"}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"
@@ -69,7 +69,7 @@ def test_the_settings_are_the_dataclasses_fields():
     assert set(LOAD) | set(FILL) | {"debounceMs", "drafts", "draftIntervalMs"} == set(CHANGED)
     assert {n for n in LOAD} == {"model", "device", "dtype", "deviceMap", "threads", "kvCache", "cacheRefresh",
                                  "tMin", "tMax", "engine", "engineTokenFile", "engineCaFile", "engineTimeout",
-                                 "engineRetries", "adapt"}
+                                 "engineRetries", "adapt", "experts", "quantization"}
     assert len(FILL) == len([f for f in vars(FillOptions()) if not f.startswith("_")])
 
 

@@ -25,6 +25,7 @@ from ..base import Control, FillPlan, FillResult
 from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
 from ..canvas_text import Segment, split_plan
 from .canvas import CanvasBatch, FillReader, candidates, layout
+from .options import OptionError, experts_implementation, is_quantized, quantization_config
 from .prompt_cache import PromptCache
 from .sampler import Decode, Denoised, Sampling, denoise
 
@@ -66,6 +67,12 @@ class DiffusionGemmaBackend:
         self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
         self.reader = FillReader(tokenizer, self.terminators(text))
         self.model_dir: Path | None = None  # set by load()
+        self.quantized = any(is_quantized(p) for p in model.parameters())
+
+    def no_grad(self):
+        """``torch.inference_mode``, or ``torch.no_grad`` for torchao's quantized tensors (which cannot be used
+        under inference mode: "Cannot set version_counter for inference tensor")."""
+        return torch.no_grad() if self.quantized else torch.inference_mode()
 
     @property
     def default_steps(self) -> int:
@@ -84,20 +91,31 @@ class DiffusionGemmaBackend:
             raise ModelLoadError(f"unknown dtype {config.dtype!r} (auto, float32, bfloat16 or float16)") from None
         apply_threads(config.threads)
         quiet_libraries()
+        try:  # before the weights load: an unknown choice or a missing library is said at once
+            experts = experts_implementation(config.experts, config.quantization)
+            quantization = quantization_config(config.quantization)
+        except OptionError as exc:
+            raise ModelLoadError(str(exc)) from None
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
-            kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
+            kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False,
+                                      "experts_implementation": experts}
+            if quantization is not None:
+                kwargs["quantization_config"] = quantization
             if config.device_map:
                 kwargs["device_map"] = config.device_map
+            elif quantization is not None:  # quantized where it runs, never a full-precision copy on the host
+                kwargs["device_map"] = str(device)
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(str(path), **kwargs)
-            if not config.device_map:
+            if "device_map" not in kwargs:
                 model.to(device)  # type: ignore[arg-type]  # transformers' stub wraps to() oddly
         except Exception as exc:  # a broken checkpoint fails in many library-specific ways; report each the same
             raise ModelLoadError(f"cannot load the DiffusionGemma checkpoint at {path}: {exc}") from exc
         model.eval()
         backend = cls(model, tokenizer, sampling_for(model, config))
         backend.model_dir = path
-        log.info("loaded DiffusionGemma from %s on %s (%s), %s", path, backend.device, dtype, backend.sampling)
+        log.info("loaded DiffusionGemma from %s on %s (%s, experts %s, quantization %s), %s", path, backend.device,
+                 dtype, experts, config.quantization, backend.sampling)
         return backend
 
     @property
@@ -134,7 +152,7 @@ class DiffusionGemmaBackend:
         specs = [s.spec for s in segments if s.spec is not None]
         if not specs:
             return FillResult((), 0, 0, 0)
-        with torch.inference_mode():
+        with self.no_grad():
             control.check(0)
             self.prompt_cache.update(prefix)
             batch = layout(segments, self.canvas_length, self.pad_id)
@@ -172,10 +190,11 @@ class DiffusionGemmaBackend:
             sampling = replace(sampling, t_max=sampling.t_min + REWRITE_T_MAX * (sampling.t_max - sampling.t_min))
         generator = torch.Generator(device=device).manual_seed(SEED)
         on_step = self.draft_hook(batch, plan, control) if control.draft is not None else None
-        return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
-                       steps=plan.steps, vocab_size=self.vocab_size,
-                       generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
-                       check=control.check, on_step=on_step)
+        with self.no_grad():  # also when called alone (benchmarks): self-conditioning would chain every step's graph
+            return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
+                           steps=plan.steps, vocab_size=self.vocab_size,
+                           generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
+                           check=control.check, on_step=on_step)
 
     def draft_hook(self, batch: CanvasBatch, plan: FillPlan, control: Control
                    ) -> Callable[[int, torch.Tensor, torch.Tensor], None]:

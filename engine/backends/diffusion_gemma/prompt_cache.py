@@ -59,7 +59,8 @@ class PromptCache:
         device = self.model.get_input_embeddings().weight.device
         input_ids = torch.tensor([ids], dtype=torch.long, device=device)                # (1, n)
         positions = torch.arange(offset, offset + len(ids), device=device)[None]         # (1, n)
-        self.model.model.encoder(input_ids=input_ids, cache=cache, position_ids=positions)
+        with torch.no_grad():  # the cache outlives the call: it must not hold an autograd graph
+            self.model.model.encoder(input_ids=input_ids, cache=cache, position_ids=positions)
         self.encoder_calls += 1
         self.encoder_tokens += len(ids)
 

@@ -6,6 +6,14 @@ holds, re-noise the rest, feed the processed logits back, stop when the argmax c
 and confident), with one change: pinned slots get a one-hot distribution on their token, so they
 are always accepted, never re-noised, feed back clean self-conditioning, and are left out of the
 stopping statistics.
+
+Nothing in a step waits for the device: acceptance, re-noising, the frozen rows and the stop
+statistics are tensor operations, sampling avoids ``torch.multinomial`` (whose validity check reads a
+value back every call), and the adaptive stop is read back one step late on CUDA (the host queues step
+``s + 1`` before it waits for step ``s``'s verdict; a stopped batch then runs one more forward, whose
+rows are all frozen, so the result is the same). With a draft callback, which reads every step back
+anyway, the stop is checked at once. ``record_function`` labels (``decoder``, ``sampling``) name the
+phases for benchmarks.gpu_check's profile.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
+from torch.profiler import record_function
 
 PIN_LOGIT = -1e4  # off-token logit at a pinned slot: exp() underflows to exactly 0 in float32
 
@@ -57,54 +66,88 @@ OnStep = Callable[[int, torch.Tensor, torch.Tensor], None]           # (step, ar
 
 def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling: Sampling, *,
             steps: int, vocab_size: int, generator: torch.Generator, sc_dtype: torch.dtype,
-            check: Callable[[int], None] = lambda step: None, on_step: OnStep | None = None) -> Denoised:
-    """Denoise ``start`` (B, C): pinned slots hold their token, free slots a token to start from or -1 for noise."""
+            check: Callable[[int], None] = lambda step: None, on_step: OnStep | None = None,
+            stop_lag: int | None = None) -> Denoised:
+    """Denoise ``start`` (B, C): pinned slots hold their token, free slots a token to start from or -1 for noise.
+
+    ``stop_lag``: steps between the stop verdict and the host reading it (default: 1 on CUDA without
+    ``on_step``, else 0). It changes how many forwards run, never the result or ``steps``."""
     B, C = start.shape
     device = start.device
+    lag = stop_lag if stop_lag is not None else int(device.type == "cuda" and on_step is None)
     canvas = torch.where(start < 0, noise(B, C, vocab_size, generator, device), start)  # (B, C)
     pins = Pins(pinned, canvas.clone())
     argmax, logp = canvas.clone(), torch.zeros((B, C), device=device)
     done = torch.zeros(B, dtype=torch.bool, device=device)
+    ran = torch.zeros((), dtype=torch.long, device=device)              # steps until every row had stopped
     history = torch.full((sampling.stability, B, C), -1, dtype=torch.long, device=device)
+    verdicts: list[Callable[[], bool]] = []                             # stop verdicts not read yet
     sc = None
+    forwards = 0
     for step in range(steps):
         check(step)
-        raw = decode(canvas, sc).float()                                   # (B, C, V)
-        # Committed tokens and their untempered log-probability (the score and the confidence users see).
-        new_argmax = torch.where(pinned, pins.ids, raw.argmax(-1))         # (B, C)
-        new_logp = raw.gather(-1, new_argmax[..., None]).squeeze(-1) - raw.logsumexp(-1)
-        # Temperature falls linearly from t_max to t_min as the remaining steps run out (as in generate).
-        logits = pins.impose(raw.div_(temperature(sampling, steps - step, steps)))
-        logprobs = logits.log_softmax(-1)                                  # (B, C, V)
-        probs = logprobs.exp()
-        entropy = -(probs * logprobs).sum(-1).masked_fill_(pinned, 0.0)   # (B, C)
-        sample = torch.multinomial(probs.view(B * C, -1), 1, generator=generator).view(B, C)
-        del logprobs, probs
-        # Accept the lowest-entropy tokens while sum(H) - max(H) <= bound; re-noise everything else.
-        accept = entropy_bound_accept(entropy, sampling.entropy_bound)    # (B, C)
-        new_canvas = torch.where(accept, sample, noise(B, C, vocab_size, generator, device))
-        new_canvas = torch.where(pinned, pins.ids, new_canvas)
-        # Rows that stopped earlier keep their canvas, their committed tokens and their feedback.
-        keep = done[:, None]
-        canvas = torch.where(keep, canvas, new_canvas)
-        argmax = torch.where(keep, argmax, new_argmax)
-        logp = torch.where(keep, logp, new_logp)
-        if sc is not None and bool(done.any()):
-            logits = torch.where(keep[..., None], sc.float(), logits)
-        # Adaptive stop: the argmax canvas held for `stability` steps and the free slots are confident.
-        if sampling.stability:
-            stable = (history == argmax[None]).all(-1).all(0)
-            history = torch.cat([history[1:], argmax[None]])
-        else:
-            stable = torch.ones_like(done)
-        done |= stable & (mean_free(entropy, pinned) < sampling.confidence)
-        sc = logits.to(sc_dtype)                                           # (B, C, V) self-conditioning
-        del logits
+        with record_function("decoder"):
+            raw = decode(canvas, sc).float()                               # (B, C, V)
+        forwards += 1
+        with record_function("sampling"):
+            # Committed tokens and their untempered log-probability (the score and the confidence users see).
+            new_argmax = torch.where(pinned, pins.ids, raw.argmax(-1))     # (B, C)
+            new_logp = raw.gather(-1, new_argmax[..., None]).squeeze(-1) - raw.logsumexp(-1)
+            # Temperature falls linearly from t_max to t_min as the remaining steps run out (as in generate).
+            logits = pins.impose(raw.div_(temperature(sampling, steps - step, steps)))
+            logprobs = logits.log_softmax(-1)                              # (B, C, V)
+            probs = logprobs.exp()
+            entropy = -(probs * logprobs).sum(-1).masked_fill_(pinned, 0.0)  # (B, C)
+            sample = multinomial(probs.view(B * C, -1), generator).view(B, C)
+            del logprobs, probs
+            # Accept the lowest-entropy tokens while sum(H) - max(H) <= bound; re-noise everything else.
+            accept = entropy_bound_accept(entropy, sampling.entropy_bound)  # (B, C)
+            new_canvas = torch.where(accept, sample, noise(B, C, vocab_size, generator, device))
+            new_canvas = torch.where(pinned, pins.ids, new_canvas)
+            # Rows that stopped earlier keep their canvas, their committed tokens and their feedback.
+            keep = done[:, None]
+            canvas = torch.where(keep, canvas, new_canvas)
+            argmax = torch.where(keep, argmax, new_argmax)
+            logp = torch.where(keep, logp, new_logp)
+            new_sc = logits.to(sc_dtype)                                   # (B, C, V) self-conditioning
+            sc = new_sc if sc is None else torch.where(keep[..., None], sc, new_sc)
+            del logits, new_sc
+            # Adaptive stop: the argmax canvas held for `stability` steps and the free slots are confident.
+            if sampling.stability:
+                stable = (history == argmax[None]).all(-1).all(0)
+                history = torch.cat([history[1:], argmax[None]])
+            else:
+                stable = torch.ones_like(done)
+            ran += (~done).any()
+            done |= stable & (mean_free(entropy, pinned) < sampling.confidence)
+            verdicts.append(read_later(done.all()))
         if on_step is not None:
             on_step(step + 1, argmax, logp)
-        if bool(done.all()):
-            return Denoised(argmax, logp, step + 1, step + 1)
-    return Denoised(argmax, logp, steps, steps)
+        if len(verdicts) > lag and verdicts.pop(0)():
+            break
+    return Denoised(argmax, logp, int(ran), forwards)
+
+
+def multinomial(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """(N,) one draw per row of ``probs`` (N, V): ``torch.multinomial(probs, 1)``'s own one-sample path
+    (exponential race, the same generator draws, the same ids), without its read-back validity check."""
+    race = torch.empty_like(probs).exponential_(1, generator=generator)
+    return torch.div(probs, race, out=race).argmax(-1)
+
+
+def read_later(flag: torch.Tensor) -> Callable[[], bool]:
+    """A 0-d bool tensor's value, copied to the host without waiting; calling the result waits for it."""
+    if flag.device.type != "cuda":
+        return lambda: bool(flag)
+    host = torch.empty((), dtype=torch.bool, pin_memory=True)
+    host.copy_(flag, non_blocking=True)
+    event = torch.cuda.Event()
+    event.record()
+
+    def read() -> bool:
+        event.synchronize()
+        return bool(host)
+    return read
 
 
 class Pins:
