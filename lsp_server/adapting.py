@@ -145,8 +145,8 @@ class WorkspaceAdapter:
                 continue
             kind = event.get("event")
             if kind == "measured":
-                self.info["before"] = {k: event.get(k) for k in ("holes", "offered", "exact", "offered_exact", "exact_match",
-                                                                "precision")}
+                keys = ("holes", "offered", "exact", "offered_exact", "exact_match", "precision", "line_loss")
+                self.info["before"] = {k: event.get(k) for k in keys}
                 self._set("training")
             elif kind == "step":
                 self.info.update(steps=event["step"], cpu_seconds=event["cpu_seconds"], loss=event["loss"])
