@@ -309,6 +309,23 @@ def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def adapt_tune_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Workspace adaptation: tuning on development code bases (not the reported ones)", "",
+             "Exact (no bar) of the held-out one-line holes and line loss (training loss on fixed held-out one-line "
+             "holes, lower is better) at each measurement.", "",
+             "| run | configuration | code base | CPU min | steps | exact | holes | line loss |",
+             "|---|---|---|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        for name, c in r["configs"].items():
+            label = name + (f" ({', '.join(c['set'])})" if c["set"] else " (defaults)")
+            for codebase, run in c["runs"].items():
+                for p in run.get("points", []):
+                    lines.append(f"| {_link(path, base)} | {label} | {codebase} | {num(p['cpu_seconds'] / 60)} | "
+                                 f"{p['step']} | {p['exact']} | {p['holes']} | {num(p.get('line_loss'), 3)} |")
+    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
@@ -317,7 +334,7 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("sweep", sweep_table), ("calibrate", calibration_table),
             ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
-            ("team", team_table), ("adapt", adapt_table))
+            ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

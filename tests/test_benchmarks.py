@@ -543,3 +543,24 @@ def test_team_tasks_mix_the_languages():
     work = tasks(10)
     assert len(work) == 10 and len({language for _, _, language in work}) == 5
     assert all(0 < offset < len(text) for text, offset, _ in work)
+
+
+def test_table_renders_the_adaptation_tuning_section(tmp_path):
+    point = {"minutes": 2.0, "step": 90, "cpu_seconds": 120.0, "wall_seconds": 300.0, "holes": 80, "offered": 20,
+             "exact": 3, "offered_exact": 2, "exact_match": 0.0375, "precision": 0.1, "line_loss": 2.0223}
+    (tmp_path / "adapt-tune.json").write_text(json.dumps({
+        "benchmark": "adapt-tune", "command": "python -m benchmarks.adapt_tune", "created": "2026-01-01T00:00:00",
+        "machine": {"cpus": 2, "load_average": [1.0]}, "codebases": ["tomlkit"],
+        "configs": {"lr1e3": {"set": ["lr=1e-3"], "runs": {"tomlkit": {"points": [point]}}}}}))
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "### Workspace adaptation: tuning on development code bases" in block
+    assert "| lr1e3 (lr=1e-3) | tomlkit | 2.0 | 90 | 3 | 80 | 2.022 |" in block
+
+
+def test_adaptation_is_never_tuned_on_the_reported_code_bases():
+    from benchmarks import adapt_tune
+
+    assert adapt_tune.parse_config("lora:method=lora,lr=2e-3") == ("lora", ["method=lora", "lr=2e-3"])
+    assert adapt_tune.parse_config("base") == ("base", [])
+    with pytest.raises(SystemExit, match="development code bases"):
+        adapt_tune.main(["--packages", "astroid", "lark", "--from-logs", "--out", "/dev/null"])
