@@ -49,6 +49,8 @@ class WorkspaceAdapter:
         self._asked = ""              # the last word written to the adapter (each keystroke need not repeat it)
         self.info: dict[str, Any] = {}
         self.minutes = float(os.environ.get("DIFFUSION_LSP_ADAPT_MINUTES") or BACKGROUND_MINUTES)
+        priority = os.environ.get("DIFFUSION_LSP_ADAPT_PRIORITY") or "idle"
+        self.priority = priority if priority in ("idle", "nice", "normal") else "idle"
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._fills = 0
@@ -125,7 +127,7 @@ class WorkspaceAdapter:
     async def _spawn(self, model: str) -> None:
         assert self.workspace is not None
         cmd = [sys.executable, "-m", "engine.adapt", self.workspace, "--model", model, "--minutes",
-               str(self.minutes), "--priority", "idle", "--commands"]
+               str(self.minutes), "--priority", self.priority, "--commands"]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         self._proc = await asyncio.create_subprocess_exec(*cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                           stderr=subprocess.DEVNULL, env=env)
