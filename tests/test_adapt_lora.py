@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+from transformers import BertForMaskedLM
 
 from engine import Engine, EngineConfig
 from engine.adapt import lora, store
@@ -22,6 +21,7 @@ from engine.adapt.run import AdaptConfig, Gate, adapt, token_stream, train
 from engine.backends import load_backend
 from engine.config import EMBEDDED_DIR, LoadConfig
 from engine.requests import ModelLoadError
+from tests.bert_checkpoint import write_tiny_bert
 from tests.test_adapt import FUNC, make_workspace
 
 torch.set_num_threads(1)
@@ -31,24 +31,8 @@ SAMPLE = "def handler_7(request, limit):\n    total = 0\n    return total + 7\n"
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory):
     """A random BERT of ~0.5M parameters (two layers, hidden 128) and a WordPiece tokenizer, saved_pretrained."""
-    path = tmp_path_factory.mktemp("tiny-bert-lora")
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    tok.train_from_iterator([FUNC.format(i=i) for i in range(20)] * 5, trainer)
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
-    fast.save_pretrained(str(path))
-    torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(vocab_size=len(fast), hidden_size=128, num_hidden_layers=2,
-                                       num_attention_heads=2, intermediate_size=512, max_position_embeddings=256,
-                                       pad_token_id=0))
-    model.save_pretrained(str(path))
-    return path
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-lora"), [FUNC.format(i=i) for i in range(20)] * 5,
+                           hidden=128, layers=2, intermediate=512, max_positions=256)
 
 
 def backend_of(model_dir: Path):
