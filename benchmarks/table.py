@@ -38,6 +38,11 @@ def num(x, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _commands(runs: list[tuple[Path, dict]]) -> list[str]:
+    """The footer of a section: each result's command and provenance."""
+    return ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+
+
 def _link(path: Path, base: Path) -> str:
     return f"[{path.stem}]({os.path.relpath(path, base).replace(os.sep, '/')})"
 
@@ -65,7 +70,7 @@ def quality_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                      f"{pct(r['exact_match'])} | {pct(r['syntax_valid'])} | {pct(r.get('empty'))} | {num(lat['p50'])} | "
                      f"{num(lat['p95'])} | {num(r.get('steps'))} | {num(r.get('forwards'))} | "
                      f"{num(r.get('tokens_per_forward'), 2)} | {_model(r)} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -147,7 +152,7 @@ def storm_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
         lines.append(f"| {_link(path, base)} | {r['operations']} | {at} | {num(r['growth'].get('200->2000'))} | "
                      f"{r['crashed']} | {r['unanswered']} | {r['stale']} | {r['cancelled']} | "
                      f"{r['content_modified']} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -189,8 +194,7 @@ def actions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                              f"{num(tokens, 0)} | {num(a.get('lines_deleted_outside'), 0)} |")
     lines += ["", "Outside the target: lines a fix changed away from the error, or fill edits outside the function. "
               "User tokens changed: tokens of the original code a fix lost (0 when restored exactly), or tokens a "
-              "fill replaced outside the stub.", "",
-              "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+              "fill replaced outside the stub."] + _commands(runs)
     return lines
 
 
@@ -207,7 +211,7 @@ def calibration_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                          f"{pct(v['at_default']['coverage'])} | {pct(v['no_abstention']['precision'])} | "
                          f"{pct(h['pass_among_offered_with_bar'])} / {pct(h['pass_among_offered_no_bar'])} | "
                          f"{pct(h['offered_with_bar'])} / {pct(h['offered_no_bar'])} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -233,7 +237,7 @@ def calibration_languages_table(runs: list[tuple[Path, dict]], base: Path) -> li
                           f"with the default bar ({pct(h['offered_with_bar'])} offered) vs "
                           f"{pct(h['pass_among_offered_no_bar'])} without ({pct(h['offered_no_bar'])} offered)."]
         lines += ["", f"![precision/coverage]({_rel(path, path.with_suffix('.png').name, base)})"]
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -245,7 +249,7 @@ def actions_parse_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
         by = ", ".join(f"{name} {a['parsing']}/{a['counted']}" for name, a in r["by_action"].items())
         lines.append(f"| {_link(path, base)} | {r['actions_run']} | {r['counted']} | "
                      f"{r['leave_the_file_parsing']} | {by} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -275,7 +279,7 @@ def team_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
             lines.append(f"Fault ({path.stem}): the replica serving a fill was killed (SIGKILL) at its step "
                          f"{f['killed_at_step']}; the fill was {how} after {f['retries']} retry(ies), in {f['seconds']} s; "
                          f"{f['after_answered']} of the {f['after_fills']} fills sent next were answered.")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -305,7 +309,7 @@ def adapt_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
             verdict = "not judged: " + t.get("why_not_judged", "") if t["met"] is None else \
                 "met" if t["met"] else "NOT met"
             lines.append(f"- target {key}: {t['target']}; measured {t['measured']}: {verdict}")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
@@ -322,7 +326,7 @@ def adapt_tune_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                 for p in run.get("points", []):
                     lines.append(f"| {_link(path, base)} | {label} | {codebase} | {num(p['cpu_seconds'] / 60)} | "
                                  f"{p['step']} | {p['exact']} | {p['holes']} | {num(p.get('line_loss'), 3)} |")
-    lines += ["", "Commands:", ""] + [f"- {path.stem}: {_provenance(r)}" for path, r in runs] + [""]
+    lines += _commands(runs)
     return lines
 
 
