@@ -31,6 +31,7 @@ from __future__ import annotations
 import torch
 
 from ...config import EXPERTS, QUANTIZATIONS
+
 EXPERT_PARAMS = r"re:(.*\.)?experts\.(gate_up_proj|down_proj)"                 # (experts, out, in) parameters
 LINEARS = r"re:(.*\.)?(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj|self_conditioning\.(gate|up|down)_proj)"
 # Not named above, so kept in full precision: the output projection (tied to the embeddings), the router's
