@@ -267,3 +267,41 @@ def test_pack_into_parts_that_travel(built, tmp_path):
     want = sorted(json.loads(line)["text"] for split in ("train", "valid") for lang in cc.LANGUAGES
                   for line in (out / "files" / split / f"{lang}.jsonl").read_text().splitlines())
     assert got == want
+
+
+def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
+    """A stdlib model continued on a travel part: the card names the part, counts its training files per
+    language and licence from the manifest, and times each run by its own lines (not the next run's)."""
+    from engine.config import EMBEDDED_DIR
+    from engine.training import card, gen2data
+    from engine.training.report import runs
+
+    summary, manifest, out = built
+    assert gen2data.main(["count", "--corpus", str(out), "--tokenizer", str(EMBEDDED_DIR),
+                          "--manifest", str(tmp_path / "m.jsonl.xz"), "--data-json", str(tmp_path / "d.json")]) == 0
+    dest = tmp_path / "travel"
+    assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--chunk-mb", "1",
+                          "--part-mib", "1"]) == 0
+    train = {lang: len((out / "files" / "train" / f"{lang}.jsonl").read_text().splitlines())
+             for lang in cc.LANGUAGES if (out / "files" / "train" / f"{lang}.jsonl").exists()}
+    cfg = {"batch_size": 24, "peak_lr": 1e-3, "threads": 2, "p_infill": 0.7, "max_holes": 6}
+    log = [{"time": 0, "event": "data", "root": "<stdlib>", "train_tokens": 1000},
+           {"time": 0, "event": "start", "config": cfg},
+           {"time": 600, "step": 100, "tokens": 5000, "loss": 3.0},
+           {"time": 660, "event": "end", "step": 100, "tokens": 5000},
+           # a day later, elsewhere: the log goes on with the corpus part
+           {"time": 86400, "event": "data", "root": "corpus", "train_tokens": 4000,
+            "languages": {"python": {"train_files": 1, "valid_files": 1}}},
+           {"time": 86400, "event": "resume", "step": 100, "tokens": 5000, "fresh_optimizer": True,
+            "config": {**cfg, "corpus": "travel/part0"}},
+           {"time": 86400 + 1200, "event": "end", "step": 150, "tokens": 6000}]
+    table = runs(log)
+    assert [(r["minutes"], r["corpus"]) for r in table] == [(11.0, ""), (20.0, "travel/part0")]
+    text = card.continued_section(log, root=tmp_path, manifest=tmp_path / "m.jsonl.xz")
+    assert "steps 100-150" in text and "`travel/part0`" in text and f"{sum(train.values())} files" in text
+    for lang, n in train.items():
+        assert f"| {lang} | {n} |" in text
+    assert "| MIT |" in text and "GPL" not in text
+    assert card.continued_section(log[:4], root=tmp_path) == ""          # stdlib only: no such section
+    with pytest.raises(FileNotFoundError, match="part0"):
+        card.continued_section(log, root=tmp_path / "elsewhere", manifest=tmp_path / "m.jsonl.xz")

@@ -6,7 +6,9 @@ and from benchmarks/results/*.json; nothing is typed by hand).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import lzma
 import platform
 import shutil
 import sys
@@ -19,11 +21,22 @@ _FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_confi
 _RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
-def _quality_rows() -> list[str]:
+def _digest(path: Path) -> str:
+    """The digest benchmarks record for the weights they measured (sha256, first 16 hex digits)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _quality_rows(digest: str | None = None) -> list[str]:
+    """Benchmark rows of the embedded model; with a digest, only those that measured exactly these weights."""
     rows = []
     for path in sorted(_RESULTS.glob("infill-*.json")):
         r = json.loads(path.read_text())
-        if (r.get("model") or {}).get("model") != "embedded":  # figures of this shipped model only
+        model = r.get("model") or {}
+        if model.get("model") != "embedded" or (digest and model.get("digest") != digest):
             continue
         pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
         lat = r.get("latency_ms", {})
@@ -34,12 +47,29 @@ def _quality_rows() -> list[str]:
     return rows
 
 
-def _targets() -> str:
-    """The model issue's targets against the default single-line run, met or not, with the figures."""
+def _per_language_rows(digest: str) -> str:
+    """Per-language figures of the code-lines development set (held-out corpus files), when measured."""
+    path = _RESULTS / "infill-code-lines.json"
+    if not path.is_file():
+        return ""
+    r = json.loads(path.read_text())
+    if (r.get("model") or {}).get("digest") != digest or not r.get("languages"):
+        return ""
+    rows = [f"| {lang} | {v['n']} | {100 * v['exact_match']:.1f}% | {v['offered']} | {100 * v['empty']:.1f}% |"
+            for lang, v in sorted(r["languages"].items())]
+    return ("\n\nThe `code-lines` row per language (one-line holes of the code corpus's held-out files, the default "
+            "bar; empty: no fill offered):\n\n| language | holes | exact match | offered | empty |\n|---|---|---|---|---|\n"
+            + "\n".join(rows))
+
+
+def _targets(digest: str | None = None) -> str:
+    """The model issue's targets against the default single-line run of these weights, met or not."""
     path = _RESULTS / "infill-single-line.json"
     if not path.is_file():
         return "not measured yet"
     r = json.loads(path.read_text())
+    if digest and (r.get("model") or {}).get("digest") != digest:
+        return "not measured for these weights yet"
     p, v = r.get("pass_at_1") or 0.0, r.get("syntax_valid_offered") or 0.0
     return (f"pass@1 {100 * p:.1f}% against >= 10% ({'met' if p >= 0.10 else 'NOT met'}), offered fills that parse "
             f"{100 * v:.1f}% against >= 95% ({'met' if v >= 0.95 else 'NOT met'})")
@@ -54,9 +84,9 @@ def _run_rows(records: list[dict]) -> list[str]:
         if r["kept_best_of"]:
             parts.append(f"trained to step {r['kept_best_of']:,}, kept the state that validated best")
         return "; ".join(parts)
-    return [f"| {r['from_step']:,}-{r['to_step']:,} | {r['tokens_m']}M | {r['minutes']} | {r['hardware']} "
+    return [f"| {r['from_step']:,}-{r['to_step']:,} | {_data_label(r)} | {r['tokens_m']}M | {r['minutes']} | {r['hardware']} "
             f"| {r['batch_size']} | {r['peak_lr']:g} "
-            f"| {cell(r['p_infill'])} | {cell(r['p_library'] if r['p_library'] is None else r['p_library'] or 'uniform')} "
+            f"| {cell(r['p_infill'])} | {_library_share(r)} "
             f"| {1 if r['max_holes'] == 1 else '1-' + str(r['max_holes'])} | {'yes' if r['bf16'] else 'no'} | {note(r)} |"
             for r in runs(records) if r["to_step"] > r["from_step"]]
 
@@ -74,6 +104,89 @@ def _hardware_time(records: list[dict]) -> str:
 
 
 GEN2_DATA = Path(__file__).resolve().parent / "gen2" / "data.json"
+GEN2_MANIFEST = GEN2_DATA.parent / "corpus-manifest.jsonl.xz"
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _library_share(run: dict) -> str:
+    """The stdlib's library (non-test) share of a run's rows; a code corpus has no such split."""
+    if run.get("corpus"):
+        return "n/a"
+    return "not logged" if run["p_library"] is None else str(run["p_library"] or "uniform")
+
+
+def _data_label(run: dict) -> str:
+    return f"code corpus `{Path(run['corpus']).name}`" if run.get("corpus") else "stdlib"
+
+
+def part_totals(corpus: Path, manifest: Path = GEN2_MANIFEST) -> dict:
+    """The training files a run read from a code corpus (a built corpus or a travel part), per language and
+    per licence, joined with the corpus manifest by id: files, bytes and tokens (the corpus tokenizer's)."""
+    from .train import corpus_files
+
+    index = {}
+    with lzma.open(manifest, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            index[f"{r['ecosystem']}:{r['package']}/{r['path']}"] = r
+    totals: dict = {"files": 0, "languages": {}, "licences": {}, "not_in_manifest": 0}
+    for lang in sorted({r["language"] for r in index.values()}):
+        for path in corpus_files(corpus, "train", lang):
+            with (lzma.open if path.suffix == ".xz" else open)(path, "rt", encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    r = index.get(json.loads(line)["id"])
+                    if r is None:
+                        totals["not_in_manifest"] += 1
+                        continue
+                    totals["files"] += 1
+                    for group, name in (("languages", r["language"]), ("licences", r["licence"])):
+                        t = totals[group].setdefault(name, {"files": 0, "bytes": 0, "tokens": 0})
+                        t["files"] += 1
+                        t["bytes"] += r["bytes"]
+                        t["tokens"] += r["tokens"]
+    return totals
+
+
+def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = GEN2_MANIFEST) -> str:
+    """The data of the runs that continued on a code corpus: which part, how much of each language and
+    licence, how many tokens with the model's own tokenizer; empty when every run read the stdlib."""
+    corpus_runs = [r for r in runs(records) if r["corpus"] and r["to_step"] > r["from_step"]]
+    if not corpus_runs:
+        return ""
+    data = [r for r in records if r.get("event") == "data" and r.get("root") == "corpus"][-1]
+    seen = sum(r["tokens_m"] for r in corpus_runs) * 1e6
+    sections = []
+    for corpus in dict.fromkeys(r["corpus"] for r in corpus_runs):
+        path = Path(corpus) if Path(corpus).is_absolute() else root / corpus
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: the corpus part the run read is needed to count its files")
+        t = part_totals(path, manifest)
+
+        def rows(group: dict) -> str:
+            return "\n".join(f"| {name} | {v['files']:,} | {v['bytes'] / 1e6:,.0f} MB | {v['tokens'] / 1e6:,.1f}M |"
+                             for name, v in sorted(group.items(), key=lambda kv: -kv[1]["bytes"]))
+        sections.append(f"""| language | files | size | tokens (corpus tokenizer) |
+|---|---|---|---|
+{rows(t['languages'])}
+
+| licence | files | size | tokens (corpus tokenizer) |
+|---|---|---|---|
+{rows(t['licences'])}""")
+    valid = ", ".join(f"{lang} {v['valid_files']:,} files" for lang, v in data["languages"].items())
+    return f"""### Continued on the code corpus (steps {corpus_runs[0]['from_step']:,}-{corpus_runs[-1]['to_step']:,})
+
+Then the model went on training on part of the second-generation code corpus
+(`engine/training/gen2/DATA_CARD.md`: permissive licences only, fetched by package name, exact and near
+duplicates removed, HumanEval kept out; every file with its package, version, licence and sha256 in
+`corpus-manifest.jsonl.xz`): the training files of {', '.join(f'`{c}`' for c in dict.fromkeys(r['corpus'] for r in corpus_runs))} (the
+first of the parts `gen2data pack` writes, a mix of every language), {t['files']:,} files, {data['train_tokens'] / 1e6:,.1f}M
+tokens with this model's tokenizer, of which it saw {seen / 1e6:,.1f}M ({seen / data['train_tokens']:.2f} passes).
+The tokenizer stays the stdlib one: byte-level, so every language round-trips exactly, in more tokens.
+Validation from then on: the corpus's held-out files ({valid}).
+
+{chr(10).join(sections)}"""
 
 
 def data_section(data: dict) -> str:
@@ -136,6 +249,39 @@ CPython {platform.python_version()}): every `*.py` including tests, minus `encod
 validation. Nothing else: HumanEval and all other code stay unseen for evaluation."""
 
 
+def _resume_note(continued: bool) -> str:
+    if continued:
+        return ("Training goes on from the shipped weights with a fresh optimizer (`bash scripts/resume_training.sh`, "
+                "on the code corpus part it last read); the second-generation models train on a GPU "
+                "(`engine/training/gen2/README.md`).")
+    return ("Training resumes from `training-state/` (`bash scripts/resume_training.sh`, or `scripts/train_on_gpu.sh` "
+            "on a GPU).")
+
+
+def _per_language(v: dict) -> str:
+    langs = [k.removeprefix("val_line_hole_") for k in v if k.startswith("val_line_hole_")]
+    if not langs:
+        return ""
+    return "; one masked line per language: " + ", ".join(f"{lang} {v[f'val_line_hole_{lang}']}" for lang in langs)
+
+
+def _limits(s: dict, stdlib_seen: float, continued: bool) -> str:
+    stdlib = (f"{s['train_tokens'] / 1e6:.1f}M tokens of the standard library, each seen about "
+              f"{stdlib_seen / s['train_tokens']:.0f} times")
+    if not continued:
+        return f"""- Tiny, and trained on one small corpus ({stdlib}): it knows common Python idioms of the standard library, not
+  general programming; fills are often wrong and sometimes repetitive. Treat it as a demonstration of
+  the experience, and point the `model` setting at a real checkpoint for useful suggestions.
+- Python only in its training data; other languages get plain guesses."""
+    return f"""- Tiny (5M parameters), and trained mostly on one small corpus ({stdlib}), then on a
+  part of the code corpus seen well under once: it knows common Python idioms and the surface of
+  JavaScript, TypeScript, Go and Rust, not general programming; fills are often wrong and sometimes
+  repetitive. Treat it as a demonstration of the experience, and point the `model` setting at a real
+  checkpoint for useful suggestions.
+- Its tokenizer was trained on Python: other languages take more tokens for the same text, so less of their
+  code fits the context window."""
+
+
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     records = read_log(run)
     s = summary(records)
@@ -151,7 +297,17 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     cfg = json.loads((target / "config.json").read_text())
     params = next((r["params"] for r in records if r.get("event") == "start"), None)
     size_mb = (target / "model.safetensors").stat().st_size / 1e6
-    quality = _quality_rows() or ["| (no benchmark results yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
+    digest = _digest(target / "model.safetensors")
+    quality = _quality_rows(digest) or [
+        "| (no benchmark results for these weights yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
+    continued = continued_section(records)
+    if continued:
+        continued = "\n\n" + continued
+    # the stdlib stage: tokens seen before any run read a code corpus
+    first_corpus = next((r for r in runs(records) if r["corpus"]), None)
+    stdlib_seen = first_corpus["from_step"] and next(
+        (r.get("tokens", 0) for r in records if r.get("event") == "resume" and r.get("step") == first_corpus["from_step"]),
+        s["tokens_seen"]) if first_corpus else s["tokens_seen"]
     v = s["final_validation"]
     on = "a laptop-class CPU" + (" and briefly on one GPU" if any(not r["hardware"].startswith("CPU")
                                                                  for r in runs(records)) else "")
@@ -179,7 +335,7 @@ through exactly the code path of any published checkpoint (`AutoModelForMaskedLM
 
 ## Data
 
-{data_section(json.loads(GEN2_DATA.read_text())) if root == "corpus" else _stdlib_data(records, s)}
+{data_section(json.loads(GEN2_DATA.read_text())) if root == "corpus" else _stdlib_data(records, s)}{continued}
 
 ## Training
 
@@ -189,8 +345,8 @@ through exactly the code path of any published checkpoint (`AutoModelForMaskedLM
 and a linear decay at the end of each run, rows of 256 tokens. It ran as {s['runs']} runs
 ({s['resumes']} resumes; the full log with every setting is `train.log` beside this card):
 
-| steps | tokens | minutes | hardware | batch (rows) | peak lr | infill share | library share | holes per infill row | bf16 autocast | note |
-|---|---|---|---|---|---|---|---|---|---|---|
+| steps | data | tokens | minutes | hardware | batch (rows) | peak lr | infill share | library share | holes per infill row | bf16 autocast | note |
+|---|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(_run_rows(records))}
 
 GPU runs (`scripts/train_on_gpu.sh`) train the same model shape, so the shipped model keeps its CPU
@@ -203,8 +359,9 @@ checkpoints) were discarded and trained again. Infill rows with several holes (`
 twice the loss-bearing slots per row. bf16 autocast (fp32 weights, optimizer and loss) runs where the
 CPU has native bf16 (`--precision auto`); on this machine it made a step about twice as fast.
 
-Final validation loss: plain diffusion {v.get('val_diffusion')}, one masked line in a 24-slot hole
-{v.get('val_line_hole')} (nats per hole slot, pads included).
+Final validation loss ({"the code corpus's held-out files of every language" if continued else "held-out stdlib"}):
+plain diffusion {v.get('val_diffusion')}, one masked line in a 24-slot hole {v.get('val_line_hole')} (nats per hole
+slot, pads included){_per_language(v)}.
 
 ![loss curve](loss.png)
 
@@ -221,18 +378,13 @@ Rows whose command sets `--steps` ran with that step budget instead of the defau
 setting). The engine fills a one-line hole at 8 and at 24 slots and offers the valid fill the model is
 surer of (`docs/ARCHITECTURE.md`); rows whose command sets `--slots` filled every hole once at that
 size: the length study behind that choice (`benchmarks/README.md`). The `stdlib-lines` rows are the
-development set (one-line holes from the held-out stdlib files; exact match only, they have no tests).
+development set (one-line holes from the held-out stdlib files; exact match only, they have no tests).{_per_language_rows(digest)}
 
-Against the targets of the model issue, at the default step budget: {_targets()}. Training resumes
-from `training-state/` (`bash scripts/resume_training.sh`, or `scripts/train_on_gpu.sh` on a GPU).
+Against the targets of the model issue, at the default step budget: {_targets(digest)}. {_resume_note(bool(continued))}
 
 ## Limitations
 
-- Tiny, and trained on one small corpus ({s['train_tokens'] / 1e6:.1f}M tokens, each seen about
-  {s['tokens_seen'] / s['train_tokens']:.0f} times): it knows common Python idioms of the standard library, not
-  general programming; fills are often wrong and sometimes repetitive. Treat it as a demonstration of
-  the experience, and point the `model` setting at a real checkpoint for useful suggestions.
-- Python only in its training data; other languages get plain guesses.
+{_limits(s, stdlib_seen, bool(continued))}
 - Context: trained on 256-token windows; the server gives it at most ~160 tokens before and ~64 after
   the cursor.
 - No instruction following; the rewrite instruction is ignored by this backend.

@@ -47,15 +47,18 @@ def runs(records: list[dict]) -> list[dict]:
         done = [x for x in part[1:] if "tokens" in x and "step" in x]   # progress lines and the end event
         last = done[-1] if done else r
         end = next((x for x in reversed(part) if x.get("event") in ("end", "stopped")), {})
+        # the run's own last line: a data event after it belongs to the next run (a log continued elsewhere)
+        own = next((x for x in reversed(part) if "step" in x), r)
         out.append({"from_step": r.get("step", 0), "to_step": last.get("step", 0),
                     "tokens_m": round((last.get("tokens", 0) - r.get("tokens", 0)) / 1e6, 1),
-                    "minutes": round((part[-1]["time"] - r["time"]) / 60, 1),
+                    "minutes": round((own["time"] - r["time"]) / 60, 1),
                     "threads": cfg.get("threads"), "p_infill": cfg.get("p_infill"),
                     "p_library": cfg.get("p_library", 0.0) if cfg else None, "max_holes": cfg.get("max_holes", 1),
                     "bf16": r.get("bf16", False),
                     # runs from before the GPU option logged no hardware: they ran on the CPU
                     "hardware": r.get("hardware") or cpu_label(cfg.get("threads")),
                     "batch_size": cfg.get("batch_size", 24), "peak_lr": cfg.get("peak_lr", 1.5e-3),
+                    "corpus": cfg.get("corpus") or "",   # a code corpus (part); empty: the stdlib
                     "fresh_optimizer": bool(r.get("fresh_optimizer")), "kept_best_of": end.get("kept_best_of")})
     return out
 
@@ -73,7 +76,9 @@ def plot(records: list[dict], out: Path) -> None:
     if vals:
         tok = {r["step"]: r["tokens"] for r in steps}
         xs = [tok.get(r["step"], min(tok.items(), key=lambda kv: abs(kv[0] - r["step"]))[1]) / 1e6 for r in vals]
-        ax.plot(xs, [r["val_diffusion"] for r in vals], "o-", label="validation: plain diffusion (held-out stdlib)")
+        held = "held-out files of the run's data" if any(r.get("event") == "data" and r.get("root") == "corpus"
+                                                         for r in records) else "held-out stdlib"
+        ax.plot(xs, [r["val_diffusion"] for r in vals], "o-", label=f"validation: plain diffusion ({held})")
         ax.plot(xs, [r["val_line_hole"] for r in vals], "s-", label="validation: one masked line, 24-slot hole")
     for r in records:
         if r.get("event") == "resume":
