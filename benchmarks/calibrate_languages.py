@@ -14,7 +14,7 @@ never fitted on). The shipped calibration is then fitted on all development hole
     python -m benchmarks.calibrate_languages \\
         --dev benchmarks/results/confidence-code-lines.considered.jsonl.gz=benchmarks/data/code-lines.jsonl.gz \\
         --dev benchmarks/results/confidence-extra-dev.considered.jsonl.gz=runs/conf/extra-dev.jsonl \\
-        --dev benchmarks/results/confidence-dev.considered.jsonl.gz=runs/conf/stdlib-lines.jsonl \\
+        --dev benchmarks/results/confidence-dev.considered.jsonl.gz=runs/conf/stdlib-compact.jsonl \\
         --humaneval benchmarks/results/confidence-humaneval.considered.jsonl.gz=$HUMANEVAL \\
         --model-out engine/models/embedded/confidence.json --out benchmarks/results/confidence-languages.json
 """

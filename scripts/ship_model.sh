@@ -1,31 +1,79 @@
 #!/usr/bin/env bash
-# Ship a training run as the embedded model and measure it: copy the checkpoint, write the model
-# card and loss curve, run the quality, latency, order and sweep benchmarks, regenerate the README
-# table, then rewrite the card with the fresh figures. Run with the CPU otherwise idle (~15 minutes).
+# Ship a training run as the embedded model and measure it: copy the checkpoint, write the model card
+# and loss curve, fit the confidence calibration of the new weights on the development sets, run the
+# quality and latency benchmarks, regenerate the README table, then rewrite the card with the fresh
+# figures. Run with the CPU otherwise idle: about 45 minutes on 2 cores with JOBS=2 (the default).
 #   RUN=runs/embedded (default)   QUICK=1 for small subsets (a check of this script, not figures)
+#   STUDIES=1 also re-runs the threads, order and sweep studies (about 15 minutes more)
+#   CONF=runs/conf holds the development sets' documents that are not committed (benchmarks/README.md,
+#   "Per-language calibration": extra-dev.jsonl from the corpus; stdlib-compact.jsonl is made here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/embedded}
 PY=${PYTHON:-.venv/bin/python}
 D=../shared/data/human-eval-infilling
 R=benchmarks/results
-LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=()
+CONF=${CONF:-runs/conf}
+LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; MODEL_OUT=engine/models/embedded
 if [ "${QUICK:-0}" = 1 ]; then
-  LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); R=$(mktemp -d)
+  LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); CODE_LIMIT=20; STDLIB_LIMIT=20
+  R=$(mktemp -d); CONF=$R; MODEL_OUT=$R
 else
   "$PY" -m engine.training.card "$RUN"
 fi
-"$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" \
-    --samples $R/infill-single-line.samples.jsonl --out $R/infill-single-line.json
-"$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" \
-    --out $R/infill-random-span-light.json
-"$PY" -m benchmarks.latency "${LAT[@]}" --out $R/latency.json
-"$PY" -m benchmarks.threads --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT \
-    --threads 1 2 --dtypes float32 bfloat16 --out $R/threads.json
-"$PY" -m benchmarks.compare_order --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $ORDER_LIMIT \
-    --out $R/compare-order.json
-"$PY" -m benchmarks.sweep --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/sweep.json
+[ -f "$CONF/extra-dev.jsonl" ] || [ "${QUICK:-0}" = 1 ] || {
+  echo "$CONF/extra-dev.jsonl is missing: build it from the corpus (benchmarks/README.md)" >&2; exit 2; }
+mkdir -p "$CONF"
+[ -f "$CONF/stdlib-compact.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --compact --out "$CONF/stdlib-compact.jsonl"
+[ -f "$CONF/stdlib-lines.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --out "$CONF/stdlib-lines.jsonl"
+both() {  # wait for the two jobs started before; fail if either failed
+  local a=0 b=0
+  wait "$1" || a=$?
+  wait "$2" || b=$?
+  [ "$a" = 0 ] && [ "$b" = 0 ] || { echo "ship_model: a benchmark failed ($a, $b)" >&2; exit 1; }
+}
+
+# 1. The calibration: every valid fill the new weights consider per development hole (HumanEval reported only).
+considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the results
+  local name=$1 data=$2; shift 2
+  rm -f "$CONF/$name.considered.jsonl"
+  "$PY" -m benchmarks.confidence_set --data "$data" "${LIMIT[@]}" --min-confidence 0 "$@" \
+      --out "$CONF/$name.considered.jsonl"
+  gzip -9 -n -c "$CONF/$name.considered.jsonl" > "$R/confidence-$name.considered.jsonl.gz"
+}
+EXTRA=$CONF/extra-dev.jsonl
+[ "${QUICK:-0}" = 1 ] && EXTRA=benchmarks/data/code-lines.jsonl.gz
+considered extra-dev "$EXTRA" --signals & one=$!
+{ considered code-lines benchmarks/data/code-lines.jsonl.gz --signals
+  considered dev "$CONF/stdlib-compact.jsonl"
+  considered humaneval $D/HumanEval-SingleLineInfilling.jsonl.gz --tests; } & two=$!
+both $one $two
+"$PY" -m benchmarks.calibrate_languages \
+    --dev "$R/confidence-code-lines.considered.jsonl.gz=benchmarks/data/code-lines.jsonl.gz" \
+    --dev "$R/confidence-extra-dev.considered.jsonl.gz=$EXTRA" \
+    --dev "$R/confidence-dev.considered.jsonl.gz=$CONF/stdlib-compact.jsonl" \
+    --humaneval "$R/confidence-humaneval.considered.jsonl.gz=$D/HumanEval-SingleLineInfilling.jsonl.gz" \
+    --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
+
+# 2. Quality and latency with the new calibration (two at a time).
+{ "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" \
+      --samples $R/infill-single-line.samples.jsonl --out $R/infill-single-line.json
+  "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" \
+      --out $R/infill-random-span-light.json
+  "$PY" -m benchmarks.latency "${LAT[@]}" --out $R/latency.json; } & one=$!
+{ "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --limit $CODE_LIMIT --no-tests \
+      --out $R/infill-code-lines.json
+  "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT \
+      --out $R/infill-stdlib-lines.json; } & two=$!
+both $one $two
+if [ "${STUDIES:-0}" = 1 ] || [ "${QUICK:-0}" = 1 ]; then
+  "$PY" -m benchmarks.threads --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT \
+      --threads 1 2 --dtypes float32 bfloat16 --out $R/threads.json
+  "$PY" -m benchmarks.compare_order --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $ORDER_LIMIT \
+      --out $R/compare-order.json
+  "$PY" -m benchmarks.sweep --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/sweep.json
+fi
 if [ "${QUICK:-0}" != 1 ]; then
   "$PY" -m engine.training.card "$RUN"
-  "$PY" -m benchmarks.table
+  "$PY" -m benchmarks.table --insert
 fi
