@@ -330,6 +330,33 @@ def adapt_tune_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Two models on the same development holes (no confidence bar)", "",
+             "Exact: the fill the engine chose is exactly right; with a fill: it considered at least one valid "
+             "fill. Baseline -> candidate, on the holes both covered.", ""]
+    for path, r in runs:
+        b, c = r["baseline"], r["candidate"]
+        lines += [f"{_link(path, base)}: baseline {_model({'model': b})}, candidate {_model({'model': c})}", "",
+                  "| set | language | holes | exact | with a fill |", "|---|---|--:|--:|--:|"]
+        for name, st in r["sets"].items():
+            total = [("all", st["total"])] if len(st["languages"]) > 1 else []
+            for lang, t in [*st["languages"].items(), *total]:
+                lines.append(f"| {name} | {lang} | {t['holes']} | {t['exact'][0]} -> {t['exact'][1]} | "
+                             f"{t['with_fill'][0]} -> {t['with_fill'][1]} |")
+        run = r.get("candidate_run")
+        if run:
+            v0, v1 = run["validation_start"], run["validation_end"]
+            losses = ", ".join(f"{k.removeprefix('val_line_hole_') if k != 'val_line_hole' else 'all'} "
+                               f"{v0[k]} -> {v1[k]}" for k in v1 if k in v0)
+            lines += ["", f"Candidate run: steps {run['from_step']:,}-{run['to_step']:,}, {run['tokens'] / 1e6:.1f}M "
+                          f"tokens, {run['minutes']} min on {run['hardware']}, data {run['config'].get('corpus') or 'stdlib'}; "
+                          f"one-line-hole validation loss {losses}."]
+        if r.get("verdict"):
+            lines += ["", f"Verdict: {r['verdict']}"]
+    lines += _commands(runs)
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
@@ -338,7 +365,8 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("sweep", sweep_table), ("calibrate", calibration_table),
             ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
-            ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table))
+            ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table),
+            ("compare-considered", compare_considered_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

@@ -564,3 +564,40 @@ def test_adaptation_is_never_tuned_on_the_reported_code_bases():
     assert adapt_tune.parse_config("base") == ("base", [])
     with pytest.raises(SystemExit, match="development code bases"):
         adapt_tune.main(["--packages", "astroid", "lark", "--from-logs", "--out", "/dev/null"])
+
+
+def test_compare_considered_counts_the_common_holes_and_renders(tmp_path):
+    """Two models' considered sets: exact (the chosen fill is right) and with-a-fill per language, on the
+    holes both covered; the run's validation losses from its train.log; the README section."""
+    from benchmarks import compare_considered
+
+    def rec(task_id, lang, chosen, fills):
+        return {"task_id": task_id, "language": lang, "kind": "line", "chosen": chosen,
+                "fills": [{"text": t, "exact": ok} for t, ok in fills]}
+    old = [rec("py:1", "python", "a\n", [("a\n", True)]), rec("py:2", "python", "b\n", [("b\n", False)]),
+           rec("go:1", "go", None, []), rec("go:2", "go", None, [("x\n", True)]),     # a right fill not chosen
+           rec("rs:1", "rust", None, [])]                                                # only in the baseline
+    new = [rec("py:1", "python", "c\n", [("c\n", False)]), rec("py:2", "python", None, []),
+           rec("go:1", "go", "y\n", [("y\n", True)]), rec("go:2", "go", "x\n", [("x\n", True)])]
+    for name, rows in (("old.jsonl", old), ("new.jsonl", new)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(json.dumps(r) for r in [
+        {"time": 0, "event": "resume", "step": 10, "tokens": 100, "hardware": "CPU", "config": {"corpus": "part0"}},
+        {"time": 1, "step": 10, "val_line_hole": 3.0, "val_line_hole_go": 4.0},
+        {"time": 600, "event": "end", "step": 20, "tokens": 1100, "val_line_hole": 2.5, "val_line_hole_go": 2.0}]))
+    out = tmp_path / "compare-considered.json"
+    assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded",
+                                    "--set", f"dev={tmp_path / 'old.jsonl'}:{tmp_path / 'new.jsonl'}",
+                                    "--train-log", str(log), "--verdict", "kept", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    s = r["sets"]["dev"]
+    assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3]}
+    assert s["languages"]["go"] == {"holes": 2, "exact": [0, 2], "with_fill": [1, 2]}
+    assert s["languages"]["python"] == {"holes": 2, "exact": [1, 0], "with_fill": [2, 1]}
+    assert r["candidate_run"]["tokens"] == 1000 and r["candidate_run"]["validation_end"]["val_line_hole_go"] == 2.0
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "| dev | go | 2 | 0 -> 2 | 1 -> 2 |" in block and "| dev | all | 4 | 1 -> 2 | 3 -> 3 |" in block
+    assert "go 4.0 -> 2.0" in block and "Verdict: kept" in block
+    assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded", "--set",
+                                    f"dev={tmp_path / 'nope.jsonl'}:{tmp_path / 'new.jsonl'}", "--out", str(out)]) == 2

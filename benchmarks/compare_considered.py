@@ -1,0 +1,111 @@
+"""Two models on the same development holes: the fills each considered (``benchmarks.confidence_set`` files),
+compared hole by hole on the holes both sets cover, per set and per language.
+
+    python -m benchmarks.compare_considered --baseline embedded --candidate runs/cont1/checkpoint \\
+        --set code-lines=OLD.considered.jsonl.gz:NEW.considered.jsonl.gz [--set ...] \\
+        [--train-log runs/cont1/train.log] --out benchmarks/results/continue-code.json
+
+Counted per hole, with no confidence bar: ``exact`` (the fill the engine chose is exactly right) and
+``with_fill`` (the engine considered at least one valid fill). With ``--train-log`` the candidate's run is
+summarised too (its command settings, steps, tokens and the validation losses at its start and end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+from .report import envelope, model_info, write_result
+
+
+def load(path: Path) -> dict[str, dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return {r["task_id"]: r for r in (json.loads(line) for line in f if line.strip())}
+
+
+def chose_exact(record: dict) -> bool:
+    fills = {f["text"]: f for f in record["fills"]}
+    return record["chosen"] is not None and bool(fills.get(record["chosen"], {}).get("exact"))
+
+
+def compare(baseline: dict[str, dict], candidate: dict[str, dict]) -> dict:
+    """Per language and in total, on the holes both cover: holes, exact and with_fill as [baseline, candidate]."""
+    languages: dict[str, dict] = {}
+    for task_id, new in candidate.items():
+        old = baseline.get(task_id)
+        if old is None:
+            continue
+        t = languages.setdefault(new.get("language", "python"), {"holes": 0, "exact": [0, 0], "with_fill": [0, 0]})
+        t["holes"] += 1
+        for i, r in enumerate((old, new)):
+            t["exact"][i] += chose_exact(r)
+            t["with_fill"][i] += bool(r["fills"])
+    total = {"holes": sum(t["holes"] for t in languages.values()),
+             "exact": [sum(t["exact"][i] for t in languages.values()) for i in (0, 1)],
+             "with_fill": [sum(t["with_fill"][i] for t in languages.values()) for i in (0, 1)]}
+    return {"baseline_holes": len(baseline), "candidate_holes": len(candidate), "total": total,
+            "languages": dict(sorted(languages.items()))}
+
+
+def run_summary(log: Path) -> dict:
+    """The candidate's last training run: settings, where it began and ended, validation at both ends."""
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    starts = [i for i, r in enumerate(records) if r.get("event") in ("start", "resume")]
+    if not starts:
+        raise ValueError(f"{log}: no start or resume event")
+    part = records[starts[-1]:]
+    begin, end = part[0], next((r for r in reversed(part) if r.get("event") in ("end", "stopped")), None)
+    if end is None:
+        raise ValueError(f"{log}: the last run has no end event")
+    vals = [r for r in part if "val_line_hole" in r]
+    keep = ("peak_lr", "batch_size", "p_infill", "max_holes", "minutes", "threads", "corpus", "init_from")
+    return {"config": {k: (begin.get("config") or {}).get(k) for k in keep}, "hardware": begin.get("hardware"),
+            "from_step": begin.get("step"), "to_step": end.get("step"),
+            "tokens": end.get("tokens", 0) - begin.get("tokens", 0),
+            "minutes": round((end["time"] - begin["time"]) / 60, 1),
+            "validation_start": {k: v for k, v in vals[0].items() if k.startswith("val_line_hole")} if vals else {},
+            "validation_end": {k: v for k, v in end.items() if k.startswith("val_line_hole")}}
+
+
+def _pair(text: str) -> tuple[str, Path, Path]:
+    name, _, paths = text.partition("=")
+    old, _, new = paths.partition(":")
+    if not (name and old and new):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=BASELINE:CANDIDATE")
+    return name, Path(old), Path(new)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.compare_considered", description=__doc__.splitlines()[0])
+    p.add_argument("--baseline", required=True, help='the baseline model: "embedded" or a checkpoint directory')
+    p.add_argument("--candidate", required=True, help="the candidate model's checkpoint directory")
+    p.add_argument("--set", dest="sets", type=_pair, action="append", required=True,
+                   help="NAME=BASELINE_CONSIDERED:CANDIDATE_CONSIDERED")
+    p.add_argument("--train-log", type=Path, default=None, help="the candidate run's train.log")
+    p.add_argument("--verdict", default="", help="what was decided from these figures, and why")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    for _, old, new in args.sets:
+        for path in (old, new):
+            if not path.is_file():
+                print(f"compare_considered: {path}: no such file", file=sys.stderr)
+                return 2
+    result = {**envelope("compare-considered", "benchmarks.compare_considered", argv),
+              "baseline": model_info(args.baseline), "candidate": model_info(args.candidate),
+              "sets": {name: {"baseline_file": str(old), "candidate_file": str(new), **compare(load(old), load(new))}
+                       for name, old, new in args.sets},
+              "verdict": args.verdict}
+    if args.train_log:
+        result["candidate_run"] = run_summary(args.train_log)
+    write_result(args.out, result)
+    for name, s in result["sets"].items():
+        print(name, json.dumps(s["total"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
