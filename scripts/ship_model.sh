@@ -14,18 +14,23 @@ PY=${PYTHON:-.venv/bin/python}
 D=../shared/data/human-eval-infilling
 R=benchmarks/results
 CONF=${CONF:-runs/conf}
-LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; MODEL_OUT=engine/models/embedded
+LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; STDLIB_DEV=1200
+MODEL_OUT=engine/models/embedded
 if [ "${QUICK:-0}" = 1 ]; then
-  LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); CODE_LIMIT=20; STDLIB_LIMIT=20
-  R=$(mktemp -d); CONF=$R; MODEL_OUT=$R
+  LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); CODE_LIMIT=20; STDLIB_LIMIT=20; STDLIB_DEV=20
+  R=$(mktemp -d); MODEL_OUT=$R
+  for f in stdlib-compact stdlib-lines; do   # the first holes of sets built before, when there are any
+    if [ -f "$CONF/$f.jsonl" ]; then head -n 20 "$CONF/$f.jsonl" > "$R/$f.jsonl"; fi
+  done
+  CONF=$R
 else
   "$PY" -m engine.training.card "$RUN"
 fi
 [ -f "$CONF/extra-dev.jsonl" ] || [ "${QUICK:-0}" = 1 ] || {
   echo "$CONF/extra-dev.jsonl is missing: build it from the corpus (benchmarks/README.md)" >&2; exit 2; }
 mkdir -p "$CONF"
-[ -f "$CONF/stdlib-compact.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --compact --out "$CONF/stdlib-compact.jsonl"
-[ -f "$CONF/stdlib-lines.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --out "$CONF/stdlib-lines.jsonl"
+[ -f "$CONF/stdlib-compact.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --compact --limit "$STDLIB_DEV" --out "$CONF/stdlib-compact.jsonl"
+[ -f "$CONF/stdlib-lines.jsonl" ] || "$PY" -m benchmarks.stdlib_lines "${LIMIT[@]}" --out "$CONF/stdlib-lines.jsonl"
 both() {  # wait for the two jobs started before; fail if either failed
   local a=0 b=0
   wait "$1" || a=$?

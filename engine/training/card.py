@@ -163,6 +163,8 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
         if not path.exists():
             raise FileNotFoundError(f"{path}: the corpus part the run read is needed to count its files")
         t = part_totals(path, manifest)
+        if t["not_in_manifest"]:
+            raise ValueError(f"{path}: {t['not_in_manifest']} training files are not in {manifest.name}")
 
         def rows(group: dict) -> str:
             return "\n".join(f"| {name} | {v['files']:,} | {v['bytes'] / 1e6:,.0f} MB | {v['tokens'] / 1e6:,.1f}M |"
