@@ -16,6 +16,9 @@ R=benchmarks/results
 CONF=${CONF:-runs/conf}
 LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; STDLIB_DEV=1200
 MODEL_OUT=engine/models/embedded
+if [ "${QUICK:-0}" != 1 ] && { [ ! -f "$RUN/train.log" ] || [ ! -f "$RUN/checkpoint/model.safetensors" ]; }; then
+  echo "ship_model: $RUN is not a training run (it needs train.log and checkpoint/model.safetensors)" >&2; exit 2
+fi
 if [ "${QUICK:-0}" = 1 ]; then
   LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); CODE_LIMIT=20; STDLIB_LIMIT=20; STDLIB_DEV=20
   R=$(mktemp -d); MODEL_OUT=$R

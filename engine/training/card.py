@@ -287,6 +287,9 @@ def _limits(s: dict, stdlib_seen: float, continued: bool) -> str:
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     records = read_log(run)
     s = summary(records)
+    continued = continued_section(records)   # before anything is copied: a missing corpus part stops here
+    if continued:
+        continued = "\n\n" + continued
     target.mkdir(parents=True, exist_ok=True)
     for name in _FILES:
         shutil.copy2(run / "checkpoint" / name, target / name)
@@ -302,9 +305,6 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     digest = _digest(target / "model.safetensors")
     quality = _quality_rows(digest) or [
         "| (no benchmark results for these weights yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
-    continued = continued_section(records)
-    if continued:
-        continued = "\n\n" + continued
     # the stdlib stage: tokens seen before any run read a code corpus
     first_corpus = next((r for r in runs(records) if r["corpus"]), None)
     stdlib_seen = first_corpus["from_step"] and next(
@@ -400,7 +400,13 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["--data-card"]:
         print(write_data_card(*(Path(a) for a in argv[1:3])))
         return
-    print(write_card(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else EMBEDDED_DIR))
+    if not argv:
+        sys.exit("usage: python -m engine.training.card RUN [TARGET] | --data-card [DATA_JSON [TARGET]]")
+    try:
+        print(write_card(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else EMBEDDED_DIR))
+    except (FileNotFoundError, ValueError) as e:   # a missing run, checkpoint or corpus part: say which
+        print(f"engine.training.card: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
