@@ -2,7 +2,7 @@
 # Ship a training run as the embedded model and measure it: copy the checkpoint, write the model card
 # and loss curve, fit the confidence calibration of the new weights on the development sets, run the
 # quality and latency benchmarks, regenerate the README table, then rewrite the card with the fresh
-# figures. Run with the CPU otherwise idle: about 45 minutes on 2 cores with JOBS=2 (the default).
+# figures. Run with the CPU otherwise idle: about 45 minutes on 2 cores (two jobs at a time).
 #   RUN=runs/embedded (default)   QUICK=1 for small subsets (a check of this script, not figures)
 #   STUDIES=1 also re-runs the threads, order and sweep studies (about 15 minutes more)
 #   CONF=runs/conf holds the development sets' documents that are not committed (benchmarks/README.md,
@@ -83,5 +83,5 @@ if [ "${STUDIES:-0}" = 1 ] || [ "${QUICK:-0}" = 1 ]; then
 fi
 if [ "${QUICK:-0}" != 1 ]; then
   "$PY" -m engine.training.card "$RUN"
-  "$PY" -m benchmarks.table --insert
+  "$PY" -m benchmarks.table
 fi
