@@ -52,23 +52,21 @@ def compare(baseline: dict[str, dict], candidate: dict[str, dict]) -> dict:
 
 
 def run_summary(log: Path) -> dict:
-    """The candidate's last training run: settings, where it began and ended, validation at both ends."""
+    """The candidate's last training run as the model card's table of runs reads it (steps, tokens, minutes,
+    hardware, data, settings), with the one-line-hole validation losses at its start and end."""
+    from engine.training.report import runs
+
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     starts = [i for i, r in enumerate(records) if r.get("event") in ("start", "resume")]
     if not starts:
         raise ValueError(f"{log}: no start or resume event")
     part = records[starts[-1]:]
-    begin, end = part[0], next((r for r in reversed(part) if r.get("event") in ("end", "stopped")), None)
+    end = next((r for r in reversed(part) if r.get("event") in ("end", "stopped")), None)
     if end is None:
         raise ValueError(f"{log}: the last run has no end event")
     vals = [r for r in part if "val_line_hole" in r]
-    keep = ("peak_lr", "batch_size", "p_infill", "max_holes", "minutes", "threads", "corpus", "init_from")
-    return {"config": {k: (begin.get("config") or {}).get(k) for k in keep}, "hardware": begin.get("hardware"),
-            "from_step": begin.get("step"), "to_step": end.get("step"),
-            "tokens": end.get("tokens", 0) - begin.get("tokens", 0),
-            "minutes": round((end["time"] - begin["time"]) / 60, 1),
-            "validation_start": {k: v for k, v in vals[0].items() if k.startswith("val_line_hole")} if vals else {},
-            "validation_end": {k: v for k, v in end.items() if k.startswith("val_line_hole")}}
+    losses = lambda r: {k: v for k, v in r.items() if k.startswith("val_line_hole")}  # noqa: E731
+    return {**runs(records)[-1], "validation_start": losses(vals[0]) if vals else {}, "validation_end": losses(end)}
 
 
 def _pair(text: str) -> tuple[str, Path, Path]:

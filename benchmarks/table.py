@@ -348,8 +348,8 @@ def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[
             v0, v1 = run["validation_start"], run["validation_end"]
             losses = ", ".join(f"{k.removeprefix('val_line_hole_') if k != 'val_line_hole' else 'all'} "
                                f"{v0[k]} -> {v1[k]}" for k in v1 if k in v0)
-            lines += ["", f"Candidate run: steps {run['from_step']:,}-{run['to_step']:,}, {run['tokens'] / 1e6:.1f}M "
-                          f"tokens, {run['minutes']} min on {run['hardware']}, data {run['config'].get('corpus') or 'stdlib'}; "
+            lines += ["", f"Candidate run: steps {run['from_step']:,}-{run['to_step']:,}, {run['tokens_m']}M "
+                          f"tokens, {run['minutes']} min on {run['hardware']}, data {run['corpus'] or 'stdlib'}; "
                           f"one-line-hole validation loss {losses}."]
         if r.get("verdict"):
             lines += ["", f"Verdict: {r['verdict']}"]

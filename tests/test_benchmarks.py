@@ -595,7 +595,9 @@ def test_compare_considered_counts_the_common_holes_and_renders(tmp_path):
     assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3]}
     assert s["languages"]["go"] == {"holes": 2, "exact": [0, 2], "with_fill": [1, 2]}
     assert s["languages"]["python"] == {"holes": 2, "exact": [1, 0], "with_fill": [2, 1]}
-    assert r["candidate_run"]["tokens"] == 1000 and r["candidate_run"]["validation_end"]["val_line_hole_go"] == 2.0
+    run = r["candidate_run"]
+    assert (run["from_step"], run["to_step"], run["minutes"], run["corpus"]) == (10, 20, 10.0, "part0")
+    assert run["validation_start"]["val_line_hole_go"] == 4.0 and run["validation_end"]["val_line_hole_go"] == 2.0
     block = table.render(table.load_results(tmp_path), tmp_path)
     assert "| dev | go | 2 | 0 -> 2 | 1 -> 2 |" in block and "| dev | all | 4 | 1 -> 2 | 3 -> 3 |" in block
     assert "go 4.0 -> 2.0" in block and "Verdict: kept" in block

@@ -307,9 +307,7 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
         "| (no benchmark results for these weights yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
     # the stdlib stage: tokens seen before any run read a code corpus
     first_corpus = next((r for r in runs(records) if r["corpus"]), None)
-    stdlib_seen = first_corpus["from_step"] and next(
-        (r.get("tokens", 0) for r in records if r.get("event") == "resume" and r.get("step") == first_corpus["from_step"]),
-        s["tokens_seen"]) if first_corpus else s["tokens_seen"]
+    stdlib_seen = first_corpus["from_tokens"] if first_corpus else s["tokens_seen"]   # before any corpus run
     v = s["final_validation"]
     on = "a laptop-class CPU" + (" and briefly on one GPU" if any(not r["hardware"].startswith("CPU")
                                                                  for r in runs(records)) else "")

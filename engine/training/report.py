@@ -49,7 +49,7 @@ def runs(records: list[dict]) -> list[dict]:
         end = next((x for x in reversed(part) if x.get("event") in ("end", "stopped")), {})
         # the run's own last line: a data event after it belongs to the next run (a log continued elsewhere)
         own = next((x for x in reversed(part) if "step" in x), r)
-        out.append({"from_step": r.get("step", 0), "to_step": last.get("step", 0),
+        out.append({"from_step": r.get("step", 0), "to_step": last.get("step", 0), "from_tokens": r.get("tokens", 0),
                     "tokens_m": round((last.get("tokens", 0) - r.get("tokens", 0)) / 1e6, 1),
                     "minutes": round((own["time"] - r["time"]) / 60, 1),
                     "threads": cfg.get("threads"), "p_infill": cfg.get("p_infill"),
