@@ -267,6 +267,32 @@ def test_train_on_a_code_corpus_with_its_tokenizer(tmp_path, tok):
     assert resume["step"] == state["step"]
 
 
+def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeypatch):
+    from engine.training import corpus as corpus_mod
+    corpus, out, lib = tmp_path / "corpus", tmp_path / "run", tmp_path / "stdlib"
+    _code_corpus(corpus)
+    for n in range(80):   # a small stand-in for the interpreter's library
+        (lib / f"mod{n}.py").parent.mkdir(parents=True, exist_ok=True)
+        (lib / f"mod{n}.py").write_text("".join(f"def g{n}_{i}(a, b):\n    return a - b * {i}\n" for i in range(30)))
+    monkeypatch.setattr(corpus_mod, "stdlib_root", lambda: lib)
+    cfg = dict(TINY, corpus=str(corpus), tokenizer=str(EMBEDDED_DIR), mix_stdlib=0.4)
+    run(TrainConfig(out=str(out), minutes=0.03, **cfg))
+    log = _log(out)
+    data = next(r for r in log if r.get("event") == "data")
+    mixed = data["languages"]["stdlib"]
+    assert mixed["train_files"] + mixed["valid_files"] == 80 and mixed["share_of_windows"] == 0.4
+    d = np.load(out / "data.npz")
+    assert int(d["train_split"]) == mixed["train_tokens"] > 0
+    stream = TokenStream(d["train_ids"].astype(np.int32), d["train_ls"], int(d["train_split"]), 0.4)
+    rng = np.random.default_rng(0)
+    starts = np.array([stream.window_start(rng, 64) for _ in range(4000)])
+    assert 0.35 < float(np.mean(starts < stream.split)) < 0.45   # the share asked for, not the token share
+    assert float(np.mean(starts + 64 <= stream.split)) == float(np.mean(starts < stream.split))
+    assert mixed["valid_files"] == 1 and np.isfinite(log[-1]["val_line_hole_stdlib"])   # mod1.py by path hash
+    with pytest.raises(ValueError, match="mix-stdlib"):   # the built stream does not silently change its mix
+        run(TrainConfig(out=str(out), minutes=0.02, **dict(cfg, mix_stdlib=0.0)))
+
+
 def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):
     from safetensors.torch import load_file
     from engine.training.parts import join, split

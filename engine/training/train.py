@@ -58,6 +58,8 @@ class TrainConfig:
     corpus: str = ""                  # a code corpus (engine.training.codecorpus / gen2data pack: JSONL files of
                                       # {id, text} per split and language) instead of the standard library
     tokenizer: str = ""               # with corpus: the tokenizer directory to use (gen2data tokenizer)
+    mix_stdlib: float = 0.0           # with corpus: the standard library's training files go first in the
+                                      # stream and this share of windows is drawn from them (0: corpus only)
 
 
 def log(out: Path, record: dict) -> None:
@@ -129,7 +131,11 @@ def prepare_corpus_data(cfg: TrainConfig, out: Path):
         d = np.load(data_file)
         parts = tuple((str(n), int(a), int(b)) for n, a, b in zip(d["valid_part_names"], d["valid_part_starts"],
                                                                    d["valid_part_ends"]))
-        return (tokenizer, TokenStream(d["train_ids"].astype(np.int32), d["train_ls"]),
+        split = int(d["train_split"]) if "train_split" in d else 0
+        if bool(split) != bool(cfg.mix_stdlib):
+            raise ValueError(f"{data_file} was built {'with' if split else 'without'} the standard library mixed in;"
+                             " use a new --out for a different --mix-stdlib")
+        return (tokenizer, TokenStream(d["train_ids"].astype(np.int32), d["train_ls"], split, cfg.mix_stdlib),
                 TokenStream(d["valid_ids"].astype(np.int32), d["valid_ls"], parts=parts))
     corpus = Path(cfg.corpus)
     train_texts, per_lang, record = [], {}, {}
@@ -143,6 +149,14 @@ def prepare_corpus_data(cfg: TrainConfig, out: Path):
     random.Random(cfg.seed).shuffle(train_texts)
     train = _stream_texts(tokenizer, train_texts)
     del train_texts
+    if cfg.mix_stdlib:   # the standard library first, drawn from with probability mix_stdlib
+        corp = corpus_mod.load_corpus()
+        lib = _stream(tokenizer, corp.train)
+        train = TokenStream(np.concatenate([lib.ids, train.ids]), np.concatenate([lib.line_start, train.line_start]),
+                            len(lib.ids), cfg.mix_stdlib)
+        per_lang["stdlib"] = _stream(tokenizer, corp.valid)
+        record["stdlib"] = {"train_files": len(corp.train), "valid_files": len(corp.valid),
+                            "train_tokens": int(len(lib.ids)), "share_of_windows": cfg.mix_stdlib}
     parts, pos = [], 0
     for lang, s in per_lang.items():
         parts.append((lang, pos, pos + len(s.ids)))
@@ -151,7 +165,7 @@ def prepare_corpus_data(cfg: TrainConfig, out: Path):
     valid = TokenStream(np.concatenate([s.ids for s in per_lang.values()]),
                         np.concatenate([s.line_start for s in per_lang.values()]), parts=tuple(parts))
     small = np.uint16 if len(tokenizer) <= 1 << 16 else np.int32
-    np.savez(data_file, train_ids=train.ids.astype(small), train_ls=train.line_start,
+    np.savez(data_file, train_ids=train.ids.astype(small), train_ls=train.line_start, train_split=train.split,
              valid_ids=valid.ids.astype(small), valid_ls=valid.line_start,
              valid_part_names=np.array([p[0] for p in parts]), valid_part_starts=np.array([p[1] for p in parts]),
              valid_part_ends=np.array([p[2] for p in parts]))
