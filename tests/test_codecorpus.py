@@ -305,3 +305,14 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
     assert card.continued_section(log[:4], root=tmp_path) == ""          # stdlib only: no such section
     with pytest.raises(FileNotFoundError, match="part0"):
         card.continued_section(log, root=tmp_path / "elsewhere", manifest=tmp_path / "m.jsonl.xz")
+    # the standard library mixed back in (--mix-stdlib): its share of the windows and tokens, apart from the corpus
+    mixed = [dict(r) for r in log]
+    mixed[4] = {**log[4], "train_tokens": 5_000_000, "languages": {**log[4]["languages"],
+                "stdlib": {"train_files": 3, "valid_files": 1, "train_tokens": 1_000_000, "share_of_windows": 0.5}}}
+    mixed[5] = {**log[5], "config": {**log[5]["config"], "mix_stdlib": 0.5}}
+    mixed[6] = {**log[6], "tokens": 2_005_000}
+    assert runs(mixed)[1]["mix_stdlib"] == 0.5 and runs(log)[1]["mix_stdlib"] == 0.0
+    text = card.continued_section(mixed, root=tmp_path, manifest=tmp_path / "m.jsonl.xz")
+    assert "4.0M\ntokens with this model's tokenizer, of which it saw 1.0M (0.25 passes)" in text
+    assert "(1.0M tokens, 50% of the windows, 1.0M tokens seen)" in text
+    assert card._data_label(runs(mixed)[1]) == "code corpus `part0`, stdlib in 50% of windows"

@@ -116,7 +116,10 @@ def _library_share(run: dict) -> str:
 
 
 def _data_label(run: dict) -> str:
-    return f"code corpus `{Path(run['corpus']).name}`" if run.get("corpus") else "stdlib"
+    if not run.get("corpus"):
+        return "stdlib"
+    mix = f", stdlib in {run['mix_stdlib']:.0%} of windows" if run.get("mix_stdlib") else ""
+    return f"code corpus `{Path(run['corpus']).name}`{mix}"
 
 
 def part_totals(corpus: Path, manifest: Path = GEN2_MANIFEST) -> dict:
@@ -156,7 +159,14 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
     if not corpus_runs:
         return ""
     data = [r for r in records if r.get("event") == "data" and r.get("root") == "corpus"][-1]
-    seen = sum(r["tokens_m"] for r in corpus_runs) * 1e6
+    lib = data["languages"].get("stdlib", {}).get("train_tokens", 0)   # the stdlib mixed in (--mix-stdlib)
+    corpus_tokens = data["train_tokens"] - lib
+    seen = sum(r["tokens_m"] * (1 - r["mix_stdlib"]) for r in corpus_runs) * 1e6     # of the corpus itself
+    lib_seen = sum(r["tokens_m"] * r["mix_stdlib"] for r in corpus_runs) * 1e6
+    shares = ", ".join(sorted({f"{r['mix_stdlib']:.0%}" for r in corpus_runs if r["mix_stdlib"]}))
+    mixed = "" if not lib_seen else (
+        f"\nThe standard library's training files stayed in the mix ({lib / 1e6:,.1f}M tokens, {shares} of the "
+        f"windows, {lib_seen / 1e6:,.1f}M tokens seen), so that its Python was not forgotten.")
     sections = []
     for corpus in dict.fromkeys(r["corpus"] for r in corpus_runs):
         path = Path(corpus) if Path(corpus).is_absolute() else root / corpus
@@ -183,8 +193,8 @@ Then the model went on training on part of the second-generation code corpus
 (`engine/training/gen2/DATA_CARD.md`: permissive licences only, fetched by package name, exact and near
 duplicates removed, HumanEval kept out; every file with its package, version, licence and sha256 in
 `corpus-manifest.jsonl.xz`): the training files of {', '.join(f'`{c}`' for c in dict.fromkeys(r['corpus'] for r in corpus_runs))} (the
-first of the parts `gen2data pack` writes, a mix of every language), {t['files']:,} files, {data['train_tokens'] / 1e6:,.1f}M
-tokens with this model's tokenizer, of which it saw {seen / 1e6:,.1f}M ({seen / data['train_tokens']:.2f} passes).
+first of the parts `gen2data pack` writes, a mix of every language), {t['files']:,} files, {corpus_tokens / 1e6:,.1f}M
+tokens with this model's tokenizer, of which it saw {seen / 1e6:,.1f}M ({seen / corpus_tokens:.2f} passes).{mixed}
 The tokenizer stays the stdlib one: byte-level, so every language round-trips exactly, in more tokens.
 Validation from then on: the corpus's held-out files ({valid}).
 

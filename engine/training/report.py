@@ -59,6 +59,7 @@ def runs(records: list[dict]) -> list[dict]:
                     "hardware": r.get("hardware") or cpu_label(cfg.get("threads")),
                     "batch_size": cfg.get("batch_size", 24), "peak_lr": cfg.get("peak_lr", 1.5e-3),
                     "corpus": cfg.get("corpus") or "",   # a code corpus (part); empty: the stdlib
+                    "mix_stdlib": cfg.get("mix_stdlib", 0.0) if cfg.get("corpus") else 0.0,   # stdlib windows' share
                     "fresh_optimizer": bool(r.get("fresh_optimizer")), "kept_best_of": end.get("kept_best_of")})
     return out
 
