@@ -175,6 +175,7 @@ def test_init_from_a_checkpoint_and_keep_the_best_state(tmp_path, tok, stream):
     cfg = {**TINY, "peak_lr": 5.0, "warmup_steps": 1, "checkpoint_minutes": 0.01}
     run(TrainConfig(out=str(second), minutes=0.05, init_from=str(first / "checkpoint"), keep_best=True, **cfg))
     log = _log(second)
+    assert log[:len(_log(first))] == _log(first)      # the first run's history goes on in the second's log
     resume = next(r for r in log if r.get("event") == "resume")
     assert resume["step"] == start["step"] and resume["fresh_optimizer"] and resume["hardware"].startswith("CPU")
     end = log[-1]

@@ -6,6 +6,7 @@ import json
 import math
 import platform
 import random
+import shutil
 import signal
 import threading
 import time
@@ -325,6 +326,12 @@ def load_init(cfg: TrainConfig, out: Path) -> tuple[ModernBertForMaskedLM, dict]
         raise ValueError(f"--init-from {src}: its shape (hidden, layers, intermediate, heads) {got} is not this "
                          f"run's {want}")
     init_tokenizer(src, out)
+    # the model's history goes on in this run's log (the card reads every stage from it): the log shipped
+    # beside an exported model, or that of the run whose checkpoint folder this is
+    history = next((f for f in (src / "train.log", src.parent / "train.log")
+                    if f.is_file() and (f.parent == src or src.name == "checkpoint")), None)
+    if history is not None and not (out / "train.log").exists():
+        shutil.copyfile(history, out / "train.log")
     meta_file = src / "training.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     return model.float(), meta
