@@ -330,6 +330,10 @@ def adapt_tune_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def _mix(run: dict) -> str:
+    return f" with the stdlib in {run['mix_stdlib']:.0%} of windows" if run.get("mix_stdlib") else ""
+
+
 def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Two models on the same development holes (no confidence bar)", "",
              "Exact: the fill the engine chose is exactly right; with a fill: it considered at least one valid "
@@ -349,10 +353,12 @@ def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[
             losses = ", ".join(f"{k.removeprefix('val_line_hole_') if k != 'val_line_hole' else 'all'} "
                                f"{v0[k]} -> {v1[k]}" for k in v1 if k in v0)
             lines += ["", f"Candidate run: steps {run['from_step']:,}-{run['to_step']:,}, {run['tokens_m']}M "
-                          f"tokens, {run['minutes']} min on {run['hardware']}, data {run['corpus'] or 'stdlib'}; "
+                          f"tokens, {run['minutes']} min on {run['hardware']}, data {run['corpus'] or 'stdlib'}"
+                          f"{_mix(run)}; "
                           f"one-line-hole validation loss {losses}."]
         if r.get("verdict"):
             lines += ["", f"Verdict: {r['verdict']}"]
+        lines.append("")
     lines += _commands(runs)
     return lines
 
