@@ -268,7 +268,7 @@ def test_train_on_a_code_corpus_with_its_tokenizer(tmp_path, tok):
     assert resume["step"] == state["step"]
 
 
-def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeypatch):
+def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeypatch, capsys):
     from engine.training import corpus as corpus_mod
     corpus, out, lib = tmp_path / "corpus", tmp_path / "run", tmp_path / "stdlib"
     _code_corpus(corpus)
@@ -292,6 +292,10 @@ def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeyp
     assert mixed["valid_files"] == 1 and np.isfinite(log[-1]["val_line_hole_stdlib"])   # mod1.py by path hash
     with pytest.raises(ValueError, match="mix-stdlib"):   # the built stream does not silently change its mix
         run(TrainConfig(out=str(out), minutes=0.02, **dict(cfg, mix_stdlib=0.0)))
+    from engine.training.__main__ import main
+    with pytest.raises(SystemExit) as stop:                # on the command line: one line, status 2
+        main(["--out", str(out), "--corpus", str(corpus), "--tokenizer", str(EMBEDDED_DIR), "--minutes", "0.01"])
+    assert stop.value.code == 2 and "use a new --out for a different --mix-stdlib" in capsys.readouterr().err
 
 
 def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from .train import TrainConfig, prepare, run
 
@@ -21,10 +22,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-only", action="store_true",
                    help="build the run directory's tokenizer and data.npz, then stop (no training)")
     args = vars(p.parse_args(argv))
-    if args.pop("data_only"):
-        print(f"data: {prepare(TrainConfig(**args))}")
-        return
-    ckpt = run(TrainConfig(**args))
+    try:
+        if args.pop("data_only"):
+            print(f"data: {prepare(TrainConfig(**args))}")
+            return
+        ckpt = run(TrainConfig(**args))
+    except (ValueError, FileNotFoundError) as e:   # a setting that does not fit the run: one line, status 2
+        print(f"python -m engine.training: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(f"checkpoint: {ckpt}")
 
 
