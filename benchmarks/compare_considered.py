@@ -6,8 +6,12 @@ compared hole by hole on the holes both sets cover, per set and per language.
         [--train-log runs/cont1/train.log] --out benchmarks/results/continue-code.json
 
 Counted per hole, with no confidence bar: ``exact`` (the fill the engine chose is exactly right) and
-``with_fill`` (the engine considered at least one valid fill). With ``--train-log`` the candidate's run is
-summarised too (its command settings, steps, tokens and the validation losses at its start and end).
+``with_fill`` (the engine considered at least one valid fill). ``changed`` counts the holes only one model
+got exactly right ([only the baseline, only the candidate]) and ``sign_p`` is the two-sided exact sign test
+on them: the chance of a split at least that uneven if the two models were equally good, so a difference of
+a few lines among thousands of holes is told from churn. ``overall`` adds the sets up. With ``--train-log``
+the candidate's run is summarised too (its command settings, steps, tokens and the validation losses at its
+start and end).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,23 +37,60 @@ def chose_exact(record: dict) -> bool:
     return record["chosen"] is not None and bool(fills.get(record["chosen"], {}).get("exact"))
 
 
+def sign_p(only_baseline: int, only_candidate: int) -> float:
+    """Two-sided exact sign test: the probability, if each changed hole were a fair coin, of a split at
+    least as uneven as this one (1.0 when nothing changed)."""
+    n, k = only_baseline + only_candidate, min(only_baseline, only_candidate)
+    if n == 0:
+        return 1.0
+    return round(min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n), 4)
+
+
+def _add(into: dict, t: dict) -> None:
+    into["holes"] += t["holes"]
+    for key in ("exact", "with_fill", "changed"):
+        into[key] = [into[key][i] + t[key][i] for i in (0, 1)]
+
+
+def _empty() -> dict:
+    return {"holes": 0, "exact": [0, 0], "with_fill": [0, 0], "changed": [0, 0]}
+
+
+def _finish(t: dict) -> dict:
+    return {**t, "sign_p": sign_p(*t["changed"])}
+
+
 def compare(baseline: dict[str, dict], candidate: dict[str, dict]) -> dict:
-    """Per language and in total, on the holes both cover: holes, exact and with_fill as [baseline, candidate]."""
+    """Per language and in total, on the holes both cover: holes, exact, with_fill and changed as
+    [baseline, candidate], and the sign test on the changed holes."""
     languages: dict[str, dict] = {}
     for task_id, new in candidate.items():
         old = baseline.get(task_id)
         if old is None:
             continue
-        t = languages.setdefault(new.get("language", "python"), {"holes": 0, "exact": [0, 0], "with_fill": [0, 0]})
+        t = languages.setdefault(new.get("language", "python"), _empty())
         t["holes"] += 1
+        right = [chose_exact(r) for r in (old, new)]
         for i, r in enumerate((old, new)):
-            t["exact"][i] += chose_exact(r)
+            t["exact"][i] += right[i]
             t["with_fill"][i] += bool(r["fills"])
-    total = {"holes": sum(t["holes"] for t in languages.values()),
-             "exact": [sum(t["exact"][i] for t in languages.values()) for i in (0, 1)],
-             "with_fill": [sum(t["with_fill"][i] for t in languages.values()) for i in (0, 1)]}
-    return {"baseline_holes": len(baseline), "candidate_holes": len(candidate), "total": total,
-            "languages": dict(sorted(languages.items()))}
+            t["changed"][i] += right[i] and not right[1 - i]
+    total = _empty()
+    for t in languages.values():
+        _add(total, t)
+    return {"baseline_holes": len(baseline), "candidate_holes": len(candidate), "total": _finish(total),
+            "languages": {k: _finish(v) for k, v in sorted(languages.items())}}
+
+
+def overall(sets: dict[str, dict]) -> dict:
+    """The sets added up, per language and in total (a hole belongs to one set)."""
+    languages: dict[str, dict] = {}
+    total = _empty()
+    for st in sets.values():
+        for lang, t in st["languages"].items():
+            _add(languages.setdefault(lang, _empty()), t)
+            _add(total, t)
+    return {"total": _finish(total), "languages": {k: _finish(v) for k, v in sorted(languages.items())}}
 
 
 def run_summary(log: Path) -> dict:
@@ -97,10 +139,11 @@ def main(argv: list[str] | None = None) -> int:
               "sets": {name: {"baseline_file": str(old), "candidate_file": str(new), **compare(load(old), load(new))}
                        for name, old, new in args.sets},
               "verdict": args.verdict}
+    result["overall"] = overall(result["sets"])
     if args.train_log:
         result["candidate_run"] = run_summary(args.train_log)
     write_result(args.out, result)
-    for name, s in result["sets"].items():
+    for name, s in [*result["sets"].items(), ("all sets", result["overall"])]:
         print(name, json.dumps(s["total"]))
     return 0
 

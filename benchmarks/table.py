@@ -337,15 +337,21 @@ def _mix(run: dict) -> str:
 def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Two models on the same development holes (no confidence bar)", "",
              "Exact: the fill the engine chose is exactly right; with a fill: it considered at least one valid "
-             "fill. Baseline -> candidate, on the holes both covered.", ""]
+             "fill. Baseline -> candidate, on the holes both covered. Only one exact: the holes only the baseline / "
+             "only the candidate got exactly right, and the two-sided sign test on them (p: the chance of a split "
+             "at least that uneven between two equally good models).", ""]
     for path, r in runs:
         b, c = r["baseline"], r["candidate"]
         lines += [f"{_link(path, base)}: baseline {_model({'model': b})}, candidate {_model({'model': c})}", "",
-                  "| set | language | holes | exact | with a fill |", "|---|---|--:|--:|--:|"]
-        for name, st in r["sets"].items():
+                  "| set | language | holes | exact | only one exact (p) | with a fill |", "|---|---|--:|--:|--:|--:|"]
+        sets = list(r["sets"].items())
+        if "overall" in r and len(sets) > 1:
+            sets.append(("all sets", r["overall"]))
+        for name, st in sets:
             total = [("all", st["total"])] if len(st["languages"]) > 1 else []
             for lang, t in [*st["languages"].items(), *total]:
-                lines.append(f"| {name} | {lang} | {t['holes']} | {t['exact'][0]} -> {t['exact'][1]} | "
+                changed = (f"{t['changed'][0]} / {t['changed'][1]} ({t['sign_p']:.2f})" if "changed" in t else "-")
+                lines.append(f"| {name} | {lang} | {t['holes']} | {t['exact'][0]} -> {t['exact'][1]} | {changed} | "
                              f"{t['with_fill'][0]} -> {t['with_fill'][1]} |")
         run = r.get("candidate_run")
         if run:

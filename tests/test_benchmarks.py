@@ -592,14 +592,32 @@ def test_compare_considered_counts_the_common_holes_and_renders(tmp_path):
                                     "--train-log", str(log), "--verdict", "kept", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     s = r["sets"]["dev"]
-    assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3]}
-    assert s["languages"]["go"] == {"holes": 2, "exact": [0, 2], "with_fill": [1, 2]}
-    assert s["languages"]["python"] == {"holes": 2, "exact": [1, 0], "with_fill": [2, 1]}
+    assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3], "changed": [1, 2], "sign_p": 1.0}
+    assert s["languages"]["go"] == {"holes": 2, "exact": [0, 2], "with_fill": [1, 2], "changed": [0, 2],
+                                    "sign_p": 0.5}
+    assert s["languages"]["python"] == {"holes": 2, "exact": [1, 0], "with_fill": [2, 1], "changed": [1, 0],
+                                        "sign_p": 1.0}
+    assert r["overall"]["total"] == s["total"]
     run = r["candidate_run"]
     assert (run["from_step"], run["to_step"], run["minutes"], run["corpus"]) == (10, 20, 10.0, "part0")
     assert run["validation_start"]["val_line_hole_go"] == 4.0 and run["validation_end"]["val_line_hole_go"] == 2.0
     block = table.render(table.load_results(tmp_path), tmp_path)
-    assert "| dev | go | 2 | 0 -> 2 | 1 -> 2 |" in block and "| dev | all | 4 | 1 -> 2 | 3 -> 3 |" in block
+    assert "| dev | go | 2 | 0 -> 2 | 0 / 2 (0.50) | 1 -> 2 |" in block
+    assert "| dev | all | 4 | 1 -> 2 | 1 / 2 (1.00) | 3 -> 3 |" in block
     assert "go 4.0 -> 2.0" in block and "Verdict: kept" in block
+    # the sign test: 21 holes only the baseline got right against 16 is churn; 20 against 2 is not
+    assert compare_considered.sign_p(21, 16) == pytest.approx(0.511, abs=0.001)
+    assert compare_considered.sign_p(20, 2) < 0.001 and compare_considered.sign_p(0, 0) == 1.0
+    assert compare_considered.sign_p(3, 5) == compare_considered.sign_p(5, 3)
+    # two sets add up in overall, per language and in total
+    assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded",
+                                    "--set", f"a={tmp_path / 'old.jsonl'}:{tmp_path / 'new.jsonl'}",
+                                    "--set", f"b={tmp_path / 'old.jsonl'}:{tmp_path / 'new.jsonl'}",
+                                    "--out", str(out)]) == 0
+    both = json.loads(out.read_text())["overall"]
+    assert both["total"]["exact"] == [2, 4] and both["total"]["changed"] == [2, 4]
+    assert both["languages"]["go"]["changed"] == [0, 4] and both["languages"]["go"]["sign_p"] == 0.125
+    assert "| all sets | all | 8 | 2 -> 4 | 2 / 4 (0.69) | 6 -> 6 |" in table.render(table.load_results(tmp_path),
+                                                                                        tmp_path)
     assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded", "--set",
                                     f"dev={tmp_path / 'nope.jsonl'}:{tmp_path / 'new.jsonl'}", "--out", str(out)]) == 2
