@@ -345,12 +345,12 @@ def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[
         lines += [f"{_link(path, base)}: baseline {_model({'model': b})}, candidate {_model({'model': c})}", "",
                   "| set | language | holes | exact | only one exact (p) | with a fill |", "|---|---|--:|--:|--:|--:|"]
         sets = list(r["sets"].items())
-        if "overall" in r and len(sets) > 1:
+        if len(sets) > 1:
             sets.append(("all sets", r["overall"]))
         for name, st in sets:
             total = [("all", st["total"])] if len(st["languages"]) > 1 else []
             for lang, t in [*st["languages"].items(), *total]:
-                changed = (f"{t['changed'][0]} / {t['changed'][1]} ({t['sign_p']:.2f})" if "changed" in t else "-")
+                changed = f"{t['changed'][0]} / {t['changed'][1]} ({t['sign_p']:.2f})"
                 lines.append(f"| {name} | {lang} | {t['holes']} | {t['exact'][0]} -> {t['exact'][1]} | {changed} | "
                              f"{t['with_fill'][0]} -> {t['with_fill'][1]} |")
         run = r.get("candidate_run")

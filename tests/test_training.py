@@ -296,6 +296,11 @@ def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeyp
     with pytest.raises(SystemExit) as stop:                # on the command line: one line, status 2
         main(["--out", str(out), "--corpus", str(corpus), "--tokenizer", str(EMBEDDED_DIR), "--minutes", "0.01"])
     assert stop.value.code == 2 and "use a new --out for a different --mix-stdlib" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:                # a corpus folder with nothing in it: said before any work
+        main(["--out", str(tmp_path / "run2"), "--corpus", str(tmp_path / "nothing"), "--tokenizer",
+              str(EMBEDDED_DIR), "--minutes", "0.01"])
+    assert stop.value.code == 2 and "no train files there" in capsys.readouterr().err
+    assert not (tmp_path / "run2" / "data.npz").exists()
 
 
 def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):

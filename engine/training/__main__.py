@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 
-from .train import TrainConfig, prepare, run
+from .train import SettingError, TrainConfig, prepare, run
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"data: {prepare(TrainConfig(**args))}")
             return
         ckpt = run(TrainConfig(**args))
-    except (ValueError, FileNotFoundError) as e:   # a setting that does not fit the run: one line, status 2
+    except SettingError as e:   # a setting that does not fit the run: one line, status 2
         print(f"python -m engine.training: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(f"checkpoint: {ckpt}")

@@ -23,6 +23,11 @@ from ..backends.loading import native_cpu_bf16
 from . import corpus as corpus_mod
 from . import tokenizer as tok_mod
 from .examples import Batch, TokenStream, line_hole_batch, make_batch
+
+
+class SettingError(ValueError):
+    """A setting that does not fit the run (its stored data, its checkpoint, the machine): the command line
+    says it in one line and exits with status 2; any other error keeps its traceback."""
 from .loader import Batches
 from .report import cpu_label
 
@@ -123,9 +128,15 @@ def prepare_corpus_data(cfg: TrainConfig, out: Path):
     from .codecorpus import LANGUAGES
 
     tok_dir, data_file = out / "tokenizer", out / "data.npz"
+    corpus = Path(cfg.corpus)
+    if not data_file.exists():
+        for split in ("train", "valid"):
+            if not any(corpus_files(corpus, split, lang) for lang in LANGUAGES):
+                raise SettingError(f"--corpus {corpus}: no {split} files there ({split}.LANGUAGE.NNN.jsonl.xz or "
+                                   f"files/{split}/LANGUAGE.jsonl)")
     if not tok_dir.exists():
         if not cfg.tokenizer:
-            raise ValueError("--corpus needs --tokenizer (the directory gen2data tokenizer saved)")
+            raise SettingError("--corpus needs --tokenizer (the directory gen2data tokenizer saved)")
         PreTrainedTokenizerFast.from_pretrained(cfg.tokenizer, local_files_only=True).save_pretrained(str(tok_dir))
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tok_dir), local_files_only=True)
     if data_file.exists():
@@ -134,11 +145,10 @@ def prepare_corpus_data(cfg: TrainConfig, out: Path):
                                                                    d["valid_part_ends"]))
         split = int(d["train_split"]) if "train_split" in d else 0
         if bool(split) != bool(cfg.mix_stdlib):
-            raise ValueError(f"{data_file} was built {'with' if split else 'without'} the standard library mixed in;"
+            raise SettingError(f"{data_file} was built {'with' if split else 'without'} the standard library mixed in;"
                              " use a new --out for a different --mix-stdlib")
         return (tokenizer, TokenStream(d["train_ids"].astype(np.int32), d["train_ls"], split, cfg.mix_stdlib),
                 TokenStream(d["valid_ids"].astype(np.int32), d["valid_ls"], parts=parts))
-    corpus = Path(cfg.corpus)
     train_texts, per_lang, record = [], {}, {}
     for lang in LANGUAGES:
         t = _read_texts(corpus_files(corpus, "train", lang))
@@ -273,7 +283,7 @@ def validate(model, tokenizer, valid: TokenStream, cfg: TrainConfig) -> dict:
 
 def use_bf16(precision: str, device: str = "cpu") -> bool:
     if precision not in ("auto", "bf16", "fp32"):
-        raise ValueError(f"precision must be auto, bf16 or fp32, not {precision!r}")
+        raise SettingError(f"precision must be auto, bf16 or fp32, not {precision!r}")
     if precision == "auto":
         return torch.cuda.is_bf16_supported() if device == "cuda" else native_cpu_bf16()
     return precision == "bf16"
@@ -283,9 +293,9 @@ def resolve_device(name: str) -> str:
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name not in ("cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, not {name!r}")
+        raise SettingError(f"device must be auto, cpu or cuda, not {name!r}")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device cuda asked for, but torch sees no GPU")
+        raise SettingError("device cuda asked for, but torch sees no GPU")
     return name
 
 
@@ -317,13 +327,13 @@ def load_init(cfg: TrainConfig, out: Path) -> tuple[ModernBertForMaskedLM, dict]
     """The weights and training.json of an exported checkpoint; the run directory gets its tokenizer."""
     src = Path(cfg.init_from)
     if not (src / "model.safetensors").is_file():
-        raise ValueError(f"--init-from {src}: no model.safetensors there")
+        raise SettingError(f"--init-from {src}: no model.safetensors there")
     model = ModernBertForMaskedLM.from_pretrained(str(src), local_files_only=True)
     mc = model.config
     want = (cfg.hidden_size, cfg.layers, cfg.intermediate_size, cfg.heads)
     got = (mc.hidden_size, mc.num_hidden_layers, mc.intermediate_size, mc.num_attention_heads)
     if want != got:
-        raise ValueError(f"--init-from {src}: its shape (hidden, layers, intermediate, heads) {got} is not this "
+        raise SettingError(f"--init-from {src}: its shape (hidden, layers, intermediate, heads) {got} is not this "
                          f"run's {want}")
     init_tokenizer(src, out)
     # the model's history goes on in this run's log (the card reads every stage from it): the log shipped
