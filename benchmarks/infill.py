@@ -17,6 +17,7 @@ from benchmarks.fillers import EngineFiller, LspFiller, ReferenceFiller
 from benchmarks.report import envelope, model_info, run_cli, write_result
 from benchmarks.sandbox import Limits
 from benchmarks.tasks import dataset_name, load_tasks
+from engine.config import QUANTIZATIONS
 
 KINDS = ("auto", "inline", "line", "block", "span")
 
@@ -39,6 +40,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suffix-tokens", type=int, default=64, help="context budget after the hole")
     parser.add_argument("--min-confidence", type=float, default=None,
                         help="withhold cursor fills below this estimate (default: the model's calibrated bar; 0: never)")
+    parser.add_argument("--quantization", default="none", choices=QUANTIZATIONS,
+                        help="weights quantized at load (masked models: int8 on the CPU; DiffusionGemma: torchao)")
 
 
 def engine_config(args, **overrides):
@@ -47,7 +50,8 @@ def engine_config(args, **overrides):
     fields = dict(model=args.model, steps=args.steps, threshold=args.threshold, threads=args.threads,
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
-                  suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None))
+                  suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None),
+                  quantization=getattr(args, "quantization", "none"))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -57,7 +61,8 @@ def server_options(args) -> dict:
             "device": args.device, "dtype": args.dtype, "kvCache": bool(args.kv_cache),
             "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens,
             "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens,
-            "minConfidence": getattr(args, "min_confidence", None)}
+            "minConfidence": getattr(args, "min_confidence", None),
+            "quantization": getattr(args, "quantization", "none")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

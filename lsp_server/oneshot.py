@@ -38,7 +38,7 @@ def run_infill(args) -> int:
     from lsprotocol.types import Position
     offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
     config = EngineConfig.of(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
-                             **({"steps": args.steps} if args.steps else {}))
+                             quantization=args.quantization, **({"steps": args.steps} if args.steps else {}))
     engine = Engine(config)
     t0 = time.perf_counter()
     try:

@@ -273,3 +273,78 @@ def test_the_embedded_modernbert_trains_adapters_and_merges_them_on_its_kv_cache
     assert path.stat().st_size * 10 < (EMBEDDED_DIR / "model.safetensors").stat().st_size
     backend.load_weights(None)
     assert torch.equal(logits(backend), base)
+
+
+def test_int8_runs_int8_linear_layers_near_the_float_model_and_adapters_still_swap(tmp_path):
+    """``quantization: int8`` on a masked model: the layer stack's attention and MLP input projections and the decoder
+    run as dynamic int8 Linear layers, the MLP output projections and the head's dense layer stay float, and the float weights stay for adapters; at masked slots the int8 model predicts what the float one does (top-1
+    agreement); an adapter merges into the float weights and is quantized with them; taking it off gives the int8
+    base bit for bit."""
+    from torch.ao.nn.quantized import dynamic as qdynamic
+
+    from engine.backends.loading import int8_layers
+
+    def masked(backend) -> torch.Tensor:
+        """Logits at every third token of a longer canvas, masked (what the sampler reads)."""
+        ids = torch.tensor(backend.tokenizer(SAMPLE * 4)["input_ids"])
+        slots = torch.arange(2, len(ids), 3)
+        ids[slots] = backend.mask_id
+        return backend._logits_at(ids, slots)
+
+    def agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+        """Top-1 agreement of the int8 logits ``a`` with the float ``b``; where they differ, the float model
+        rates the int8 choice within one nat of its own (a near tie, not a different prediction)."""
+        fa, fb = a.log_softmax(-1), b.log_softmax(-1)
+        differ = fa.argmax(-1) != fb.argmax(-1)
+        gap = fb.max(-1).values - fb.gather(1, fa.argmax(-1)[:, None])[:, 0]
+        assert (gap[differ] < 1.0).all()
+        return 1.0 - differ.float().mean().item()
+
+    plain = backend_of(EMBEDDED_DIR)
+    q = load_backend(LoadConfig(device="cpu", dtype="float32", threads=1, quantization="int8"))
+    kinds = {n: type(m) for n, m in q.model.named_modules() if isinstance(m, (nn.Linear, qdynamic.Linear))}
+    layers = len(q.model.model.layers)
+    assert {n for n, k in kinds.items() if k is qdynamic.Linear} == int8_layers(plain.model)
+    assert len(int8_layers(plain.model)) == 3 * layers + 1               # Wqkv, attention Wo, MLP Wi; the decoder
+    assert {n for n, k in kinds.items() if k is nn.Linear} == \
+        {f"model.layers.{i}.mlp.Wo" for i in range(layers)} | {"head.dense"}
+    assert q.kv_cache and all(isinstance(m, nn.Linear) for n, m in q._weights.named_modules() if n in kinds)
+    base = masked(q)
+    assert len(base) >= 20 and agreement(base, masked(plain)) >= 0.9 and not torch.equal(base, masked(plain))
+    path, _ = adapter_files(EMBEDDED_DIR, tmp_path / "adapter")
+    plain.load_weights(path)
+    q.load_weights(path)
+    adapted = masked(q)
+    assert agreement(adapted, masked(plain)) >= 0.9 and (adapted - base).abs().max() > 0.1
+    q.load_weights(None)
+    assert torch.equal(masked(q), base)
+    assert fill(q)                                            # the engine's cursor path runs on it
+
+
+def test_int8_picks_the_same_layers_of_a_bert(bert_dir):
+    """The rule is the architecture's shape, not ModernBERT's names: in a BERT, the attention's query, key, value
+    and output and the MLP's input (``intermediate``) of every layer, and the decoder; not the MLP's output or the
+    prediction head's transform."""
+    from engine.backends.loading import int8_layers
+
+    model = backend_of(bert_dir).model
+    picked = int8_layers(model)
+    assert "cls.predictions.decoder" in picked and "cls.predictions.transform.dense" not in picked
+    assert {n.split(".layer.")[1].split(".", 1)[1] for n in picked - {"cls.predictions.decoder"}} == {
+        "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+        "intermediate.dense"}
+    assert len(picked) == 5 * model.config.num_hidden_layers + 1
+    q = load_backend(LoadConfig(model=str(bert_dir), device="cpu", dtype="float32", threads=1, quantization="int8"))
+    assert fill(q) is not None
+
+
+@pytest.mark.parametrize("settings, says", [({"quantization": "fp8"}, "DiffusionGemma"),
+                                            ({"quantization": "int8", "dtype": "bfloat16"}, "float32")])
+def test_a_quantization_a_masked_model_cannot_take_is_a_clear_load_error(settings, says):
+    with pytest.raises(ModelLoadError, match=says):
+        load_backend(LoadConfig(device="cpu", threads=1, **settings))
+    from engine.backends.loading import check_masked_quantization
+
+    assert "CPU" in check_masked_quantization("int8", torch.device("cuda"), torch.float32)
+    assert check_masked_quantization("int8", torch.device("cpu"), torch.float32) is None
+    assert check_masked_quantization("none", torch.device("cuda"), torch.bfloat16) is None

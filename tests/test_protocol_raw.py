@@ -87,6 +87,20 @@ def test_a_failed_load_is_reported_once_and_the_server_stays_up(tmp_path):
         assert client.request("diffusion/stats", {}, 10)["state"] == "ready"
 
 
+def test_a_quantization_the_model_cannot_take_is_reported_and_int8_then_loads(tmp_path):
+    """The real server and model: ``quantization: fp8`` is DiffusionGemma's; for the embedded model the load fails
+    with a message saying what it takes, and switching to ``int8`` loads it without a restart."""
+    with LspClient(SERVER) as client:
+        client.initialize({"threads": 1, "quantization": "fp8"})
+        status = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
+        assert "takes none or int8" in status["message"]
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"quantization": "int8"}}})
+        client.wait_for("diffusion/status", lambda p: p["state"] == "ready", 120)
+        open_doc(client, "file:///q.py", "def add(a, b):\n    \n\n\nprint(add(1, 2))\n")
+        for item in inline(client, "file:///q.py", 1, 4, timeout=60)["items"]:
+            assert item["range"]["start"] == {"line": 1, "character": 4}
+
+
 def test_configuration_change_is_honoured(server):
     server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"steps": 3, "threads": 1}}})
     open_doc(server, "file:///cfg.py", "def f(a, b):\n    \n")

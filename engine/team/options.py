@@ -15,6 +15,7 @@ class TeamOptions:
     model: str = "embedded"          # "embedded" or a checkpoint directory on every node
     device: str = "auto"
     dtype: str = "auto"
+    quantization: str = "none"       # "int8": a masked model's int8 layers on the CPU; DiffusionGemma: torchao
     threads: int = 1                 # torch threads per replica
     kv_cache: bool = True
     replicas: int = 2                # fixed replica count (when min_replicas == max_replicas == 0)
@@ -30,7 +31,7 @@ class TeamOptions:
 
     def load(self) -> LoadConfig:
         return LoadConfig(model=self.model, device=self.device, dtype=self.dtype, threads=self.threads,
-                          kv_cache=self.kv_cache)
+                          kv_cache=self.kv_cache, quantization=self.quantization)
 
     @classmethod
     def parse(cls, args: dict[str, Any]) -> TeamOptions:

@@ -7,6 +7,7 @@ export interface ServerSettings {
   model?: string;
   device?: string;
   dtype?: string;
+  quantization?: string;
   deviceMap?: string;
   threads?: number;
   steps?: number;
@@ -35,6 +36,7 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   model: 'string',
   device: 'string',
   dtype: 'string',
+  quantization: 'string',
   deviceMap: 'string',
   threads: 'integer',
   steps: 'integer',

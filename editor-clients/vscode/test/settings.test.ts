@@ -17,6 +17,7 @@ describe('toServerSettings', () => {
       model: '/models/dgemma',
       device: 'cuda:1',
       dtype: 'bfloat16',
+      quantization: 'int8',
       deviceMap: 'auto',
       threads: 4,
       steps: 8,

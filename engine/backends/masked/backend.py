@@ -16,7 +16,8 @@ import torch
 from ...config import LoadConfig
 from ...requests import ModelLoadError, TextTooLong
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
-from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
+from ..loading import (apply_threads, check_masked_quantization, quantize_masked, quiet_libraries, resolve_device,
+                       resolve_dtype)
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
 
@@ -48,8 +49,11 @@ class MaskedBackend:
     adapts = True              # load_weights: a workspace's adapted weights (engine/adapt)
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
-                 kv_cache: bool = False, cache_refresh: int = 0):
-        self.model, self.tokenizer, self.device, self.order = model, tokenizer, device, order
+                 kv_cache: bool = False, cache_refresh: int = 0, quantization: str = "none"):
+        self.tokenizer, self.device, self.order = tokenizer, device, order
+        self.quantization = quantization
+        self._weights = model                          # what adapted weights change (float)
+        self.model = quantize_masked(model, quantization)  # what the fills run: the same model, or its int8 copy
         self.kv_cache = kv_cache and kv_cache_mod.supports(model)
         self.cache_refresh = cache_refresh
         self.model_dir: Path | None = None  # set by load()
@@ -81,10 +85,14 @@ class MaskedBackend:
         quiet_libraries()
         path = config.model_dir()
         device = resolve_device(config.device)
+        dtype = resolve_dtype(config.dtype, device)
+        unfit = check_masked_quantization(config.quantization, device, dtype)
+        if unfit:
+            raise ModelLoadError(unfit)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
             model = AutoModelForMaskedLM.from_pretrained(
-                str(path), local_files_only=True, trust_remote_code=False, dtype=resolve_dtype(config.dtype, device),
+                str(path), local_files_only=True, trust_remote_code=False, dtype=dtype,
                 **({"device_map": config.device_map} if config.device_map else {}))
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(f"cannot load masked LM from {path}: {exc}") from exc
@@ -93,7 +101,12 @@ class MaskedBackend:
         if not config.device_map:
             model.to(device)
         model.eval()
-        backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh)
+        try:
+            backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh,
+                          config.quantization)
+        except (RuntimeError, AssertionError) as exc:   # no int8 kernels in this torch build or on this CPU
+            raise ModelLoadError(f"quantization {config.quantization!r} is not available here "
+                                 f"(torch quantized engine {torch.backends.quantized.engine!r}): {exc}") from exc
         backend.model_dir = path
         return backend
 
@@ -101,7 +114,7 @@ class MaskedBackend:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def close(self) -> None:
-        self.model = None
+        self.model = self._weights = None
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
@@ -206,7 +219,7 @@ class MaskedBackend:
         from ...adapt import lora
 
         if path is not None and lora.is_adapter(path):
-            adapter = lora.read_adapter(path, self.model)
+            adapter = lora.read_adapter(path, self._weights)
             self._base_weights()
             self._merged = lora.merge(adapter)
         elif path is None:
@@ -215,13 +228,14 @@ class MaskedBackend:
             self._unmerge()
             self._overwritten = True   # from here until the checkpoint is reloaded, even if this load fails
             self._load_file(path)
-        self.model.eval()
+        self._weights.eval()
+        self.model = quantize_masked(self._weights, self.quantization)   # int8: quantized again from the new weights
         self.weights_changed()
 
     def _unmerge(self) -> None:
         if self._merged:
             from ...adapt import lora
-            lora.restore(self.model, self._merged)
+            lora.restore(self._weights, self._merged)
             self._merged = {}
 
     def _base_weights(self) -> None:
@@ -240,7 +254,7 @@ class MaskedBackend:
 
         try:
             with torch.no_grad():
-                missing, unexpected = load_model(self.model, str(source), strict=False, device=str(self.device))
+                missing, unexpected = load_model(self._weights, str(source), strict=False, device=str(self.device))
         except (OSError, RuntimeError, ValueError) as exc:
             raise ModelLoadError(f"cannot load weights from {source}: {exc}") from exc
         if unexpected or [m for m in missing if "decoder" not in m]:
