@@ -50,7 +50,7 @@ def _link(path: Path, base: Path) -> str:
 def _model(r: dict) -> str:
     m = r.get("model", {})
     step = m.get("training", {}).get("step")
-    name = m.get("model", "?")
+    name = m.get("model", "?") + (f", {m['quantization']}" if m.get("quantization") else "")
     return f"{name} (step {step})" if step is not None else name
 
 
@@ -337,13 +337,14 @@ def _mix(run: dict) -> str:
 def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Two models on the same development holes (no confidence bar)", "",
              "Exact: the fill the engine chose is exactly right; with a fill: it considered at least one valid "
-             "fill. Baseline -> candidate, on the holes both covered. Only one exact: the holes only the baseline / "
+             "fill; same fill chosen: both chose the same fill (or none). Baseline -> candidate, on the holes both covered. Only one exact: the holes only the baseline / "
              "only the candidate got exactly right, and the two-sided sign test on them (p: the chance of a split "
              "at least that uneven between two equally good models).", ""]
     for path, r in runs:
         b, c = r["baseline"], r["candidate"]
         lines += [f"{_link(path, base)}: baseline {_model({'model': b})}, candidate {_model({'model': c})}", "",
-                  "| set | language | holes | exact | only one exact (p) | with a fill |", "|---|---|--:|--:|--:|--:|"]
+                  "| set | language | holes | exact | only one exact (p) | with a fill | same fill chosen |",
+                  "|---|---|--:|--:|--:|--:|--:|"]
         sets = list(r["sets"].items())
         if len(sets) > 1:
             sets.append(("all sets", r["overall"]))
@@ -352,7 +353,7 @@ def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[
             for lang, t in [*st["languages"].items(), *total]:
                 changed = f"{t['changed'][0]} / {t['changed'][1]} ({t['sign_p']:.2f})"
                 lines.append(f"| {name} | {lang} | {t['holes']} | {t['exact'][0]} -> {t['exact'][1]} | {changed} | "
-                             f"{t['with_fill'][0]} -> {t['with_fill'][1]} |")
+                             f"{t['with_fill'][0]} -> {t['with_fill'][1]} | {pct(t['same_chosen'] / t['holes'])}% |")
         run = r.get("candidate_run")
         if run:
             v0, v1 = run["validation_start"], run["validation_end"]
@@ -362,8 +363,38 @@ def compare_considered_table(runs: list[tuple[Path, dict]], base: Path) -> list[
                           f"tokens, {run['minutes']} min on {run['hardware']}, data {run['corpus'] or 'stdlib'}"
                           f"{_mix(run)}; "
                           f"one-line-hole validation loss {losses}."]
+        at_bar = r.get("offered_at_bar")
+        if at_bar:
+            o, k = at_bar["offered"], at_bar["right"]
+            lines += ["", f"At {at_bar['calibration']}'s calibrated bar ({at_bar['bar']:.4f}), on {at_bar['holes']:,} holes: "
+                          f"offered {o[0]} -> {o[1]}, exactly right {k[0]} -> {k[1]} (precision "
+                          f"{pct(k[0] / o[0] if o[0] else None)}% -> {pct(k[1] / o[1] if o[1] else None)}%)."]
         if r.get("verdict"):
             lines += ["", f"Verdict: {r['verdict']}"]
+        lines.append("")
+    lines += _commands(runs)
+    return lines
+
+
+def frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Size frontier, latency side: single-line fills through the LSP on one CPU thread", "",
+             "Fresh weights decode as long as trained ones or longer; projected: the figures scaled by the "
+             "shipped model's trained / fresh p50 ratio (what the shape would cost with weights that stop like the "
+             "shipped model's). Bar: p50 <= 200 ms, p95 <= 400 ms.", ""]
+    for path, r in runs:
+        weights = ("int8 attention and MLP input projections and decoder, the rest float32 (`quantization: int8`)"
+                   if r.get("quantization") == "int8" else "float32")
+        lines += [f"{_link(path, base)}, weights {weights} (trained / fresh p50 = {num(r['trained_over_fresh_p50'], 3)}; largest gen2 "
+                  f"shape within the bar, projected: {r.get('largest_within_bar_projected') or 'none'})", "",
+                  "| model | parameters | vocabulary | float32 MB | p50 ms | p95 ms | projected p50 / p95 ms | "
+                  "forwards | ms / forward | RSS MB |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        for name, row in r["rows"].items():
+            lat, params = row["latency"], row.get("parameters")
+            lines.append(f"| {name} | {'-' if params is None else f'{params / 1e6:.2f}M'} | "
+                         f"{row.get('vocabulary', '-')} | {num(row.get('model_mb_float32'))} | "
+                         f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | "
+                         f"{num(lat['projected']['p50_ms'])} / {num(lat['projected']['p95_ms'])} | "
+                         f"{num(lat['forwards_p50'], 0)} | {num(lat['ms_per_forward_p50'])} | {num(lat['rss_mb'], 0)} |")
         lines.append("")
     lines += _commands(runs)
     return lines
@@ -378,7 +409,7 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
             ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table),
-            ("compare-considered", compare_considered_table))
+            ("compare-considered", compare_considered_table), ("frontier-latency", frontier_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

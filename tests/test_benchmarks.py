@@ -592,18 +592,19 @@ def test_compare_considered_counts_the_common_holes_and_renders(tmp_path):
                                     "--train-log", str(log), "--verdict", "kept", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     s = r["sets"]["dev"]
-    assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3], "changed": [1, 2], "sign_p": 1.0}
+    assert s["total"] == {"holes": 4, "exact": [1, 2], "with_fill": [3, 3], "changed": [1, 2], "sign_p": 1.0,
+                          "same_chosen": 0}
     assert s["languages"]["go"] == {"holes": 2, "exact": [0, 2], "with_fill": [1, 2], "changed": [0, 2],
-                                    "sign_p": 0.5}
+                                    "sign_p": 0.5, "same_chosen": 0}
     assert s["languages"]["python"] == {"holes": 2, "exact": [1, 0], "with_fill": [2, 1], "changed": [1, 0],
-                                        "sign_p": 1.0}
+                                        "sign_p": 1.0, "same_chosen": 0}
     assert r["overall"]["total"] == s["total"]
     run = r["candidate_run"]
     assert (run["from_step"], run["to_step"], run["minutes"], run["corpus"]) == (10, 20, 10.0, "part0")
     assert run["validation_start"]["val_line_hole_go"] == 4.0 and run["validation_end"]["val_line_hole_go"] == 2.0
     block = table.render(table.load_results(tmp_path), tmp_path)
-    assert "| dev | go | 2 | 0 -> 2 | 0 / 2 (0.50) | 1 -> 2 |" in block
-    assert "| dev | all | 4 | 1 -> 2 | 1 / 2 (1.00) | 3 -> 3 |" in block
+    assert "| dev | go | 2 | 0 -> 2 | 0 / 2 (0.50) | 1 -> 2 | 0.0% |" in block
+    assert "| dev | all | 4 | 1 -> 2 | 1 / 2 (1.00) | 3 -> 3 | 0.0% |" in block
     assert "go 4.0 -> 2.0" in block and "Verdict: kept" in block
     # the sign test: 21 holes only the baseline got right against 16 is churn; 20 against 2 is not
     assert compare_considered.sign_p(21, 16) == pytest.approx(0.511, abs=0.001)
@@ -617,7 +618,87 @@ def test_compare_considered_counts_the_common_holes_and_renders(tmp_path):
     both = json.loads(out.read_text())["overall"]
     assert both["total"]["exact"] == [2, 4] and both["total"]["changed"] == [2, 4]
     assert both["languages"]["go"]["changed"] == [0, 4] and both["languages"]["go"]["sign_p"] == 0.125
-    assert "| all sets | all | 8 | 2 -> 4 | 2 / 4 (0.69) | 6 -> 6 |" in table.render(table.load_results(tmp_path),
+    assert "| all sets | all | 8 | 2 -> 4 | 2 / 4 (0.69) | 6 -> 6 | 0.0% |" in table.render(table.load_results(tmp_path),
                                                                                         tmp_path)
     assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded", "--set",
                                     f"dev={tmp_path / 'nope.jsonl'}:{tmp_path / 'new.jsonl'}", "--out", str(out)]) == 2
+    # the same weights recorded with int8 Linear layers: the candidate says so; the same fills chosen are counted
+    assert compare_considered.main(["--baseline", "embedded", "--candidate", "embedded", "--candidate-quantization",
+                                    "int8", "--set", f"dev={tmp_path / 'old.jsonl'}:{tmp_path / 'old.jsonl'}",
+                                    "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["overall"]["total"]["same_chosen"] == r["overall"]["total"]["holes"] == 5
+    assert r["overall"]["languages"]["go"]["same_chosen"] == 2                  # both chose none, twice
+    assert r["candidate"]["quantization"] == "int8" and "quantization" not in r["baseline"]
+    step = r["candidate"]["training"]["step"]
+    assert f"baseline embedded (step {step}), candidate embedded, int8 (step {step})" in table.render(
+        table.load_results(tmp_path), tmp_path)
+
+
+def test_frontier_builds_fresh_gen2_shapes_the_engine_runs_and_projects_them(tmp_path):
+    """benchmarks.frontier: a fresh checkpoint of a gen2 shape with the 16k code tokenizer loads in the engine and
+    fills a hole (in Python and in Go); the projection scales the raw figures by the trained / fresh ratio and
+    judges both against the bar; the README section renders from a result."""
+    from benchmarks import frontier
+    from benchmarks.fillers import EngineFiller
+    from engine.config import EngineConfig
+
+    row = frontier.random_checkpoint(tmp_path / "tiny", frontier.GEN2_TOKENIZER, (64, 2, 128, 2))
+    assert row["vocabulary"] == 16384 and row["shape"]["layers"] == 2
+    assert 1.0e6 < row["parameters"] < 1.3e6                     # 16384 x 64 tied embeddings and two layers
+    assert row["model_mb_float32"] == pytest.approx(row["parameters"] * 4 / 1e6, rel=0.02)
+    config = EngineConfig.of(model=row["checkpoint"], threads=1, min_confidence=0.0)
+    with EngineFiller(config) as engine:
+        for lang, prompt, suffix in (("python", "def add(a, b):\n    ", "\n\nprint(add(1, 2))\n"),
+                                     ("go", "func add(a, b int) int {\n\t", "\n}\n")):
+            fill = engine.fill(Task(task_id=lang, prompt=prompt, suffix=suffix, canonical_solution="",
+                                    language=lang))
+            assert fill.error == "" and fill.forwards and fill.forwards > 0
+            assert fill.document.startswith(prompt) and fill.document.endswith(suffix)
+    judged = frontier.judge({"latency": {"warm_ms": {"p50": 300.0, "p95": 500.0}, "rss_mb": 500.0},
+                             "model_mb_float32": 130.0}, 0.6)
+    assert judged["latency"]["projected"] == {"p50_ms": 180.0, "p95_ms": 300.0}
+    assert judged["bar"]["p50_ms"] == {"bar": 200.0, "raw": 300.0, "raw_met": False, "projected": 180.0,
+                                       "projected_met": True}
+    assert judged["bar"]["model_mb"] == {"bar": 120.0, "raw": 130.0, "raw_met": False}
+    assert frontier.main(["--sizes", "huge", "--out", str(tmp_path / "x.json")]) == 2
+    latency = {"warm_ms": {"p50": 300.0, "p95": 500.0}, "projected": {"p50_ms": 180.0, "p95_ms": 300.0},
+               "forwards_p50": 16.0, "ms_per_forward_p50": 17.5, "rss_mb": 512.0}
+    (tmp_path / "frontier-latency.json").write_text(json.dumps({
+        "benchmark": "frontier-latency", "command": "python -m benchmarks.frontier", "trained_over_fresh_p50": 0.6,
+        "largest_within_bar_projected": "gen2 medium, fresh weights", "quantization": "int8",
+        "rows": {"gen2 medium, fresh weights": {"parameters": 15_310_000, "vocabulary": 16384,
+                                                "model_mb_float32": 61.2, "latency": latency}}}))
+    block = table.render(table.load_results(tmp_path), tmp_path)
+    assert "| gen2 medium, fresh weights | 15.31M | 16384 | 61.2 | 300.0 | 500.0 | 180.0 / 300.0 | 16 | 17.5 | 512 |" \
+        in block
+    assert "largest gen2 shape within the bar, projected: gen2 medium, fresh weights" in block
+
+
+def test_compare_considered_counts_what_the_editor_would_be_offered_at_the_bar(tmp_path):
+    """--calibration with each set's task file: the holes offered a fill at the model's calibrated bar and those
+    offered the right one, per set and in total, on real recorded fills (the first holes of a committed set)."""
+    from benchmarks import compare_considered
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks"
+    with gzip.open(results / "results" / "int8" / "code-lines.fp32.considered.jsonl.gz", "rt") as f:
+        rows = [json.loads(next(f)) for _ in range(150)]
+    with gzip.open(results / "data" / "code-lines.jsonl.gz", "rt") as f:
+        wanted = {r["task_id"] for r in rows}
+        tasks = [t for t in map(json.loads, f) if t["task_id"] in wanted]
+    (tmp_path / "rec.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    out = tmp_path / "cmp.json"
+    argv = ["--baseline", "embedded", "--candidate", "embedded", "--set",
+            f"lines={tmp_path / 'rec.jsonl'}:{tmp_path / 'rec.jsonl'}", "--data", f"lines={tmp_path / 'tasks.jsonl'}",
+            "--out", str(out)]
+    assert compare_considered.main([*argv, "--calibration", "embedded"]) == 0
+    r = json.loads(out.read_text())
+    counts = r["sets"]["lines"]["offered_at_bar"]
+    assert counts["holes"] == 150 and counts["offered"][0] == counts["offered"][1]
+    assert 0 < counts["offered"][0] < 150 and counts["right"][0] <= counts["offered"][0]
+    assert r["offered_at_bar"]["offered"] == counts["offered"] and r["offered_at_bar"]["calibration"] == "embedded"
+    assert f"on 150 holes: offered {counts['offered'][0]} -> {counts['offered'][1]}" in table.render(
+        table.load_results(tmp_path), tmp_path)
+    (tmp_path / "plain").mkdir()
+    assert compare_considered.main([*argv, "--calibration", str(tmp_path / "plain")]) == 2
