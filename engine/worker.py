@@ -221,7 +221,9 @@ class Engine:
             task.future.set_exception(ModelLoadError(message))
             return
         self.config = task.config
-        log.info("model %s loaded (%s backend)", task.config.load.model, self.backend.name)
+        quantized = task.config.load.quantization
+        log.info("model %s loaded (%s backend%s)", task.config.load.model, self.backend.name,
+                 "" if quantized == "none" else f", {quantized} weights")
         self._set_state(EngineState.READY)
         task.future.set_result(None)
 

@@ -60,9 +60,10 @@ def test_json_is_one_object_and_a_line_break_with_the_alternatives(tmp_path):
 def test_int8_fills_and_a_quantization_the_model_cannot_take_is_one_clear_line(tmp_path):
     path = tmp_path / "add.py"
     path.write_text("def add(a, b):\n    \n\n\nprint(add(1, 2))\n")
-    ok = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--json", "--quantization",
-                         "int8"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ok = subprocess.run([sys.executable, "-m", "lsp_server", "-v", "infill", f"{path}:2:5", "--json",
+                         "--quantization", "int8"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr
+    assert "model embedded loaded (masked backend, int8 weights)" in ok.stderr
     assert set(json.loads(ok.stdout)) >= {"text", "start", "end", "alternatives"}
     for value, says in (("fp8", "is for DiffusionGemma (torchao); a masked model such as the embedded one takes "
                                 "none or int8"), ("int9", "unknown quantization 'int9'")):

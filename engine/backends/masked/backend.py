@@ -105,6 +105,8 @@ class MaskedBackend:
             backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh,
                           config.quantization)
         except (RuntimeError, AssertionError) as exc:   # no int8 kernels in this torch build or on this CPU
+            if config.quantization == "none":
+                raise
             raise ModelLoadError(f"quantization {config.quantization!r} is not available here "
                                  f"(torch quantized engine {torch.backends.quantized.engine!r}): {exc}") from exc
         backend.model_dir = path
