@@ -367,3 +367,26 @@ def test_a_cancelled_job_stops_on_its_ray_serve_replica(team_engine):
         time.sleep(0.1)
     assert now["cancelled"] == before[serving] + 1 and now["running"] == 0
     engine.close()
+
+
+def test_with_int8_weights_each_plan_of_a_batch_is_its_fill_alone():
+    """int8's activation scale is set per forward, so a padded batch would change a row's fill: the backend runs
+    an int8 batch one plan after another, each the fill it is alone; a cancelled one still stops alone."""
+    from engine.backends import load_backend
+    from engine.config import LoadConfig
+
+    backend = load_backend(LoadConfig(device="cpu", threads=1, quantization="int8"))
+    alone = []
+    for plan in PLANS:
+        backend._prefix = None
+        alone.append(backend.fill(plan, Control(never)))
+    backend._prefix = None
+    together = backend.fill_many(PLANS, [Control(never) for _ in PLANS])
+    assert len(together) == len(PLANS) and all(same(t, a) for t, a in zip(together, alone))
+
+    def stop_at_2(step: int) -> None:
+        if step >= 2:
+            raise Cancelled(step)
+    backend._prefix = None
+    results = backend.fill_many(PLANS[:2], [Control(stop_at_2), Control(never)])
+    assert isinstance(results[0], Cancelled) and same(results[1], alone[1])

@@ -321,12 +321,17 @@ class MaskedBackend:
         """Several plans (from different editors) denoised together: one batched forward per step over every
         canvas still running, each canvas's loop unchanged (``sampler.denoise_steps``), so each result is the
         one ``fill`` gives at the same settings. Per plan a ``FillResult`` or the exception that ended it (a
-        ``Cancelled`` stops its row only). One plan is simply ``fill`` (which may reuse the last prefix)."""
-        if len(plans) == 1:
-            try:
-                return [self.fill(plans[0], controls[0])]
-            except Exception as exc:  # noqa: BLE001 (handed back per plan, as for several)
-                return [exc]
+        ``Cancelled`` stops its row only). One plan is simply ``fill`` (which may reuse the last prefix). With int8
+        weights the plans run one after another: int8's activation scale is set per forward, so a row batched with
+        others would not be the fill it is alone (measured: one of four texts changed)."""
+        if len(plans) == 1 or self.quantization != "none":
+            out: list[FillResult | Exception] = []
+            for plan, control in zip(plans, controls):
+                try:
+                    out.append(self.fill(plan, control))
+                except Exception as exc:  # noqa: BLE001 (handed back per plan, as for several)
+                    out.append(exc)
+            return out
         results: list[FillResult | Exception | None] = [None] * len(plans)
         rows: dict[int, _Row] = {}
         loops: dict[int, Generator[tuple[torch.Tensor, torch.Tensor], torch.Tensor, Denoised]] = {}
