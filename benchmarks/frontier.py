@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cold-runs", type=int, default=1)
     p.add_argument("--single-line-data", default="")
     p.add_argument("--quantization", default="none", choices=("none", "int8"),
-                   help="every model's weights as the engine would load them (int8: dynamic int8 Linear layers)")
+                   help="every model's weights as the engine would load them (int8: engine.backends.loading.int8_layers)")
     args = p.parse_args(argv)
     from engine.config import model_dir
     from engine.training.gen2data import SHAPES

@@ -348,3 +348,15 @@ def test_a_quantization_a_masked_model_cannot_take_is_a_clear_load_error(setting
     assert "CPU" in check_masked_quantization("int8", torch.device("cuda"), torch.float32)
     assert check_masked_quantization("int8", torch.device("cpu"), torch.float32) is None
     assert check_masked_quantization("none", torch.device("cuda"), torch.bfloat16) is None
+
+
+def test_a_torch_without_int8_kernels_is_a_clear_load_error(monkeypatch):
+    """Where torch has no int8 kernels (a build or CPU this cannot run here), quantizing raises inside torch: the
+    load says so as a ModelLoadError naming the quantized engine, not a traceback from the engine thread."""
+    import torch.ao.quantization as tq
+
+    def no_kernels(*args, **kwargs):
+        raise RuntimeError("Didn't find engine for operation quantized::linear_prepack NoQEngine")
+    monkeypatch.setattr(tq, "quantize_dynamic", no_kernels)
+    with pytest.raises(ModelLoadError, match="'int8' is not available here .*NoQEngine"):
+        load_backend(LoadConfig(device="cpu", threads=1, quantization="int8"))

@@ -100,16 +100,22 @@ def quantize_masked(model, quantization: str):
     """``int8``: a copy of the model whose ``int8_layers`` run int8 matmuls (weights and activations quantized per
     tensor, the activations' scale per call: torch's dynamic quantization, CPU; per-channel weights were no closer
     and slower on hole-only forwards); everything else and the model passed in are untouched. ``none``: the model
-    itself."""
+    itself. A torch without int8 kernels here raises ``ModelLoadError``."""
     if quantization == "none":
         return model
     import warnings
 
     from torch.ao.quantization import quantize_dynamic
 
-    with warnings.catch_warnings():   # torch.ao.quantization points to torchao, which this path does not need
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(model, int8_layers(model), dtype=torch.qint8)
+    from ..requests import ModelLoadError
+
+    try:
+        with warnings.catch_warnings():   # torch.ao.quantization points to torchao, which this path does not need
+            warnings.simplefilter("ignore")
+            return quantize_dynamic(model, int8_layers(model), dtype=torch.qint8)
+    except (RuntimeError, AssertionError) as exc:   # no int8 kernels in this torch build or on this CPU
+        raise ModelLoadError(f"quantization {quantization!r} is not available here (torch quantized engine "
+                             f"{torch.backends.quantized.engine!r}): {exc}") from exc
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:

@@ -23,13 +23,13 @@ from ..backends.loading import native_cpu_bf16
 from . import corpus as corpus_mod
 from . import tokenizer as tok_mod
 from .examples import Batch, TokenStream, line_hole_batch, make_batch
+from .loader import Batches
+from .report import cpu_label
 
 
 class SettingError(ValueError):
     """A setting that does not fit the run (its stored data, its checkpoint, the machine): the command line
     says it in one line and exits with status 2; any other error keeps its traceback."""
-from .loader import Batches
-from .report import cpu_label
 
 
 @dataclass(frozen=True)

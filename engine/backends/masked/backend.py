@@ -101,14 +101,8 @@ class MaskedBackend:
         if not config.device_map:
             model.to(device)
         model.eval()
-        try:
-            backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh,
-                          config.quantization)
-        except (RuntimeError, AssertionError) as exc:   # no int8 kernels in this torch build or on this CPU
-            if config.quantization == "none":
-                raise
-            raise ModelLoadError(f"quantization {config.quantization!r} is not available here "
-                                 f"(torch quantized engine {torch.backends.quantized.engine!r}): {exc}") from exc
+        backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh,
+                      config.quantization)
         backend.model_dir = path
         return backend
 
