@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--features", choices=tuple(GROUPS), default="+cheap", help="the feature set shipped")
     p.add_argument("--model-out", default=None, help="write the calibration fitted on every dev hole here")
+    p.add_argument("--quantization", default="none", choices=("none", "int8"),
+                   help="the considered fills were recorded with this quantization (said in fitted_on)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
 
@@ -257,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     bar = choose_bar(rows, cal)
     cal = Calibration(cal.weights, cal.bias, bar, VERY_HIGH,
                       f"{' + '.join(Path(c).name for c, _ in args.dev)}: {len(rows)} one-line holes, "
-                      f"{', '.join(languages)}")
+                      f"{', '.join(languages)}"
+                      + (f"; fills recorded with {args.quantization} weights" if args.quantization != "none" else ""))
     result.update({
         "dev": [f"{c}={d}" for c, d in args.dev], "n_dev": len(rows), "folds": args.folds,
         "features": list(names), "target_precision": 0.35, "min_coverage": MIN_COVERAGE,

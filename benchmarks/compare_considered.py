@@ -154,8 +154,11 @@ def _pair(text: str) -> tuple[str, Path, Path]:
 
 
 def described(model: str, quantization: str) -> dict:
-    """``model_info``, and the quantization the fills were recorded with when it is not ``none``."""
-    return {**model_info(model), **({"quantization": quantization} if quantization != "none" else {})}
+    """``model_info``, and the quantization the fills were recorded with when it is not ``none`` (``auto``: what
+    the model directory states, as ``confidence_set`` resolved it)."""
+    from engine.config import LoadConfig
+
+    return model_info(model, LoadConfig(model=model, device="cpu", quantization=quantization))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", type=_pair, action="append", required=True,
                    help="NAME=BASELINE_CONSIDERED:CANDIDATE_CONSIDERED")
     for side in ("baseline", "candidate"):
-        p.add_argument(f"--{side}-quantization", default="none", choices=("none", "int8"),
-                       help=f"the {side}'s fills were recorded with this --quantization")
+        p.add_argument(f"--{side}-quantization", default="auto", choices=("auto", "none", "int8"),
+                       help=f"the {side}'s fills were recorded with this --quantization (auto: the model's own)")
     p.add_argument("--calibration", default="",
                    help='with --data: count what both sides would offer at this model\'s calibrated bar ("embedded" '
                         "or a checkpoint directory with a confidence.json)")

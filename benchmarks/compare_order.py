@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tasks = load_tasks(args.data, args.limit)
     result = envelope("compare_order", "benchmarks.compare_order", argv)
-    result["model"] = model_info(args.model)
+    result["model"] = model_info(args.model, engine_config(args).load)
     configs = {order: engine_config(args, order=order) for order in ORDERS}
     with ExitStack() as stack:
         fillers = {order: stack.enter_context(EngineFiller(config)) for order, config in configs.items()}

@@ -40,8 +40,9 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suffix-tokens", type=int, default=64, help="context budget after the hole")
     parser.add_argument("--min-confidence", type=float, default=None,
                         help="withhold cursor fills below this estimate (default: the model's calibrated bar; 0: never)")
-    parser.add_argument("--quantization", default="none", choices=QUANTIZATIONS,
-                        help="weights quantized at load (masked models: int8 on the CPU; DiffusionGemma: torchao)")
+    parser.add_argument("--quantization", default="auto", choices=QUANTIZATIONS,
+                        help="weights quantized at load (auto: what the model directory states, else none; masked "
+                             "models: int8 on the CPU; DiffusionGemma: torchao)")
 
 
 def engine_config(args, **overrides):
@@ -51,7 +52,7 @@ def engine_config(args, **overrides):
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
                   suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None),
-                  quantization=getattr(args, "quantization", "none"))
+                  quantization=getattr(args, "quantization", "auto"))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -62,7 +63,7 @@ def server_options(args) -> dict:
             "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens,
             "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens,
             "minConfidence": getattr(args, "min_confidence", None),
-            "quantization": getattr(args, "quantization", "none")}
+            "quantization": getattr(args, "quantization", "auto")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     result = envelope("infill", "benchmarks.infill", argv)
     limits = Limits(timeout_s=args.timeout)
     with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp) as filler:
-        result["model"] = {"model": "reference"} if args.reference else model_info(args.model)
+        result["model"] = {"model": "reference"} if args.reference else model_info(args.model, engine_config(args).load)
         records = evaluate(filler, tasks, limits, args.workers, run_tests=not args.no_tests,
                            label=dataset_name(args.data))
     result.update({

@@ -11,6 +11,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.config import LoadConfig
 
 RESULTS_DIR = Path(__file__).parent / "results"
 REPO_ROOT = Path(__file__).parent.parent
@@ -32,12 +36,19 @@ def _file_digest(path: Path) -> str | None:
     return h.hexdigest()[:16]
 
 
-def model_info(model: str) -> dict:
-    """Which weights were measured: the source, a digest of the weights, and the training summary."""
+def model_info(model: str, load: LoadConfig | None = None) -> dict:
+    """Which weights were measured: the source, a digest of the weights, the training summary, and with ``load``
+    the quantization they ran with when it is not none (``auto`` resolved: what the model directory states)."""
     from engine.config import model_dir
 
     directory = model_dir(model)
     info: dict = {"model": model, "digest": _file_digest(directory / "model.safetensors")}
+    if load is not None:
+        from engine.backends.loading import quantization_of
+
+        quantization = quantization_of(load)
+        if quantization != "none":
+            info["quantization"] = quantization
     training = directory / "training.json"
     if training.is_file():
         meta = json.loads(training.read_text())

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tasks = load_tasks(args.data, args.limit)
     result = envelope("sweep", "benchmarks.sweep", argv)
-    result["model"] = model_info(args.model)
+    result["model"] = model_info(args.model, engine_config(args).load)
     grid = list(itertools.product(args.steps_grid, args.thresholds))
     with ExitStack() as stack:
         fillers = {point: stack.enter_context(EngineFiller(engine_config(args, steps=point[0], threshold=point[1])))

@@ -11,7 +11,8 @@ EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).parent / "models" / "embedded"
 ADAPT_MODES = ("off", "background")
 EXPERTS = ("auto", "eager", "batched_mm", "grouped_mm")   # DiffusionGemma's mixture-of-experts matmuls
-QUANTIZATIONS = ("none", "int8", "fp8", "int4")           # DiffusionGemma's weights, through torchao
+QUANTIZATIONS = ("auto", "none", "int8", "fp8", "int4")   # "auto": what the model directory states (serving.json)
+SERVING_FILE = "serving.json"   # beside a checkpoint's weights: how it is meant to run ({"quantization": "int8"})
 
 
 def model_dir(model: str) -> Path:
@@ -34,7 +35,8 @@ class LoadConfig:
     t_min: float = 0.0                # DiffusionGemma temperature schedule end / start; 0 = generation_config
     t_max: float = 0.0
     experts: str = "auto"             # DiffusionGemma experts: "auto" | "eager" | "batched_mm" | "grouped_mm"
-    quantization: str = "none"        # DiffusionGemma weights: "none" | "int8" | "fp8" | "int4" (torchao)
+    quantization: str = "auto"        # "auto": the model directory's serving.json, else none | "none" | "int8"
+                                      # (masked: int8 matmuls on the CPU; DiffusionGemma: torchao) | "fp8" | "int4"
     engine: str = ""                  # remote engine URL: http(s):// a team server, vllm+http(s):// vLLM; "" = local
     engine_token_file: str = ""       # the remote engine's bearer token ("": $DIFFUSION_LSP_ENGINE_TOKEN)
     engine_ca_file: str = ""          # PEM certificates to trust for an https engine besides the system's

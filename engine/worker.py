@@ -221,7 +221,7 @@ class Engine:
             task.future.set_exception(ModelLoadError(message))
             return
         self.config = task.config
-        quantized = task.config.load.quantization
+        quantized = getattr(self.backend, "quantization", "none")   # resolved: auto is what the model states
         log.info("model %s loaded (%s backend%s)", task.config.load.model, self.backend.name,
                  "" if quantized == "none" else f", {quantized} weights")
         self._set_state(EngineState.READY)

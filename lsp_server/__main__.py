@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("--threads", type=int, default=1)
     fill.add_argument("--device", default="auto")
     fill.add_argument("--dtype", default="auto")
-    fill.add_argument("--quantization", default="none",
-                      help="'int8': most of the embedded (or any masked) model's matmuls in int8 on the CPU "
+    fill.add_argument("--quantization", default="auto",
+                      help="'auto' (default): what the model directory states (serving.json), else none; 'none'; "
+                           "'int8': most of the embedded (or any masked) model's matmuls in int8 on the CPU "
                            "(docs/PROTOCOL.md); DiffusionGemma: int8, fp8, int4 through torchao")
     fill.add_argument("--language", default=None, help="language id (default: from the file extension)")
     fill.add_argument("--json", action="store_true", help="print one JSON object")

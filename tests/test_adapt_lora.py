@@ -360,3 +360,37 @@ def test_a_torch_without_int8_kernels_is_a_clear_load_error(monkeypatch):
     monkeypatch.setattr(tq, "quantize_dynamic", no_kernels)
     with pytest.raises(ModelLoadError, match="'int8' is not available here .*NoQEngine"):
         load_backend(LoadConfig(device="cpu", threads=1, quantization="int8"))
+
+
+def test_auto_runs_the_quantization_the_model_directory_states_where_it_can(tmp_path, caplog):
+    """``quantization: auto`` (the default): a model directory's serving.json says how it is meant to run (a model
+    shipped for int8); a directory that says nothing runs as it is; where int8 cannot run (bfloat16) the stated int8
+    is left aside and the log says why, while an explicit setting still wins; a broken serving.json fails the load."""
+    import logging
+    from dataclasses import replace
+
+    from engine.backends.loading import quantization_of
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for f in EMBEDDED_DIR.iterdir():
+        (model / f.name).symlink_to(f)
+    config = LoadConfig(model=str(model), device="cpu", threads=1)
+    assert LoadConfig().quantization == "auto" and not (EMBEDDED_DIR / "serving.json").exists()
+    assert quantization_of(config) == "none" and load_backend(config).quantization == "none"
+    (model / "serving.json").write_text('{"quantization": "int8"}')
+    assert quantization_of(config) == "int8"
+    backend = load_backend(config)
+    assert backend.quantization == "int8" and backend.model is not backend._weights
+    assert quantization_of(replace(config, quantization="none")) == "none"
+    with caplog.at_level(logging.INFO, logger="engine.backends.loading"):
+        assert load_backend(replace(config, dtype="bfloat16")).quantization == "none"
+    assert "is meant to run with quantization int8; loading it without: quantization 'int8' quantizes float32" \
+        in caplog.text
+    with pytest.raises(ModelLoadError, match="float32"):       # asked for by name: still a clear error
+        load_backend(replace(config, dtype="bfloat16", quantization="int8"))
+    for text, says in (("{", "unreadable"), ("[1]", "unreadable"), ('{"quantization": "int9"}', "'int9'; it must be"),
+                       ('{"quantization": "auto"}', "'auto'; it must be")):
+        (model / "serving.json").write_text(text)
+        with pytest.raises(ModelLoadError, match=says):
+            load_backend(config)

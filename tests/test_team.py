@@ -282,7 +282,7 @@ def test_deployment_options_parse_like_serve_run_arguments():
                                  "target_ongoing_requests": "2.5"})
     assert (options.replicas, options.kv_cache, options.max_batch, options.target_ongoing_requests) == (3, False, 1,
                                                                                                           2.5)
-    assert options.load().kv_cache is False and options.load().quantization == "none"
+    assert options.load().kv_cache is False and options.load().quantization == "auto"   # the model's serving.json
     assert TeamOptions.parse({"quantization": "int8"}).load().quantization == "int8"
     with pytest.raises(ValueError, match="unknown option"):
         TeamOptions.parse({"replics": "2"})

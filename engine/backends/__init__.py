@@ -38,6 +38,11 @@ class BackendLoader(Protocol):
     def load(self, config: LoadConfig) -> Backend: ...
 
 
+def is_masked(config: LoadConfig) -> bool:
+    """Whether the checkpoint ``config`` names loads as a masked LM (no backend registered for its model_type)."""
+    return model_type(config) not in _BY_MODEL_TYPE
+
+
 def backend_class(kind: str) -> BackendLoader:
     """The backend class registered for ``model_type`` ``kind`` (the masked LM for any other)."""
     module, _, name = _BY_MODEL_TYPE.get(kind, _DEFAULT).partition(":")

@@ -3,9 +3,19 @@ and the libraries kept off stderr (no progress bars; their warnings go through t
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..config import LoadConfig
+
+log = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -71,6 +81,55 @@ def check_masked_quantization(quantization: str, device: torch.device, dtype: to
     if quantization == "int8" and dtype != torch.float32:
         return f"quantization 'int8' quantizes float32 weights: leave dtype at auto or float32 (not {dtype})"
     return None
+
+
+def stated_quantization(path: Path) -> str:
+    """The quantization a model directory says it is meant to run with: ``serving.json``'s ``quantization``
+    (``scripts/ship_model.sh`` writes it, with the confidence calibration fitted on fills of that quantization),
+    ``none`` for a directory without the file. A file that does not parse or names an unknown value is a
+    ``ModelLoadError``: the model directory is broken, and loading it some other way would hide that."""
+    from ..config import QUANTIZATIONS, SERVING_FILE
+    from ..requests import ModelLoadError
+
+    file = path / SERVING_FILE
+    try:
+        stated = json.loads(file.read_text()).get("quantization", "none")
+    except FileNotFoundError:
+        return "none"
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ModelLoadError(f"unreadable {file}: {exc}") from None
+    if stated not in QUANTIZATIONS or stated == "auto":
+        raise ModelLoadError(f"{file} states quantization {stated!r}; it must be one of "
+                             f"{', '.join(q for q in QUANTIZATIONS if q != 'auto')}")
+    return str(stated)
+
+
+def resolve_quantization(config: LoadConfig, masked: bool) -> str:
+    """The quantization a load runs with. A value the user set is itself (a value that cannot run here fails the
+    load with its reason). ``auto``: what the model directory states (``stated_quantization``); for a masked model
+    only where it can run (int8: on the CPU, from float32 weights), else ``none``, and the log says why: a model
+    shipped for int8 still loads on a GPU or in bfloat16."""
+    if config.quantization != "auto":
+        return config.quantization
+    stated = stated_quantization(config.model_dir())
+    if masked and stated != "none":
+        device = resolve_device(config.device)
+        reason = check_masked_quantization(stated, device, resolve_dtype(config.dtype, device))
+        if reason:
+            log.info("%s is meant to run with quantization %s; loading it without: %s", config.model_dir(), stated,
+                     reason)
+            return "none"
+    return stated
+
+
+def quantization_of(config: LoadConfig) -> str:
+    """The quantization ``config`` loads its model with, without loading it (``auto`` resolved as the backend's
+    load resolves it); a remote engine's weights are the server's: its setting as given."""
+    if config.engine:
+        return config.quantization
+    from . import is_masked
+
+    return resolve_quantization(config, masked=is_masked(config))
 
 
 def int8_layers(model) -> set[str]:

@@ -15,7 +15,8 @@ class TeamOptions:
     model: str = "embedded"          # "embedded" or a checkpoint directory on every node
     device: str = "auto"
     dtype: str = "auto"
-    quantization: str = "none"       # "int8": a masked model's int8 layers on the CPU; DiffusionGemma: torchao
+    quantization: str = "auto"       # auto: the model's serving.json; "int8": a masked model's int8 layers on the
+                                     # CPU; DiffusionGemma: torchao
     threads: int = 1                 # torch threads per replica
     kv_cache: bool = True
     replicas: int = 2                # fixed replica count (when min_replicas == max_replicas == 0)

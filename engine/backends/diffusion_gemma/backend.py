@@ -22,7 +22,7 @@ import torch
 from ...config import LoadConfig
 from ...requests import ModelLoadError
 from ..base import Control, FillPlan, FillResult
-from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype
+from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype, resolve_quantization
 from ..canvas_text import Segment, split_plan
 from .canvas import CanvasBatch, FillReader, candidates, layout
 from .options import OptionError, experts_implementation, is_quantized, quantization_config
@@ -67,6 +67,7 @@ class DiffusionGemmaBackend:
         self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
         self.reader = FillReader(tokenizer, self.terminators(text))
         self.model_dir: Path | None = None  # set by load()
+        self.quantization = "none"          # set by load(): the quantization the weights were loaded with
         self.quantized = any(is_quantized(p) for p in model.parameters())
 
     def no_grad(self):
@@ -91,9 +92,10 @@ class DiffusionGemmaBackend:
             raise ModelLoadError(f"unknown dtype {config.dtype!r} (auto, float32, bfloat16 or float16)") from None
         apply_threads(config.threads)
         quiet_libraries()
+        resolved = resolve_quantization(config, masked=False)   # auto: the directory's serving.json, else none
         try:  # before the weights load: an unknown choice or a missing library is said at once
-            experts = experts_implementation(config.experts, config.quantization)
-            quantization = quantization_config(config.quantization)
+            experts = experts_implementation(config.experts, resolved)
+            quantization = quantization_config(resolved)
         except OptionError as exc:
             raise ModelLoadError(str(exc)) from None
         try:
@@ -114,8 +116,9 @@ class DiffusionGemmaBackend:
         model.eval()
         backend = cls(model, tokenizer, sampling_for(model, config))
         backend.model_dir = path
+        backend.quantization = resolved
         log.info("loaded DiffusionGemma from %s on %s (%s, experts %s, quantization %s), %s", path, backend.device,
-                 dtype, experts, config.quantization, backend.sampling)
+                 dtype, experts, resolved, backend.sampling)
         return backend
 
     @property

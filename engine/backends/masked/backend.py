@@ -17,7 +17,7 @@ from ...config import LoadConfig
 from ...requests import ModelLoadError, TextTooLong
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from ..loading import (apply_threads, check_masked_quantization, quantize_masked, quiet_libraries, resolve_device,
-                       resolve_dtype)
+                       resolve_dtype, resolve_quantization)
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
 
@@ -86,7 +86,8 @@ class MaskedBackend:
         path = config.model_dir()
         device = resolve_device(config.device)
         dtype = resolve_dtype(config.dtype, device)
-        unfit = check_masked_quantization(config.quantization, device, dtype)
+        quantization = resolve_quantization(config, masked=True)
+        unfit = check_masked_quantization(quantization, device, dtype)
         if unfit:
             raise ModelLoadError(unfit)
         try:
@@ -101,8 +102,7 @@ class MaskedBackend:
         if not config.device_map:
             model.to(device)
         model.eval()
-        backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh,
-                      config.quantization)
+        backend = cls(model, tokenizer, device, config.order, config.kv_cache, config.cache_refresh, quantization)
         backend.model_dir = path
         return backend
 
