@@ -43,7 +43,8 @@ def load(path: str) -> list[dict]:
 def fit(rows: list[dict], names: tuple[str, ...], l2: float = 1.0, iters: int = 50, jitter: float = 0.0) -> Calibration:
     """Logistic regression (Newton steps, L2 on the weights) over every considered fill of ``rows``; ``jitter``
     on the Hessian's diagonal keeps it invertible when a feature never varies (the intercept has no L2)."""
-    X = np.array([[f["features"].get(n, 0.0) for n in names] for r in rows for f in r["fills"]], dtype=float)
+    X = np.array([[f["features"].get(n, 0.0) for n in names] for r in rows for f in r["fills"]],
+                 dtype=float).reshape(-1, len(names))   # no fill at all (a weak model's fold): zero rows, not 1-D
     y = np.array([float(f["exact"]) for r in rows for f in r["fills"]])
     X1 = np.hstack([X, np.ones((len(X), 1))])
     w = np.zeros(X1.shape[1])

@@ -400,6 +400,31 @@ def frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def size_frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Size frontier: one-line quality against latency, trained weights", "",
+             "Quality: exact match of the engine's chosen fill on development holes (held-out corpus files), no "
+             "confidence bar. Latency: warm single-line fills through the LSP on one CPU thread. Bar: p50 <= 200 ms, "
+             "p95 <= 400 ms, RSS <= 1 GB, model files <= 120 MB.", ""]
+    for path, r in runs:
+        langs = sorted({lang for row in r["rows"].values() for lang in row["quality"]["languages"]})
+        lines += [f"{_link(path, base)} (largest within the bar: {r.get('largest_within_bar') or 'none'}; "
+                  f"![plot]({_rel(path, path.with_suffix('.png').name, base)}))", "",
+                  "| model | weights | parameters | float32 MB | exact | " + " | ".join(langs)
+                  + " | p50 ms | p95 ms | RSS MB | within the bar |",
+                  "|---|---|--:|--:|--:|" + "--:|" * len(langs) + "--:|--:|--:|---|"]
+        for name, row in r["rows"].items():
+            q, lat = row["quality"], row["latency"]
+            per = " | ".join(pct(q["languages"][lang]["exact_match"]) + "%" if lang in q["languages"] else "-"
+                             for lang in langs)
+            lines.append(f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | "
+                         f"{num(row['model_mb_float32'])} | {pct(q['exact_match'])}% of {q['n']} | {per} | "
+                         f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | {num(lat['rss_mb'], 0)} | "
+                         f"{'yes' if row['within_bar'] else 'no'} |")
+        lines.append("")
+    lines += _commands(runs)
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
@@ -409,7 +434,8 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
             ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table),
-            ("compare-considered", compare_considered_table), ("frontier-latency", frontier_table))
+            ("compare-considered", compare_considered_table), ("frontier-latency", frontier_table),
+            ("size-frontier", size_frontier_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

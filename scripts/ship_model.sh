@@ -3,7 +3,13 @@
 # and loss curve, fit the confidence calibration of the new weights on the development sets, run the
 # quality and latency benchmarks, regenerate the README table, then rewrite the card with the fresh
 # figures. Run with the CPU otherwise idle: about 45 minutes on 2 cores (two jobs at a time).
-#   RUN=runs/embedded (default)   QUICK=1 for small subsets (a check of this script, not figures)
+#   RUN=runs/embedded (default): a training run directory (train.log, checkpoint/), as `engine.training` writes
+#     one and `engine.training.parts join` rebuilds one that came back from the GPU machine
+#   QUANTIZATION=none (default) | int8: how the model is meant to run. int8 writes serving.json beside the weights
+#     (the `quantization: auto` default follows it) and records every fill here with int8 weights, so the
+#     calibration's bar is fitted on the fills the editor will get
+#   QUICK=1 for small subsets (a check of this script, not figures): a RUN is shipped into a temporary
+#     directory and measured there; without one, the embedded model is measured; nothing in the repository changes
 #   STUDIES=1 also re-runs the threads, order and sweep studies (about 15 minutes more)
 #   CONF=runs/conf holds the development sets' documents that are not committed (benchmarks/README.md,
 #   "Per-language calibration": extra-dev.jsonl from the corpus; stdlib-compact.jsonl is made here)
@@ -14,21 +20,32 @@ PY=${PYTHON:-.venv/bin/python}
 D=../shared/data/human-eval-infilling
 R=benchmarks/results
 CONF=${CONF:-runs/conf}
+QUANTIZATION=${QUANTIZATION:-none}
 LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; STDLIB_DEV=1200
-MODEL_OUT=engine/models/embedded
-if [ "${QUICK:-0}" != 1 ] && { [ ! -f "$RUN/train.log" ] || [ ! -f "$RUN/checkpoint/model.safetensors" ]; }; then
+MODEL_OUT=engine/models/embedded; MODEL=embedded
+case "$QUANTIZATION" in none|int8) ;; *)
+  echo "ship_model: QUANTIZATION must be none or int8 (not $QUANTIZATION)" >&2; exit 2 ;; esac
+IS_RUN=0
+if [ -f "$RUN/train.log" ] && [ -f "$RUN/checkpoint/model.safetensors" ]; then IS_RUN=1; fi
+if [ "${QUICK:-0}" != 1 ] && [ "$IS_RUN" = 0 ]; then
   echo "ship_model: $RUN is not a training run (it needs train.log and checkpoint/model.safetensors)" >&2; exit 2
 fi
 if [ "${QUICK:-0}" = 1 ]; then
   LIMIT=(--limit 20); ORDER_LIMIT=10; SWEEP_LIMIT=5; LAT=(--n 5 --cold-runs 1); CODE_LIMIT=20; STDLIB_LIMIT=20; STDLIB_DEV=20
   R=$(mktemp -d); MODEL_OUT=$R
+  if [ "$IS_RUN" = 1 ]; then MODEL_OUT=$R/model; MODEL=$MODEL_OUT; fi
   for f in stdlib-compact stdlib-lines; do   # the first holes of sets built before, when there are any
     if [ -f "$CONF/$f.jsonl" ]; then head -n 20 "$CONF/$f.jsonl" > "$R/$f.jsonl"; fi
   done
   CONF=$R
-else
-  "$PY" -m engine.training.card "$RUN"
 fi
+if [ "$IS_RUN" = 1 ]; then
+  "$PY" -m engine.training.card "$RUN" "$MODEL_OUT"   # the weights, tokenizer, log and card into place
+fi
+mkdir -p "$MODEL_OUT"
+if [ "$QUANTIZATION" = none ]; then rm -f "$MODEL_OUT/serving.json"
+else printf '{"quantization": "%s"}\n' "$QUANTIZATION" > "$MODEL_OUT/serving.json"; fi
+M=(--model "$MODEL" --quantization "$QUANTIZATION")   # every fill below as the editor will get it
 [ -f "$CONF/extra-dev.jsonl" ] || [ "${QUICK:-0}" = 1 ] || {
   echo "$CONF/extra-dev.jsonl is missing: build it from the corpus (benchmarks/README.md)" >&2; exit 2; }
 mkdir -p "$CONF"
@@ -45,7 +62,7 @@ both() {  # wait for the two jobs started before; fail if either failed
 considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the results
   local name=$1 data=$2; shift 2
   rm -f "$CONF/$name.considered.jsonl"
-  "$PY" -m benchmarks.confidence_set --data "$data" "${LIMIT[@]}" --min-confidence 0 "$@" \
+  "$PY" -m benchmarks.confidence_set --data "$data" "${LIMIT[@]}" --min-confidence 0 "${M[@]}" "$@" \
       --out "$CONF/$name.considered.jsonl"
   gzip -9 -n -c "$CONF/$name.considered.jsonl" > "$R/confidence-$name.considered.jsonl.gz"
 }
@@ -61,27 +78,28 @@ both $one $two
     --dev "$R/confidence-extra-dev.considered.jsonl.gz=$EXTRA" \
     --dev "$R/confidence-dev.considered.jsonl.gz=$CONF/stdlib-compact.jsonl" \
     --humaneval "$R/confidence-humaneval.considered.jsonl.gz=$D/HumanEval-SingleLineInfilling.jsonl.gz" \
-    --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
+    --quantization "$QUANTIZATION" --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
 
 # 2. Quality and latency with the new calibration (two at a time).
-{ "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" \
+{ "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" "${M[@]}" \
       --samples $R/infill-single-line.samples.jsonl --out $R/infill-single-line.json
-  "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" \
+  "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" "${M[@]}" \
       --out $R/infill-random-span-light.json
-  "$PY" -m benchmarks.latency "${LAT[@]}" --out $R/latency.json; } & one=$!
-{ "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --limit $CODE_LIMIT --no-tests \
+  "$PY" -m benchmarks.latency "${LAT[@]}" "${M[@]}" --out $R/latency.json; } & one=$!
+{ "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --limit $CODE_LIMIT --no-tests "${M[@]}" \
       --out $R/infill-code-lines.json
-  "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT \
+  "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT "${M[@]}" \
       --out $R/infill-stdlib-lines.json; } & two=$!
 both $one $two
 if [ "${STUDIES:-0}" = 1 ] || [ "${QUICK:-0}" = 1 ]; then
-  "$PY" -m benchmarks.threads --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT \
+  "$PY" -m benchmarks.threads --model "$MODEL" --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT \
       --threads 1 2 --dtypes float32 bfloat16 --out $R/threads.json
-  "$PY" -m benchmarks.compare_order --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $ORDER_LIMIT \
+  "$PY" -m benchmarks.compare_order --model "$MODEL" --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $ORDER_LIMIT \
       --out $R/compare-order.json
-  "$PY" -m benchmarks.sweep --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/sweep.json
+  "$PY" -m benchmarks.sweep --model "$MODEL" --data $D/HumanEval-SingleLineInfilling.jsonl.gz --limit $SWEEP_LIMIT --out $R/sweep.json
 fi
 if [ "${QUICK:-0}" != 1 ]; then
-  "$PY" -m engine.training.card "$RUN"
+  "$PY" -m engine.training.card "$RUN" "$MODEL_OUT"
   "$PY" -m benchmarks.table
 fi
+echo "ship_model: $RUN shipped to $MODEL_OUT (quantization $QUANTIZATION), results in $R"

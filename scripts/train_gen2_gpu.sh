@@ -15,7 +15,7 @@
 #
 # A call cut short (timeout) leaves each size's state.pt under $GEN2/runs: `train` again resumes them
 # while the machine is warm. A later session goes on from the weights that came home
-# (--init-from runs/gen2-home/SIZE, fresh optimizer). On the CPU, as a check of this script:
+# (--init-from runs/gen2-home/SIZE/checkpoint, fresh optimizer). On the CPU, as a check of this script:
 #   DEVICE=cpu SIZES="tiny" MINUTES=0.3 GEN2=/tmp/gen2 OUT=/tmp/gen2-out \
 #     bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part0 stage runs/gen2-travel/part1 train
 # BRING="SIZES" names the sizes `train` brings back (default: all but large; BRING="" none).
@@ -51,6 +51,8 @@ prepare() {   # one tokenization of the corpus, shared by every size
     mkdir -p "$GEN2/runs/$s"
     [ -f "$GEN2/runs/$s/data.npz" ] || ln -f "$GEN2/prepared/data.npz" "$GEN2/runs/$s/data.npz"
     [ -d "$GEN2/runs/$s/tokenizer" ] || cp -r "$GEN2/prepared/tokenizer" "$GEN2/runs/$s/tokenizer"
+    # the data record (what was read, per language) begins each size's log, as a run that tokenized it would
+    [ -f "$GEN2/runs/$s/train.log" ] || cp "$GEN2/prepared/train.log" "$GEN2/runs/$s/train.log"
   done
 }
 

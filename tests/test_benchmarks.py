@@ -702,3 +702,36 @@ def test_compare_considered_counts_what_the_editor_would_be_offered_at_the_bar(t
         table.load_results(tmp_path), tmp_path)
     (tmp_path / "plain").mkdir()
     assert compare_considered.main([*argv, "--calibration", str(tmp_path / "plain")]) == 2
+
+
+def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_largest_within_the_bar(tmp_path):
+    """benchmarks.size_frontier with real models: a fresh tiny gen2-shaped checkpoint run in int8 and the shipped
+    model, each with one-line exact match on the development holes (per language) and latency through a real
+    diffusion-lsp; the largest model within the bar is named by parameters; the plot and the README section are
+    written; HumanEval and a missing model are refused with status 2."""
+    from benchmarks import frontier, size_frontier
+
+    tiny = frontier.random_checkpoint(tmp_path / "tiny", frontier.GEN2_TOKENIZER, (64, 2, 128, 2))
+    out = tmp_path / "results" / "size-frontier.json"
+    assert size_frontier.main(["--model", f"tiny@int8={tiny['checkpoint']}", "--model", "shipped=embedded",
+                               "--limit", "10", "--n", "3", "--cold-runs", "1", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert list(r["rows"]) == ["tiny", "shipped"] and out.with_suffix(".png").is_file()
+    tiny_row, shipped = r["rows"]["tiny"], r["rows"]["shipped"]
+    assert tiny_row["quantization"] == "int8" and shipped["quantization"] == "none"
+    assert tiny_row["parameters"] == tiny["parameters"] and 4.9e6 < shipped["parameters"] < 5.2e6
+    for row in r["rows"].values():
+        assert row["quality"]["n"] == 10 and set(row["quality"]["languages"]) == {
+            "python", "javascript", "typescript", "go", "rust"}
+        assert row["latency"]["warm_ms"]["n"] == 3 and row["within_bar"] == all(
+            v["raw_met"] for v in row["bar"].values())
+    fits = [n for n, row in r["rows"].items() if row["within_bar"]]
+    assert r["largest_within_bar"] == (max(fits, key=lambda n: r["rows"][n]["parameters"]) if fits else None)
+    block = table.render(table.load_results(out.parent), tmp_path)
+    assert "### Size frontier: one-line quality against latency, trained weights" in block
+    assert f"| tiny | int8 | {tiny['parameters'] / 1e6:.2f}M |" in block
+    he = tmp_path / "HumanEval-SingleLineInfilling.jsonl.gz"
+    assert size_frontier.main(["--model", "shipped=embedded", "--data", str(he), "--out", str(out)]) == 2
+    assert size_frontier.main(["--model", f"gone={tmp_path / 'gone'}", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit):
+        size_frontier.main(["--model", "x@int4=embedded", "--out", str(out)])

@@ -133,3 +133,12 @@ def test_the_engine_withholds_fills_below_the_bar_and_reports_what_it_considered
     assert offered.fills and 0 < offered.fills[0].confidence < 1
     assert offered.fills[0] in offered.considered
     assert withheld.fills == () and [f.text for f in withheld.considered] == [f.text for f in offered.considered]
+
+
+def test_a_fit_on_holes_without_any_fill_is_a_flat_calibration():
+    """A weak model (a first check of a new size) can leave a cross-validation fold with no valid fill at all: the fit
+    is then flat (every weight 0), not a numpy shape error that stops the whole calibration."""
+    from benchmarks import calibrate
+
+    cal = calibrate.fit([{"fills": []}, {"fills": []}], ("log_conf_min", "len"), jitter=1e-6)
+    assert cal.weights == {"log_conf_min": 0.0, "len": 0.0} and cal.bias == 0.0

@@ -303,7 +303,7 @@ def test_a_code_corpus_with_the_standard_library_mixed_in(tmp_path, tok, monkeyp
     assert not (tmp_path / "run2" / "data.npz").exists()
 
 
-def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):
+def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream, capsys):
     from safetensors.torch import load_file
     from engine.training.parts import join, split
     out = _tiny_run(tmp_path, tok, stream)
@@ -312,12 +312,19 @@ def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream):
     pieces = [f for f in files if ".f16.part" in f.name]
     assert len(pieces) > 1 and all(f.stat().st_size <= 0.01 * 2**20 for f in pieces)
     home = join(tmp_path / "OUT", "tiny", tmp_path / "home")
+    assert home == tmp_path / "home" / "checkpoint"            # a run directory: what ship_model and the card read
+    assert (tmp_path / "home" / "train.log").read_text() == (out / "train.log").read_text()
     a, b = load_file(str(out / "checkpoint" / "model.safetensors")), load_file(str(home / "model.safetensors"))
     assert a.keys() == b.keys()
     for k in a:   # float16 on the way: within its rounding, float32 again at home
         assert b[k].dtype == a[k].dtype and np.allclose(a[k].numpy(), b[k].numpy(), rtol=1e-3, atol=1e-4)
     model = AutoModelForMaskedLM.from_pretrained(str(home), local_files_only=True)
-    assert model.config.hidden_size == 32 and (home / "train.log").is_file()
+    assert model.config.hidden_size == 32 and not (home / "parts.json").exists()
     pieces[0].write_bytes(b"x" + pieces[0].read_bytes()[1:])
     with pytest.raises(ValueError, match="sha256"):
         join(tmp_path / "OUT", "tiny", tmp_path / "home2")
+    assert not (tmp_path / "home2").exists()                   # nothing written from pieces that do not add up
+    pieces[-1].unlink()
+    from engine.training.parts import main as parts_main
+    assert parts_main(["join", str(tmp_path / "OUT"), "tiny", str(tmp_path / "home3")]) == 1
+    assert f"{pieces[-1].name} did not come back" in capsys.readouterr().err

@@ -156,7 +156,7 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
     """The data of the runs that continued on a code corpus: which part, how much of each language and
     licence, how many tokens with the model's own tokenizer; empty when every run read the stdlib."""
     corpus_runs = [r for r in runs(records) if r["corpus"] and r["to_step"] > r["from_step"]]
-    if not corpus_runs:
+    if not corpus_runs or from_scratch(records):
         return ""
     data = [r for r in records if r.get("event") == "data" and r.get("root") == "corpus"][-1]
     lib = data["languages"].get("stdlib", {}).get("train_tokens", 0)   # the stdlib mixed in (--mix-stdlib)
@@ -252,6 +252,31 @@ def write_data_card(data_json: Path = GEN2_DATA, target: Path | None = None) -> 
     return target
 
 
+def from_scratch(records: list[dict]) -> bool:
+    """Whether the model was trained from its first step on the code corpus (the second generation), not first on
+    the standard library and then continued."""
+    first = next((r for r in records if r.get("event") == "data"), {})
+    return first.get("root") == "corpus"
+
+
+def _read_data(records: list[dict], s: dict) -> str:
+    """What a model trained from scratch on the corpus read: the training files of the parts it was given, per
+    language, and how many tokens it saw of them."""
+    data = next(r for r in records if r.get("event") == "data")
+    langs = data.get("languages", {})
+    rows = "\n".join(f"| {lang} | {v.get('train_files', 0):,} | {v.get('valid_files', 0):,} | "
+                     f"{v.get('valid_tokens', 0) / 1e6:,.2f}M |" for lang, v in langs.items())
+    seen = s["tokens_seen"]
+    passes = seen / data["train_tokens"] if data.get("train_tokens") else 0.0
+    return f"""This model read the training files of the corpus parts it was given (`gen2data pack` writes the parts; the
+first ones mix every language): {data['train_tokens'] / 1e6:,.1f}M training tokens, of which it saw {seen / 1e6:,.1f}M
+({passes:.2f} passes), and validated on the held-out files of the same parts:
+
+| language | training files read | held-out files | held-out tokens |
+|---|---|---|---|
+{rows}"""
+
+
 def _stdlib_data(records: list[dict], s: dict) -> str:
     return f"""The Python standard library of the interpreter that ran the training (`{next((r['root'] for r in records if r.get('event') == 'data'), '?').split('/lib/')[-1]}`,
 CPython {platform.python_version()}): every `*.py` including tests, minus `encodings/` tables, `idlelib`,
@@ -261,7 +286,10 @@ CPython {platform.python_version()}): every `*.py` including tests, minus `encod
 validation. Nothing else: HumanEval and all other code stay unseen for evaluation."""
 
 
-def _resume_note(continued: bool) -> str:
+def _resume_note(continued: bool, scratch: bool = False) -> str:
+    if scratch:
+        return ("Training goes on from these weights with a fresh optimizer (`--init-from` this run's `checkpoint`, on "
+                "the CPU or a later GPU: `engine/training/gen2/README.md`).")
     if continued:
         return ("Training goes on from the shipped weights with a fresh optimizer (`bash scripts/resume_training.sh`, "
                 "on the code corpus part it last read); the second-generation models train on a GPU "
@@ -277,7 +305,15 @@ def _per_language(v: dict) -> str:
     return "; one masked line per language: " + ", ".join(f"{lang} {v[f'val_line_hole_{lang}']}" for lang in langs)
 
 
-def _limits(s: dict, stdlib_seen: float, continued: bool) -> str:
+def _limits(s: dict, stdlib_seen: float, continued: bool, params: int | None = None,
+            scratch: bool = False) -> str:
+    if scratch:
+        size = f"{params / 1e6:.1f}M parameters" if params else "Small"
+        return f"""- {size}, trained on {s['tokens_seen'] / 1e6:,.0f}M tokens of permissively licensed code in five
+  languages: it writes common idioms of the libraries in its corpus, not general programming, and its fills
+  are often wrong. The figures above say how often, per language; the confidence bar withholds the fills
+  it is least sure of.
+- Languages outside Python, JavaScript, TypeScript, Go and Rust get plain guesses."""
     stdlib = (f"{s['train_tokens'] / 1e6:.1f}M tokens of the standard library, each seen about "
               f"{stdlib_seen / s['train_tokens']:.0f} times")
     if not continued:
@@ -292,6 +328,73 @@ def _limits(s: dict, stdlib_seen: float, continued: bool) -> str:
   checkpoint for useful suggestions.
 - Its tokenizer was trained on Python: other languages take more tokens for the same text, so less of their
   code fits the context window."""
+
+
+def sizes_section(target: Path, results: Path = _RESULTS) -> str:
+    """The sizes tried for a second-generation model: the trained frontier (``benchmarks.size_frontier``, its plot
+    copied beside the card) when it was measured, else the latency side measured on fresh weights."""
+    path = results / "size-frontier.json"
+    if path.is_file():
+        r = json.loads(path.read_text())
+        if (results / "size-frontier.png").is_file():
+            shutil.copy2(results / "size-frontier.png", target / "frontier.png")
+        rows = "\n".join(
+            f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | {row['model_mb_float32']} | "
+            f"{100 * row['quality']['exact_match']:.1f}% | {row['latency']['warm_ms']['p50']} | "
+            f"{row['latency']['warm_ms']['p95']} | {'yes' if row['within_bar'] else 'no'} |"
+            for name, row in r["rows"].items())
+        return f"""Trained on the same data and measured side by side (`{r['command']}`): exact match of the chosen fill on
+{r['rows'][next(iter(r['rows']))]['quality']['n']} development holes ({r['quality_set']}, held-out corpus files, no
+bar) and warm single-line fills through the LSP on one CPU thread. The issue ships the largest model within
+p50 <= 200 ms and p95 <= 400 ms: {r.get('largest_within_bar') or 'none of them'}.
+
+| model | weights | parameters | float32 MB | exact | p50 ms | p95 ms | within the bar |
+|---|---|--:|--:|--:|--:|--:|---|
+{rows}
+
+![quality against latency](frontier.png)"""
+    fresh = sorted((json.loads(p.read_text()) for p in results.glob("frontier-latency*.json")),
+                   key=lambda r: r.get("quantization", "none") != "none")   # float32 first
+    if not fresh:
+        return "Not measured yet (`python -m benchmarks.size_frontier`)."
+    rows = "\n".join(f"| {name} | {r.get('quantization', 'none')} | {row['parameters'] / 1e6:.2f}M | "
+                     f"{row['latency']['warm_ms']['p50']} | {row['latency']['warm_ms']['p95']} |"
+                     for r in fresh for name, row in r["rows"].items() if name.startswith("gen2"))
+    return f"""The trained sizes are not measured side by side yet (`python -m benchmarks.size_frontier`). Before training,
+latency alone was measured on fresh weights of each shape (`benchmarks/results/frontier-latency*.json`; the bar is
+p50 <= 200 ms, p95 <= 400 ms):
+
+| shape | weights | parameters | p50 ms | p95 ms |
+|---|---|--:|--:|--:|
+{rows}"""
+
+
+def _shown(run: Path) -> str:
+    """A run directory as the card names it: relative to the repository when it is inside it."""
+    try:
+        return str(run.resolve().relative_to(_ROOT))
+    except ValueError:
+        return str(run)
+
+
+def _command(scratch: bool) -> str:
+    if scratch:
+        return ("`MINUTES=N bash scripts/train_gen2_gpu.sh stage PART ... train` (seeded, resumable: each size's state "
+                "in `$GEN2/runs/SIZE/state.pt`, checkpoint exported every minute).")
+    return ("`python -m engine.training --out runs/embedded --minutes N` (seeded, resumable: state in\n"
+            "`runs/embedded/state.pt`, checkpoint exported every 10 minutes).")
+
+
+def _gpu_paragraph(scratch: bool) -> str:
+    if scratch:
+        return """The second generation trains on one GPU (`scripts/train_gen2_gpu.sh`: three sizes side by side on the
+same data, `engine/training/gen2/README.md`): the corpus travels there compressed in parts, is tokenized
+once, batches are made ahead by worker processes, each size validates per language every minute, and the
+weights come back as float16 pieces (`engine.training.parts`), float32 again here."""
+    return """GPU runs (`scripts/train_on_gpu.sh`) train the same model shape, so the shipped model keeps its CPU
+speed: the data is built here (`--data-only`: the corpus is this interpreter's standard library) and
+carried there, batches are made ahead by worker processes, and `--keep-best` keeps the state with the
+lowest one-line-hole validation loss, validated every 30 seconds."""
 
 
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
@@ -319,14 +422,19 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     first_corpus = next((r for r in runs(records) if r["corpus"]), None)
     stdlib_seen = first_corpus["from_tokens"] if first_corpus else s["tokens_seen"]   # before any corpus run
     v = s["final_validation"]
-    on = "a laptop-class CPU" + (" and briefly on one GPU" if any(not r["hardware"].startswith("CPU")
-                                                                 for r in runs(records)) else "")
+    scratch = from_scratch(records)
+    gpus = sorted({r["hardware"] for r in runs(records) if not r["hardware"].startswith("CPU")})
+    if scratch and gpus:
+        on = "one " + " and one ".join(gpus) + (" and a CPU" if any(r["hardware"].startswith("CPU")
+                                                                   for r in runs(records)) else "")
+    else:
+        on = "a laptop-class CPU" + (" and briefly on one GPU" if gpus else "")
     text = f"""# The embedded model: a {params / 1e6:.1f}M-parameter masked-diffusion code model trained on {on}
 
 Shipped in `engine/models/embedded/` so that diffusion-lsp works offline on a fresh machine. It loads
 through exactly the code path of any published checkpoint (`AutoModelForMaskedLM`,
 `AutoTokenizer`, `local_files_only=True`). Regenerate this card with
-`python -m engine.training.card runs/embedded`.
+`python -m engine.training.card {_shown(run)}`.
 
 ## What it is
 
@@ -345,12 +453,12 @@ through exactly the code path of any published checkpoint (`AutoModelForMaskedLM
 
 ## Data
 
-{data_section(json.loads(GEN2_DATA.read_text())) if root == "corpus" else _stdlib_data(records, s)}{continued}
+{data_section(json.loads(GEN2_DATA.read_text())) + chr(10) * 2 + _read_data(records, s) if scratch
+ else _stdlib_data(records, s)}{continued}
 
 ## Training
 
-`python -m engine.training --out runs/embedded --minutes N` (seeded, resumable: state in
-`runs/embedded/state.pt`, checkpoint exported every 10 minutes). This model: {s['steps']:,} steps,
+{_command(scratch)} This model: {s['steps']:,} steps,
 {s['tokens_seen'] / 1e6:,.1f}M tokens seen, trained {_hardware_time(records)}; AdamW with warmup
 and a linear decay at the end of each run, rows of 256 tokens. It ran as {s['runs']} runs
 ({s['resumes']} resumes; the full log with every setting is `train.log` beside this card):
@@ -359,23 +467,21 @@ and a linear decay at the end of each run, rows of 256 tokens. It ran as {s['run
 |---|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(_run_rows(records))}
 
-GPU runs (`scripts/train_on_gpu.sh`) train the same model shape, so the shipped model keeps its CPU
-speed: the data is built here (`--data-only`: the corpus is this interpreter's standard library) and
-carried there, batches are made ahead by worker processes, and `--keep-best` keeps the state with the
-lowest one-line-hole validation loss, validated every 30 seconds.
+{_gpu_paragraph(scratch)}
 
 A run's steps end where its last saved state was; steps logged after that (a run stopped between
 checkpoints) were discarded and trained again. Infill rows with several holes (`--max-holes`) add whole-line holes elsewhere in the window: about
 twice the loss-bearing slots per row. bf16 autocast (fp32 weights, optimizer and loss) runs where the
 CPU has native bf16 (`--precision auto`); on this machine it made a step about twice as fast.
 
-Final validation loss ({"the code corpus's held-out files of every language" if continued else "held-out stdlib"}):
+Final validation loss ({"the code corpus's held-out files of every language" if continued or scratch
+                         else "held-out stdlib"}):
 plain diffusion {v.get('val_diffusion')}, one masked line in a 24-slot hole {v.get('val_line_hole')} (nats per hole
 slot, pads included){_per_language(v)}.
 
 ![loss curve](loss.png)
 
-## Measured quality
+{("## Sizes tried" + chr(10) * 2 + sizes_section(target) + chr(10) * 2) if scratch else ""}## Measured quality
 
 HumanEval-infilling, no oracle length, the same engine path the server uses (syntax validation on),
 pass@1 by executing the tests in a sandbox; an empty fill passes 2.6% of single-line tasks:
@@ -390,11 +496,11 @@ surer of (`docs/ARCHITECTURE.md`); rows whose command sets `--slots` filled ever
 size: the length study behind that choice (`benchmarks/README.md`). The `stdlib-lines` rows are the
 development set (one-line holes from the held-out stdlib files; exact match only, they have no tests).{_per_language_rows(digest)}
 
-Against the targets of the model issue, at the default step budget: {_targets(digest)}. {_resume_note(bool(continued))}
+Against the targets of the model issue, at the default step budget: {_targets(digest)}. {_resume_note(bool(continued), scratch)}
 
 ## Limitations
 
-{_limits(s, stdlib_seen, bool(continued))}
+{_limits(s, stdlib_seen, bool(continued), params, scratch)}
 - Context: trained on 256-token windows; the server gives it at most ~160 tokens before and ~64 after
   the cursor.
 - No instruction following; the rewrite instruction is ignored by this backend.

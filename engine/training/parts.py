@@ -6,8 +6,10 @@
 ``split`` writes ``NAME.meta.tar`` (config, tokenizer, training.json, train.log) and the weights as
 float16 safetensors cut into ``NAME.f16.partNN`` pieces of at most ``--max-mib``; float16 keeps 10
 mantissa bits (bfloat16 keeps 7) and every weight of these models is far inside its range. ``join``
-checks the pieces' sha256, rebuilds the checkpoint directory with float32 weights (what the engine
-loads) and says which steps and tokens it holds.
+checks the pieces' sha256 and rebuilds the run as a training run directory: ``DEST/checkpoint/`` with
+float32 weights (what the engine loads) and ``DEST/train.log``, the layout ``scripts/ship_model.sh``
+(``RUN=DEST``), ``engine.training.card`` and ``--init-from DEST/checkpoint`` read; it says which steps and
+tokens it holds.
 """
 
 from __future__ import annotations
@@ -50,16 +52,25 @@ def split(ckpt: Path, out: Path, name: str, max_mib: float = 15.0, log: Path | N
 
 
 def join(folder: Path, name: str, dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
+    """The run ``split`` sent, rebuilt under ``dest`` (``checkpoint/`` and ``train.log``); returns the checkpoint
+    directory. Pieces that do not add up (a piece missing, cut or altered) are a ValueError, before anything
+    is written."""
     with tarfile.open(folder / f"{name}.meta.tar") as tf:
-        tf.extractall(dest, filter="data")
-    index = json.loads((dest / "parts.json").read_text())
-    blob = b"".join((folder / p).read_bytes() for p in index["parts"])
-    if hashlib.sha256(blob).hexdigest() != index["sha256"]:
-        raise ValueError(f"{name}: the parts do not add up to the weights that were split (sha256 differs)")
-    save_file({k: v.to(torch.float32) for k, v in load(blob).items()}, str(dest / "model.safetensors"))
-    (dest / "parts.json").unlink()
-    return dest
+        index = json.loads(tf.extractfile("parts.json").read())   # type: ignore[union-attr]
+        missing = [p for p in index["parts"] if not (folder / p).is_file()]
+        if missing:
+            raise ValueError(f"{name}: {', '.join(missing)} did not come back")
+        blob = b"".join((folder / p).read_bytes() for p in index["parts"])
+        if hashlib.sha256(blob).hexdigest() != index["sha256"]:
+            raise ValueError(f"{name}: the parts do not add up to the weights that were split (sha256 differs)")
+        ckpt = dest / "checkpoint"
+        ckpt.mkdir(parents=True, exist_ok=True)
+        for member in tf.getmembers():
+            if member.name == "parts.json":
+                continue
+            tf.extract(member, dest if member.name == "train.log" else ckpt, filter="data")
+    save_file({k: v.to(torch.float32) for k, v in load(blob).items()}, str(ckpt / "model.safetensors"))
+    return ckpt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
             print(p, p.stat().st_size)
         return 0
     if len(argv) == 4 and argv[0] == "join":
-        d = join(Path(argv[1]), argv[2], Path(argv[3]))
+        try:
+            d = join(Path(argv[1]), argv[2], Path(argv[3]))
+        except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
+            print(f"engine.training.parts: {exc}", file=sys.stderr)
+            return 1
         meta = json.loads((d / "training.json").read_text()) if (d / "training.json").is_file() else {}
         print(f"{d}: step {meta.get('step')}, tokens {meta.get('tokens')}")
         return 0

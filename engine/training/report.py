@@ -76,7 +76,11 @@ def plot(records: list[dict], out: Path) -> None:
             label="train loss (weighted masked-diffusion ELBO, mixed objective)")
     if vals:
         tok = {r["step"]: r["tokens"] for r in steps}
-        xs = [tok.get(r["step"], min(tok.items(), key=lambda kv: abs(kv[0] - r["step"]))[1]) / 1e6 for r in vals]
+        def tokens_at(r: dict) -> float:   # a validation line names its step; a run too short to log loss has none
+            if r["step"] in tok or not tok:
+                return tok.get(r["step"], r.get("tokens", 0))
+            return min(tok.items(), key=lambda kv: abs(kv[0] - r["step"]))[1]
+        xs = [tokens_at(r) / 1e6 for r in vals]
         held = "held-out files of the run's data" if any(r.get("event") == "data" and r.get("root") == "corpus"
                                                          for r in records) else "held-out stdlib"
         ax.plot(xs, [r["val_diffusion"] for r in vals], "o-", label=f"validation: plain diffusion ({held})")
