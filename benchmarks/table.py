@@ -425,6 +425,31 @@ def size_frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     return lines
 
 
+def tune_decoding_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Decoding per language: chosen on one development set, confirmed on another", "",
+             "Exact lines of the engine's chosen fill, no confidence bar. A language adopts a candidate only when "
+             "it beats the defaults (lengths 8/24, 16 steps) on the tune set with a one-sided sign-test p below the "
+             "run's bound and within its time bound; the confirm set is other held-out files.", ""]
+    for path, r in runs:
+        lines += [f"{_link(path, base)}: {_model(r)}, {r['per_language']} holes per language and set, p < "
+                  f"{r['max_p']}, at most {r['max_slowdown']}x the engine time", "",
+                  "| language | defaults, tune | best candidate, tune | p (one-sided) | adopted | "
+                  "defaults, confirm | adopted, confirm |", "|---|--:|---|--:|---|--:|--:|"]
+        for lang, v in r["languages"].items():
+            stages = {**v["tune"]["lengths"], **v["tune"]["steps"]}
+            base_r = stages.pop("defaults")
+            best = max(stages.items(), key=lambda kv: (kv[1]["exact"], kv[1]["edit_similarity"]), default=None)
+            cand = (f"{best[1]['exact']} ({best[0]})" if best else "-")
+            p = best[1].get("versus_defaults", {}).get("p_one_sided") if best else None
+            conf = v["confirm"]
+            adopted = conf["adopted"]["exact"] if conf.get("adopted") else conf["defaults"]["exact"]
+            lines.append(f"| {lang} | {base_r['exact']} of {base_r['n']} | {cand} | {num(p, 3)} | {v['adopted']} | "
+                         f"{conf['defaults']['exact']} of {conf['defaults']['n']} | {adopted} |")
+        lines.append("")
+    lines += _commands(runs)
+    return lines
+
+
 def _rel(result_path: Path, plot: str, base: Path) -> str:
     return os.path.relpath(result_path.parent / plot, base).replace(os.sep, "/")
 
@@ -435,7 +460,7 @@ SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_ord
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
             ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table),
             ("compare-considered", compare_considered_table), ("frontier-latency", frontier_table),
-            ("size-frontier", size_frontier_table))
+            ("size-frontier", size_frontier_table), ("tune-decoding", tune_decoding_table))
 
 
 def render(results: list[tuple[Path, dict]], base: Path) -> str:

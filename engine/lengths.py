@@ -45,7 +45,7 @@ def line_lengths(kind: HoleKind, max_tokens: int | None, options: FillOptions, b
     """The slot counts a one-line hole is tried at; () when the hole is filled once at its own size."""
     if kind is not HoleKind.LINE or max_tokens or backend.searches_lengths:
         return ()
-    return tuple(dict.fromkeys(min(n, options.max_hole_tokens) for n in _LINE_LENGTHS))
+    return tuple(dict.fromkeys(min(n, options.max_hole_tokens) for n in options.line_lengths or _LINE_LENGTHS))
 
 
 def attempts(kind: HoleKind, slots: int, lengths: tuple[int, ...], backend: Backend) -> tuple[int, ...]:

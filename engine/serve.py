@@ -9,6 +9,8 @@ from dataclasses import replace
 from .actions import fix_syntax, rewrite
 from .backends.base import Backend, Control
 from .config import FillOptions
+from .confidence import language_of
+from .decoding import Table, for_language
 from .infill import complete
 from .languages import spec_for
 from .model_text import ModelText
@@ -19,9 +21,13 @@ from .validate import edits_keep_parsing
 log = logging.getLogger(__name__)
 
 
-def serve(backend: Backend, defaults: FillOptions, request: Request, control: Control) -> Completion:
-    """Run ``request`` with its own fill options, else ``defaults`` (the engine's configured ones)."""
+def serve(backend: Backend, defaults: FillOptions, request: Request, control: Control,
+          decoding: Table | None = None) -> Completion:
+    """Run ``request`` with its own fill options, else ``defaults`` (the engine's configured ones), with the model's
+    decoding for the request's language where those options are at their defaults (``engine/decoding.py``)."""
     options = request.options or defaults
+    if decoding:
+        options = for_language(decoding, options, language_of(spec_for(request.language)))
     backend = ModelText(backend)  # the model reads no lone surrogate, whichever path the request takes
     if isinstance(request, InfillRequest):
         return complete(backend, options, request, control)

@@ -18,6 +18,7 @@ from typing import Any
 
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
+from .decoding import Table, load_table
 from .memory import HeapTrimmer
 from .requests import Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelLoadError, NotReady, Request
 from .serve import serve
@@ -98,6 +99,7 @@ class Engine:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
         self._counters = Counters()
+        self.decoding: Table = {}              # the loaded model's decoding per language (engine/decoding.py)
         self.weights: Path | None = None       # the adapted weights in use (None: the checkpoint's own)
         self._heap = HeapTrimmer()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
@@ -213,7 +215,11 @@ class Engine:
         self.weights = None
         try:
             self.backend = self._loader(task.config.load)
+            self.decoding = load_table(getattr(self.backend, "model_dir", None))   # the model's, per language
         except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)
+            if self.backend is not None:   # loaded, but its directory's decoding is broken: not half ready
+                self.backend.close()
+                self.backend = None
             message = str(exc) if isinstance(exc, ModelLoadError) else f"{type(exc).__name__}: {exc}"
             log.error("model load failed: %s", message)
             self.config = task.config
@@ -222,8 +228,9 @@ class Engine:
             return
         self.config = task.config
         quantized = getattr(self.backend, "quantization", "none")   # resolved: auto is what the model states
-        log.info("model %s loaded (%s backend%s)", task.config.load.model, self.backend.name,
-                 "" if quantized == "none" else f", {quantized} weights")
+        log.info("model %s loaded (%s backend%s%s)", task.config.load.model, self.backend.name,
+                 "" if quantized == "none" else f", {quantized} weights",
+                 f", decoding tuned for {', '.join(sorted(self.decoding))}" if self.decoding else "")
         self._set_state(EngineState.READY)
         task.future.set_result(None)
 
@@ -253,7 +260,7 @@ class Engine:
             if self.backend is None:
                 raise NotReady(self._not_ready_message())
             control = Control(job.check, self._draft_forwarder(job) if job.on_draft else None)
-            completion = serve(self.backend, self.config.fill, job.request, control)
+            completion = serve(self.backend, self.config.fill, job.request, control, self.decoding)
             counters.completed += 1
             counters.steps += completion.steps
             counters.forwards += completion.forwards

@@ -38,7 +38,8 @@ class Settings:
 
 _GROUPS = ("load", "fill", "server")
 _GROUP_TYPES = {"load": LoadConfig, "fill": FillOptions, "server": ServerOptions}
-_INTERNAL = frozenset({"order"})  # engine fields no client sets (benchmarks compare decoding orders)
+_INTERNAL = frozenset({"order", "line_lengths"})  # engine fields no client sets (benchmarks compare decoding orders;
+                                                   # line lengths are the model's, per language: engine/decoding.py)
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _RANGES = {"threads": (1, 256), "steps": (0, 512), "threshold": (0.0, 1e9), "t_min": (0.0, 100.0),
            "t_max": (0.0, 100.0), "cache_refresh": (0, 1024), "max_hole_tokens": (1, 1024),

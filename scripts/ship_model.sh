@@ -8,6 +8,9 @@
 #   QUANTIZATION=none (default) | int8: how the model is meant to run. int8 writes serving.json beside the weights
 #     (the `quantization: auto` default follows it) and records every fill here with int8 weights, so the
 #     calibration's bar is fitted on the fills the editor will get
+#   TUNE_DECODING=1: first choose each language's line lengths and step budget on the development sets
+#     (benchmarks.tune_decoding, about 20 minutes on 2 cores) and write what is adopted into serving.json, so the
+#     calibration and every benchmark below run with it
 #   QUICK=1 for small subsets (a check of this script, not figures): a RUN is shipped into a temporary
 #     directory and measured there; without one, the embedded model is measured; nothing in the repository changes
 #   STUDIES=1 also re-runs the threads, order and sweep studies (about 15 minutes more)
@@ -57,6 +60,14 @@ both() {  # wait for the two jobs started before; fail if either failed
   wait "$2" || b=$?
   [ "$a" = 0 ] && [ "$b" = 0 ] || { echo "ship_model: a benchmark failed ($a, $b)" >&2; exit 1; }
 }
+
+# 0. Decoding per language (optional): chosen on extra-dev, confirmed on code-lines (other held-out files).
+if [ "${TUNE_DECODING:-0}" = 1 ]; then
+  TUNE_EXTRA=$CONF/extra-dev.jsonl
+  [ "${QUICK:-0}" = 1 ] && TUNE_EXTRA=benchmarks/data/code-lines.jsonl.gz
+  "$PY" -m benchmarks.tune_decoding "${M[@]}" --tune "$TUNE_EXTRA" --confirm benchmarks/data/code-lines.jsonl.gz \
+      --per-language "$([ "${QUICK:-0}" = 1 ] && echo 3 || echo 150)" --write "$MODEL_OUT" --out "$R/tune-decoding.json"
+fi
 
 # 1. The calibration: every valid fill the new weights consider per development hole (HumanEval reported only).
 considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the results
