@@ -5,6 +5,7 @@ engine that goes away and comes back). The Ray Serve deployment runs the end-to-
 import asyncio
 import datetime
 import ipaddress
+import json
 import logging
 import os
 import socket
@@ -17,7 +18,8 @@ import pytest
 pytest.importorskip("starlette", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 
-from engine import Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, InfillRequest, ModelLoadError
+from engine import (Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, HoleKind, InfillRequest,
+                    ModelLoadError)
 from engine.backends import open_remote
 from engine.backends.base import Control, FillPlan, HoleSpec
 from engine.backends.remote import wire
@@ -390,3 +392,31 @@ def test_with_int8_weights_each_plan_of_a_batch_is_its_fill_alone():
     backend._prefix = None
     results = backend.fill_many(PLANS[:2], [Control(stop_at_2), Control(never)])
     assert isinstance(results[0], Cancelled) and same(results[1], alone[1])
+
+
+def test_a_remote_engine_runs_the_served_models_decoding_per_language(tmp_path):
+    """The served model's serving.json decoding travels in /v1/info: the client's engine tries a Go line at the
+    lengths the model states, as the server's own engine would (and not its quantization: that is the server's)."""
+    from engine.config import EMBEDDED_DIR
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for f in EMBEDDED_DIR.iterdir():
+        (model / f.name).symlink_to(f)
+    (model / "serving.json").write_text(json.dumps({"quantization": "none",
+                                                    "decoding": {"go": {"line_lengths": [16]}}}))
+    served = PlainServer(make_app(Denoiser.load(LoadConfig(model=str(model), threads=1)))).start()
+    remote = engine_for(served.url)
+    try:
+        assert remote.state is EngineState.READY, remote.error
+        assert remote.decoding == {"go": {"line_lengths": (16,)}}
+        assert json.loads((remote.backend.model_dir / "serving.json").read_text()) == {
+            "decoding": {"go": {"line_lengths": [16]}}}
+        go = "package main\n\nfunc add(a, b int) int {\n\t\n}\n"
+        slots: set[int] = set()
+        remote.infill_sync(InfillRequest(go, go.index("\t\n") + 1, "go", kind=HoleKind.LINE),
+                           lambda d: slots.add(d.slots))
+        assert slots - {0} == {16}
+    finally:
+        remote.close()
+        served.stop()

@@ -20,6 +20,7 @@ from ..backends.base import Backend, Control, FillPlan, FillResult
 from ..backends.remote import wire
 from ..config import LoadConfig
 from ..confidence import CALIBRATION_FILE
+from ..decoding import load_table
 from ..model_text import ModelText, model_plan
 from ..requests import Cancelled
 
@@ -97,6 +98,9 @@ class Denoiser:
             info["tokenizer"] = fast.to_str() if fast is not None else None  # token counts stay on the client
             path = backend.model_dir / CALIBRATION_FILE if backend.model_dir is not None else None
             info["calibration"] = json.loads(path.read_text(encoding="utf-8")) if path and path.is_file() else None
+            # the model's decoding per language (serving.json): the client's engine runs the lengths and budgets
+            info["decoding"] = {lang: {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+                                for lang, values in load_table(backend.model_dir).items()}
             info["batches"] = hasattr(backend, "fill_many")
             self._info = info
         return self._info

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...config import LoadConfig
+from ...config import SERVING_FILE, LoadConfig
 from ...requests import Cancelled, EngineError, EngineUnreachable, ModelLoadError
 from ..base import Control, FillPlan, FillResult
 from ..credentials import read_token, tls_context
@@ -71,9 +71,12 @@ class RemoteBackend:
         if info.get("tokenizer"):
             from tokenizers import Tokenizer
             self._tokenizer = Tokenizer.from_str(info["tokenizer"])
-        if info.get("calibration"):  # confidence.json beside "the checkpoint": a private folder of our own
-            self.model_dir = Path(tempfile.mkdtemp(prefix="diffusion-lsp-engine-"))
-            (self.model_dir / "confidence.json").write_text(json.dumps(info["calibration"]), encoding="utf-8")
+        if info.get("calibration") or info.get("decoding"):  # beside "the checkpoint": a private folder of our own
+            folder = self.model_dir = Path(tempfile.mkdtemp(prefix="diffusion-lsp-engine-"))
+            if info.get("calibration"):
+                (folder / "confidence.json").write_text(json.dumps(info["calibration"]), encoding="utf-8")
+            if info.get("decoding"):   # the served model's decoding per language, and nothing else of serving.json
+                (folder / SERVING_FILE).write_text(json.dumps({"decoding": info["decoding"]}), encoding="utf-8")
 
     @classmethod
     def connect(cls, url: str, load: LoadConfig) -> RemoteBackend:
