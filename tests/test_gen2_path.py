@@ -78,6 +78,8 @@ def test_the_run_comes_home_as_a_run_directory_whose_log_begins_with_what_it_rea
 
 
 def test_the_card_of_a_model_trained_from_scratch_on_the_corpus(shipped):
+    from engine.training import card
+
     _, model = shipped
     text = (model / "MODEL_CARD.md").read_text()
     assert "This model read the training files of the corpus parts it was given" in text
@@ -87,6 +89,10 @@ def test_the_card_of_a_model_trained_from_scratch_on_the_corpus(shipped):
     assert "standard library of the interpreter" not in text                     # not the first generation's data
     assert "Continued on the code corpus" not in text and "scripts/train_gen2_gpu.sh" in text
     assert "Final validation loss (the code corpus's held-out files of every language)" in text
+    assert "## How it runs\n\nWith float32 weights." in text                    # written before serving.json was
+    tmp, _ = shipped
+    again = card.write_card(tmp / "home" / "tiny", model).read_text()          # as ship_model rewrites it at the end
+    assert "With `int8` weights (`serving.json`" in again
     assert {"model.safetensors", "tokenizer.json", "config.json", "train.log", "loss.png"} <= {
         p.name for p in model.iterdir()}
 

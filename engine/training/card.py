@@ -369,6 +369,24 @@ p50 <= 200 ms, p95 <= 400 ms):
 {rows}"""
 
 
+def _serving(target: Path) -> str:
+    """What the model directory's serving.json states (the quantization ``auto`` picks, decoding per language)."""
+    path = target / "serving.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    quantization = data.get("quantization", "none")
+    runs_as = ("float32 weights" if quantization == "none" else
+               f"`{quantization}` weights (`serving.json`; the default `quantization: auto` follows it where it can run)")
+    table = data.get("decoding") or {}
+    decoding = "; ".join(
+        f"{lang}: " + ", ".join(f"{k.replace('_', ' ')} {'/'.join(map(str, v)) if isinstance(v, list) else v}"
+                                for k, v in values.items())
+        for lang, values in table.items())
+    return (f"With {runs_as}. Decoding: "
+            + (f"tuned per language on development holes (`benchmarks.tune_decoding`): {decoding}; every other "
+               "language the engine's defaults (one-line holes at 8 and 24 slots, 16 steps)." if table else
+               "the engine's defaults for every language (one-line holes at 8 and 24 slots, 16 steps)."))
+
+
 def _shown(run: Path) -> str:
     """A run directory as the card names it: relative to the repository when it is inside it."""
     try:
@@ -497,6 +515,10 @@ size: the length study behind that choice (`benchmarks/README.md`). The `stdlib-
 development set (one-line holes from the held-out stdlib files; exact match only, they have no tests).{_per_language_rows(digest)}
 
 Against the targets of the model issue, at the default step budget: {_targets(digest)}. {_resume_note(bool(continued), scratch)}
+
+## How it runs
+
+{_serving(target)}
 
 ## Limitations
 
