@@ -19,12 +19,13 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import replace
 from difflib import SequenceMatcher
 from pathlib import Path
 
 from benchmarks.compare_considered import sign_p
-from benchmarks.evaluate import fill_all
+from benchmarks.evaluate import fill_interleaved
 from benchmarks.fillers import EngineFiller
 from benchmarks.infill import engine_args, engine_config
 from benchmarks.metrics import exact_match, normalise, percentile
@@ -58,12 +59,19 @@ def score(tasks: list[Task], fills) -> dict:
             "errors": sum(1 for f in fills if f.error)}
 
 
-def run(args, tasks: list[Task], lengths: tuple[int, ...], steps: int) -> dict:
-    config = engine_config(args, min_confidence=0.0)
-    config = replace(config, fill=replace(config.fill, line_lengths=lengths, steps=steps))
-    with EngineFiller(config) as filler:
-        return {"setting": (lengths, steps),
-                **score(tasks, fill_all(filler, tasks, label=f"{tasks[0].language} {key_of(lengths, steps)}"))}
+def run_stage(args, tasks: list[Task], settings: list[tuple[tuple[int, ...], int]]) -> dict:
+    """Every setting on every hole, hole by hole, rotating which goes first (``fill_interleaved``): a change in
+    the machine's load touches every setting alike, so their times compare. Keyed by ``key_of``; the engine's
+    defaults are "defaults"."""
+    fillers = {}
+    with ExitStack() as stack:
+        for lengths, steps in dict.fromkeys(settings):
+            config = engine_config(args, min_confidence=0.0)
+            config = replace(config, fill=replace(config.fill, line_lengths=lengths, steps=steps))
+            fillers[key_of(lengths, steps)] = stack.enter_context(EngineFiller(config))
+        fills = fill_interleaved(fillers, tasks, label=f"{tasks[0].language}: {len(fillers)} settings")
+    return {key: {"setting": setting, **score(tasks, fills[key])}
+            for setting in dict.fromkeys(settings) for key in [key_of(*setting)]}
 
 
 def versus(base: dict, cand: dict) -> dict:
@@ -102,6 +110,8 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 
 def key_of(lengths: tuple[int, ...], steps: int) -> str:
+    if (tuple(lengths), steps) == (DEFAULT_LENGTHS, DEFAULT_STEPS):
+        return "defaults"
     return f"lengths {'/'.join(map(str, lengths))}, steps {steps}"
 
 
@@ -151,33 +161,23 @@ def main(argv: list[str] | None = None) -> int:
     chosen: dict = {}
     for lang in languages:
         holes = tune[lang]
-        base = run(args, holes, DEFAULT_LENGTHS, DEFAULT_STEPS)
-        lengths_stage = {"defaults": base}
-        for lengths in args.lengths:
-            lengths_stage[key_of(lengths, DEFAULT_STEPS)] = run(args, holes, lengths, DEFAULT_STEPS)
-        k1, _ = choose(lengths_stage, base, args)
-        best_lengths = DEFAULT_LENGTHS if k1 == "defaults" else next(
-            lengths for lengths in args.lengths if key_of(lengths, DEFAULT_STEPS) == k1)
-        steps_stage = {"defaults": base}
-        if k1 != "defaults":
-            steps_stage[k1] = lengths_stage[k1]
-        for steps in args.step_budgets:
-            steps_stage[key_of(best_lengths, steps)] = run(args, holes, best_lengths, steps)
-        k2, _ = choose(steps_stage, base, args)
-        final = (DEFAULT_LENGTHS, DEFAULT_STEPS)
-        for stage, key in ((lengths_stage, k1), (steps_stage, k2)):
-            if key != "defaults":
-                final = stage[key]["setting"]
+        defaults = (DEFAULT_LENGTHS, DEFAULT_STEPS)
+        lengths_stage = run_stage(args, holes, [defaults] + [(lengths, DEFAULT_STEPS) for lengths in args.lengths])
+        k1, _ = choose(lengths_stage, lengths_stage["defaults"], args)
+        best_lengths = lengths_stage[k1]["setting"][0]
+        steps_stage = run_stage(args, holes, [defaults, (best_lengths, DEFAULT_STEPS)]
+                                + [(best_lengths, steps) for steps in args.step_budgets])
+        k2, _ = choose(steps_stage, steps_stage["defaults"], args)
+        final = steps_stage[k2]["setting"] if k2 != "defaults" else lengths_stage[k1]["setting"]
         decoding: dict = {}
         if final[0] != DEFAULT_LENGTHS:
             decoding["line_lengths"] = list(final[0])
         if final[1] != DEFAULT_STEPS:
             decoding["steps"] = final[1]
-        final_key = key_of(*final) if decoding else "defaults"
-        confirm_base = run(args, confirm[lang], DEFAULT_LENGTHS, DEFAULT_STEPS)
-        confirmed = None
-        if decoding:
-            confirmed = run(args, confirm[lang], *final)
+        final_key = key_of(*final)
+        check = run_stage(args, confirm[lang], [defaults, final])
+        confirm_base, confirmed = check["defaults"], check.get(final_key) if decoding else None
+        if confirmed is not None:
             confirmed["versus_defaults"] = versus(confirm_base, confirmed)
         chosen[lang] = {"decoding": decoding}
         result["languages"][lang] = {"tune": {"lengths": lengths_stage, "steps": steps_stage},
