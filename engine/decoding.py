@@ -40,11 +40,10 @@ def _check(lang: str, values: object, file: Path) -> dict[str, Any]:
     return out
 
 
-def load_table(model_dir: Path | None) -> Table:
-    """The per-language decoding a model directory states (empty: none, or no directory, as for a remote engine).
-    A ``decoding`` entry that is not what this module writes fails the load with the file and the entry named."""
-    if model_dir is None:
-        return {}
+def read_serving(model_dir: Path) -> dict[str, Any]:
+    """A model directory's ``serving.json`` (how it is meant to run: its quantization, its decoding per language),
+    ``{}`` without one. A file that does not parse, or is not an object, is a ``ModelLoadError`` naming it: the
+    model directory is broken, and loading it some other way would hide that."""
     file = Path(model_dir) / SERVING_FILE
     try:
         data = json.loads(file.read_text())
@@ -52,7 +51,18 @@ def load_table(model_dir: Path | None) -> Table:
         return {}
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"unreadable {file}: {exc}") from None
-    table = data.get("decoding", {}) if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"unreadable {file}: not a JSON object")
+    return data
+
+
+def load_table(model_dir: Path | None) -> Table:
+    """The per-language decoding a model directory states (empty: none, or no directory, as for a remote engine).
+    A ``decoding`` entry that is not what this module writes fails the load with the file and the entry named."""
+    if model_dir is None:
+        return {}
+    table = read_serving(model_dir).get("decoding", {})
+    file = Path(model_dir) / SERVING_FILE
     if not isinstance(table, dict):
         raise ModelLoadError(f"{file}: decoding must be an object of languages")
     return {str(lang): _check(str(lang), values, file) for lang, values in table.items()}

@@ -3,7 +3,6 @@ and the libraries kept off stderr (no progress bars; their warnings go through t
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -89,17 +88,12 @@ def stated_quantization(path: Path) -> str:
     ``none`` for a directory without the file. A file that does not parse or names an unknown value is a
     ``ModelLoadError``: the model directory is broken, and loading it some other way would hide that."""
     from ..config import QUANTIZATIONS, SERVING_FILE
+    from ..decoding import read_serving
     from ..requests import ModelLoadError
 
-    file = path / SERVING_FILE
-    try:
-        stated = json.loads(file.read_text()).get("quantization", "none")
-    except FileNotFoundError:
-        return "none"
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ModelLoadError(f"unreadable {file}: {exc}") from None
+    stated = read_serving(path).get("quantization", "none")
     if stated not in QUANTIZATIONS or stated == "auto":
-        raise ModelLoadError(f"{file} states quantization {stated!r}; it must be one of "
+        raise ModelLoadError(f"{path / SERVING_FILE} states quantization {stated!r}; it must be one of "
                              f"{', '.join(q for q in QUANTIZATIONS if q != 'auto')}")
     return str(stated)
 
