@@ -31,10 +31,15 @@ if has fetch; then
   LOCKARG=(); [ "${LOCK:-0}" = 1 ] && LOCKARG=(--lock)
   "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only venv | tee "$LOGS/fetch-venv.log"
   FETCH_PYTHON="$CORPUS_DIR/fetchenv/bin/python" "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" \
-      --only pypi "${LOCKARG[@]}" > "$LOGS/fetch-pypi.log" 2>&1 &
-  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only npm "${LOCKARG[@]}" > "$LOGS/fetch-npm.log" 2>&1 &
-  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only debian > "$LOGS/fetch-debian.log" 2>&1 &
-  wait
+      --only pypi "${LOCKARG[@]}" > "$LOGS/fetch-pypi.log" 2>&1 & pypi=$!
+  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only npm "${LOCKARG[@]}" > "$LOGS/fetch-npm.log" 2>&1 & npm=$!
+  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only debian > "$LOGS/fetch-debian.log" 2>&1 & deb=$!
+  failed=""
+  for job in pypi:$pypi npm:$npm debian:$deb; do wait "${job#*:}" || failed="$failed ${job%%:*}"; done
+  if [ -n "$failed" ]; then   # fetched packages are kept: running it again resumes
+    for f in $failed; do echo "== fetch $f failed; the end of $LOGS/fetch-$f.log:" >&2; tail -n 5 "$LOGS/fetch-$f.log" >&2; done
+    exit 1
+  fi
   [ "${LOCK:-0}" = 1 ] || "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --write-lock
   echo "fetched in ${SECONDS}s: $(du -sh "$CORPUS_DIR/raw" | cut -f1)"
 fi

@@ -43,13 +43,14 @@ def load_list(path: Path = PACKAGES) -> dict:
 
 
 def read_lock(path: Path = LOCK) -> dict[tuple[str, str], str]:
-    """(ecosystem, name) -> version of an earlier build."""
+    """(ecosystem, name) -> version of an earlier build (a version it could not read, "?", is left unpinned)."""
     if not path.is_file():
         return {}
     out = {}
     for line in path.read_text().splitlines()[1:]:
         eco, name, version, *_ = line.split("\t")
-        out[(eco, name)] = version
+        if version.strip() not in ("", "?"):   # "?": the build that wrote the lock could not read the version
+            out[(eco, name)] = version.strip()
     return out
 
 
@@ -167,17 +168,38 @@ def npm_pack(specs: list[str], tmp: str) -> dict[str, Path]:
     """``npm pack`` several packages in one call: spec -> the tarball (specs npm refuses are missing)."""
     r = subprocess.run(["npm", "pack", *specs, "--json", "--pack-destination", tmp], capture_output=True, text=True,
                        timeout=900, cwd=tmp)
-    try:
-        rows = json.loads(r.stdout or "[]")
-    except json.JSONDecodeError:
-        rows = []
-    got = {}
-    for spec, row in zip(specs, rows) if len(rows) == len(specs) else ():
-        got[spec] = Path(tmp) / row["filename"].replace("/", "-").lstrip("@")
+    got = packed_tarballs(specs, r.stdout, Path(tmp))
     if not got and len(specs) > 1:   # one bad name fails the call: one by one then
         for spec in specs:
             got.update(npm_pack([spec], tmp))
+    elif not got:
+        _log(f"npm {specs[0]}: npm pack said {npm_error(r.stdout) or (r.stderr or '').strip()[-200:]}")
     return {k: v for k, v in got.items() if v.is_file()}
+
+
+def packed_tarballs(specs: list[str], stdout: str, tmp: Path) -> dict[str, Path]:
+    """spec -> tarball from ``npm pack --json``'s output: a list with one object per spec when every spec
+    was packed; npm prints an object ``{"error": ...}`` instead when one failed (then nothing is taken)."""
+    try:
+        rows = json.loads(stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(rows, list) or len(rows) != len(specs):
+        return {}
+    if not all(isinstance(row, dict) and isinstance(row.get("filename"), str) for row in rows):
+        return {}
+    return {spec: tmp / row["filename"].replace("/", "-").lstrip("@") for spec, row in zip(specs, rows)}
+
+
+def npm_error(stdout: str) -> str:
+    """npm's own summary of why ``npm pack --json`` failed ("" when it printed none)."""
+    try:
+        err = json.loads(stdout or "{}")
+    except json.JSONDecodeError:
+        return ""
+    if isinstance(err, dict) and isinstance(err.get("error"), dict):
+        return f"{err['error'].get('code', '')}: {err['error'].get('summary', '')}".strip(": ")
+    return ""
 
 
 def fetch_npm_all(names: list[str], pinned: dict, dest: Path, batch: int = 15) -> None:
