@@ -409,7 +409,7 @@ def size_frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
         langs = sorted({lang for row in r["rows"].values() for lang in row["quality"]["languages"]})
         lines += [f"{_link(path, base)} (largest within the bar: {r.get('largest_within_bar') or 'none'}; "
                   f"![plot]({_rel(path, path.with_suffix('.png').name, base)}))", "",
-                  "| model | weights | parameters | float32 MB | exact | " + " | ".join(langs)
+                  "| model | weights | parameters | file MB | exact | " + " | ".join(langs)
                   + " | p50 ms | p95 ms | RSS MB | within the bar |",
                   "|---|---|--:|--:|--:|" + "--:|" * len(langs) + "--:|--:|--:|---|"]
         for name, row in r["rows"].items():
@@ -417,7 +417,8 @@ def size_frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
             per = " | ".join(pct(q["languages"][lang]["exact_match"]) + "%" if lang in q["languages"] else "-"
                              for lang in langs)
             lines.append(f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | "
-                         f"{num(row['model_mb_float32'])} | {pct(q['exact_match'])}% of {q['n']} | {per} | "
+                         f"{num(row.get('model_mb', row.get('model_mb_float32')))} | {pct(q['exact_match'])}% of "
+                         f"{q['n']} | {per} | "
                          f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | {num(lat['rss_mb'], 0)} | "
                          f"{'yes' if row['within_bar'] else 'no'} |")
         lines.append("")

@@ -720,6 +720,8 @@ def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_
     tiny_row, shipped = r["rows"]["tiny"], r["rows"]["shipped"]
     assert tiny_row["quantization"] == "int8" and shipped["quantization"] == "none"
     assert tiny_row["parameters"] == tiny["parameters"] and 4.9e6 < shipped["parameters"] < 5.2e6
+    assert tiny_row["model_mb"] == round(Path(tiny["checkpoint"], "model.safetensors").stat().st_size / 1e6, 1)
+    assert tiny_row["bar"]["model_mb"]["raw"] == tiny_row["model_mb"]    # the file as stored is what the bar judges
     for row in r["rows"].values():
         assert row["quality"]["n"] == 10 and set(row["quality"]["languages"]) == {
             "python", "javascript", "typescript", "go", "rust"}
@@ -729,7 +731,8 @@ def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_
     assert r["largest_within_bar"] == (max(fits, key=lambda n: r["rows"][n]["parameters"]) if fits else None)
     block = table.render(table.load_results(out.parent), tmp_path)
     assert "### Size frontier: one-line quality against latency, trained weights" in block
-    assert f"| tiny | int8 | {tiny['parameters'] / 1e6:.2f}M |" in block
+    assert f"| tiny | int8 | {tiny['parameters'] / 1e6:.2f}M | {tiny_row['model_mb']} |" in block
+    assert "| model | weights | parameters | file MB | exact |" in block
     he = tmp_path / "HumanEval-SingleLineInfilling.jsonl.gz"
     assert size_frontier.main(["--model", "shipped=embedded", "--data", str(he), "--out", str(out)]) == 2
     assert size_frontier.main(["--model", f"gone={tmp_path / 'gone'}", "--out", str(out)]) == 2

@@ -252,7 +252,7 @@ def test_pack_into_parts_that_travel(built, tmp_path):
     summary, manifest, out = built
     dest = tmp_path / "travel"
     assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--chunk-mb", "0.0005",
-                          "--part-mib", "0.0005"]) == 0
+                          "--part-mib", "0.0005", "--manifest", ""]) == 0
     parts = sorted(p for p in dest.iterdir() if p.is_dir())
     assert len(parts) > 1
     for p in parts:
@@ -269,6 +269,43 @@ def test_pack_into_parts_that_travel(built, tmp_path):
     assert got == want
 
 
+def test_pack_takes_the_files_the_manifest_lists_with_the_same_content(built, tmp_path):
+    """A corpus rebuilt later packs the data the committed manifest (the model card's data) states: a file it does
+    not list stays out, a listed file whose content changed stays out and is counted as not found; a manifest
+    that matches nothing is an error."""
+    import lzma
+
+    from engine.config import EMBEDDED_DIR
+    from engine.training import gen2data
+    from engine.training.train import _read_texts, corpus_files
+
+    _, manifest, out = built
+    m = tmp_path / "m.jsonl.xz"
+    assert gen2data.main(["count", "--corpus", str(out), "--tokenizer", str(EMBEDDED_DIR), "--manifest", str(m),
+                          "--data-json", str(tmp_path / "data.json")]) == 0
+    rows = [json.loads(x) for x in lzma.open(m, "rt")]
+    dropped, changed = rows[0], rows[1]
+    changed["sha256"] = "0" * 64
+    with lzma.open(m, "wt") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows[1:]))
+    dest = tmp_path / "travel"
+    assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--manifest", str(m)]) == 0
+    info = json.loads((dest / "parts.json").read_text())["corpus_files"]
+    assert info == {"packed": len(rows) - 2, "left_out": 2, "manifest": str(m), "in_manifest": len(rows) - 1,
+                    "not_found": 1}
+    out_ids = {f"{r['ecosystem']}:{r['package']}/{r['path']}" for r in (dropped, changed)}
+    assert out_ids <= set(manifest)
+    packed = sorted(t for split in ("train", "valid") for lang in cc.LANGUAGES
+                    for t in _read_texts(corpus_files(dest, split, lang)))
+    everything = {json.loads(line)["id"]: json.loads(line)["text"] for split in ("train", "valid")
+                  for lang in cc.LANGUAGES
+                  for line in (out / "files" / split / f"{lang}.jsonl").read_text().splitlines()}
+    assert packed == sorted(t for i, t in everything.items() if i not in out_ids)
+    with lzma.open(m, "wt") as f:
+        f.write(json.dumps({**changed, "path": "elsewhere.py"}) + "\n")
+    assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(tmp_path / "none"), "--manifest", str(m)]) == 1
+
+
 def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
     """A stdlib model continued on a travel part: the card names the part, counts its training files per
     language and licence from the manifest, and times each run by its own lines (not the next run's)."""
@@ -281,7 +318,7 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
                           "--manifest", str(tmp_path / "m.jsonl.xz"), "--data-json", str(tmp_path / "d.json")]) == 0
     dest = tmp_path / "travel"
     assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(dest), "--chunk-mb", "1",
-                          "--part-mib", "1"]) == 0
+                          "--part-mib", "1", "--manifest", str(tmp_path / "m.jsonl.xz")]) == 0
     train = {lang: len((out / "files" / "train" / f"{lang}.jsonl").read_text().splitlines())
              for lang in cc.LANGUAGES if (out / "files" / "train" / f"{lang}.jsonl").exists()}
     cfg = {"batch_size": 24, "peak_lr": 1e-3, "threads": 2, "p_infill": 0.7, "max_holes": 6}

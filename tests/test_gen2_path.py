@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchmarks.fillers import EngineFiller
 from benchmarks.tasks import Task
@@ -133,3 +134,28 @@ def test_the_card_shows_the_sizes_tried_from_the_measured_frontier(shipped, tmp_
     text = card.sizes_section(tmp_path, results=results)
     assert "| tiny | int8 | 1.15M |" in text and "![quality against latency](frontier.png)" in text
     assert (tmp_path / "frontier.png").is_file()
+
+
+def test_float16_weights_at_home_fill_as_their_float32_copy(shipped, tmp_path):
+    """The weights come home and ship in float16 (what the GPU sent: half the bytes of float32 in git); the engine
+    loads them as float32, so a float32 copy of the same values fills exactly alike."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    tmp, model = shipped
+    weights = load_file(str(tmp / "home" / "tiny" / "checkpoint" / "model.safetensors"))
+    assert {t.dtype for t in weights.values()} == {torch.float16}
+    assert load_file(str(model / "model.safetensors")).keys() == weights.keys()
+    wide = tmp_path / "float32"
+    shutil.copytree(model, wide)
+    (wide / "serving.json").unlink()
+    save_file({k: v.float() for k, v in weights.items()}, str(wide / "model.safetensors"))
+    assert (wide / "model.safetensors").stat().st_size > 1.9 * (model / "model.safetensors").stat().st_size
+    fills = []
+    for directory in (model, wide):
+        config = EngineConfig.of(model=str(directory), quantization="none", threads=1, min_confidence=0.0)
+        with EngineFiller(config) as engine:
+            fills.append([engine.fill(Task(task_id=lang, prompt=text[:40], suffix=text[60:], canonical_solution="",
+                                           language=lang)).document for lang, text in SNIPPETS.items()])
+    assert fills[0] == fills[1] and all(fills[0])

@@ -339,7 +339,7 @@ def sizes_section(target: Path, results: Path = _RESULTS) -> str:
         if (results / "size-frontier.png").is_file():
             shutil.copy2(results / "size-frontier.png", target / "frontier.png")
         rows = "\n".join(
-            f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | {row['model_mb_float32']} | "
+            f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | {row.get('model_mb', row.get('model_mb_float32'))} | "
             f"{100 * row['quality']['exact_match']:.1f}% | {row['latency']['warm_ms']['p50']} | "
             f"{row['latency']['warm_ms']['p95']} | {'yes' if row['within_bar'] else 'no'} |"
             for name, row in r["rows"].items())
@@ -348,7 +348,7 @@ def sizes_section(target: Path, results: Path = _RESULTS) -> str:
 bar) and warm single-line fills through the LSP on one CPU thread. The issue ships the largest model within
 p50 <= 200 ms and p95 <= 400 ms: {r.get('largest_within_bar') or 'none of them'}.
 
-| model | weights | parameters | float32 MB | exact | p50 ms | p95 ms | within the bar |
+| model | weights | parameters | file MB | exact | p50 ms | p95 ms | within the bar |
 |---|---|--:|--:|--:|--:|--:|---|
 {rows}
 
@@ -408,7 +408,8 @@ def _gpu_paragraph(scratch: bool) -> str:
         return """The second generation trains on one GPU (`scripts/train_gen2_gpu.sh`: three sizes side by side on the
 same data, `engine/training/gen2/README.md`): the corpus travels there compressed in parts, is tokenized
 once, batches are made ahead by worker processes, each size validates per language every minute, and the
-weights come back as float16 pieces (`engine.training.parts`), float32 again here."""
+weights come back as float16 pieces (`engine.training.parts`) and ship in float16 (the engine loads them as
+float32: the same values in half the bytes)."""
     return """GPU runs (`scripts/train_on_gpu.sh`) train the same model shape, so the shipped model keeps its CPU
 speed: the data is built here (`--data-only`: the corpus is this interpreter's standard library) and
 carried there, batches are made ahead by worker processes, and `--keep-best` keeps the state with the

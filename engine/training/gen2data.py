@@ -185,17 +185,34 @@ def _count(tok, batch: list[dict], counts: dict[str, int]) -> None:
             counts[r["id"]] = len(i)
 
 
+def manifest_keys(path: Path) -> set[tuple[str, str]]:
+    """(file id, sha256) of every file a corpus manifest lists (``count`` writes it: the model card's data)."""
+    return {(f"{r['ecosystem']}:{r['package']}/{r['path']}", r["sha256"]) for r in read_jsonl(path)}
+
+
 def cmd_pack(args) -> int:
     """The corpus's files as xz-compressed JSONL chunks of about ``--chunk-mb`` (uncompressed), in
-    folders ``partN`` of at most ``--part-mib`` compressed: one folder travels per device call."""
+    folders ``partN`` of at most ``--part-mib`` compressed: one folder travels per device call. With
+    ``--manifest`` (the committed one by default), only the files it lists with the same content: a corpus
+    rebuilt later (newer packages in the environment, the project's own sources changed) packs the data
+    the model card states, and what it could not find is counted."""
     corpus, dest = Path(args.corpus), Path(args.dest)
+    wanted: set[tuple[str, str]] | None = None
+    if args.manifest:
+        wanted = manifest_keys(Path(args.manifest))
+        sha = {r["id"]: r["sha256"] for r in read_jsonl(corpus / "manifest.jsonl")}
     dest.mkdir(parents=True, exist_ok=True)
     chunks: list[Path] = []
+    packed = left_out = 0
     for split in ("valid", "train"):
         for lang in LANGUAGES:
             n, size, w = 0, 0, None
             for f in files_of(corpus, split, lang):
                 for r in read_jsonl(f):
+                    if wanted is not None and (r["id"], sha.get(r["id"], "")) not in wanted:
+                        left_out += 1
+                        continue
+                    packed += 1
                     line = json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False) + "\n"
                     if w is None or size > args.chunk_mb * 1e6:
                         if w is not None:
@@ -226,9 +243,19 @@ def cmd_pack(args) -> int:
         folder.mkdir(exist_ok=True)
         for c in part:
             os.replace(c, folder / c.name)
-    summary = {f"part{i}": {"files": len(p), "MiB": round(sz / 2**20, 1)} for i, (p, sz) in enumerate(zip(parts, sizes))}
+    summary: dict = {f"part{i}": {"files": len(p), "MiB": round(sz / 2**20, 1)}
+                     for i, (p, sz) in enumerate(zip(parts, sizes))}
+    summary["corpus_files"] = {"packed": packed, "left_out": left_out}
+    if wanted is not None:
+        summary["corpus_files"].update(manifest=str(args.manifest), in_manifest=len(wanted),
+                                       not_found=len(wanted) - packed)
+        print(f"pack: {packed} of the manifest's {len(wanted)} files packed ({len(wanted) - packed} not found in "
+              f"this corpus); {left_out} files of the corpus are not in it and stay out", flush=True)
     (dest / "parts.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary))
+    if wanted is not None and not packed:
+        print(f"pack: none of the files in {args.manifest} is in {corpus}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -254,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--part-mib", type=float, default=38.0, help="compressed size of a part (one device call)")
     k.add_argument("--chunk-mb", type=float, default=40.0, help="uncompressed size of a chunk file")
     k.add_argument("--preset", type=int, default=6, help="xz preset")
+    k.add_argument("--manifest", default=str(GEN2 / "corpus-manifest.jsonl.xz"),
+                   help="pack only the files this manifest lists, with the same sha256 ('' for every file)")
     args = p.parse_args(argv)
     return {"tokenizer": cmd_tokenizer, "count": cmd_count, "pack": cmd_pack}[args.cmd](args)
 

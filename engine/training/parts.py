@@ -6,8 +6,9 @@
 ``split`` writes ``NAME.meta.tar`` (config, tokenizer, training.json, train.log) and the weights as
 float16 safetensors cut into ``NAME.f16.partNN`` pieces of at most ``--max-mib``; float16 keeps 10
 mantissa bits (bfloat16 keeps 7) and every weight of these models is far inside its range. ``join``
-checks the pieces' sha256 and rebuilds the run as a training run directory: ``DEST/checkpoint/`` with
-float32 weights (what the engine loads) and ``DEST/train.log``, the layout ``scripts/ship_model.sh``
+checks the pieces' sha256 and rebuilds the run as a training run directory: ``DEST/checkpoint/`` with the
+float16 weights as they came (half the size of float32 in git once shipped; the engine and ``--init-from`` load
+them as float32, the same values) and ``DEST/train.log``, the layout ``scripts/ship_model.sh``
 (``RUN=DEST``), ``engine.training.card`` and ``--init-from DEST/checkpoint`` read; it says which steps and
 tokens it holds.
 """
@@ -22,7 +23,7 @@ import tarfile
 from pathlib import Path
 
 import torch
-from safetensors.torch import load, load_file, save, save_file
+from safetensors.torch import load_file, save
 
 _META = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "training.json")
 
@@ -69,7 +70,7 @@ def join(folder: Path, name: str, dest: Path) -> Path:
             if member.name == "parts.json":
                 continue
             tf.extract(member, dest if member.name == "train.log" else ckpt, filter="data")
-    save_file({k: v.to(torch.float32) for k, v in load(blob).items()}, str(ckpt / "model.safetensors"))
+    (ckpt / "model.safetensors").write_bytes(blob)   # float16 as it came: the engine loads it as float32
     return ckpt
 
 
