@@ -713,12 +713,14 @@ def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_
 
     tiny = frontier.random_checkpoint(tmp_path / "tiny", frontier.GEN2_TOKENIZER, (64, 2, 128, 2))
     out = tmp_path / "results" / "size-frontier.json"
-    assert size_frontier.main(["--model", f"tiny@int8={tiny['checkpoint']}", "--model", "shipped=embedded",
-                               "--limit", "10", "--n", "3", "--cold-runs", "1", "--out", str(out)]) == 0
+    assert size_frontier.main(["--model", f"tiny@int8={tiny['checkpoint']}", "--model", f"tiny={tiny['checkpoint']}",
+                               "--model", "shipped=embedded", "--limit", "10", "--n", "3", "--cold-runs", "1",
+                               "--out", str(out)]) == 0
     r = json.loads(out.read_text())
-    assert list(r["rows"]) == ["tiny", "shipped"] and out.with_suffix(".png").is_file()
-    tiny_row, shipped = r["rows"]["tiny"], r["rows"]["shipped"]
-    assert tiny_row["quantization"] == "int8" and shipped["quantization"] == "none"
+    assert list(r["rows"]) == ["tiny@int8", "tiny", "shipped"] and out.with_suffix(".png").is_file()
+    tiny_row, shipped = r["rows"]["tiny@int8"], r["rows"]["shipped"]
+    assert tiny_row["quantization"] == "int8" and r["rows"]["tiny"]["quantization"] == "none"
+    assert shipped["quantization"] == "none"
     assert tiny_row["parameters"] == tiny["parameters"] and 4.9e6 < shipped["parameters"] < 5.2e6
     assert tiny_row["model_mb"] == round(Path(tiny["checkpoint"], "model.safetensors").stat().st_size / 1e6, 1)
     assert tiny_row["bar"]["model_mb"]["raw"] == tiny_row["model_mb"]    # the file as stored is what the bar judges
@@ -728,13 +730,17 @@ def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_
         assert row["latency"]["warm_ms"]["n"] == 3 and row["within_bar"] == all(
             v["raw_met"] for v in row["bar"].values())
     fits = [n for n, row in r["rows"].items() if row["within_bar"]]
-    assert r["largest_within_bar"] == (max(fits, key=lambda n: r["rows"][n]["parameters"]) if fits else None)
+    assert r["largest_within_bar"] == (max(fits, key=lambda n: (r["rows"][n]["parameters"],
+                                                                r["rows"][n]["quantization"] == "none"))
+                                       if fits else None)
     block = table.render(table.load_results(out.parent), tmp_path)
     assert "### Size frontier: one-line quality against latency, trained weights" in block
-    assert f"| tiny | int8 | {tiny['parameters'] / 1e6:.2f}M | {tiny_row['model_mb']} |" in block
+    assert f"| tiny@int8 | int8 | {tiny['parameters'] / 1e6:.2f}M | {tiny_row['model_mb']} |" in block
+    assert f"| tiny | none | {tiny['parameters'] / 1e6:.2f}M |" in block
     assert "| model | weights | parameters | file MB | exact |" in block
     he = tmp_path / "HumanEval-SingleLineInfilling.jsonl.gz"
     assert size_frontier.main(["--model", "shipped=embedded", "--data", str(he), "--out", str(out)]) == 2
     assert size_frontier.main(["--model", f"gone={tmp_path / 'gone'}", "--out", str(out)]) == 2
+    assert size_frontier.main(["--model", "a=embedded", "--model", "a=embedded", "--out", str(out)]) == 2
     with pytest.raises(SystemExit):
         size_frontier.main(["--model", "x@int4=embedded", "--out", str(out)])

@@ -132,7 +132,7 @@ def test_the_card_shows_the_sizes_tried_from_the_measured_frontier(shipped, tmp_
     assert size_frontier.main(["--model", f"tiny@int8={model}", "--limit", "5", "--n", "2", "--cold-runs", "1",
                                "--out", str(results / "size-frontier.json")]) == 0
     text = card.sizes_section(tmp_path, results=results)
-    assert "| tiny | int8 | 1.15M |" in text and "![quality against latency](frontier.png)" in text
+    assert "| tiny@int8 | int8 | 1.15M |" in text and "![quality against latency](frontier.png)" in text
     assert (tmp_path / "frontier.png").is_file()
 
 
