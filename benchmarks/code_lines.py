@@ -8,6 +8,12 @@ scores exact match on them and one file holds every language:
     python -m benchmarks.code_lines --corpus "$CORPUS_DIR" --per-language 100 --out /tmp/code-lines.jsonl
     python -m benchmarks.infill --data /tmp/code-lines.jsonl --no-tests --out /tmp/code-lines.json
 
+The calibration's extra development holes (``runs/conf/extra-dev.jsonl``, what ``scripts/ship_model.sh`` needs
+from the corpus): other holes of the same files, none of the committed set's, 900 Python and 250 of each other
+language (``EXTRA_DEV`` below, the command ``ship_model.sh`` runs when the file is missing):
+
+    python -m benchmarks.code_lines --corpus "$CORPUS_DIR" --extra-dev --out runs/conf/extra-dev.jsonl
+
 Statements are found with the engine's tree-sitter grammars; a statement counts when it is the whole
 line (comments and bare strings excluded) and under 100 characters.
 """
@@ -25,6 +31,10 @@ from pathlib import Path
 from engine.adapt.holes import statement_rows
 
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
+COMMITTED = Path(__file__).resolve().parent / "data" / "code-lines.jsonl.gz"
+# --extra-dev: the selection the calibration's extra holes were first made with
+EXTRA_DEV = {"per_language": 1200, "seed": 11, "exclude": [COMMITTED],
+             "keep": {"python": 900, "javascript": 250, "typescript": 250, "go": 250, "rust": 250}}
 
 
 def _parser(lang: str, path: str = ""):
@@ -71,6 +81,14 @@ def held_out_files(corpus: Path, lang: str) -> list[tuple[str, str]]:
     return out
 
 
+def _read_tasks(path: Path) -> list[dict]:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.code_lines", description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, help="the built corpus (engine.training.codecorpus --out)")
@@ -79,9 +97,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-file", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--languages", nargs="*", default=list(LANGUAGES))
+    p.add_argument("--exclude", action="append", default=[], metavar="DATA",
+                   help="leave out the holes of this data file (by task_id; JSONL, .gz allowed); repeatable")
+    p.add_argument("--keep", action="append", default=[], metavar="LANG=N",
+                   help="after --exclude, the first N holes of LANG (default: all of --per-language); repeatable")
+    p.add_argument("--extra-dev", action="store_true",
+                   help="the calibration's extra development holes: " + json.dumps(
+                       {**EXTRA_DEV, "exclude": ["benchmarks/data/code-lines.jsonl.gz"]}))
     args = p.parse_args(argv)
-    per_lang = {lang: line_tasks(held_out_files(Path(args.corpus), lang), lang, args.per_file, args.per_language,
-                                 args.seed) for lang in args.languages}
+    if args.extra_dev:
+        args.per_language, args.seed = EXTRA_DEV["per_language"], EXTRA_DEV["seed"]
+        args.exclude = [*map(str, EXTRA_DEV["exclude"]), *args.exclude]
+        args.keep = [f"{lang}={n}" for lang, n in EXTRA_DEV["keep"].items()] + args.keep
+    keep: dict[str, int] = {}
+    for item in args.keep:
+        lang, _, n = item.partition("=")
+        if lang not in LANGUAGES or not n.isdigit():
+            p.error(f"--keep {item!r}: expected LANG=N with LANG one of {', '.join(LANGUAGES)}")
+        keep[lang] = int(n)
+    excluded = {t["task_id"] for path in args.exclude for t in _read_tasks(Path(path))}
+    per_lang = {}
+    for lang in args.languages:
+        tasks = line_tasks(held_out_files(Path(args.corpus), lang), lang, args.per_file, args.per_language, args.seed)
+        per_lang[lang] = [t for t in tasks if t["task_id"] not in excluded][:keep.get(lang, len(tasks))]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as f:

@@ -15,7 +15,8 @@
 #     directory and measured there; without one, the embedded model is measured; nothing in the repository changes
 #   STUDIES=1 also re-runs the threads, order and sweep studies (about 15 minutes more)
 #   CONF=runs/conf holds the development sets' documents that are not committed (benchmarks/README.md,
-#   "Per-language calibration": extra-dev.jsonl from the corpus; stdlib-compact.jsonl is made here)
+#   "Per-language calibration"): extra-dev.jsonl is made here from the corpus at CORPUS_DIR (default runs/corpus)
+#   when missing (benchmarks.code_lines --extra-dev), stdlib-compact.jsonl from the standard library
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/embedded}
@@ -49,9 +50,14 @@ mkdir -p "$MODEL_OUT"
 if [ "$QUANTIZATION" = none ]; then rm -f "$MODEL_OUT/serving.json"
 else printf '{"quantization": "%s"}\n' "$QUANTIZATION" > "$MODEL_OUT/serving.json"; fi
 M=(--model "$MODEL" --quantization "$QUANTIZATION")   # every fill below as the editor will get it
-[ -f "$CONF/extra-dev.jsonl" ] || [ "${QUICK:-0}" = 1 ] || {
-  echo "$CONF/extra-dev.jsonl is missing: build it from the corpus (benchmarks/README.md)" >&2; exit 2; }
 mkdir -p "$CONF"
+if [ ! -f "$CONF/extra-dev.jsonl" ] && [ "${QUICK:-0}" != 1 ]; then   # the calibration's extra holes, from the corpus
+  CORPUS_DIR=${CORPUS_DIR:-runs/corpus}
+  [ -d "$CORPUS_DIR/files/valid" ] || {
+    echo "ship_model: $CONF/extra-dev.jsonl is missing and there is no corpus at $CORPUS_DIR to build it from" \
+         "(LOCK=1 STEPS=\"fetch build\" bash scripts/build_corpus.sh)" >&2; exit 2; }
+  "$PY" -m benchmarks.code_lines --corpus "$CORPUS_DIR" --extra-dev --out "$CONF/extra-dev.jsonl"
+fi
 [ -f "$CONF/stdlib-compact.jsonl" ] || "$PY" -m benchmarks.stdlib_lines --compact --limit "$STDLIB_DEV" --out "$CONF/stdlib-compact.jsonl"
 [ -f "$CONF/stdlib-lines.jsonl" ] || "$PY" -m benchmarks.stdlib_lines "${LIMIT[@]}" --out "$CONF/stdlib-lines.jsonl"
 both() {  # wait for the two jobs started before; fail if either failed

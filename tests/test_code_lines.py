@@ -67,3 +67,39 @@ def test_a_data_file_mixes_languages_and_defaults_to_python(tmp_path):
 ])
 def test_syntax_is_judged_in_the_task_language(lang, good, bad):
     assert syntax_valid(good, lang) and not syntax_valid(bad, lang)
+
+
+def test_extra_holes_leave_out_a_committed_set_and_keep_n_per_language(tmp_path):
+    """--exclude drops the holes another data file holds (by task_id), --keep takes the first N of a language after
+    that; the languages stay interleaved."""
+    import gzip
+
+    from benchmarks import code_lines
+
+    corpus = tmp_path / "corpus"
+    (corpus / "files" / "valid").mkdir(parents=True)
+    for lang, (name, text) in SOURCES.items():
+        rows = [{"id": f"x:{i}/{name}", "text": text.replace("x + 1", f"x + {i}")} for i in range(4)]
+        (corpus / "files" / "valid" / f"{lang}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    every = tmp_path / "every.jsonl"
+    assert code_lines.main(["--corpus", str(corpus), "--per-language", "50", "--seed", "3", "--out", str(every)]) == 0
+    tasks = [json.loads(line) for line in every.read_text().splitlines()]
+    counts = {lang: sum(t["language"] == lang for t in tasks) for lang in SOURCES}
+    assert counts == {lang: 4 * len(rows) for lang, rows in EXPECTED.items()}
+    committed = tmp_path / "committed.jsonl.gz"
+    taken = [t for t in tasks if t["language"] in ("go", "rust")][:3]
+    with gzip.open(committed, "wt") as f:
+        f.write("".join(json.dumps(t) + "\n" for t in taken))
+    extra = tmp_path / "extra.jsonl"
+    assert code_lines.main(["--corpus", str(corpus), "--per-language", "50", "--seed", "3", "--exclude",
+                            str(committed), "--keep", "go=5", "--keep", "python=2", "--out", str(extra)]) == 0
+    got = [json.loads(line) for line in extra.read_text().splitlines()]
+    ids = [t["task_id"] for t in got]
+    assert not {t["task_id"] for t in taken} & set(ids)
+    want = {lang: [t["task_id"] for t in tasks if t["language"] == lang and t not in taken] for lang in SOURCES}
+    assert [i for i in ids if i.startswith("go:")] == want["go"][:5]
+    assert [i for i in ids if i.startswith("python:")] == want["python"][:2]
+    assert [i for i in ids if i.startswith("rust:")] == want["rust"]
+    assert [t["language"] for t in got[:5]] == list(SOURCES)      # interleaved, as before
+    with pytest.raises(SystemExit):
+        code_lines.main(["--corpus", str(corpus), "--keep", "cobol=3", "--out", str(extra)])
