@@ -330,3 +330,22 @@ def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream, capsys):
     from engine.training.parts import main as parts_main
     assert parts_main(["join", str(tmp_path / "OUT"), "tiny", str(tmp_path / "home3")]) == 1
     assert f"{pieces[-1].name} did not come back" in capsys.readouterr().err
+
+
+def test_the_gpu_run_imports_nothing_the_gpu_image_lacks():
+    """The GPU machine's image has torch, transformers, tokenizers, safetensors and numpy, not tree-sitter or the LSP
+    stack: `python -m engine.training` and the weights' pieces must import without them (the `engine` package
+    imported its worker, and with it tree-sitter, until it was made lazy; the GPU run would have stopped there)."""
+    code = ("import sys, runpy\n"
+            "sys.modules.update(dict.fromkeys(['tree_sitter', 'pygls', 'lsprotocol', 'lsp_server'], None))\n"
+            "import engine, engine.training.train, engine.training.parts\n"
+            "sys.argv = ['engine.training', '--help']\n"
+            "try:\n    runpy.run_module('engine.training', run_name='__main__')\n"
+            "except SystemExit as stop:\n    assert stop.code == 0, stop.code\n"
+            "assert 'tree_sitter' not in {m.split('.')[0] for m in sys.modules if sys.modules[m] is not None}\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+    from engine import Engine, Job                           # still there for everyone else, imported when asked
+    assert Engine.__name__ == "Engine" and Job.__name__ == "Job"
