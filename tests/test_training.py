@@ -334,11 +334,13 @@ def test_weights_travel_in_parts_and_come_back(tmp_path, tok, stream, capsys):
 
 def test_the_gpu_run_imports_nothing_the_gpu_image_lacks():
     """The GPU machine's image has torch, transformers, tokenizers, safetensors and numpy, not tree-sitter or the LSP
-    stack: `python -m engine.training` and the weights' pieces must import without them (the `engine` package
-    imported its worker, and with it tree-sitter, until it was made lazy; the GPU run would have stopped there)."""
+    stack: `python -m engine.training`, the weights' pieces and the DiffusionGemma speed check must import without
+    them (the `engine` package imported its worker, and with it tree-sitter, until it was made lazy; both GPU runs
+    would have stopped there)."""
     code = ("import sys, runpy\n"
             "sys.modules.update(dict.fromkeys(['tree_sitter', 'pygls', 'lsprotocol', 'lsp_server'], None))\n"
             "import engine, engine.training.train, engine.training.parts\n"
+            "import benchmarks.gpu_check.__main__, benchmarks.gpu_check.checks\n"   # issue 20's GPU run
             "sys.argv = ['engine.training', '--help']\n"
             "try:\n    runpy.run_module('engine.training', run_name='__main__')\n"
             "except SystemExit as stop:\n    assert stop.code == 0, stop.code\n"
