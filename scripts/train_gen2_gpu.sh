@@ -8,7 +8,7 @@
 # There, three calls back to back (a machine stays warm 30 s after a call; what a call leaves under
 # $GEN2 outside the repository stays while it is warm):
 #   1. carry runs/gen2-travel/part0:  bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part0
-#   2. carry runs/gen2-travel/part1:  MINUTES=6 bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part1 train
+#   2. carry runs/gen2-travel/part1:  BUDGET_S=570 bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part1 train
 #      (trains small, medium and large side by side; brings back small and medium and every log)
 #   3. no carry:                      bash scripts/train_gen2_gpu.sh collect large
 # Here, after each call: .venv/bin/python -m engine.training.parts join <files_at> SIZE runs/gen2-home/SIZE
@@ -26,6 +26,10 @@ GEN2=${GEN2:-/tmp/gen2}                 # outside the repository: kept between c
 OUT=${OUT:?OUT must be set (the device tool sets it)}
 DEVICE=${DEVICE:-cuda}
 MINUTES=${MINUTES:-6}
+# BUDGET_S: the whole call's seconds (its timeout less a margin); training then gets what staging and tokenizing
+# left, less RESERVE_S for the runs' last validation and export and for bringing the weights back (MINUTES unused)
+BUDGET_S=${BUDGET_S:-}
+RESERVE_S=${RESERVE_S:-150}
 SIZES=${SIZES:-small medium large}
 TOKENIZER=${TOKENIZER:-engine/training/gen2/tokenizer}
 # name: hidden layers intermediate heads batch peak-lr (parameter counts in benchmarks/results/tokenizer-vocab.json)
@@ -58,6 +62,11 @@ prepare() {   # one tokenization of the corpus, shared by every size
 
 train() {
   prepare
+  if [ -n "$BUDGET_S" ]; then
+    MINUTES=$(awk "BEGIN { m = ($BUDGET_S - $SECONDS - $RESERVE_S) / 60; printf \"%.2f\", (m < 0.5 ? 0.5 : m) }")
+    echo "training for $MINUTES minutes: budget ${BUDGET_S} s, ${SECONDS} s used by staging and tokenizing," \
+         "${RESERVE_S} s kept for the end"
+  fi
   local n workers limit
   n=$(echo $SIZES | wc -w)
   workers=$(( ($(nproc) - n) / n )); [ "$workers" -ge 1 ] || workers=0
