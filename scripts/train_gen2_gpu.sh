@@ -63,7 +63,8 @@ prepare() {   # one tokenization of the corpus, shared by every size
 train() {
   prepare
   if [ -n "$BUDGET_S" ]; then
-    MINUTES=$(awk "BEGIN { m = ($BUDGET_S - $SECONDS - $RESERVE_S) / 60; printf \"%.2f\", (m < 0.5 ? 0.5 : m) }")
+    MINUTES=$(awk "BEGIN { m = ($BUDGET_S - $SECONDS - $RESERVE_S) / 60; f = ${MIN_MINUTES:-0.5};
+                           printf \"%.2f\", (m < f ? f : m) }")
     echo "training for $MINUTES minutes: budget ${BUDGET_S} s, ${SECONDS} s used by staging and tokenizing," \
          "${RESERVE_S} s kept for the end"
   fi
