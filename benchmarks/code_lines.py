@@ -115,10 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         if lang not in LANGUAGES or not n.isdigit():
             p.error(f"--keep {item!r}: expected LANG=N with LANG one of {', '.join(LANGUAGES)}")
         keep[lang] = int(n)
+    for path in args.exclude:
+        if not Path(path).is_file():
+            p.error(f"--exclude {path}: no such file")
     excluded = {t["task_id"] for path in args.exclude for t in _read_tasks(Path(path))}
     per_lang = {}
     for lang in args.languages:
-        tasks = line_tasks(held_out_files(Path(args.corpus), lang), lang, args.per_file, args.per_language, args.seed)
+        files = held_out_files(Path(args.corpus), lang)
+        if not files:
+            print(f"code_lines: no held-out {lang} files under {args.corpus} (files/valid/{lang}.jsonl or "
+                  f"valid.{lang}.NNN.jsonl.xz)", file=sys.stderr)
+            return 2
+        tasks = line_tasks(files, lang, args.per_file, args.per_language, args.seed)
         per_lang[lang] = [t for t in tasks if t["task_id"] not in excluded][:keep.get(lang, len(tasks))]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -103,3 +103,7 @@ def test_extra_holes_leave_out_a_committed_set_and_keep_n_per_language(tmp_path)
     assert [t["language"] for t in got[:5]] == list(SOURCES)      # interleaved, as before
     with pytest.raises(SystemExit):
         code_lines.main(["--corpus", str(corpus), "--keep", "cobol=3", "--out", str(extra)])
+    with pytest.raises(SystemExit):
+        code_lines.main(["--corpus", str(corpus), "--exclude", str(tmp_path / "gone.jsonl"), "--out", str(extra)])
+    assert code_lines.main(["--corpus", str(tmp_path / "nothing"), "--out", str(tmp_path / "none.jsonl")]) == 2
+    assert not (tmp_path / "none.jsonl").exists()

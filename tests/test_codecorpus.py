@@ -304,6 +304,10 @@ def test_pack_takes_the_files_the_manifest_lists_with_the_same_content(built, tm
     with lzma.open(m, "wt") as f:
         f.write(json.dumps({**changed, "path": "elsewhere.py"}) + "\n")
     assert gen2data.main(["pack", "--corpus", str(out), "--dest", str(tmp_path / "none"), "--manifest", str(m)]) == 1
+    for corpus, manifest in ((out, tmp_path / "gone.jsonl.xz"), (tmp_path / "nothing", m)):   # said, nothing written
+        assert gen2data.main(["pack", "--corpus", str(corpus), "--dest", str(tmp_path / "x"),
+                              "--manifest", str(manifest)]) == 2
+    assert not (tmp_path / "x").exists()
 
 
 def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):

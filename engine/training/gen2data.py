@@ -198,6 +198,12 @@ def cmd_pack(args) -> int:
     the model card states, and what it could not find is counted."""
     corpus, dest = Path(args.corpus), Path(args.dest)
     wanted: set[tuple[str, str]] | None = None
+    missing = [str(f) for f in ([Path(args.manifest), corpus / "manifest.jsonl"] if args.manifest else [])
+               + [corpus / "files"] if not f.exists()]
+    if missing:
+        print(f"pack: {', '.join(missing)} not found (build the corpus first: scripts/build_corpus.sh; "
+              "--manifest '' packs every file)", file=sys.stderr)
+        return 2
     if args.manifest:
         wanted = manifest_keys(Path(args.manifest))
         sha = {r["id"]: r["sha256"] for r in read_jsonl(corpus / "manifest.jsonl")}
