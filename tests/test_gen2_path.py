@@ -93,6 +93,7 @@ def test_the_card_of_a_model_trained_from_scratch_on_the_corpus(shipped):
     assert "Continued on the code corpus" not in text and "scripts/train_gen2_gpu.sh" in text
     assert "Final validation loss (the code corpus's held-out files of every language)" in text
     assert "## How it runs\n\nWith float32 weights." in text                    # written before serving.json was
+    assert "MB (f16 as stored, loaded as fp32)." in text                          # the float16 file that came home
     tmp, _ = shipped
     again = card.write_card(tmp / "home" / "tiny", model).read_text()          # as ship_model rewrites it at the end
     assert "With `int8` weights (`serving.json`" in again

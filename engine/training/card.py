@@ -416,6 +416,14 @@ carried there, batches are made ahead by worker processes, and `--keep-best` kee
 lowest one-line-hole validation loss, validated every 30 seconds."""
 
 
+def _stored_dtype(path: Path) -> str:
+    """The weights file's element type as safetensors names it (F32, F16, BF16; mixed types joined by '/')."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        return "/".join(sorted({f.get_slice(k).get_dtype() for k in f.keys()}))
+
+
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     records = read_log(run)
     s = summary(records)
@@ -434,6 +442,8 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     cfg = json.loads((target / "config.json").read_text())
     params = next((r["params"] for r in records if r.get("event") == "start"), None)
     size_mb = (target / "model.safetensors").stat().st_size / 1e6
+    stored = _stored_dtype(target / "model.safetensors")
+    stored = "fp32" if stored == "F32" else (f"{stored.lower()} as stored, loaded as fp32" if stored else "?")
     digest = _digest(target / "model.safetensors")
     quality = _quality_rows(digest) or [
         "| (no benchmark results for these weights yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]
@@ -459,7 +469,7 @@ through exactly the code path of any published checkpoint (`AutoModelForMaskedLM
 
 - Architecture: ModernBERT (`{cfg.get('model_type')}`), {cfg.get('num_hidden_layers')} layers, hidden
   {cfg.get('hidden_size')}, {cfg.get('num_attention_heads')} heads, intermediate {cfg.get('intermediate_size')},
-  RoPE, bidirectional attention, tied embeddings; {params:,} parameters; `model.safetensors` {size_mb:.1f} MB (fp32).
+  RoPE, bidirectional attention, tied embeddings; {params:,} parameters; `model.safetensors` {size_mb:.1f} MB ({stored}).
 - Tokenizer: byte-level BPE with {cfg.get('vocab_size')} entries trained on the same corpus; every line is
   pre-split (newline merged with the previous chunk) so a hole at a line start tokenizes the same in and
   out of context; whitespace and indentation round-trip exactly (tested). Special tokens `<pad>`, `<bos>`,
