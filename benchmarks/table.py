@@ -386,12 +386,12 @@ def frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                    if r.get("quantization") == "int8" else "float32")
         lines += [f"{_link(path, base)}, weights {weights} (trained / fresh p50 = {num(r['trained_over_fresh_p50'], 3)}; largest gen2 "
                   f"shape within the bar, projected: {r.get('largest_within_bar_projected') or 'none'})", "",
-                  "| model | parameters | vocabulary | float32 MB | p50 ms | p95 ms | projected p50 / p95 ms | "
+                  "| model | parameters | vocabulary | file MB | p50 ms | p95 ms | projected p50 / p95 ms | "
                   "forwards | ms / forward | RSS MB |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for name, row in r["rows"].items():
             lat, params = row["latency"], row.get("parameters")
             lines.append(f"| {name} | {'-' if params is None else f'{params / 1e6:.2f}M'} | "
-                         f"{row.get('vocabulary', '-')} | {num(row.get('model_mb_float32'))} | "
+                         f"{row.get('vocabulary', '-')} | {num(row.get('model_mb', row.get('model_mb_float32')))} | "
                          f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | "
                          f"{num(lat['projected']['p50_ms'])} / {num(lat['projected']['p95_ms'])} | "
                          f"{num(lat['forwards_p50'], 0)} | {num(lat['ms_per_forward_p50'])} | {num(lat['rss_mb'], 0)} |")

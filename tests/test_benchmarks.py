@@ -646,7 +646,7 @@ def test_frontier_builds_fresh_gen2_shapes_the_engine_runs_and_projects_them(tmp
     row = frontier.random_checkpoint(tmp_path / "tiny", frontier.GEN2_TOKENIZER, (64, 2, 128, 2))
     assert row["vocabulary"] == 16384 and row["shape"]["layers"] == 2
     assert 1.0e6 < row["parameters"] < 1.3e6                     # 16384 x 64 tied embeddings and two layers
-    assert row["model_mb_float32"] == pytest.approx(row["parameters"] * 4 / 1e6, rel=0.02)
+    assert row["model_mb"] == pytest.approx(row["parameters"] * 4 / 1e6, rel=0.02)   # fresh weights: float32
     config = EngineConfig.of(model=row["checkpoint"], threads=1, min_confidence=0.0)
     with EngineFiller(config) as engine:
         for lang, prompt, suffix in (("python", "def add(a, b):\n    ", "\n\nprint(add(1, 2))\n"),
@@ -656,7 +656,7 @@ def test_frontier_builds_fresh_gen2_shapes_the_engine_runs_and_projects_them(tmp
             assert fill.error == "" and fill.forwards and fill.forwards > 0
             assert fill.document.startswith(prompt) and fill.document.endswith(suffix)
     judged = frontier.judge({"latency": {"warm_ms": {"p50": 300.0, "p95": 500.0}, "rss_mb": 500.0},
-                             "model_mb_float32": 130.0}, 0.6)
+                             "model_mb": 130.0}, 0.6)
     assert judged["latency"]["projected"] == {"p50_ms": 180.0, "p95_ms": 300.0}
     assert judged["bar"]["p50_ms"] == {"bar": 200.0, "raw": 300.0, "raw_met": False, "projected": 180.0,
                                        "projected_met": True}
