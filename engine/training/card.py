@@ -354,19 +354,23 @@ p50 <= 200 ms and p95 <= 400 ms: {r.get('largest_within_bar') or 'none of them'}
 
 ![quality against latency](frontier.png)"""
     fresh = sorted((json.loads(p.read_text()) for p in results.glob("frontier-latency*.json")),
-                   key=lambda r: r.get("quantization", "none") != "none")   # float32 first
+                   key=lambda r: (r.get("quantization", "none") != "none", r.get("created", "")))   # float32 first
     if not fresh:
         return "Not measured yet (`python -m benchmarks.size_frontier`)."
     rows = "\n".join(f"| {name} | {r.get('quantization', 'none')} | {row['parameters'] / 1e6:.2f}M | "
-                     f"{row['latency']['warm_ms']['p50']} | {row['latency']['warm_ms']['p95']} |"
+                     f"{row['latency']['warm_ms']['p50']} | {row['latency']['warm_ms']['p95']} | "
+                     f"{r.get('created', '?')[:16].replace('T', ' ')} |"
                      for r in fresh for name, row in r["rows"].items() if name.startswith("gen2"))
     return f"""The trained sizes are not measured side by side yet (`python -m benchmarks.size_frontier`). Before training,
 latency alone was measured on fresh weights of each shape (`benchmarks/results/frontier-latency*.json`; the bar is
 p50 <= 200 ms, p95 <= 400 ms):
 
-| shape | weights | parameters | p50 ms | p95 ms |
-|---|---|--:|--:|--:|
-{rows}"""
+| shape | weights | parameters | p50 ms | p95 ms | measured (UTC) |
+|---|---|--:|--:|--:|---|
+{rows}
+
+Runs on machines of the same kind hours apart can differ by a factor of two: the bar is judged on the machine at
+hand, which is why the trained sizes are measured side by side in one run."""
 
 
 def _serving(target: Path) -> str:
