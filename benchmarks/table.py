@@ -56,7 +56,8 @@ def _model(r: dict) -> str:
 
 def _provenance(r: dict) -> str:
     machine = r.get("machine", {})
-    return (f"`{r.get('command', '')}` ({r.get('created', '')[:10]}, {machine.get('cpus', '?')} CPUs, "
+    cpu = f" ({machine['cpu']})" if machine.get("cpu") else ""   # the same command differs by CPU, up to 2x
+    return (f"`{r.get('command', '')}` ({r.get('created', '')[:10]}, {machine.get('cpus', '?')} CPUs{cpu}, "
             f"load {machine.get('load_average', ['?'])[0]})")
 
 

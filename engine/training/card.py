@@ -359,18 +359,18 @@ p50 <= 200 ms and p95 <= 400 ms: {r.get('largest_within_bar') or 'none of them'}
         return "Not measured yet (`python -m benchmarks.size_frontier`)."
     rows = "\n".join(f"| {name} | {r.get('quantization', 'none')} | {row['parameters'] / 1e6:.2f}M | "
                      f"{row['latency']['warm_ms']['p50']} | {row['latency']['warm_ms']['p95']} | "
-                     f"{r.get('created', '?')[:16].replace('T', ' ')} |"
+                     f"{r.get('created', '?')[:16].replace('T', ' ')}, {r.get('machine', {}).get('cpu', '?')} |"
                      for r in fresh for name, row in r["rows"].items() if name.startswith("gen2"))
     return f"""The trained sizes are not measured side by side yet (`python -m benchmarks.size_frontier`). Before training,
 latency alone was measured on fresh weights of each shape (`benchmarks/results/frontier-latency*.json`; the bar is
 p50 <= 200 ms, p95 <= 400 ms):
 
-| shape | weights | parameters | p50 ms | p95 ms | measured (UTC) |
+| shape | weights | parameters | p50 ms | p95 ms | measured (UTC, CPU) |
 |---|---|--:|--:|--:|---|
 {rows}
 
-Runs on machines of the same kind hours apart can differ by a factor of two: the bar is judged on the machine at
-hand, which is why the trained sizes are measured side by side in one run."""
+Two-core machines with different CPUs differ by up to a factor of two: the bar is judged on the machine at hand,
+which is why the trained sizes are measured side by side in one run."""
 
 
 def _serving(target: Path) -> str:
