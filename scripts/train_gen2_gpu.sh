@@ -11,7 +11,7 @@
 #   2. carry runs/gen2-travel/part1:  BUDGET_S=570 bash scripts/train_gen2_gpu.sh stage runs/gen2-travel/part1 train
 #      (trains small, medium and large side by side; brings back small and medium and every log)
 #   3. no carry:                      bash scripts/train_gen2_gpu.sh collect large
-# Here, after each call: .venv/bin/python -m engine.training.parts join <files_at> SIZE runs/gen2-home/SIZE
+# Here, after the calls: bash scripts/gen2_home.sh <files_at of call 2> <files_at of call 3> (join, keep, commit)
 #
 # A call cut short (timeout) leaves each size's state.pt under $GEN2/runs: `train` again resumes them
 # while the machine is warm. A later session goes on from the weights that came home

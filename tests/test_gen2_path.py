@@ -59,9 +59,20 @@ def shipped(tmp_path_factory):
     assert back == ["logs.tar", "tiny.f16.part00", "tiny.meta.tar"], back
     with tarfile.open(tmp / "OUT" / "logs.tar") as tf:
         assert {"tiny/train.log", "tiny.out"} <= set(tf.getnames())
-    from engine.training.parts import main as parts_main
-
-    assert parts_main(["join", str(tmp / "OUT"), "tiny", str(tmp / "home" / "tiny")]) == 0
+    # step 5 as the session runs it: join, keep under the state folder (no commit here)
+    env5 = {**os.environ, "PYTHON": sys.executable, "KEEP": "tiny", "COMMIT": "0", "HOMEDIR": str(tmp / "home"),
+            "STATE": str(tmp / "state")}
+    done = subprocess.run(["bash", "scripts/gen2_home.sh", str(tmp / "OUT")], cwd=ROOT, env=env5,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"joined tiny; kept under {tmp / 'state'}: tiny and logs.tar" in done.stdout
+    assert (tmp / "state" / "tiny" / "checkpoint" / "model.safetensors").read_bytes() == (
+        tmp / "home" / "tiny" / "checkpoint" / "model.safetensors").read_bytes()
+    assert (tmp / "state" / "logs.tar").is_file()
+    (tmp / "empty").mkdir()
+    nothing = subprocess.run(["bash", "scripts/gen2_home.sh", str(tmp / "empty")], cwd=ROOT, env=env5,
+                             capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 1 and "nothing came back" in nothing.stderr
     from engine.training import card
 
     model = tmp / "model"
