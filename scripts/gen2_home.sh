@@ -34,6 +34,6 @@ done
 echo "gen2_home: joined ${joined[*]}; kept under $STATE: ${kept[*]:-none}$([ -f "$STATE/logs.tar" ] && echo ' and logs.tar')"
 if [ "$COMMIT" = 1 ]; then
   git add "$STATE"
-  git commit -q -m "gen2 GPU run came home: ${kept[*]:-no size} (float16 run directories) and every log, kept before measuring" \
+  git commit -q -m "gen2 GPU run came home: ${kept[*]:-no size} (float16 run directories) and every log, kept before measuring" -- "$STATE" \
     && git log --oneline -1
 fi
