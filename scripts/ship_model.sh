@@ -29,6 +29,9 @@ LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT
 MODEL_OUT=engine/models/embedded; MODEL=embedded
 case "$QUANTIZATION" in none|int8) ;; *)
   echo "ship_model: QUANTIZATION must be none or int8 (not $QUANTIZATION)" >&2; exit 2 ;; esac
+for f in HumanEval-SingleLineInfilling HumanEval-RandomSpanInfillingLight; do   # needed 30 minutes in: said now
+  [ -f "$D/$f.jsonl.gz" ] || { echo "ship_model: $D/$f.jsonl.gz is missing (../shared/data holds HumanEval)" >&2; exit 2; }
+done
 IS_RUN=0
 if [ -f "$RUN/train.log" ] && [ -f "$RUN/checkpoint/model.safetensors" ]; then IS_RUN=1; fi
 if [ "${QUICK:-0}" != 1 ] && [ "$IS_RUN" = 0 ]; then
