@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchmarks.tasks import load_tasks
 from engine.adapt.holes import statement_rows
 
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
@@ -81,14 +82,6 @@ def held_out_files(corpus: Path, lang: str) -> list[tuple[str, str]]:
     return out
 
 
-def _read_tasks(path: Path) -> list[dict]:
-    import gzip
-
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.code_lines", description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, help="the built corpus (engine.training.codecorpus --out)")
@@ -118,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.exclude:
         if not Path(path).is_file():
             p.error(f"--exclude {path}: no such file")
-    excluded = {t["task_id"] for path in args.exclude for t in _read_tasks(Path(path))}
+    excluded = {t.task_id for path in args.exclude for t in load_tasks(path)}
     per_lang = {}
     for lang in args.languages:
         files = held_out_files(Path(args.corpus), lang)

@@ -76,7 +76,7 @@ def judge(row: dict, scale: float) -> dict:
     projected = {"p50_ms": round(w["p50"] * scale, 1), "p95_ms": round(w["p95"] * scale, 1)}
     row["latency"]["projected"] = projected
     measured = {"p50_ms": w["p50"], "p95_ms": w["p95"], "rss_mb": row["latency"]["rss_mb"],
-                "model_mb": row.get("model_mb", row.get("model_mb_float32"))}   # the file as stored
+                "model_mb": row.get("model_mb")}   # the file as stored
     row["bar"] = {k: {"bar": BAR[k], "raw": v, "raw_met": v is not None and v <= BAR[k],
                       **({"projected": projected[k], "projected_met": projected[k] <= BAR[k]}
                          if k in projected else {})}

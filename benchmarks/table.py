@@ -392,7 +392,7 @@ def frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
         for name, row in r["rows"].items():
             lat, params = row["latency"], row.get("parameters")
             lines.append(f"| {name} | {'-' if params is None else f'{params / 1e6:.2f}M'} | "
-                         f"{row.get('vocabulary', '-')} | {num(row.get('model_mb', row.get('model_mb_float32')))} | "
+                         f"{row.get('vocabulary', '-')} | {num(row.get('model_mb'))} | "
                          f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | "
                          f"{num(lat['projected']['p50_ms'])} / {num(lat['projected']['p95_ms'])} | "
                          f"{num(lat['forwards_p50'], 0)} | {num(lat['ms_per_forward_p50'])} | {num(lat['rss_mb'], 0)} |")
@@ -418,7 +418,7 @@ def size_frontier_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
             per = " | ".join(pct(q["languages"][lang]["exact_match"]) + "%" if lang in q["languages"] else "-"
                              for lang in langs)
             lines.append(f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | "
-                         f"{num(row.get('model_mb', row.get('model_mb_float32')))} | {pct(q['exact_match'])}% of "
+                         f"{num(row['model_mb'])} | {pct(q['exact_match'])}% of "
                          f"{q['n']} | {per} | "
                          f"{num(lat['warm_ms']['p50'])} | {num(lat['warm_ms']['p95'])} | {num(lat['rss_mb'], 0)} | "
                          f"{'yes' if row['within_bar'] else 'no'} |")

@@ -668,7 +668,7 @@ def test_frontier_builds_fresh_gen2_shapes_the_engine_runs_and_projects_them(tmp
         "benchmark": "frontier-latency", "command": "python -m benchmarks.frontier", "trained_over_fresh_p50": 0.6,
         "largest_within_bar_projected": "gen2 medium, fresh weights", "quantization": "int8",
         "rows": {"gen2 medium, fresh weights": {"parameters": 15_310_000, "vocabulary": 16384,
-                                                "model_mb_float32": 61.2, "latency": latency}}}))
+                                                "model_mb": 61.2, "latency": latency}}}))
     block = table.render(table.load_results(tmp_path), tmp_path)
     assert "| gen2 medium, fresh weights | 15.31M | 16384 | 61.2 | 300.0 | 500.0 | 180.0 / 300.0 | 16 | 17.5 | 512 |" \
         in block

@@ -339,7 +339,7 @@ def sizes_section(target: Path, results: Path = _RESULTS) -> str:
         if (results / "size-frontier.png").is_file():
             shutil.copy2(results / "size-frontier.png", target / "frontier.png")
         rows = "\n".join(
-            f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | {row.get('model_mb', row.get('model_mb_float32'))} | "
+            f"| {name} | {row['quantization']} | {row['parameters'] / 1e6:.2f}M | {row['model_mb']} | "
             f"{100 * row['quality']['exact_match']:.1f}% | {row['latency']['warm_ms']['p50']} | "
             f"{row['latency']['warm_ms']['p95']} | {'yes' if row['within_bar'] else 'no'} |"
             for name, row in r["rows"].items())
@@ -420,12 +420,14 @@ carried there, batches are made ahead by worker processes, and `--keep-best` kee
 lowest one-line-hole validation loss, validated every 30 seconds."""
 
 
-def _stored_dtype(path: Path) -> str:
-    """The weights file's element type as safetensors names it (F32, F16, BF16; mixed types joined by '/')."""
+def _stored(path: Path) -> str:
+    """How the weights file stores its tensors, from its safetensors header: ``fp32``, or e.g. ``f16 as stored,
+    loaded as fp32`` (the engine computes in float32 whatever the file holds)."""
     from safetensors import safe_open
 
     with safe_open(str(path), "pt") as f:
-        return "/".join(sorted({f.get_slice(k).get_dtype() for k in f.keys()}))
+        dtypes = "/".join(sorted({f.get_slice(k).get_dtype() for k in f.keys()}))
+    return "fp32" if dtypes == "F32" else f"{dtypes.lower()} as stored, loaded as fp32"
 
 
 def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
@@ -446,8 +448,7 @@ def write_card(run: Path, target: Path = EMBEDDED_DIR) -> Path:
     cfg = json.loads((target / "config.json").read_text())
     params = next((r["params"] for r in records if r.get("event") == "start"), None)
     size_mb = (target / "model.safetensors").stat().st_size / 1e6
-    stored = _stored_dtype(target / "model.safetensors")
-    stored = "fp32" if stored == "F32" else (f"{stored.lower()} as stored, loaded as fp32" if stored else "?")
+    stored = _stored(target / "model.safetensors")
     digest = _digest(target / "model.safetensors")
     quality = _quality_rows(digest) or [
         "| (no benchmark results for these weights yet: run `python -m benchmarks.infill ...`) | | | | | | | |"]

@@ -198,8 +198,8 @@ def cmd_pack(args) -> int:
     the model card states, and what it could not find is counted."""
     corpus, dest = Path(args.corpus), Path(args.dest)
     wanted: set[tuple[str, str]] | None = None
-    missing = [str(f) for f in ([Path(args.manifest), corpus / "manifest.jsonl"] if args.manifest else [])
-               + [corpus / "files"] if not f.exists()]
+    needed = [corpus / "files"] + ([Path(args.manifest), corpus / "manifest.jsonl"] if args.manifest else [])
+    missing = [str(f) for f in needed if not f.exists()]
     if missing:
         print(f"pack: {', '.join(missing)} not found (build the corpus first: scripts/build_corpus.sh; "
               "--manifest '' packs every file)", file=sys.stderr)
