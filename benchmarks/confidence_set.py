@@ -25,7 +25,7 @@ from benchmarks.infill import engine_args, engine_config
 from benchmarks.metrics import exact_match
 from benchmarks.progress import progress
 from benchmarks.sandbox import Limits, check_program, run_program
-from benchmarks.tasks import Task, load_tasks
+from benchmarks.tasks import Task, load_tasks, typed_tasks
 
 
 def considered_record(task: Task, completion, run_tests: bool, limits: Limits, backend=None) -> dict:
@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", required=True, help="tasks in the HumanEval-infilling schema (JSONL or .gz)")
     p.add_argument("--out", required=True, help="the JSONL to write (continued when it exists)")
     p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--typed", action="store_true",
+                   help="each hole as if the first characters of its line were typed (benchmarks.tasks.typed)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
     p.add_argument("--signals", action="store_true",
                    help="also record each fill's model signals (score_text likelihood, re-noising stability)")
@@ -70,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     done = set()
     if out.exists():
         done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
-    tasks = [t for t in load_tasks(args.data, args.limit) if t.task_id not in done]
+    tasks = load_tasks(args.data, args.limit)
+    tasks = [t for t in (typed_tasks(tasks) if args.typed else tasks) if t.task_id not in done]
     engine = Engine(engine_config(args, min_confidence=0.0))
     engine.start().result()
     limits = Limits()

@@ -16,7 +16,7 @@ from benchmarks.evaluate import evaluate, summarise, write_jsonl
 from benchmarks.fillers import EngineFiller, LspFiller, ReferenceFiller
 from benchmarks.report import envelope, model_info, run_cli, write_result
 from benchmarks.sandbox import Limits
-from benchmarks.tasks import dataset_name, load_tasks
+from benchmarks.tasks import dataset_name, load_tasks, typed_tasks
 from engine.config import QUANTIZATIONS
 
 KINDS = ("auto", "inline", "line", "block", "span")
@@ -71,6 +71,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", required=True, help="JSONL or JSONL.gz in the HumanEval-infilling schema")
     p.add_argument("--out", required=True, help="the result JSON")
     p.add_argument("--limit", type=int, default=None, help="the first N tasks only")
+    p.add_argument("--typed", action="store_true",
+                   help="each hole as if the first characters of its line were typed (benchmarks.tasks.typed)")
     p.add_argument("--samples", default=None, help='write {"task_id", "completion"} per task (JSONL)')
     p.add_argument("--records", default=None, help="write every per-task figure (JSONL)")
     p.add_argument("--via-lsp", action="store_true", help="fill through a real diffusion-lsp process")
@@ -112,6 +114,9 @@ def settings(args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tasks = load_tasks(args.data, args.limit)
+    if args.typed:
+        tasks = typed_tasks(tasks)
+    name = dataset_name(args.data) + ("-typed" if args.typed else "")
     if not tasks:
         print(f"no tasks in {args.data}", file=sys.stderr)
         return 2
@@ -120,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp) as filler:
         result["model"] = {"model": "reference"} if args.reference else model_info(args.model, engine_config(args).load)
         records = evaluate(filler, tasks, limits, args.workers, run_tests=not args.no_tests,
-                           label=dataset_name(args.data))
+                           label=name)
     result.update({
-        "dataset": dataset_name(args.data), "data": args.data, "limit": args.limit,
+        "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "via": filler.via,
         "settings": settings(args),
         "sandbox": asdict(limits),

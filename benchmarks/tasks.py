@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -99,3 +100,25 @@ def dataset_name(path: str | Path) -> str:
     for ext in (".gz", ".jsonl", ".json"):
         name = name.removesuffix(ext)
     return name
+
+
+TYPED_MOST = 12   # typed(): at most this many characters of the line's code typed
+
+
+def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
+    """The hole as an editor sees it while the user types: the first characters of the hole's first line
+    already typed (its indentation and 1..min(``most``, half the line's code) characters, the number drawn
+    from a hash of the task id), the rest of the hole to fill. The document after the fill is the same, so
+    the task's tests still apply. None when the first line has fewer than 2 characters of code."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    code = first.lstrip(" \t")
+    if len(code.rstrip()) < 2:
+        return None
+    indent = first[:len(first) - len(code)]
+    k = 1 + zlib.crc32(task.task_id.encode("utf-8")) % max(1, min(most, len(code.rstrip()) // 2))
+    return replace(task, prompt=task.prompt + indent + code[:k], canonical_solution=code[k:] + newline + after)
+
+
+def typed_tasks(tasks: list[Task]) -> list[Task]:
+    """``typed`` of each task, those it cannot make left out."""
+    return [t for t in map(typed, tasks) if t is not None]
