@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
+import time
 from collections import deque
 
 import numpy as np
 
 from .examples import Batch, TokenStream, make_batch
 
+DRAIN_S = 60.0   # close(): the longest wait for the batches already asked for
 _JOB: tuple | None = None  # (stream, cfg, pad_id, mask_id): set before the fork, read by the workers
 
 
@@ -58,6 +60,13 @@ class Batches:
 
     def close(self) -> None:
         if self.pool is not None:
+            # A worker stopped while it writes a batch leaves half a message in the result pipe, and the pool's
+            # terminate then waits for the rest forever (it hung the test suite once): the batches asked for
+            # arrive first (a minute at most in all), so every worker is idle when it is stopped.
+            deadline = time.monotonic() + DRAIN_S
+            for pending in self.pending:
+                pending.wait(max(0.0, deadline - time.monotonic()))
+            self.pending.clear()
             self.pool.terminate()
             self.pool.join()
             self.pool = None
