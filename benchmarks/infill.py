@@ -40,6 +40,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suffix-tokens", type=int, default=64, help="context budget after the hole")
     parser.add_argument("--min-confidence", type=float, default=None,
                         help="withhold cursor fills below this estimate (default: the model's calibrated bar; 0: never)")
+    parser.add_argument("--document-lines", type=int, choices=(0, 1), default=1,
+                        help="one-line holes may also take a line the document has (1, the default; engine/doclines.py)")
     parser.add_argument("--quantization", default="auto", choices=QUANTIZATIONS,
                         help="weights quantized at load (auto: what the model directory states, else none; masked "
                              "models: int8 on the CPU; DiffusionGemma: torchao)")
@@ -52,7 +54,8 @@ def engine_config(args, **overrides):
                   device=args.device, dtype=args.dtype, kv_cache=bool(args.kv_cache), cache_refresh=args.cache_refresh,
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
                   suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None),
-                  quantization=getattr(args, "quantization", "auto"))
+                  quantization=getattr(args, "quantization", "auto"),
+                  document_lines=bool(getattr(args, "document_lines", 1)))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -63,7 +66,8 @@ def server_options(args) -> dict:
             "cacheRefresh": args.cache_refresh, "maxHoleTokens": args.max_hole_tokens,
             "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens,
             "minConfidence": getattr(args, "min_confidence", None),
-            "quantization": getattr(args, "quantization", "auto")}
+            "quantization": getattr(args, "quantization", "auto"),
+            "documentLines": bool(getattr(args, "document_lines", 1))}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

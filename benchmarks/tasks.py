@@ -108,17 +108,33 @@ TYPED_MOST = 12   # typed(): at most this many characters of the line's code typ
 def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
     """The hole as an editor sees it while the user types: the first characters of the hole's first line
     already typed (its indentation and 1..min(``most``, half the line's code) characters, the number drawn
-    from a hash of the task id), the rest of the hole to fill. The document after the fill is the same, so
-    the task's tests still apply. None when the first line has fewer than 2 characters of code."""
+    from a hash of the task id), the rest of the hole to fill. A one-line hole's line break is already in the
+    document (the user typed on a line of its own), so the fill is the rest of that line; a hole of several
+    lines keeps its line breaks. The document after the fill is the same, so the task's tests still apply.
+    None when the first line has fewer than 2 characters of code."""
     first, newline, after = task.canonical_solution.partition("\n")
     code = first.lstrip(" \t")
     if len(code.rstrip()) < 2:
         return None
     indent = first[:len(first) - len(code)]
     k = 1 + zlib.crc32(task.task_id.encode("utf-8")) % max(1, min(most, len(code.rstrip()) // 2))
-    return replace(task, prompt=task.prompt + indent + code[:k], canonical_solution=code[k:] + newline + after)
+    prompt = task.prompt + indent + code[:k]
+    if after:
+        return replace(task, prompt=prompt, canonical_solution=code[k:] + newline + after)
+    return replace(task, prompt=prompt, canonical_solution=code[k:], suffix=newline + task.suffix)
 
 
 def typed_tasks(tasks: list[Task]) -> list[Task]:
     """``typed`` of each task, those it cannot make left out."""
     return [t for t in map(typed, tasks) if t is not None]
+
+
+TYPED_PREFIX = "typed:"
+
+
+def load_task_set(spec: str) -> list[Task]:
+    """The tasks of a file, or with ``typed:`` before its path the ``typed`` variant of each (how a considered
+    set recorded with ``--typed`` names its data)."""
+    if spec.startswith(TYPED_PREFIX):
+        return typed_tasks(load_tasks(spec[len(TYPED_PREFIX):]))
+    return load_tasks(spec)

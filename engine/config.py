@@ -63,6 +63,8 @@ class FillOptions:
                                          # calibration's default (engine/confidence.py); 0: never withhold
     names_rule: bool = True           # rank fills with names the document defines nowhere last (engine/names.py)
     max_alternatives: int = 3         # distinct valid fills a cursor request offers, best first (1: the best only)
+    document_lines: bool = True       # the rest of a line being typed may also come from a line the document
+                                      # already has (engine/doclines.py), when the backend scores options
     line_lengths: tuple[int, ...] = ()  # slot counts a one-line hole is tried at; (): the engine's (8, 24), or
                                         # the model's per-language choice (engine/decoding.py)
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from . import lengths
+from . import doclines, lengths
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import offer
 from .config import FillOptions
@@ -71,6 +71,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
+    # The document's own lines, scored by the backend on each attempt's first forward (engine/doclines.py).
+    options = doclines.line_options(text, hole, rest_of_line) \
+        if config.document_lines and backend.scores_options and not request.rewrite else ()
+    scored: dict[str, tuple[int, Candidate]] = {}   # option -> (slots, candidate) from the roomiest attempt
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
@@ -82,9 +86,12 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=left, threshold=config.threshold, instruction=instruction)
+            steps=left, threshold=config.threshold, instruction=instruction, options=options)
         result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
+        for option, cand in zip(options, result.options):
+            if cand is not None and attempt >= scored.get(option, (0, cand))[0]:
+                scored[option] = (attempt, cand)
         first: HoleFill | None = None
         for candidate in result.candidates:
             if first is not None and len(found) >= want:
@@ -101,6 +108,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
+    copy, bad = _best_copy([c for _, c in scored.values()], hole, rest_of_line, spec, win, baseline, whole)
+    rejected += bad
+    if copy is not None and all(_key(copy) != _key(f) for f in firsts):
+        firsts.append(copy)
     # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
@@ -110,6 +121,22 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     return Completion(() if fill is None else (eol(fill),), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None, rejected, backend.name, tuple(map(eol, considered)),
                       tuple(map(eol, alternatives)))
+
+
+COPIES_CHECKED = 3   # the best-scored document lines validated, at most
+
+
+def _best_copy(candidates: Sequence[Candidate], hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
+               baseline: int | None, whole: Verdict | None) -> tuple[HoleFill | None, int]:
+    """The best-scored document line (``doclines``) that validates as the hole's fill (the first of the
+    ``COPIES_CHECKED`` best), marked ``copied``, and how many were rejected."""
+    rejected = 0
+    for candidate in sorted(candidates, key=lambda c: -c.score)[:COPIES_CHECKED]:
+        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole)
+        rejected += bad
+        if fill is not None:
+            return replace(fill, copied=True), rejected
+    return None, rejected
 
 
 def _key(fill: HoleFill) -> tuple[int, int, str]:

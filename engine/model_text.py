@@ -26,9 +26,10 @@ def _piece(piece: Piece) -> Piece:
 
 
 def model_plan(plan: FillPlan) -> FillPlan:
-    """``plan`` with its pieces, a rewrite's text and the instruction passed through ``model_text``."""
+    """``plan`` with its pieces, a rewrite's text, the instruction and the options passed through ``model_text``."""
     instruction = model_text(plan.instruction) if plan.instruction else plan.instruction
-    return replace(plan, pieces=tuple(_piece(p) for p in plan.pieces), instruction=instruction)
+    return replace(plan, pieces=tuple(_piece(p) for p in plan.pieces), instruction=instruction,
+                   options=tuple(map(model_text, plan.options)))
 
 
 class ModelText:
@@ -44,6 +45,7 @@ class ModelText:
         self.max_positions, self.searches_lengths = backend.max_positions, backend.searches_lengths
         self.takes_instruction = backend.takes_instruction
         self.scores_text, self.model_dir = backend.scores_text, backend.model_dir
+        self.scores_options = backend.scores_options
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(model_text(text))

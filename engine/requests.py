@@ -117,6 +117,8 @@ class HoleFill:
     confidences: tuple[float, ...] = () # one per generated token, in [0, 1]
     token_spans: tuple[tuple[int, int], ...] = ()  # [start, end) of each token within ``text``
     confidence: float | None = None     # estimated P(exactly right) (engine/confidence.py); None: not calibrated
+    copied: bool = False                # the text of another line of the document (engine/doclines.py), not
+                                        # the model's own writing; its confidences are first-forward probabilities
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,17 @@ from pytest_lsp import LanguageClient
 from tests.lsp_session import SERVER, record_notifications, start_session, wait_state
 
 
+@pytest.fixture(scope="module")
+def embedded_engine():
+    """The engine on the embedded model, one thread, no confidence bar (started once per module)."""
+    from engine import Engine, EngineConfig
+
+    eng = Engine(EngineConfig.of(threads=1, min_confidence=0.0))
+    eng.start().result(timeout=120)
+    yield eng
+    eng.close()
+
+
 @pytest.fixture(scope="session")
 def team_engine():
     """A real local Ray cluster with a Ray Serve team server: two replicas of the embedded model (started once)."""

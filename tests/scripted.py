@@ -22,7 +22,7 @@ ANSWER = "0"
 BROKEN_MARK = "# broken\n"
 BROKEN_ANSWER = ")("
 INVENTED_MARK = "# invented\n"
-INVENTED_ANSWER = "zq"  # short: its estimate stays above the default bar, below "very high"
+INVENTED_ANSWER = "zq"  # a name defined nowhere: withheld alone below "very high" (the names rule)
 LENGTHS_MARK = "# by length\n"
 MAX_STEPS = 4
 
@@ -34,6 +34,7 @@ class ScriptedBackend:
     searches_lengths = False
     takes_instruction = False
     scores_text = False
+    scores_options = True          # takes the document's lines (counted in stats); fits none of them
     loads: list[LoadConfig] = []   # every config loaded in this process, in order
 
     def __init__(self, config: LoadConfig):
@@ -56,7 +57,8 @@ class ScriptedBackend:
         head = plan.pieces[0] if isinstance(plan.pieces[0], str) else ""
         tail = plan.pieces[-1] if isinstance(plan.pieces[-1], str) else ""
         self.last_plan = {"steps": plan.steps, "threshold": plan.threshold,
-                          "slots": [h.max_tokens for h in plan.holes], "prefix": len(head), "suffix": len(tail)}
+                          "slots": [h.max_tokens for h in plan.holes], "prefix": len(head), "suffix": len(tail),
+                          "options": len(plan.options)}
         steps = min(plan.steps, MAX_STEPS)
         answer = BROKEN_ANSWER if BROKEN_MARK in head else INVENTED_ANSWER if INVENTED_MARK in head else ANSWER
         texts = tuple(str(h.max_tokens) if LENGTHS_MARK in head else answer for h in plan.holes)
@@ -69,7 +71,8 @@ class ScriptedBackend:
                               tuple(tuple(t) for t in shown))
         confidences = tuple((sure,) * len(t) for t in texts)
         spans = tuple(tuple((i, i + 1) for i in range(len(t))) for t in texts)
-        return FillResult((Candidate(texts, confidences, spans, 0.0),), steps, steps, sum(map(len, texts)))
+        return FillResult((Candidate(texts, confidences, spans, 0.0),), steps, steps, sum(map(len, texts)),
+                          (None,) * len(plan.options))
 
     def stats(self) -> dict[str, object]:
         return {"scripted_fills": self.fills, "loads": len(self.loads), "loaded": vars(self.config),

@@ -148,7 +148,7 @@ class ScriptedBackend:
     """Answers fixed texts per hole (one token per character), and keeps the plans it was given."""
 
     name, max_positions, default_steps = "scripted", 1024, 16
-    searches_lengths = takes_instruction = scores_text = False
+    searches_lengths = takes_instruction = scores_text = scores_options = False
     model_dir = None
 
     def __init__(self, *texts):

@@ -19,7 +19,7 @@ from benchmarks.holesets import body_after_opener, one_per_problem, typing_task
 from benchmarks.lsp_client import offset_at, position_at
 from benchmarks.metrics import exact_match, latency_summary, normalise, percentile, syntax_valid
 from benchmarks.sandbox import Limits, check_program, run_program
-from benchmarks.tasks import Task, TaskFormatError, dataset_name, load_tasks
+from benchmarks.tasks import Task, TaskFormatError, dataset_name, load_task_set, load_tasks, typed, typed_tasks
 
 DATA = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "human-eval-infilling"
 FAST = Limits(timeout_s=1.0, cpu_s=2)
@@ -61,6 +61,23 @@ def test_load_tasks_skips_blank_lines_and_reports_bad_ones(tmp_path):
     path.write_text("{not json\n", encoding="utf-8")
     with pytest.raises(TaskFormatError, match=":1:"):
         load_tasks(path)
+
+
+def test_typed_holes_keep_the_document_and_put_the_line_break_in_the_suffix(tmp_path):
+    one = Task("a.py:3", "def f(x):\n", "    return x\n", "    total = compute(x)\n")
+    got = typed(one)
+    assert got.prompt.startswith(one.prompt + "    t") and got.suffix == "\n" + one.suffix
+    assert got.prompt + got.canonical_solution + got.suffix == one.prompt + one.canonical_solution + one.suffix
+    assert "\n" not in got.canonical_solution and len(got.prompt) - len(one.prompt) - 4 <= len("total = compute(x)") // 2
+    assert typed(one) == got                                              # drawn from the task id: the same each time
+    two = Task("b.py:9", "x = [\n", "]\n", "    1,\n    2,\n")        # several lines: their line breaks stay
+    assert typed(two).suffix == two.suffix and typed(two).canonical_solution.endswith(",\n    2,\n")
+    short = Task("c.py:1", "", "\n", "    )\n")
+    assert typed(short) is None and typed_tasks([short, one]) == [got]
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"task_id": one.task_id, "prompt": one.prompt, "suffix": one.suffix,
+                                "canonical_solution": one.canonical_solution}) + "\n")
+    assert load_task_set(f"typed:{path}") == [got] and load_task_set(str(path))[0].prompt == one.prompt
 
 
 def test_dataset_name():

@@ -13,11 +13,8 @@ CURSOR = len(CODE) - 1  # the indented empty line
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = Engine(EngineConfig.of(threads=1, min_confidence=0.0))
-    eng.start().result(timeout=120)
-    yield eng
-    eng.close()
+def engine(embedded_engine):
+    return embedded_engine
 
 
 def test_completion_is_an_insertion_at_the_cursor(engine):

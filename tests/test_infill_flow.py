@@ -13,7 +13,7 @@ class Scripted:
 
     name = "scripted"
     default_steps, max_positions = 16, 1024
-    searches_lengths = takes_instruction = scores_text = False
+    searches_lengths = takes_instruction = scores_text = scores_options = False
     model_dir = None
 
     def __init__(self, answer):
@@ -86,7 +86,10 @@ def _line_fill(text: str, max_alternatives: int = 3, drafts: list | None = None)
 
     offset = text.index("\n\n") + 1
     hook = None if drafts is None else (lambda step, *rest, **where: drafts.append(Draft(step, *rest, **where)))
-    return offset, complete(ScriptedBackend(LoadConfig()), FillOptions(max_alternatives=max_alternatives),
+    # no bar: these tests are about which fills compete and in what order (the shipped calibration's bar, which
+    # changes with every refit, is tested with the real model in test_confidence.py)
+    return offset, complete(ScriptedBackend(LoadConfig()), FillOptions(max_alternatives=max_alternatives,
+                                                                       min_confidence=0.0),
                             InfillRequest(text, offset, "python"), Control(lambda s: None, hook))
 
 

@@ -21,7 +21,7 @@ pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlet
 from engine import (Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, HoleKind, InfillRequest,
                     ModelLoadError)
 from engine.backends import open_remote
-from engine.backends.base import Control, FillPlan, HoleSpec
+from engine.backends.base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from engine.backends.remote import wire
 from engine.backends.remote.client import TOKEN_ENV
 from engine.config import LoadConfig
@@ -34,7 +34,8 @@ CURSOR = CODE.index("        \n") + 8
 SECRET = "zq_unmistakable_name"  # a document's text that must never reach a log
 PLANS = [
     FillPlan(("def add(a, b):\n    ", HoleSpec(8, True), "\n\nprint(add(1, 2))\n"), 16, 0.0),
-    FillPlan(("import os\n\nfor name in os.listdir('.'):\n    ", HoleSpec(24, True), "\n"), 16, 0.0),
+    FillPlan(("import os\n\nfor name in os.listdir('.'):\n    ", HoleSpec(24, True), "\n"), 16, 0.0,
+             options=("print(name)\n", "import os\n", "x" * 300)),
     FillPlan(("class A:\n    def __init__(self, x):\n        ", HoleSpec(24), "\n\n    def get(self):\n        "
               "return self.x\n"), 12, 0.0),
     FillPlan(("x = [1, 2, 3]\ny = ", HoleSpec(8, True), "\nprint(y)\n", HoleSpec(8, True), "\n"), 8, 0.0),
@@ -51,7 +52,17 @@ def same(a, b) -> bool:
     strip = [(c.texts, c.confidences, c.token_spans) for c in a.candidates]
     return (strip == [(c.texts, c.confidences, c.token_spans) for c in b.candidates]
             and (a.steps, a.forwards, a.tokens) == (b.steps, b.forwards, b.tokens)
-            and all(abs(x.score - y.score) < 1e-4 for x, y in zip(a.candidates, b.candidates)))
+            and all(abs(x.score - y.score) < 1e-4 for x, y in zip(a.candidates, b.candidates))
+            and same_options(a.options, b.options))
+
+
+def same_options(a, b) -> bool:
+    """The same scored options: texts and spans exactly, probabilities and scores up to float rounding."""
+    if len(a) != len(b) or [o is None for o in a] != [o is None for o in b]:
+        return False
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None]
+    return all(x.texts == y.texts and x.token_spans == y.token_spans and abs(x.score - y.score) < 1e-4
+               and all(abs(p - q) < 1e-4 for p, q in zip(x.confidences[0], y.confidences[0])) for x, y in pairs)
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +91,17 @@ def engine_for(url: str, **settings) -> Engine:
 def test_the_wire_format_round_trips_and_refuses_what_it_cannot_read():
     for plan in PLANS + [FillPlan(("a", HoleSpec(4, init="b = 1"), "c"), 3, 0.5, "make it shorter")]:
         assert wire.plan_from_json(wire.plan_json(plan)) == plan
+    scored = Candidate(("x = 1\n",), ((0.5, 0.25),), (((0, 2), (2, 6)),), -1.04)
+    result = FillResult((scored,), 3, 3, 2, (None, scored))
+    assert wire.result_from_json(wire.result_json(result)) == result
+    old = wire.plan_json(PLANS[0])
+    del old["options"]                                    # a client from before options: none
+    assert wire.plan_from_json(old).options == ()
+    with pytest.raises(wire.WireError):
+        wire.plan_from_json({**old, "options": ["a"] * (wire.MAX_OPTIONS + 1)})
     for bad in [None, {"pieces": "x", "steps": 1}, {"pieces": [{"hole": {"max_tokens": 0}}], "steps": 4},
-                {"pieces": [{"text": 3}], "steps": 4}, {"pieces": [], "steps": True}, {"pieces": [], "steps": 0}]:
+                {"pieces": [{"text": 3}], "steps": 4}, {"pieces": [], "steps": True}, {"pieces": [], "steps": 0},
+                {"pieces": [], "steps": 4, "options": "print(x)"}, {"pieces": [], "steps": 4, "options": [3]}]:
         with pytest.raises(wire.WireError):
             wire.plan_from_json(bad)
     with pytest.raises(wire.WireError):
@@ -148,6 +168,13 @@ def test_a_remote_engine_answers_as_the_local_model_does(server, caplog):
         want = local.infill_sync(InfillRequest(text, CURSOR + len(text) - len(CODE), "python"))
         assert got.fills == want.fills and got.steps == want.steps and drafts
         assert [d.step for d in drafts] == sorted(d.step for d in drafts)
+        # the document's lines are scored on the server too (engine/doclines.py)
+        assert remote.backend.scores_options
+        typed = "def f(path):\n    full = os.path.join(path, 'a.ini')\n    return full\n\n\ndef g(path):\n    full = os.pa"
+        got = remote.infill_sync(InfillRequest(typed + "\n", len(typed), "python"))
+        want = local.infill_sync(InfillRequest(typed + "\n", len(typed), "python"))
+        copies = [(f.text, f.confidence) for f in want.considered if f.copied]
+        assert copies and copies == [(f.text, f.confidence) for f in got.considered if f.copied]
     finally:
         remote.close()
         local.close()

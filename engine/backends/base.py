@@ -30,6 +30,8 @@ class FillPlan:
     steps: int                        # step budget (>= 1: the engine resolves "0 steps" in lengths.step_budget)
     threshold: float                  # accept rule parameter (confidence for masked, entropy bound for gemma)
     instruction: str | None = None
+    options: tuple[str, ...] = ()     # texts for the first hole, each scored on the fill's first forward
+                                      # (``Backend.scores_options``; others ignore them): engine/doclines.py
 
     @property
     def holes(self) -> tuple[HoleSpec, ...]:
@@ -52,6 +54,9 @@ class FillResult:
     steps: int
     forwards: int
     tokens: int
+    options: tuple[Candidate | None, ...] = ()  # per ``FillPlan.options``: the text as a candidate for the first
+                                                # hole, its confidences the probabilities the first forward (every
+                                                # slot masked) gave its tokens; None when it does not fit the slots
 
 
 @dataclass
@@ -72,6 +77,7 @@ class Backend(Protocol):
     searches_lengths: bool     # tries several hole lengths itself (rows of one batch): the engine need not
     takes_instruction: bool    # reads ``FillPlan.instruction`` (a rewrite's instruction); others never see one
     scores_text: bool          # ``score_text`` works (syntax repairs are ranked by it; else by the parser alone)
+    scores_options: bool       # a fill scores its plan's ``options`` (FillResult.options); else they are ignored
     model_dir: Path | None     # the checkpoint it was loaded from: its ``confidence.json`` calibrates fills
     adapts: bool               # ``load_weights`` works (workspace adaptation, engine/adapt)
 

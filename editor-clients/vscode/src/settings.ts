@@ -21,6 +21,7 @@ export interface ServerSettings {
   validate?: boolean;
   minConfidence?: number;
   namesRule?: boolean;
+  documentLines?: boolean;
   maxAlternatives?: number;
   engine?: string;
   engineTokenFile?: string;
@@ -50,6 +51,7 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   validate: 'boolean',
   minConfidence: 'number',
   namesRule: 'boolean',
+  documentLines: 'boolean',
   maxAlternatives: 'integer',
   engine: 'string',
   engineTokenFile: 'string',

@@ -52,6 +52,7 @@ class DiffusionGemmaBackend:
     searches_lengths = True    # several hole lengths are rows of one batch: the engine need not retry
     takes_instruction = False  # the model sees raw code, not a chat turn
     scores_text = False        # no cheap likelihood of a given text: syntax repairs are ranked by the parser
+    scores_options = False     # FillPlan.options are not scored (no first forward over all-masked slots of one length)
     adapts = False             # workspace adaptation is for masked LMs (engine/adapt)
     max_positions = MAX_POSITIONS
 

@@ -38,6 +38,8 @@ class _Row:
     threshold: float
     on_step: Callable | None
     context: tuple
+    options: tuple[str, ...] = ()
+    first: tuple[torch.Tensor, torch.Tensor] | None = None   # the first forward's (positions, logits), for options
 
 
 class MaskedBackend:
@@ -46,6 +48,7 @@ class MaskedBackend:
     searches_lengths = False   # one hole length per fill: the engine tries lengths and retries
     takes_instruction = False  # the canvas is raw code
     scores_text = True         # pseudo-log-likelihood: each token of the text masked in turn
+    scores_options = True      # FillPlan.options: each text's tokens' probabilities on the first forward
     adapts = True              # load_weights: a workspace's adapted weights (engine/adapt)
 
     def __init__(self, model, tokenizer, device: torch.device, order: str = "confidence",
@@ -305,7 +308,10 @@ class MaskedBackend:
     @torch.inference_mode()
     def fill(self, plan: FillPlan, control: Control) -> FillResult:
         row = self._prepare(plan, control)
-        out = denoise(self._stepper(row.holes, len(row.canvas), row.context), row.canvas, row.holes,
+        logits_at = self._stepper(row.holes, len(row.canvas), row.context)
+        if row.options:
+            logits_at = _keeping_first(row, logits_at)
+        out = denoise(logits_at, row.canvas, row.holes,
                       self.terminators, self.newlines, self.suppressed, plan.steps, row.threshold, self.order,
                       control.check, row.on_step, row.free)
         return self._result(row, out)
@@ -357,6 +363,10 @@ class MaskedBackend:
             live = list(loops)
             logits_rows = self._batch_logits(cache, [(i, rows[i], *wants[i]) for i in live], step)
             sent = dict(zip(live, logits_rows))
+            if step == 0:   # each row's first forward, for its options (the loop alters the logits it is sent)
+                for i, logits in zip(live, logits_rows):
+                    if rows[i].options:
+                        rows[i].first = (wants[i][1].clone(), logits.float().clone())
             step += 1
         return [r if r is not None else RuntimeError("no result") for r in results]
 
@@ -409,7 +419,7 @@ class MaskedBackend:
         on_step = self._draft_hook(holes, control.draft) if control.draft else None
         # What the first forward's prefix keys and values depend on, bar the holes' lengths.
         context = tuple(p if isinstance(p, str) else ("hole", p.init) for p in plan.pieces) + (self.order,)
-        return _Row(canvas, holes, free, plan.threshold or DEFAULT_THRESHOLD, on_step, context)
+        return _Row(canvas, holes, free, plan.threshold or DEFAULT_THRESHOLD, on_step, context, plan.options)
 
     def _result(self, row: _Row, out: Denoised) -> FillResult:
         texts, confs, spans, logps, kept = [], [], [], [], 0
@@ -426,7 +436,32 @@ class MaskedBackend:
             kept += len(toks)
         score = sum(logps) / len(logps) if logps else 0.0
         candidate = Candidate(tuple(texts), tuple(confs), tuple(spans), score)
-        return FillResult((candidate,), out.steps, out.forwards, kept)
+        return FillResult((candidate,), out.steps, out.forwards, kept, self._options(row))
+
+    def _options(self, row: _Row) -> tuple[Candidate | None, ...]:
+        """Each of the row's options as a candidate for its first hole: the probability the first forward (every
+        slot still masked) gave each of its tokens at its slot, from the hole's first slot on; None for a text
+        longer than the hole (or one with no tokens)."""
+        if not row.options:
+            return ()
+        if row.first is None or not row.holes:
+            return (None,) * len(row.options)
+        positions, logits = row.first
+        logp = logits.log_softmax(-1)                                                      # (N, V)
+        at = {int(p): k for k, p in enumerate(positions.tolist())}
+        h = row.holes[0]
+        out: list[Candidate | None] = []
+        encoded = self.tokenizer(list(row.options), add_special_tokens=False)["input_ids"]   # one call for all
+        for toks in encoded:
+            rows_at = [at.get(h.lo + j, -1) for j in range(len(toks))]
+            if not toks or h.lo + len(toks) > h.hi or -1 in rows_at:
+                out.append(None)
+                continue
+            lp = logp[torch.tensor(rows_at), torch.tensor(toks)]                           # (n,)
+            decoded, spans = self._decode(toks)
+            confs = tuple(round(float(x), 6) for x in lp.exp())
+            out.append(Candidate((decoded,), (confs,), (spans,), float(lp.mean())))
+        return tuple(out)
 
     def _decode(self, toks: list[int]) -> tuple[str, tuple[tuple[int, int], ...]]:
         text = self.tokenizer.decode(toks, clean_up_tokenization_spaces=False)
@@ -455,3 +490,14 @@ class MaskedBackend:
                 pieces.append(tuple(parts))
             draft(step, tuple(texts), tuple(confs), tuple(pieces))
         return on_step
+
+
+def _keeping_first(row: _Row, logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+                   ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``logits_at`` that keeps a copy of its first answer in ``row.first`` (the loop alters what it is given)."""
+    def first_kept(ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        logits = logits_at(ids, positions)
+        if row.first is None:
+            row.first = (positions.clone(), logits.float().clone())
+        return logits
+    return first_kept

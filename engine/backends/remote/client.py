@@ -66,6 +66,7 @@ class RemoteBackend:
         self.default_steps, self.max_positions = int(info["default_steps"]), int(info["max_positions"])
         self.searches_lengths, self.takes_instruction = bool(info["searches_lengths"]), bool(info["takes_instruction"])
         self.scores_text = bool(info["scores_text"])
+        self.scores_options = bool(info.get("scores_options", False))  # a server from before options: not scored
         self.adapts = False  # the weights are on the team server (workspace adaptation is local)
         self.remote_model = str(info.get("model", ""))
         if info.get("tokenizer"):

@@ -16,7 +16,9 @@ from typing import Any
 from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
 
 VERSION = 1
-CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text")
+MAX_OPTIONS = 256   # plan.options a fill may carry (the engine sends at most doclines.MOST)
+CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text",
+                "scores_options")
 
 
 class WireError(ValueError):
@@ -30,7 +32,8 @@ def _hole_json(hole: HoleSpec) -> dict[str, Any]:
 
 def plan_json(plan: FillPlan) -> dict[str, Any]:
     pieces = [{"text": p} if isinstance(p, str) else {"hole": _hole_json(p)} for p in plan.pieces]
-    return {"pieces": pieces, "steps": plan.steps, "threshold": plan.threshold, "instruction": plan.instruction}
+    return {"pieces": pieces, "steps": plan.steps, "threshold": plan.threshold, "instruction": plan.instruction,
+            "options": list(plan.options)}
 
 
 def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
@@ -60,24 +63,36 @@ def plan_from_json(data: Any) -> FillPlan:
         raise WireError(f"plan.steps out of range: {steps}")
     threshold = float(_expect(data.get("threshold", 0.0), (int, float), "plan.threshold"))
     instruction = data.get("instruction")
+    options = tuple(_expect(o, str, "an option") for o in _expect(data.get("options", []), list, "plan.options"))
+    if len(options) > MAX_OPTIONS:
+        raise WireError(f"plan.options: {len(options)} texts, at most {MAX_OPTIONS}")
     return FillPlan(tuple(pieces), steps, threshold,
-                    None if instruction is None else _expect(instruction, str, "plan.instruction"))
+                    None if instruction is None else _expect(instruction, str, "plan.instruction"), options)
+
+
+def _candidate_json(c: Candidate) -> dict[str, Any]:
+    return {"texts": list(c.texts), "confidences": [list(x) for x in c.confidences],
+            "token_spans": [[list(s) for s in spans] for spans in c.token_spans], "score": c.score}
+
+
+def _candidate(c: Any) -> Candidate:
+    return Candidate(tuple(str(t) for t in c["texts"]),
+                     tuple(tuple(float(x) for x in conf) for conf in c["confidences"]),
+                     tuple(tuple((int(a), int(b)) for a, b in spans) for spans in c["token_spans"]),
+                     float(c["score"]))
 
 
 def result_json(result: FillResult) -> dict[str, Any]:
-    return {"candidates": [{"texts": list(c.texts), "confidences": [list(x) for x in c.confidences],
-                            "token_spans": [[list(s) for s in spans] for spans in c.token_spans], "score": c.score}
-                           for c in result.candidates],
-            "steps": result.steps, "forwards": result.forwards, "tokens": result.tokens}
+    return {"candidates": [_candidate_json(c) for c in result.candidates],
+            "steps": result.steps, "forwards": result.forwards, "tokens": result.tokens,
+            "options": [None if o is None else _candidate_json(o) for o in result.options]}
 
 
 def result_from_json(data: Any) -> FillResult:
     try:
-        candidates = tuple(Candidate(tuple(str(t) for t in c["texts"]),
-                                     tuple(tuple(float(x) for x in conf) for conf in c["confidences"]),
-                                     tuple(tuple((int(a), int(b)) for a, b in spans) for spans in c["token_spans"]),
-                                     float(c["score"])) for c in data["candidates"])
-        return FillResult(candidates, int(data["steps"]), int(data["forwards"]), int(data["tokens"]))
+        candidates = tuple(_candidate(c) for c in data["candidates"])
+        options = tuple(None if o is None else _candidate(o) for o in data.get("options") or ())
+        return FillResult(candidates, int(data["steps"]), int(data["forwards"]), int(data["tokens"]), options)
     except (KeyError, TypeError, ValueError) as exc:
         raise WireError(f"malformed result: {exc!r}") from None
 

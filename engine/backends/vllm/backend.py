@@ -49,6 +49,7 @@ class VllmBackend:
     searches_lengths = True    # hole lengths are concurrent requests (vLLM batches them): the engine need not retry
     takes_instruction = False  # the model sees raw code, not a chat turn
     scores_text = False
+    scores_options = False     # FillPlan.options are not scored
     adapts = False             # workspace adaptation changes local weights; these are on the server
     model_dir: Path | None = None  # the server's log-probabilities are tempered: the local calibration does not apply
 

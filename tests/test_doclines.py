@@ -1,0 +1,202 @@
+"""The document's own lines as fills: which lines are candidates, how the backend scores them, how they rank."""
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from engine import InfillRequest
+from engine.backends.base import Candidate, Control, FillPlan, FillResult, HoleSpec
+from engine.config import FillOptions
+from engine.confidence import Calibration, choose, copy_first, features
+from engine.context import decide_hole
+from engine.doclines import MOST, SPAN, line_options
+from engine.infill import complete
+from engine.languages import spec_for
+from engine.requests import HoleFill, HoleKind
+
+PY = spec_for("python")
+
+
+def options_at(text: str, cursor: int, typed_first: bool = False, language: str = "python") -> tuple[str, ...]:
+    """The options for the cursor's hole; ``typed_first``: the engine's first try, the typed fragment kept."""
+    hole = decide_hole(spec_for(language), text, cursor)
+    if typed_first:
+        hole = replace(hole, start=cursor, heal="")
+    line_end = text.find("\n", cursor)
+    return line_options(text, hole, text[cursor:len(text) if line_end < 0 else line_end])
+
+
+def test_typed_code_takes_the_rest_of_each_line_that_starts_with_it_nearest_first():
+    text = ("def f(a):\n    self.assertEqual(a, 1)\n    x = 2\n    self.assertTrue(a)\n"
+            "    self.ass\n    self.assertIn(a, b)\n    self.ass\n")
+    cursor = text.index("self.ass\n") + len("self.ass")
+    # the typed fragment "ass" is regenerated (healed): each option starts with it
+    assert options_at(text, cursor) == ("assertTrue(a)\n", "assertIn(a, b)\n", "assertEqual(a, 1)\n")
+    # kept as typed: the options go on after the cursor; the identical line below is not a candidate (nothing left)
+    assert options_at(text, cursor, typed_first=True) == ("ertTrue(a)\n", "ertIn(a, b)\n", "ertEqual(a, 1)\n")
+
+
+
+
+
+
+def test_no_options_on_an_empty_line_after_code_on_the_line_in_a_block_or_in_a_selection():
+    text = "x = compute(1)\ny = compute(2)\nz = comp(3)\n    \n"
+    cursor = text.index("comp(3)") + 4
+    assert options_at(text, cursor) == ()                                   # code after the cursor
+    assert options_at(text, len(text) - 1) == ()                            # only indentation typed: the model's
+    assert options_at(text, text.index("z = ")) == ()                       # column 0 of a line with code
+    block = "def f():\n    return 1\n\ndef g():\n"
+    hole = decide_hole(PY, block, len(block))
+    assert hole.kind is HoleKind.BLOCK and line_options(block, hole, "") == ()
+    hole = decide_hole(PY, text, 0, 5)
+    assert line_options(text, hole, "") == ()                               # a selection (a rewrite)
+
+
+
+
+@pytest.mark.parametrize("text", ["", "\n", "x", "\r\n\r\n"])
+def test_tiny_documents_give_no_options(text):
+    assert options_at(text, len(text)) == ()
+
+
+def test_crlf_tabs_emoji_and_lone_surrogates_stay_as_they_are_in_the_line():
+    text = "if a:\r\n\tlabel = '😀' + '\ud800'\r\n\tlab\r\n"
+    cursor = text.index("\tlab\r") + 4
+    # the healed fragment starts at the tab; \r stripped, the line's text kept as it is
+    assert options_at(text, cursor) == ("\tlabel = '😀' + '\ud800'\n",)
+
+
+def test_most_options_and_lines_beyond_the_span_are_not_read():
+    far = "value = far_away()\n" + "pass\n" * (SPAN + 10)
+    text = far + "".join(f"value = v{i}()\n" for i in range(MOST + 20)) + "val"
+    got = options_at(text, len(text))
+    assert len(got) == MOST and got[0] == f"value = v{MOST + 19}()\n"[len("val") - 3:]
+    assert all("far_away" not in o for o in options_at("value = far_away()\n" + "pass\n" * (SPAN + 10) + "val",
+                                                       len(far) + 3))
+
+
+class Scoring:
+    """A backend that writes ``answer`` and scores each option by ``scores`` (text -> probability per token)."""
+
+    name = "scoring"
+    default_steps, max_positions = 16, 1024
+    searches_lengths = takes_instruction = scores_text = False
+    scores_options = True
+    model_dir = None
+
+    def __init__(self, answer: str, scores: dict[str, float]):
+        self.answer, self.scores, self.plans = answer, scores, []
+
+    def count_tokens(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+    def fill(self, plan: FillPlan, control: Control) -> FillResult:
+        self.plans.append(plan)
+        options = tuple(Candidate((o,), ((self.scores[o],),), (((0, len(o)),),), math.log(self.scores[o]))
+                        if o in self.scores else None for o in plan.options)
+        return FillResult((Candidate((self.answer,), ((0.9,),), (((0, len(self.answer)),),), -0.1),), 2, 2, 1,
+                          options)
+
+    def stats(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+TYPED = "def f(x):\n    result = compute(x, 2)\n    check(result)\n    result = com"
+
+
+def test_the_best_scored_line_that_parses_joins_the_fills_and_leads_without_a_calibration_when_typed():
+    backend = Scoring("pute(x)", {"pute(x, 2)\n": 0.5, "plain(\n": 0.9})  # the likelier one does not parse
+    c = complete(backend, FillOptions(), InfillRequest(TYPED + "\n", len(TYPED), "python"), Control(lambda s: None))
+    assert backend.plans[0].options == ("pute(x, 2)\n",)           # only the line that starts as typed
+    assert [(f.text, f.copied) for f in c.fills] == [("pute(x, 2)", True)]
+    assert [(f.text, f.copied) for f in c.alternatives] == [("pute(x)", False)]
+
+
+def test_document_lines_off_sends_no_options():
+    backend = Scoring("pute(x)", {"pute(x, 2)\n": 0.5})
+    c = complete(backend, FillOptions(document_lines=False), InfillRequest(TYPED + "\n", len(TYPED), "python"),
+                 Control(lambda s: None))
+    assert backend.plans[0].options == () and [f.text for f in c.considered] == ["pute(x)"]
+
+
+def test_a_line_the_model_wrote_itself_is_not_added_twice():
+    backend = Scoring("pute(x, 2)", {"pute(x, 2)\n": 0.5})
+    c = complete(backend, FillOptions(), InfillRequest(TYPED + "\n", len(TYPED), "python"), Control(lambda s: None))
+    assert [(f.text, f.copied) for f in c.considered] == [("pute(x, 2)", False)]
+
+
+def _assessed(text: str, fills: list[HoleFill], cal: Calibration | None):
+    out = []
+    for i, f in enumerate(fills):
+        feats = features(f, fills[:i] + fills[i + 1:], text, PY, HoleKind.INLINE)
+        out.append((replace(f, confidence=None if cal is None else cal.probability(feats)), feats))
+    return out
+
+
+def test_copy_features_and_ranking_by_estimate():
+    text = "a = total(1)\nb = tot\n"
+    at = text.index("tot\n") + 3
+    model = HoleFill(at, at, "al(2)", (0.9, 0.9))
+    copy = HoleFill(at, at, "al(1)", (0.2, 0.3), copied=True)
+    feats = features(copy, [model], text, PY, HoleKind.INLINE)
+    assert feats["copied"] == 1
+    assert feats["copied_mean_log"] == pytest.approx((math.log(0.2) + math.log(0.3)) / 2)
+    assert features(model, [copy], text, PY, HoleKind.INLINE)["copied"] == 0
+    # no calibration: the document's line leads
+    assert copy_first(_assessed(text, [model, copy], None))
+    # a calibration that trusts copies: the copy's estimate is higher, it is offered; one that does not: the model's
+    trusting = Calibration({"copied": 4.0}, -2.0)
+    assert choose(_assessed(text, [model, copy], trusting), trusting, 0.0).copied
+    wary = Calibration({"copied": -4.0}, -2.0)
+    assert not choose(_assessed(text, [model, copy], wary), wary, 0.0).copied
+
+
+def test_the_masked_backend_scores_options_with_its_first_forward(embedded_engine):
+    backend = embedded_engine.backend
+    prefix, suffix = "def f(items):\n    total = len(items)\n    ", "\n    return total\n"
+    option, long = "total = len(items)\n", "x = " + " + ".join(["items"] * 40) + "\n"
+    plan = FillPlan((prefix, HoleSpec(8, True), suffix), 8, 0.0, options=(option, long, ""))
+    result = backend.fill(plan, Control(lambda s: None))
+    got, too_long, empty = result.options
+    assert too_long is None and empty is None                                 # longer than 8 slots; no tokens
+    # the probabilities a plain full forward over the all-masked canvas gives the option's tokens
+    canvas, holes, _, _ = backend._layout(plan)
+    logp = backend._logits_at(canvas, torch.arange(holes[0].lo, holes[0].hi)).float().log_softmax(-1)
+    toks = backend._encode(option)
+    want = [math.exp(float(logp[j, t])) for j, t in enumerate(toks)]
+    assert got.texts == (option,) and got.confidences[0] == pytest.approx(want, abs=1e-4)
+    assert got.score == pytest.approx(sum(math.log(p) for p in want) / len(want), abs=1e-3)
+    # the fill itself is the one it is without options
+    plain = backend.fill(replace(plan, options=()), Control(lambda s: None))
+    strip = [(c.texts, c.confidences, c.token_spans) for c in plain.candidates]
+    assert strip == [(c.texts, c.confidences, c.token_spans) for c in result.candidates] and plain.options == ()
+
+
+def test_the_engine_offers_a_document_line_through_the_real_model(embedded_engine):
+    text = ("import os\n\n\ndef load(path):\n    full = os.path.join(path, 'config.ini')\n    return full\n\n\n"
+            "def save(path):\n    full = os.path\n")
+    cursor = text.rindex("os.path") + len("os.path")
+    c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
+    # the typed fragment "path" is kept on the first try: the copy goes on after it
+    assert [f.text for f in c.considered if f.copied] == [".join(path, 'config.ini')"]
+
+
+def test_the_default_bar_is_chosen_on_whole_line_holes_when_there_are_any():
+    from benchmarks.calibrate_languages import choose_bar
+
+    def row(estimate_feature: float, typed: bool) -> dict:
+        feats = {"mean_log": estimate_feature, "invented": 0.0}
+        return {"typed": typed, "fills": [{"start": 0, "end": 0, "text": "x", "confidences": [0.5],
+                                           "features": feats, "exact": False}]}
+    cal = Calibration({"mean_log": 1.0}, 0.0)
+    whole = [row(-k / 10, False) for k in range(100)]            # estimates from 0.5 down
+    typed = [row(5.0, True) for _ in range(100)]                  # all very sure: they would set a high bar
+    alone = choose_bar(whole, cal)
+    assert choose_bar(whole + typed, cal) == alone < cal.probability({"mean_log": 5.0})
+    assert choose_bar(typed, cal) == pytest.approx(cal.probability({"mean_log": 5.0}), abs=1e-4)
