@@ -57,14 +57,16 @@ def _model(r: dict) -> str:
 def _provenance(r: dict) -> str:
     machine = r.get("machine", {})
     cpu = f" ({machine['cpu']})" if machine.get("cpu") else ""   # the same command differs by CPU, up to 2x
+    note = f"; {r['note']}" if r.get("note") else ""   # how a result was obtained, when the command alone does not say
     return (f"`{r.get('command', '')}` ({r.get('created', '')[:10]}, {machine.get('cpus', '?')} CPUs{cpu}, "
-            f"load {machine.get('load_average', ['?'])[0]})")
+            f"load {machine.get('load_average', ['?'])[0]}{note})")
 
 
 def quality_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Quality: HumanEval-infilling", "",
              "| run | dataset | n | via | pass@1 % | exact % | syntax % | empty % | p50 ms | p95 ms | steps | forwards | tokens/forward | model |",
              "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+    runs = _side_by_side(runs)   # a run measured before a change right above the run after it
     for path, r in runs:
         lat = r["latency_ms"]
         lines.append(f"| {_link(path, base)} | {r['dataset']} | {r['n']} | {r['via']} | {pct(r.get('pass_at_1'))} | "
@@ -77,7 +79,7 @@ def quality_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
 
 def latency_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Latency through the LSP", ""]
-    for path, r in runs:
+    for path, r in _side_by_side(runs):
         lines += [f"{_link(path, base)}, model {_model(r)}, steps {r['settings'].get('steps')}: server start to "
                   f"model ready p50 {num(r['startup_ms']['ready']['p50'], 0)} ms; resident memory "
                   f"{num(r['memory_mb']['rss'], 0)} MiB (peak {num(r['memory_mb']['peak'], 0)} MiB).", "",

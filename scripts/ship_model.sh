@@ -88,7 +88,8 @@ considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the
 }
 EXTRA=$CONF/extra-dev.jsonl
 [ "${QUICK:-0}" = 1 ] && EXTRA=benchmarks/data/code-lines.jsonl.gz
-considered extra-dev "$EXTRA" --signals & one=$!
+{ considered extra-dev "$EXTRA" --signals
+  considered extra-dev-typed "$EXTRA" --typed; } & one=$!
 { considered code-lines benchmarks/data/code-lines.jsonl.gz --signals
   considered dev "$CONF/stdlib-compact.jsonl"
   considered humaneval $D/HumanEval-SingleLineInfilling.jsonl.gz --tests; } & two=$!
@@ -96,6 +97,7 @@ both $one $two
 "$PY" -m benchmarks.calibrate_languages \
     --dev "$R/confidence-code-lines.considered.jsonl.gz=benchmarks/data/code-lines.jsonl.gz" \
     --dev "$R/confidence-extra-dev.considered.jsonl.gz=$EXTRA" \
+    --dev "$R/confidence-extra-dev-typed.considered.jsonl.gz=typed:$EXTRA" \
     --dev "$R/confidence-dev.considered.jsonl.gz=$CONF/stdlib-compact.jsonl" \
     --humaneval "$R/confidence-humaneval.considered.jsonl.gz=$D/HumanEval-SingleLineInfilling.jsonl.gz" \
     --quantization "$QUANTIZATION" --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
@@ -103,11 +105,15 @@ both $one $two
 # 2. Quality and latency with the new calibration (two at a time).
 { "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" "${M[@]}" \
       --samples $R/infill-single-line.samples.jsonl --out $R/infill-single-line.json
+  "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz --typed "${LIMIT[@]}" "${M[@]}" \
+      --out $R/infill-single-line-typed.json
   "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" "${M[@]}" \
       --out $R/infill-random-span-light.json
   "$PY" -m benchmarks.latency "${LAT[@]}" "${M[@]}" --out $R/latency.json; } & one=$!
 { "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --limit $CODE_LIMIT --no-tests "${M[@]}" \
       --out $R/infill-code-lines.json
+  "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --typed --limit $CODE_LIMIT --no-tests \
+      "${M[@]}" --out $R/infill-code-lines-typed.json
   "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT "${M[@]}" \
       --out $R/infill-stdlib-lines.json; } & two=$!
 both $one $two

@@ -34,6 +34,8 @@ def _quality_rows(digest: str | None = None) -> list[str]:
     """Benchmark rows of the embedded model; with a digest, only those that measured exactly these weights."""
     rows = []
     for path in sorted(_RESULTS.glob("infill-*.json")):
+        if path.stem.endswith("-before"):   # the same benchmark before a change to the engine: the README shows both
+            continue
         r = json.loads(path.read_text())
         model = r.get("model") or {}
         if model.get("model") != "embedded" or (digest and model.get("digest") != digest):
