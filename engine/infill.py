@@ -14,6 +14,7 @@ from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
+from .model_text import model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .validate import PARSES, Verdict, baseline_errors, parses, python_check, tidy
 
@@ -90,8 +91,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         for option, cand in zip(options, result.options):
-            if cand is not None and attempt >= scored.get(option, (0, cand))[0]:
-                scored[option] = (attempt, cand)
+            # The backend read the option as model text; the fill is the document's own text, one character for
+            # one (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
+            if cand is not None and cand.texts[0] == model_text(option) and attempt >= scored.get(option, (0, cand))[0]:
+                scored[option] = (attempt, replace(cand, texts=(option,)))
         first: HoleFill | None = None
         for candidate in result.candidates:
             if first is not None and len(found) >= want:

@@ -200,3 +200,11 @@ def test_the_default_bar_is_chosen_on_whole_line_holes_when_there_are_any():
     alone = choose_bar(whole, cal)
     assert choose_bar(whole + typed, cal) == alone < cal.probability({"mean_log": 5.0})
     assert choose_bar(typed, cal) == pytest.approx(cal.probability({"mean_log": 5.0}), abs=1e-4)
+
+
+def test_a_lone_surrogate_in_a_document_line_reaches_the_model_as_a_replacement_character(embedded_engine):
+    text = "def f(a):\n    label = '\ud800' + a\n    return label\n\n\ndef g(a):\n    label = '"
+    c = embedded_engine.infill_sync(InfillRequest(text + "\n", len(text), "python"), timeout=60)
+    copies = [f.text for f in c.considered if f.copied]
+    # scored through ModelText (U+FFFD, one character for one), offered with the document's own character
+    assert copies == ["\ud800' + a"]
