@@ -42,7 +42,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str) -> tuple[str, ...]:
                                         # may begin in the indentation: then the fill rewrites some of it)
     line_end = text.find("\n", hole.end)
     out: dict[str, None] = {}
-    for _, _, line in nearby(text, line_start, len(text) if line_end < 0 else line_end):
+    for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
             continue
@@ -54,20 +54,19 @@ def line_options(text: str, hole: Hole, rest_of_line: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def nearby(text: str, lo: int, hi: int) -> Iterator[tuple[int, bool, str]]:
-    """The lines around the cursor's line ``text[lo:hi]`` (not it) as (distance in lines, below, line), nearest
-    first, the line above before the line below at the same distance, at most ``SPAN`` on each side; a line's
-    ``\\r`` is kept (callers strip)."""
+def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:
+    """The lines around the cursor's line ``text[lo:hi]`` (not it), nearest first, the line above before the line
+    below at the same distance, at most ``SPAN`` on each side; a line's ``\\r`` is kept (callers strip)."""
     up, down = lo, hi   # up: the start of the nearest line above not yet given; down: the end of the one below
-    for distance in range(1, SPAN + 1):
+    for _ in range(SPAN):
         if up <= 0 and down >= len(text):
             return
         if up > 0:
             start = text.rfind("\n", 0, up - 1) + 1
-            yield distance, False, text[start:up - 1]
+            yield text[start:up - 1]
             up = start
         if down < len(text):
             end = text.find("\n", down + 1)
             end = len(text) if end < 0 else end
-            yield distance, True, text[down + 1:end]
+            yield text[down + 1:end]
             down = end

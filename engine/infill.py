@@ -72,10 +72,11 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
-    # The document's own lines, scored by the backend on each attempt's first forward (engine/doclines.py).
+    # The document's own lines, scored by the backend on the first forward (engine/doclines.py). Only the rest of
+    # a line gets them, and it is filled in one attempt (lengths.line_lengths: several are for empty lines).
     options = doclines.line_options(text, hole, rest_of_line) \
         if config.document_lines and backend.scores_options and not request.rewrite else ()
-    scored: dict[str, tuple[int, Candidate]] = {}   # option -> (slots, candidate) from the roomiest attempt
+    copies: list[Candidate] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
@@ -87,14 +88,13 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=left, threshold=config.threshold, instruction=instruction, options=options)
+            steps=left, threshold=config.threshold, instruction=instruction, options=options if not steps else ())
         result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
-        for option, cand in zip(options, result.options):
-            # The backend read the option as model text; the fill is the document's own text, one character for
-            # one (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
-            if cand is not None and cand.texts[0] == model_text(option) and attempt >= scored.get(option, (0, cand))[0]:
-                scored[option] = (attempt, replace(cand, texts=(option,)))
+        # The backend read each option as model text; the fill is the document's own text, one character for one
+        # (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
+        copies += [replace(cand, texts=(option,)) for option, cand in zip(options, result.options)
+                   if cand is not None and cand.texts[0] == model_text(option)]
         first: HoleFill | None = None
         for candidate in result.candidates:
             if first is not None and len(found) >= want:
@@ -111,7 +111,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    copy, bad = _best_copy([c for _, c in scored.values()], hole, rest_of_line, spec, win, baseline, whole)
+    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole)
     rejected += bad
     if copy is not None and all(_key(copy) != _key(f) for f in firsts):
         firsts.append(copy)
