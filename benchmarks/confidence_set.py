@@ -43,7 +43,7 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
         if run_tests and task.has_test:
             program = check_program(document, "", "", task.test, task.entry_point)
             passed = run_program(program, limits).passed
-        fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied,
+        fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied, "common": fill.common,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
         if backend is not None:

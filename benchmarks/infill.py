@@ -42,6 +42,8 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
                         help="withhold cursor fills below this estimate (default: the model's calibrated bar; 0: never)")
     parser.add_argument("--document-lines", type=int, choices=(0, 1), default=1,
                         help="one-line holes may also take a line the document has (1, the default; engine/doclines.py)")
+    parser.add_argument("--common-lines", type=int, choices=(0, 1), default=1,
+                        help="... or a line code often has (1, the default; engine/commonlines.py)")
     parser.add_argument("--quantization", default="auto", choices=QUANTIZATIONS,
                         help="weights quantized at load (auto: what the model directory states, else none; masked "
                              "models: int8 on the CPU; DiffusionGemma: torchao)")
@@ -55,7 +57,8 @@ def engine_config(args, **overrides):
                   max_hole_tokens=args.max_hole_tokens, prefix_tokens=args.prefix_tokens,
                   suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None),
                   quantization=getattr(args, "quantization", "auto"),
-                  document_lines=bool(getattr(args, "document_lines", 1)))
+                  document_lines=bool(getattr(args, "document_lines", 1)),
+                  common_lines=bool(getattr(args, "common_lines", 1)))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -67,7 +70,8 @@ def server_options(args) -> dict:
             "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens,
             "minConfidence": getattr(args, "min_confidence", None),
             "quantization": getattr(args, "quantization", "auto"),
-            "documentLines": bool(getattr(args, "document_lines", 1))}
+            "documentLines": bool(getattr(args, "document_lines", 1)),
+            "commonLines": bool(getattr(args, "common_lines", 1))}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

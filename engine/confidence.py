@@ -7,7 +7,8 @@ gave a valid fill, whether it repeats a line of the document or the line above, 
 the document defines nowhere (``engine.names``), the hole kind and the language (one indicator per
 language but Python: the calibration is per language), and for a line taken from the document
 (``engine.doclines``: its confidences are first-forward probabilities, not the denoiser's) an indicator and
-its mean log-probability. (How far away the copied line is, and on which side, got weights near 0 on the
+its mean log-probability, and for a line code often has (``engine.commonlines``) one more indicator and its
+prior. (How far away the copied line is, and on which side, got weights near 0 on the
 development holes and changed no pick: not used.) The weights are fitted on held-out development
 sets of every language (``python -m benchmarks.calibrate``, never on HumanEval) and stored as
 ``confidence.json`` next to the model; a weight the file does not name is 0, so a calibration fitted on
@@ -33,7 +34,7 @@ CALIBRATION_FILE = "confidence.json"
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is the base: no indicator
 FEATURES = ("mean_log", "min_log", "second_log", "first_log", "low_share", "log_tokens", "log_chars", "agree",
             "alone", "valid_lengths", "repeats_line", "repeats_above", "invented", "kind_inline", "kind_block",
-            *(f"lang_{name}" for name in LANGUAGES[1:]), "copied", "copied_mean_log")
+            *(f"lang_{name}" for name in LANGUAGES[1:]), "copied", "copied_mean_log", "common", "common_prior")
 SIGNALS = ("pll_mean", "renoise_same", "renoise_mean_log")   # model_signals: measured, not computed per fill
 
 
@@ -115,6 +116,8 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         **{f"lang_{name}": float(language == name) for name in LANGUAGES[1:]},
         "copied": float(fill.copied),
         "copied_mean_log": mean_log if fill.copied else 0.0,
+        "common": float(fill.common is not None),
+        "common_prior": fill.common or 0.0,
     }
 
 

@@ -16,7 +16,9 @@ lines (nothing typed) they doubled the right picks without a bar but not the rig
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
+from . import commonlines
 from .context import Hole
 from .requests import HoleKind
 
@@ -25,33 +27,57 @@ SPAN = 4000        # lines read on each side of the cursor: a huge file costs wh
 LONGEST = 200      # characters: a longer line never fits a one-line hole's slots
 
 
-def line_options(text: str, hole: Hole, rest_of_line: str) -> tuple[str, ...]:
-    """The texts a fill of ``hole`` could take from the document's other lines, nearest line first, each ending
-    with a line break (the end of the line is scored too): for each line whose code starts with the code typed
-    on the cursor's line, its remainder, from where the fill starts (a regenerated word fragment, ``hole.heal``,
-    included). Empty unless the hole is the rest of a line with code before the cursor and nothing after it."""
+class LineOptions(NamedTuple):
+    """A hole's candidate lines (``FillPlan.options``) and, for each, None for a line of the document or a
+    common line's prior (``commonlines``: the log of its share of the files among the lines with its start)."""
+
+    texts: tuple[str, ...]
+    priors: tuple[float | None, ...]
+
+
+NONE = LineOptions((), ())
+
+
+def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None) -> LineOptions:
+    """The texts a fill of ``hole`` could take from the document's other lines, nearest line first, then (with
+    a ``language``) from the lines code often has (``engine.commonlines``), the most frequent first; each ends
+    with a line break (the end of the line is scored too) and is the line's remainder from where the fill
+    starts (a regenerated word fragment, ``hole.heal``, included), for a line whose code starts with the code
+    typed on the cursor's line. Empty unless the hole is the rest of a line with code before the cursor and
+    nothing after it."""
     if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or rest_of_line.strip():
-        return ()
+        return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     typed = text[line_start:hole.end]
     key = typed.lstrip(" \t")
     if not key.strip():
-        return ()
+        return NONE
     indent = typed[:len(typed) - len(key)]
     kept = hole.start - line_start      # the line's characters that stay before the fill (a healed fragment
                                         # may begin in the indentation: then the fill rewrites some of it)
+
+    def remainder(code: str) -> str | None:
+        rest = (indent + code)[kept:]
+        return rest + "\n" if rest[len(hole.heal):].strip() else None
+
+    out: dict[str, float | None] = {}
     line_end = text.find("\n", hole.end)
-    out: dict[str, None] = {}
     for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
             continue
-        rest = (indent + code)[kept:]
-        if rest[len(hole.heal):].strip():
-            out.setdefault(rest + "\n")
+        rest = remainder(code)
+        if rest is not None:
+            out.setdefault(rest)
             if len(out) >= MOST:
                 break
-    return tuple(out)
+    table = commonlines.table(language) if language else None
+    if table is not None:
+        for code, prior in table.starting_with(key):
+            rest = remainder(code)
+            if rest is not None:
+                out.setdefault(rest, prior)
+    return LineOptions(tuple(out), tuple(out.values()))
 
 
 def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:

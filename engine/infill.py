@@ -74,9 +74,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     steps = forwards = tokens = rejected = 0
     # The document's own lines, scored by the backend on the first forward (engine/doclines.py). Only the rest of
     # a line gets them, and it is filled in one attempt (lengths.line_lengths: several are for empty lines).
-    options = doclines.line_options(text, hole, rest_of_line) \
-        if config.document_lines and backend.scores_options and not request.rewrite else ()
-    copies: list[Candidate] = []
+    # Then, with ``common_lines``, the lines code often has that start so (engine/commonlines.py), each with a prior.
+    options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None) \
+        if config.document_lines and backend.scores_options and not request.rewrite else doclines.NONE
+    copies: list[tuple[Candidate, float | None]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
@@ -88,12 +89,13 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=left, threshold=config.threshold, instruction=instruction, options=options if not steps else ())
+            steps=left, threshold=config.threshold, instruction=instruction, options=options.texts if not steps else ())
         result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         # The backend read each option as model text; the fill is the document's own text, one character for one
         # (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
-        copies += [replace(cand, texts=(option,)) for option, cand in zip(options, result.options)
+        copies += [(replace(cand, texts=(option,)), prior)
+                   for option, prior, cand in zip(options.texts, options.priors, result.options)
                    if cand is not None and cand.texts[0] == model_text(option)]
         first: HoleFill | None = None
         for candidate in result.candidates:
@@ -126,19 +128,30 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                       tuple(map(eol, alternatives)))
 
 
-COPIES_CHECKED = 3   # the best-scored document lines validated, at most
+COPIES_CHECKED = 3   # the best-ranked lines validated, at most
+PRIOR_WEIGHT = 1.5   # a common line's rank: its first-forward mean log-probability + this x its prior ...
+COMMON_OFFSET = -1.5 # ... + this (a document line: its score alone); both chosen on the typed development holes
 
 
-def _best_copy(candidates: Sequence[Candidate], hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
-               baseline: int | None, whole: Verdict | None) -> tuple[HoleFill | None, int]:
-    """The best-scored document line (``doclines``) that validates as the hole's fill (the first of the
-    ``COPIES_CHECKED`` best), marked ``copied``, and how many were rejected."""
+def copy_rank(candidate: Candidate, prior: float | None) -> float:
+    """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
+    on the first forward; a common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share of the
+    files among the lines with its start) and ``COMMON_OFFSET``."""
+    return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + COMMON_OFFSET
+
+
+def _best_copy(candidates: Sequence[tuple[Candidate, float | None]], hole: Hole, rest_of_line: str,
+               spec: LanguageSpec, win: Window, baseline: int | None,
+               whole: Verdict | None) -> tuple[HoleFill | None, int]:
+    """The best-ranked line (``copy_rank``: the document's or a common one) that validates as the hole's fill
+    (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a common line with its prior), and how
+    many were rejected."""
     rejected = 0
-    for candidate in sorted(candidates, key=lambda c: -c.score)[:COPIES_CHECKED]:
+    for candidate, prior in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole)
         rejected += bad
         if fill is not None:
-            return replace(fill, copied=True), rejected
+            return replace(fill, copied=True, common=prior), rejected
     return None, rejected
 
 

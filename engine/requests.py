@@ -117,8 +117,11 @@ class HoleFill:
     confidences: tuple[float, ...] = () # one per generated token, in [0, 1]
     token_spans: tuple[tuple[int, int], ...] = ()  # [start, end) of each token within ``text``
     confidence: float | None = None     # estimated P(exactly right) (engine/confidence.py); None: not calibrated
-    copied: bool = False                # the text of another line of the document (engine/doclines.py), not
+    copied: bool = False                # the text of another line of the document (engine/doclines.py) or of a
+                                        # line code often has (engine/commonlines.py), not
                                         # the model's own writing; its confidences are first-forward probabilities
+    common: float | None = None         # a copied line from the lines code often has (engine/commonlines.py): its
+                                        # prior, the log of its share of the files among the lines with its start
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import commonlines
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
 from .decoding import Table, load_table
@@ -216,6 +217,8 @@ class Engine:
         try:
             self.backend = self._loader(task.config.load)
             self.decoding = load_table(getattr(self.backend, "model_dir", None))   # the model's, per language
+            if getattr(self.backend, "scores_options", False):   # read now (0.2 s), not on a first typed line
+                commonlines.preload()
         except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)
             if self.backend is not None:   # loaded, but its directory's decoding is broken: not half ready
                 self.backend.close()

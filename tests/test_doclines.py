@@ -11,7 +11,7 @@ from engine.backends.base import Candidate, Control, FillPlan, FillResult, HoleS
 from engine.config import FillOptions
 from engine.confidence import Calibration, choose, copy_first, features
 from engine.context import decide_hole
-from engine.doclines import MOST, SPAN, line_options
+from engine.doclines import MOST, NONE, SPAN, line_options
 from engine.infill import complete
 from engine.languages import spec_for
 from engine.requests import HoleFill, HoleKind
@@ -25,7 +25,7 @@ def options_at(text: str, cursor: int, typed_first: bool = False, language: str 
     if typed_first:
         hole = replace(hole, start=cursor, heal="")
     line_end = text.find("\n", cursor)
-    return line_options(text, hole, text[cursor:len(text) if line_end < 0 else line_end])
+    return line_options(text, hole, text[cursor:len(text) if line_end < 0 else line_end]).texts
 
 
 def test_typed_code_takes_the_rest_of_each_line_that_starts_with_it_nearest_first():
@@ -38,10 +38,6 @@ def test_typed_code_takes_the_rest_of_each_line_that_starts_with_it_nearest_firs
     assert options_at(text, cursor, typed_first=True) == ("ertTrue(a)\n", "ertIn(a, b)\n", "ertEqual(a, 1)\n")
 
 
-
-
-
-
 def test_no_options_on_an_empty_line_after_code_on_the_line_in_a_block_or_in_a_selection():
     text = "x = compute(1)\ny = compute(2)\nz = comp(3)\n    \n"
     cursor = text.index("comp(3)") + 4
@@ -50,12 +46,9 @@ def test_no_options_on_an_empty_line_after_code_on_the_line_in_a_block_or_in_a_s
     assert options_at(text, text.index("z = ")) == ()                       # column 0 of a line with code
     block = "def f():\n    return 1\n\ndef g():\n"
     hole = decide_hole(PY, block, len(block))
-    assert hole.kind is HoleKind.BLOCK and line_options(block, hole, "") == ()
+    assert hole.kind is HoleKind.BLOCK and line_options(block, hole, "", "python") == NONE
     hole = decide_hole(PY, text, 0, 5)
-    assert line_options(text, hole, "") == ()                               # a selection (a rewrite)
-
-
-
+    assert line_options(text, hole, "", "python") == NONE                   # a selection (a rewrite)
 
 @pytest.mark.parametrize("text", ["", "\n", "x", "\r\n\r\n"])
 def test_tiny_documents_give_no_options(text):
@@ -112,10 +105,12 @@ TYPED = "def f(x):\n    result = compute(x, 2)\n    check(result)\n    result = 
 
 def test_the_best_scored_line_that_parses_joins_the_fills_and_leads_without_a_calibration_when_typed():
     backend = Scoring("pute(x)", {"pute(x, 2)\n": 0.5, "plain(\n": 0.9})  # the likelier one does not parse
-    c = complete(backend, FillOptions(), InfillRequest(TYPED + "\n", len(TYPED), "python"), Control(lambda s: None))
+    c = complete(backend, FillOptions(common_lines=False), InfillRequest(TYPED + "\n", len(TYPED), "python"),
+                 Control(lambda s: None))
     assert backend.plans[0].options == ("pute(x, 2)\n",)           # only the line that starts as typed
     assert [(f.text, f.copied) for f in c.fills] == [("pute(x, 2)", True)]
     assert [(f.text, f.copied) for f in c.alternatives] == [("pute(x)", False)]
+    assert c.fills[0].common is None
 
 
 def test_document_lines_off_sends_no_options():

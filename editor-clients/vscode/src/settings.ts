@@ -22,6 +22,7 @@ export interface ServerSettings {
   minConfidence?: number;
   namesRule?: boolean;
   documentLines?: boolean;
+  commonLines?: boolean;
   maxAlternatives?: number;
   engine?: string;
   engineTokenFile?: string;
@@ -52,6 +53,7 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   minConfidence: 'number',
   namesRule: 'boolean',
   documentLines: 'boolean',
+  commonLines: 'boolean',
   maxAlternatives: 'integer',
   engine: 'string',
   engineTokenFile: 'string',
