@@ -62,7 +62,7 @@ FEATURE_TIME = {"fills": 0, "seconds": 0.0}   # what computing the features cost
 
 def prepare(considered: str, data: str) -> list[dict]:
     """The considered records with each fill's features recomputed on its document (and its signals kept)."""
-    from benchmarks.tasks import TYPED_PREFIX, load_task_set
+    from benchmarks.tasks import CLOSED_PREFIX, TYPED_PREFIX, load_task_set
     from engine.languages import spec_for
 
     tasks = {t.task_id: t for t in load_task_set(data)}
@@ -82,7 +82,7 @@ def prepare(considered: str, data: str) -> list[dict]:
             feats.update(f.get("signals") or {})
             f["features"] = feats
         rows.append({**r, "language": task.language, "source": Path(considered).name,
-                     "typed": data.startswith(TYPED_PREFIX)})
+                     "typed": data.startswith((TYPED_PREFIX, CLOSED_PREFIX))})
     return rows
 
 

@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--typed", action="store_true",
                    help="each hole as if the first characters of its line were typed (benchmarks.tasks.typed)")
+    p.add_argument("--auto-close", action="store_true",
+                   help="with --typed: the line typed up to its first opening bracket or quote, whose closer the editor "
+                        "has put after the cursor (benchmarks.tasks.auto_closed)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
     p.add_argument("--signals", action="store_true",
                    help="also record each fill's model signals (score_text likelihood, re-noising stability)")
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
     tasks = load_tasks(args.data, args.limit)
-    tasks = [t for t in (typed_tasks(tasks) if args.typed else tasks) if t.task_id not in done]
+    tasks = [t for t in (typed_tasks(tasks, auto_close=args.auto_close) if args.typed else tasks) if t.task_id not in done]
     engine = Engine(engine_config(args, min_confidence=0.0))
     engine.start().result()
     limits = Limits()

@@ -124,17 +124,75 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
     return replace(task, prompt=prompt, canonical_solution=code[k:], suffix=newline + task.suffix)
 
 
-def typed_tasks(tasks: list[Task]) -> list[Task]:
-    """``typed`` of each task, those it cannot make left out."""
-    return [t for t in map(typed, tasks) if t is not None]
+def typed_tasks(tasks: list[Task], auto_close: bool = False) -> list[Task]:
+    """``typed`` of each task (with ``auto_close``: ``auto_closed``), those it cannot make left out."""
+    return [t for t in map(auto_closed if auto_close else typed, tasks) if t is not None]
+
+
+OPENERS = {"(": ")", "[": "]", "{": "}"}
+# the quotes an editor closes as they are typed (VS Code's language configurations: no ' in Rust, lifetimes)
+QUOTES = {"python": "\"'", "javascript": "\"'`", "typescript": "\"'`", "typescriptreact": "\"'`", "go": "\"'`",
+          "rust": "\""}
+
+
+def closers(code: str, quotes: str = "\"'") -> str | None:
+    """What an editor that closes brackets and quotes as they are typed has put after the cursor while ``code``
+    was typed: the closer of each bracket or quote still open, innermost first ("" when none is); None when the
+    code closes a bracket it did not open."""
+    stack: list[str] = []
+    escaped = False
+    for ch in code:
+        if stack and stack[-1] in quotes:          # inside a string: only its own quote closes it
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == stack[-1]:
+                stack.pop()
+            continue
+        if ch in OPENERS or ch in quotes:
+            stack.append(ch)
+        elif ch in ")]}":
+            if not stack or OPENERS.get(stack[-1]) != ch:
+                return None
+            stack.pop()
+    return "".join(OPENERS.get(c, c) for c in reversed(stack))
+
+
+def auto_closed(task: Task) -> Task | None:
+    """The one-line hole as an editor that closes brackets and quotes shows it the moment the user has typed the
+    line's first opening bracket or quote: the line typed up to and including it, its closer already after the
+    cursor, the fill the rest of the line before the closer. None when the line has no such opener, or does not
+    end with that closer (``f(x);``: the ``;`` goes after it, which an insertion at the cursor cannot give),
+    or the hole has several lines."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    if after.strip():
+        return None
+    line = first.rstrip(" \t\r")
+    code = line.lstrip(" \t")
+    quotes = QUOTES.get(task.language, "\"'")
+    at = next((k for k, ch in enumerate(code) if ch in OPENERS or ch in quotes), None)
+    if at is None:
+        return None
+    typed = line[:len(line) - len(code) + at + 1]
+    close = closers(code[:at + 1], quotes)
+    fill = line[len(typed):]
+    if not close or not fill.endswith(close) or not fill[:len(fill) - len(close)].strip():
+        return None
+    return replace(task, prompt=task.prompt + typed, canonical_solution=fill[:len(fill) - len(close)],
+                   suffix=close + newline + after + task.suffix)
 
 
 TYPED_PREFIX = "typed:"
+CLOSED_PREFIX = "typed-closed:"
 
 
 def load_task_set(spec: str) -> list[Task]:
-    """The tasks of a file, or with ``typed:`` before its path the ``typed`` variant of each (how a considered
-    set recorded with ``--typed`` names its data)."""
+    """The tasks of a file, or with ``typed:`` before its path the ``typed`` variant of each, with
+    ``typed-closed:`` the ``auto_closed`` one (how a considered set recorded with ``--typed`` or
+    ``--typed --auto-close`` names its data)."""
+    if spec.startswith(CLOSED_PREFIX):
+        return typed_tasks(load_tasks(spec[len(CLOSED_PREFIX):]), auto_close=True)
     if spec.startswith(TYPED_PREFIX):
         return typed_tasks(load_tasks(spec[len(TYPED_PREFIX):]))
     return load_tasks(spec)

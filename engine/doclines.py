@@ -7,10 +7,13 @@ near the cursor that starts with the code typed on the cursor's line goes to the
 every slot still masked); the best one that validates joins the model's own fills as one more fill
 (``HoleFill.copied``), and engine/confidence.py estimates it and ranks it against them.
 
-Only a line with code typed before the cursor gets options. On the development holes (benchmarks/README.md,
-"Lines the document already has") they turned 4 right fills offered of 1,900 typed holes into 149; on whole
-lines (nothing typed) they doubled the right picks without a bar but not the right fills offered at the bar
-(37 either way), so an empty line is left to the model.
+Only a line with code typed before the cursor, and nothing after it but the closing brackets and quotes an
+editor puts there when the opener is typed (``f(|)``: a candidate must end with them), gets options. On the
+development holes (benchmarks/README.md, "Lines the document already has") they turned 4 right fills offered
+of 1,900 typed holes into 149; on whole lines (nothing typed) they doubled the right picks without a bar but
+not the right fills offered at the bar (37 either way), so an empty line is left to the model. Inside an
+editor's closers, development exact match went from 2.5% to 19.4% (725 holes, "Inside an editor's closing
+brackets").
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .requests import HoleKind
 MOST = 64          # candidates per hole, the nearest lines first
 SPAN = 4000        # lines read on each side of the cursor: a huge file costs what an 8,000-line one does
 LONGEST = 200      # characters: a longer line never fits a one-line hole's slots
+CLOSERS = ")]}\"'`"  # after the cursor, only these (what editors insert as an opener is typed): still the line's rest
 
 
 class LineOptions(NamedTuple):
@@ -44,8 +48,10 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     with a line break (the end of the line is scored too) and is the line's remainder from where the fill
     starts (a regenerated word fragment, ``hole.heal``, included), for a line whose code starts with the code
     typed on the cursor's line. Empty unless the hole is the rest of a line with code before the cursor and
-    nothing after it."""
-    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or rest_of_line.strip():
+    nothing after it but closing brackets and quotes (``CLOSERS``, as editors insert them when the opener is
+    typed): then a candidate line must end with them, and its remainder stops before them (no line break)."""
+    tail = rest_of_line.strip()
+    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or tail.strip(CLOSERS):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     typed = text[line_start:hole.end]
@@ -57,6 +63,11 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
                                         # may begin in the indentation: then the fill rewrites some of it)
 
     def remainder(code: str) -> str | None:
+        if tail:   # the line's end is already there (an editor's closers): the fill goes up to it
+            if not code.endswith(tail):
+                return None
+            rest = (indent + code[:len(code) - len(tail)])[kept:]
+            return rest if rest[len(hole.heal):].strip() else None
         rest = (indent + code)[kept:]
         return rest + "\n" if rest[len(hole.heal):].strip() else None
 

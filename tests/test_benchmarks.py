@@ -80,6 +80,28 @@ def test_typed_holes_keep_the_document_and_put_the_line_break_in_the_suffix(tmp_
     assert load_task_set(f"typed:{path}") == [got] and load_task_set(str(path))[0].prompt == one.prompt
 
 
+def test_auto_closed_holes_are_typed_to_the_first_opener_with_its_closer_after_the_cursor(tmp_path):
+    from benchmarks.tasks import auto_closed, closers
+
+    one = Task("a.py:3", "def f(x):\n", "    return x\n", "    total = compute(x, [1])\n")
+    got = auto_closed(one)
+    assert got.prompt == one.prompt + "    total = compute(" and got.canonical_solution == "x, [1]"
+    assert got.suffix == ")\n" + one.suffix
+    assert got.prompt + got.canonical_solution + got.suffix == one.prompt + one.canonical_solution + one.suffix
+    quoted = Task("b.js:1", "", "", "  log('a(b');\n", language="javascript")
+    assert auto_closed(quoted) is None                     # ends with ";" after the closer: not an insertion
+    assert auto_closed(Task("c.py:1", "", "", "    x = 1\n")) is None         # no opener
+    assert auto_closed(Task("d.py:1", "", "", "    f(\n    1)\n")) is None    # several lines
+    assert auto_closed(Task("e.py:1", "", "", "    f()\n")) is None           # nothing between
+    assert closers("f(a, [b") == "])" and closers("s = 'x(") == "'" and closers("a)") is None
+    assert closers('s = "a\\"b') == '"' and closers("x = 'a'") == ""
+    assert closers("fn f<'a>(", quotes='"') == ")"          # Rust: a quote is a lifetime, not a string
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"task_id": one.task_id, "prompt": one.prompt, "suffix": one.suffix,
+                                "canonical_solution": one.canonical_solution}) + "\n")
+    assert load_task_set(f"typed-closed:{path}") == [got] == typed_tasks([one], auto_close=True)
+
+
 def test_dataset_name():
     assert dataset_name("a/HumanEval-SingleLineInfilling.jsonl.gz") == "HumanEval-SingleLineInfilling"
     assert dataset_name("x.jsonl") == "x"

@@ -203,3 +203,25 @@ def test_a_lone_surrogate_in_a_document_line_reaches_the_model_as_a_replacement_
     copies = [f.text for f in c.considered if f.copied]
     # scored through ModelText (U+FFFD, one character for one), offered with the document's own character
     assert copies == ["\ud800' + a"]
+
+
+def test_after_an_editors_closers_a_line_must_end_with_them_and_its_remainder_stops_before_them():
+    text = 'w = compute(1, "a")\nw = compute(2)\nw = compute(3, f(4))\nw = compute(5) + 1\nw = compute()\n'
+    cursor = text.rindex("w = compute(") + len("w = compute(")
+    hole = decide_hole(PY, text, cursor)
+    assert hole.kind is HoleKind.INLINE and hole.heal == ""
+    got = line_options(text, hole, ")").texts
+    assert got == ("3, f(4)", "2", '1, "a"')               # nearest first, no line break; "5) + 1" ends otherwise
+    assert line_options(text, hole, ") ]").texts == ()                      # closers only, nothing between them
+    assert line_options(text, hole, ") + 1").texts == ()                    # code after the cursor
+    quoted = 'b = t("one")\nb = t("'
+    hole = decide_hole(PY, quoted + '")\n', len(quoted))
+    assert line_options(quoted + '")\n', hole, '")').texts == ("one",)
+
+
+def test_the_engine_offers_a_document_line_inside_an_editors_closers(embedded_engine):
+    text = ("import os\n\n\ndef load(path):\n    full = os.path.join(path, 'config.ini')\n    return full\n\n\n"
+            "def save(path):\n    full = os.path.join()\n")
+    cursor = text.rindex("os.path.join(") + len("os.path.join(")
+    c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
+    assert [f.text for f in c.considered if f.copied and f.common is None] == ["path, 'config.ini'"]
