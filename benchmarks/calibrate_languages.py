@@ -72,7 +72,8 @@ def prepare(considered: str, data: str) -> list[dict]:
         if task is None:
             continue
         spec, kind = spec_for(task.language), HoleKind(r["kind"])
-        fills = [HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]), copied=bool(f.get("copied")), common=f.get("common"))
+        fills = [HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]), copied=bool(f.get("copied")),
+                          common=f.get("common"))
                  for f in r["fills"]]
         for i, (f, fill) in enumerate(zip(r["fills"], fills)):
             t0 = time.perf_counter()
@@ -95,7 +96,8 @@ def fit(rows: list[dict], names: tuple[str, ...]) -> Calibration:
 def pick(row: dict, cal: Calibration, names_rule: bool = True) -> tuple[float, dict] | None:
     """The fill the engine would offer with no bar (its choice rule) and its estimate; None: none."""
     assessed = [(HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]),
-                          confidence=cal.probability(f["features"]), copied=bool(f.get("copied")), common=f.get("common")), f["features"])
+                          confidence=cal.probability(f["features"]), copied=bool(f.get("copied")),
+                          common=f.get("common")), f["features"])
                 for f in row["fills"]]
     chosen = choose(assessed, cal, 0.0, names_rule)
     if chosen is None:
@@ -142,11 +144,15 @@ def cross_validate(rows: list[dict], names: tuple[str, ...], folds: int, names_r
             loss = [-math.log(max(1e-9, p if f["exact"] else 1 - p))
                     for f in r["fills"] for p in [cal.probability(f["features"])]]
             out.append({"task_id": r["task_id"], "language": r["language"], "fold": k, "bar": bar,
-                        "typed": bool(r.get("typed")),
+                        "typed": bool(r.get("typed")), "source": r.get("source", ""),
                         "estimate": None if got is None else got[0], "exact": bool(got and got[1]["exact"]),
                         "offered": got is not None and got[0] >= bar, "loss": loss,
                         "oracle": any(f["exact"] for f in r["fills"])})
     return out
+
+
+def _without_curve(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "curve"}
 
 
 def summarise(held: list[dict]) -> dict:
@@ -284,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                             "typed": summarise([h for h in held if h["typed"]]),
                             "languages": {lang: summarise([h for h in held if h["language"] == lang])
                                           for lang in languages},
+                            "sources": {src: _without_curve(summarise([h for h in held if h["source"] == src]))
+                                        for src in dict.fromkeys(h["source"] for h in held)},
                             "no_names_rule": {k: v for k, v in no_names.items() if k != "curve"}},
         "ablation": ablation,
         "calibration": cal.to_json(),

@@ -43,7 +43,8 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
         if run_tests and task.has_test:
             program = check_program(document, "", "", task.test, task.entry_point)
             passed = run_program(program, limits).passed
-        fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied, "common": fill.common,
+        fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied,
+                      "common": fill.common,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
         if backend is not None:
@@ -61,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--typed", action="store_true",
                    help="each hole as if the first characters of its line were typed (benchmarks.tasks.typed)")
     p.add_argument("--auto-close", action="store_true",
-                   help="with --typed: the line typed up to its first opening bracket or quote, whose closer the editor "
-                        "has put after the cursor (benchmarks.tasks.auto_closed)")
+                   help="with --typed: the line typed up to its first opening bracket or quote, whose closer "
+                        "the editor has put after the cursor (benchmarks.tasks.auto_closed)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
     p.add_argument("--signals", action="store_true",
                    help="also record each fill's model signals (score_text likelihood, re-noising stability)")
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
     tasks = load_tasks(args.data, args.limit)
-    tasks = [t for t in (typed_tasks(tasks, auto_close=args.auto_close) if args.typed else tasks) if t.task_id not in done]
+    tasks = typed_tasks(tasks, auto_close=args.auto_close) if args.typed else tasks
+    tasks = [t for t in tasks if t.task_id not in done]
     engine = Engine(engine_config(args, min_confidence=0.0))
     engine.start().result()
     limits = Limits()

@@ -82,8 +82,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--typed", action="store_true",
                    help="each hole as if the first characters of its line were typed (benchmarks.tasks.typed)")
     p.add_argument("--auto-close", action="store_true",
-                   help="with --typed: the line typed up to its first opening bracket or quote, whose closer the editor "
-                        "has put after the cursor (benchmarks.tasks.auto_closed)")
+                   help="with --typed: the line typed up to its first opening bracket or quote, whose closer "
+                        "the editor has put after the cursor (benchmarks.tasks.auto_closed)")
     p.add_argument("--samples", default=None, help='write {"task_id", "completion"} per task (JSONL)')
     p.add_argument("--records", default=None, help="write every per-task figure (JSONL)")
     p.add_argument("--via-lsp", action="store_true", help="fill through a real diffusion-lsp process")
@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks(args.data, args.limit)
     if args.typed:
         tasks = typed_tasks(tasks, auto_close=args.auto_close)
-    name = dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if args.typed and args.auto_close else "")
+    closed = bool(args.typed and args.auto_close)
+    name = dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
     if not tasks:
         print(f"no tasks in {args.data}", file=sys.stderr)
         return 2
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         records = evaluate(filler, tasks, limits, args.workers, run_tests=not args.no_tests,
                            label=name)
     result.update({
-        "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed, "auto_close": bool(args.typed and args.auto_close),
+        "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
+        "auto_close": closed,
         "via": filler.via,
         "settings": settings(args),
         "sandbox": asdict(limits),

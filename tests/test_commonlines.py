@@ -54,7 +54,8 @@ def write_corpus(root, files_by_split):
 
 
 def test_the_builder_counts_each_line_once_per_training_file_and_keeps_those_in_enough_files(tmp_path):
-    train = [{"id": f"pypi:p/f{i}.py", "text": "import os\n    x = 1\nx = 1\nx = 1\n" + ("only_here()\n" if i == 0 else "")
+    train = [{"id": f"pypi:p/f{i}.py",
+              "text": "import os\n    x = 1\nx = 1\nx = 1\n" + ("only_here()\n" if i == 0 else "")
               + ("two_files()\n" if i < 2 else "") + "y\tz = '😀'\r\n"} for i in range(3)]
     valid = [{"id": f"pypi:p/v{i}.py", "text": "held_out_line()\n"} for i in range(5)]
     write_corpus(tmp_path / "corpus", {"train": train, "valid": valid})
