@@ -9,9 +9,10 @@ with its share of the files among the lines with that start (its prior, ``HoleFi
 ranks them and the document's lines by the model's first-forward score plus ``PRIOR_WEIGHT`` times that log
 share, and engine/confidence.py estimates the chosen one with features of its own.
 
-A table is read once per process, on a language's first typed line, as three arrays: the lines in order, their
-file counts in that order, and each line's rank by count; a lookup is a binary search for the typed start and
-a partial sort of the ranks in that range.
+A table is read once per process (as a model that scores options loads, ``preload``) as the lines in order,
+their file counts in that order, and each line's rank by count; a lookup is a binary search for the typed start
+and a partial sort of the ranks in that range. A table that cannot be read is logged and left out: the
+document's lines and the model's fills go on without it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from __future__ import annotations
 import bisect
 import functools
 import gzip
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 DATA = Path(__file__).resolve().parent / "data" / "common_lines"
 MOST = 32           # common lines per hole, the most frequent first (after the document's own lines)
 
@@ -79,7 +82,13 @@ def table(language: str) -> Table | None:
 @functools.cache
 def _table(name: str) -> Table | None:
     path = DATA / f"{name}.tsv.gz"
-    return read_table(path) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return read_table(path)
+    except (OSError, EOFError, ValueError) as exc:   # a damaged install: no common lines for this language
+        log.warning("common lines for %s not used: %s: %s", name, path, exc)
+        return None
 
 
 def read_table(path: Path) -> Table:

@@ -154,3 +154,23 @@ def test_a_model_that_scores_options_has_every_table_read_when_it_is_ready():
         assert _table.cache_info().currsize == len(names)              # read at load, before any request
     finally:
         engine.close()
+
+
+def test_a_damaged_table_is_logged_and_left_out(tmp_path, monkeypatch, caplog):
+    from engine import commonlines
+
+    (tmp_path / "python.tsv.gz").write_bytes(b"not gzip at all")
+    (tmp_path / "go.tsv.gz").write_bytes(gzip.compress(b"three\treturn x\n"))      # not a count
+    monkeypatch.setattr(commonlines, "DATA", tmp_path)
+    commonlines._table.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            commonlines.preload()
+            assert commonlines.table("python") is None and commonlines.table("go") is None
+        assert "common lines for python not used" in caplog.text and "common lines for go not used" in caplog.text
+        # the document's lines still come
+        text = "x = total(1)\ny = 2\nx = tot"
+        got = line_options(text, decide_hole(PY, text, len(text)), "", "python")
+        assert got.texts == (" total(1)\n",)                       # the healed fragment " tot" regenerated
+    finally:
+        commonlines._table.cache_clear()
