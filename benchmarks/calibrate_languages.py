@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.calibrate_languages", description=__doc__.splitlines()[0])
     p.add_argument("--dev", type=_pair, action="append", required=True,
                    help="CONSIDERED=DATA: a confidence_set output and the task file it came from, as typed:FILE "
-                        "when it was recorded with --typed (repeatable)")
+                        "when it was recorded with --typed, typed-closed:FILE with --typed --auto-close (repeatable)")
     p.add_argument("--humaneval", type=_pair, default=None, help="CONSIDERED=DATA on HumanEval (reported only)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--features", choices=tuple(GROUPS), default="+cheap", help="the feature set shipped")
@@ -265,10 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     for group, names in GROUPS.items():
         pool = with_signals if group == "+signals" else rows
         s = summarise(cross_validate(pool, names, args.folds))
-        ablation[group] = {k: v for k, v in s.items() if k != "curve"}
+        ablation[group] = _without_curve(s)
         if group != "+signals":   # the same holes as +signals, for a like-for-like comparison
             s2 = summarise(cross_validate(with_signals, names, args.folds))
-            ablation[group]["on_signal_holes"] = {k: v for k, v in s2.items() if k != "curve"}
+            ablation[group]["on_signal_holes"] = _without_curve(s2)
     names = GROUPS[args.features]
     held = cross_validate(rows, names, args.folds)
     no_names = summarise(cross_validate(rows, tuple(n for n in names if n != "invented"), args.folds, False))
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                                           for lang in languages},
                             "sources": {src: _without_curve(summarise([h for h in held if h["source"] == src]))
                                         for src in dict.fromkeys(h["source"] for h in held)},
-                            "no_names_rule": {k: v for k, v in no_names.items() if k != "curve"}},
+                            "no_names_rule": _without_curve(no_names)},
         "ablation": ablation,
         "calibration": cal.to_json(),
     })

@@ -133,11 +133,11 @@ def assess(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleK
 
 
 def _rank(names_rule: bool, copy_first: bool = False):
-    """Sort key: fills without invented names first, then a document line before or after the model's fills
-    (``copy_first``), then the highest mean log-confidence. (Ranking the lengths by the estimate instead lost
-    pass@1 on the development set's fills: the estimate is fitted to say whether a fill is right, not which of
-    two is better; it decides only whether to offer. A document line's confidences are of another kind, so it
-    is placed by ``copy_first``.)"""
+    """Sort key: fills without invented names first, then a copied line (the document's or a common one)
+    before or after the model's fills (``copy_first``), then the highest mean log-confidence. (Ranking the
+    lengths by the estimate instead lost pass@1 on the development set's fills: the estimate is fitted to say
+    whether a fill is right, not which of two is better; it decides only whether to offer. A copied line's
+    confidences are of another kind, so it is placed by ``copy_first``.)"""
     def key(item):
         fill, feats = item
         return (names_rule and feats["invented"] > 0, fill.copied != copy_first, -feats["mean_log"])
@@ -145,10 +145,10 @@ def _rank(names_rule: bool, copy_first: bool = False):
 
 
 def copy_first(assessed: Sequence[tuple[HoleFill, dict[str, float]]], names_rule: bool = True) -> bool:
-    """Does the document's line (``HoleFill.copied``) rank before the model's best fill? Yes when it is the only
-    fill, when the model's best invents a name and it does not (``names_rule``), or when its estimate is the
-    higher; without estimates (no calibration), yes: on the development holes a copied line was right 15 times
-    as often as the model's fill (149 against 6 of 1,900 typed holes, no bar)."""
+    """Does the copied line (``HoleFill.copied``: the document's or a common one) rank before the model's best
+    fill? Yes when it is the only fill, when the model's best invents a name and it does not (``names_rule``),
+    or when its estimate is the higher; without estimates (no calibration), yes: on the development holes a
+    copied line was right 15 times as often as the model's fill (149 against 6 of 1,900 typed holes, no bar)."""
     copies = [item for item in assessed if item[0].copied]
     model = [item for item in assessed if not item[0].copied]
     if not copies:

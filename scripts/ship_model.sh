@@ -107,6 +107,8 @@ both $one $two
       --samples $R/infill-single-line.samples.jsonl --out $R/infill-single-line.json
   "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz --typed "${LIMIT[@]}" "${M[@]}" \
       --out $R/infill-single-line-typed.json
+  "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz --typed --auto-close "${LIMIT[@]}" \
+      "${M[@]}" --out $R/infill-single-line-typed-closed.json
   "$PY" -m benchmarks.infill --data $D/HumanEval-RandomSpanInfillingLight.jsonl.gz "${LIMIT[@]}" "${M[@]}" \
       --out $R/infill-random-span-light.json
   "$PY" -m benchmarks.latency "${LAT[@]}" "${M[@]}" --out $R/latency.json; } & one=$!
@@ -114,6 +116,8 @@ both $one $two
       --out $R/infill-code-lines.json
   "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --typed --limit $CODE_LIMIT --no-tests \
       "${M[@]}" --out $R/infill-code-lines-typed.json
+  "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --typed --auto-close --limit $CODE_LIMIT \
+      --no-tests "${M[@]}" --out $R/infill-code-lines-typed-closed.json
   "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT "${M[@]}" \
       --out $R/infill-stdlib-lines.json; } & two=$!
 both $one $two
