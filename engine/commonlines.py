@@ -43,6 +43,15 @@ class Table:
     rank: np.ndarray
     index: np.ndarray
 
+    @classmethod
+    def of(cls, lines: list[str], files: np.ndarray) -> Table:
+        """The table of ``lines`` (in code point order) and their file counts."""
+        # rank by count, most files first; a tie keeps the lines' order
+        order = np.argsort(-files, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return cls(lines, files, rank, order)
+
     def starting_with(self, start: str, most: int = MOST) -> list[tuple[str, float]]:
         """The ``most`` most frequent lines that start with ``start`` and have more code than it, each with the
         log of its share of the files among all the lines that start so."""
@@ -100,9 +109,4 @@ def read_table(path: Path) -> Table:
             count, _, line = row.rstrip("\n").partition("\t")
             lines.append(line)
             files.append(int(count))
-    counts = np.array(files, dtype=np.int64)
-    # rank by count, most files first; a tie keeps the lines' order
-    order = np.argsort(-counts, kind="stable")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return Table(lines, counts, rank, order)
+    return Table.of(lines, np.array(files, dtype=np.int64))

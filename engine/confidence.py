@@ -34,7 +34,8 @@ CALIBRATION_FILE = "confidence.json"
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is the base: no indicator
 FEATURES = ("mean_log", "min_log", "second_log", "first_log", "low_share", "log_tokens", "log_chars", "agree",
             "alone", "valid_lengths", "repeats_line", "repeats_above", "invented", "kind_inline", "kind_block",
-            *(f"lang_{name}" for name in LANGUAGES[1:]), "copied", "copied_mean_log", "common", "common_prior")
+            *(f"lang_{name}" for name in LANGUAGES[1:]), "copied", "copied_mean_log", "common", "common_prior",
+            "workspace", "workspace_prior")
 SIGNALS = ("pll_mean", "renoise_same", "renoise_mean_log")   # model_signals: measured, not computed per fill
 
 
@@ -118,6 +119,8 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         "copied_mean_log": mean_log if fill.copied else 0.0,
         "common": float(fill.common is not None),
         "common_prior": fill.common or 0.0,
+        "workspace": float(fill.workspace is not None),
+        "workspace_prior": fill.workspace or 0.0,
     }
 
 

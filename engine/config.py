@@ -65,6 +65,8 @@ class FillOptions:
     max_alternatives: int = 3         # distinct valid fills a cursor request offers, best first (1: the best only)
     document_lines: bool = True       # the rest of a line being typed may also come from a line the document
                                       # already has (engine/doclines.py), when the backend scores options
+    workspace_lines: bool = True      # ... or from a line of the workspace's other files (engine/worklines.py; with
+                                      # document_lines, for a request that names its workspace)
     common_lines: bool = True         # ... or from a line code often has (engine/commonlines.py; with document_lines)
     line_lengths: tuple[int, ...] = ()  # slot counts a one-line hole is tried at; (): the engine's (8, 24), or
                                         # the model's per-language choice (engine/decoding.py)

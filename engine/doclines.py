@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from . import commonlines
+from . import commonlines, worklines
+from .commonlines import Table
 from .context import Hole
 from .requests import HoleKind
 
@@ -31,20 +32,27 @@ LONGEST = 200      # characters: a longer line never fits a one-line hole's slot
 CLOSERS = ")]}\"'`"  # after the cursor, only these (what editors insert as an opener is typed): still the line's rest
 
 
+DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a candidate line comes from
+
+
 class LineOptions(NamedTuple):
-    """A hole's candidate lines (``FillPlan.options``) and, for each, None for a line of the document or a
-    common line's prior (``commonlines``: the log of its share of the files among the lines with its start)."""
+    """A hole's candidate lines (``FillPlan.options``), where each comes from (``DOCUMENT``, ``WORKSPACE`` or
+    ``COMMON``) and, for each, None for a line of the document or a workspace or common line's prior (the log
+    of its share of the files among the lines of its table with its start)."""
 
     texts: tuple[str, ...]
     priors: tuple[float | None, ...]
+    sources: tuple[str, ...]
 
 
-NONE = LineOptions((), ())
+NONE = LineOptions((), (), ())
 
 
-def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None) -> LineOptions:
-    """The texts a fill of ``hole`` could take from the document's other lines, nearest line first, then (with
-    a ``language``) from the lines code often has (``engine.commonlines``), the most frequent first; each ends
+def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
+                 workspace: Table | None = None) -> LineOptions:
+    """The texts a fill of ``hole`` could take from the document's other lines, nearest line first, then from
+    the lines of the ``workspace``'s other files (``engine.worklines``), then (with a ``language``) from the
+    lines code often has (``engine.commonlines``), the most widespread first in both; each ends
     with a line break (the end of the line is scored too) and is the line's remainder from where the fill
     starts (a regenerated word fragment, ``hole.heal``, included), for a line whose code starts with the code
     typed on the cursor's line. Empty unless the hole is the rest of a line with code before the cursor and
@@ -71,7 +79,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
         rest = (indent + code)[kept:]
         return rest + "\n" if rest[len(hole.heal):].strip() else None
 
-    out: dict[str, float | None] = {}
+    out: dict[str, tuple[float | None, str]] = {}
     line_end = text.find("\n", hole.end)
     for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end):
         code = line.strip()
@@ -79,16 +87,18 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             continue
         rest = remainder(code)
         if rest is not None:
-            out.setdefault(rest)
+            out.setdefault(rest, (None, DOCUMENT))
             if len(out) >= MOST:
                 break
-    table = commonlines.table(language) if language else None
-    if table is not None:
-        for code, prior in table.starting_with(key):
+    for source, table, most in ((WORKSPACE, workspace, worklines.MOST),
+                                (COMMON, commonlines.table(language) if language else None, commonlines.MOST)):
+        if table is None:
+            continue
+        for code, prior in table.starting_with(key, most):
             rest = remainder(code)
             if rest is not None:
-                out.setdefault(rest, prior)
-    return LineOptions(tuple(out), tuple(out.values()))
+                out.setdefault(rest, (prior, source))
+    return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
 
 
 def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from . import doclines, lengths
+from . import doclines, lengths, worklines
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
+from .commonlines import Table
 from .confidence import offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
@@ -16,7 +17,7 @@ from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
 from .model_text import model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
-from .validate import PARSES, Verdict, baseline_errors, parses, python_check, tidy
+from .validate import PARSES, Verdict, baseline_errors, document_parses, parses, python_check, tidy
 
 
 def check_request(request: InfillRequest) -> None:
@@ -71,13 +72,17 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     budget = lengths.step_budget(request.steps, config, backend)
     indents = indent_options(spec, text, hole)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
+    # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides
+    document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
     steps = forwards = tokens = rejected = 0
     # The document's own lines, scored by the backend on the first forward (engine/doclines.py). Only the rest of
     # a line gets them, and it is filled in one attempt (lengths.line_lengths: several are for empty lines).
-    # Then, with ``common_lines``, the lines code often has that start so (engine/commonlines.py), each with a prior.
-    options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None) \
+    # Then, with ``workspace_lines``, the lines of the request's workspace's other files (engine/worklines.py) and,
+    # with ``common_lines``, the lines code often has (engine/commonlines.py) that start so, each with a prior.
+    options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
+                                    _workspace_table(request, config, spec)) \
         if config.document_lines and backend.scores_options and not request.rewrite else doclines.NONE
-    copies: list[tuple[Candidate, float | None]] = []
+    copies: list[tuple[Candidate, float | None, str]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
@@ -94,14 +99,15 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         # The backend read each option as model text; the fill is the document's own text, one character for one
         # (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
-        copies += [(replace(cand, texts=(option,)), prior)
-                   for option, prior, cand in zip(options.texts, options.priors, result.options)
+        copies += [(replace(cand, texts=(option,)), prior, source)
+                   for option, prior, source, cand in zip(options.texts, options.priors, options.sources,
+                                                          result.options)
                    if cand is not None and cand.texts[0] == model_text(option)]
         first: HoleFill | None = None
         for candidate in result.candidates:
             if first is not None and len(found) >= want:
                 break
-            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole)
+            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document)
             rejected += bad
             if fill is None:
                 continue
@@ -113,7 +119,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole)
+    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document)
     rejected += bad
     if copy is not None and all(_key(copy) != _key(f) for f in firsts):
         firsts.append(copy)
@@ -131,27 +137,42 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
 COPIES_CHECKED = 3   # the best-ranked lines validated, at most
 PRIOR_WEIGHT = 1.5   # a common line's rank: its first-forward mean log-probability + this x its prior ...
 COMMON_OFFSET = -1.5 # ... + this (a document line: its score alone); both chosen on the typed development holes
+WORKSPACE_WEIGHT = 1.5   # a workspace line's rank: its score + this x its prior ...
+WORKSPACE_OFFSET = -1.5  # ... + this
 
 
-def copy_rank(candidate: Candidate, prior: float | None) -> float:
+def copy_rank(candidate: Candidate, prior: float | None, source: str = doclines.COMMON) -> float:
     """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
     on the first forward; a common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share of the
-    files among the lines with its start) and ``COMMON_OFFSET``."""
-    return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + COMMON_OFFSET
+    files among the lines with its start) and ``COMMON_OFFSET``, a workspace line's ``WORKSPACE_WEIGHT`` x its
+    prior and ``WORKSPACE_OFFSET``."""
+    if prior is None:
+        return candidate.score
+    if source == doclines.WORKSPACE:
+        return candidate.score + WORKSPACE_WEIGHT * prior + WORKSPACE_OFFSET
+    return candidate.score + PRIOR_WEIGHT * prior + COMMON_OFFSET
 
 
-def _best_copy(candidates: Sequence[tuple[Candidate, float | None]], hole: Hole, rest_of_line: str,
+def _workspace_table(request: InfillRequest, config: FillOptions, spec: LanguageSpec) -> Table | None:
+    """The lines of the request's workspace's files in its language (engine/worklines.py), if any and wanted."""
+    workspace = worklines.lookup(request.workspace) if config.workspace_lines else None
+    return workspace.table(spec.name) if workspace is not None else None
+
+
+def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
-               whole: Verdict | None) -> tuple[HoleFill | None, int]:
-    """The best-ranked line (``copy_rank``: the document's or a common one) that validates as the hole's fill
-    (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a common line with its prior), and how
-    many were rejected."""
+               whole: Verdict | None, document: Callable[[str], bool] | None = None
+               ) -> tuple[HoleFill | None, int]:
+    """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
+    the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
+    line with its prior), and how many were rejected."""
     rejected = 0
-    for candidate, prior in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
-        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole)
+    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
+        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document)
         rejected += bad
         if fill is not None:
-            return replace(fill, copied=True, common=prior), rejected
+            return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
+                           workspace=prior if source == doclines.WORKSPACE else None), rejected
     return None, rejected
 
 
@@ -227,7 +248,8 @@ def _within_block(raw: str) -> str:
 
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
                  baseline: int | None, indents: tuple[str, ...] = (),
-                 whole_document_ok: Verdict | None = None) -> tuple[HoleFill | None, int]:
+                 whole_document_ok: Verdict | None = None,
+                 document: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses: the model's fill (or a shorter block), as written,
     then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
@@ -241,8 +263,10 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 continue
             # Python's parser on the whole document is the authority when it accepts the document as a
             # whole: the window can start inside a docstring, where tree-sitter sees errors everywhere.
+            # Else the window's re-parse, and when the window's own errors reject the fill the whole document's.
             verdict = whole_document_ok(fill) if whole_document_ok is not None else None
-            if verdict == "" or (verdict != PARSES and not parses(spec, win, fill, baseline)):
+            if verdict == "" or (verdict != PARSES and not parses(spec, win, fill, baseline)
+                                 and not (document is not None and document(fill))):
                 bad += 1
                 continue
             return _hole_fill(candidate, hole, fill, edits), bad

@@ -36,6 +36,7 @@ class InfillRequest:
     instruction: str | None = None     # a rewrite's instruction, for backends that take one
     key: str | None = None             # newest request per key wins (the server uses the URI)
     options: FillOptions | None = None # None: the engine's configured fill options
+    workspace: str | None = None       # the workspace whose files' lines may fill a typed line (engine/worklines.py)
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,13 @@ class HoleFill:
     confidences: tuple[float, ...] = () # one per generated token, in [0, 1]
     token_spans: tuple[tuple[int, int], ...] = ()  # [start, end) of each token within ``text``
     confidence: float | None = None     # estimated P(exactly right) (engine/confidence.py); None: not calibrated
-    copied: bool = False                # the text of another line of the document (engine/doclines.py) or of a
+    copied: bool = False                # the text of another line of the document (engine/doclines.py), of the
+                                        # workspace's files (engine/worklines.py) or of a
                                         # line code often has (engine/commonlines.py), not
                                         # the model's own writing; its confidences are first-forward probabilities
     common: float | None = None         # a copied line from the lines code often has (engine/commonlines.py): its
                                         # prior, the log of its share of the files among the lines with its start
+    workspace: float | None = None      # a copied line of the workspace's files (engine/worklines.py): its prior
 
 
 @dataclass(frozen=True)

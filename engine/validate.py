@@ -93,6 +93,37 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
     return accepts
 
 
+_DOCUMENT_CHECK_LIMIT = 300_000   # characters; a larger document keeps the window's verdict
+
+
+def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+    """For a fill the window check rejected because the window itself has errors (it is cut from the document:
+    a ``case`` whose ``switch`` is above it, an ``else`` without its ``if``, and tree-sitter's recovery may
+    cover the cursor's line with one of them): does the whole document with the fill in ``text[start:end]``
+    parse with no ERROR/MISSING node but those the user's document already has away from the hole (at the same
+    place, moved by the fill's length), and none touching the fill? The user's document is parsed once, when
+    first asked, and the filled one per fill. None without a grammar or for a document over
+    ``_DOCUMENT_CHECK_LIMIT`` characters."""
+    if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
+        return None
+    lo = len(text[:start].encode("utf-8", "surrogatepass"))
+    old_hi = lo + len(text[start:end].encode("utf-8", "surrogatepass"))
+    before: list[list[tuple[int, int]]] = []
+
+    def accepts(fill: str) -> bool:
+        if not before:
+            before.append(error_spans(parse(spec, text)) if has_grammar(spec) else [])
+        tree = parse(spec, text[:start] + fill + text[end:])
+        if tree is None:
+            return True
+        hi = lo + len(fill.encode("utf-8", "surrogatepass"))
+        shift = hi - old_hi
+        kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before[0]
+                if e <= lo and s < lo or s >= old_hi and e > old_hi}
+        return all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in error_spans(tree))
+    return accepts
+
+
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:
     """Errors in the window as the user has it; ``None`` when the language has no grammar."""
     tree = parse(spec, window.prefix + original_middle + window.suffix)

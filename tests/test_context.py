@@ -175,3 +175,60 @@ def test_a_window_starting_inside_a_docstring_does_not_reject_a_good_line():
     later = text + "def g(:\n"                       # the user's own error below: Python stops there,
     check = python_check(PY, later, at, at)          # so the window check still has the last word
     assert check(line) == KEEPS_ERROR
+
+
+GO_SWITCH = """package main
+
+func f(r *R) int {
+\tfor {
+\t\tc := r.next()
+\t\tswitch c {
+\t\tcase 'a':
+\t\t\tc = r.readByte()
+\t\t\tif c == 'b' {
+\t\t\t\treturn 1
+\t\t\t}
+\t\tcase ' ', '\\t':
+\t\t\tc = r.
+\t\t}
+\t}
+}
+"""
+
+
+def test_a_window_cut_inside_a_switch_leaves_the_verdict_to_the_whole_document():
+    from engine.validate import document_parses
+
+    go = spec_for("go")
+    cursor = GO_SWITCH.index("c = r.\n") + len("c = r.")
+    win = window(go, GO_SWITCH, cursor, cursor, lambda s: (len(s) + 3) // 4, 20, 16)
+    assert win.prefix.startswith("\t\tcase ' '")                      # the window starts at the second case
+    baseline = baseline_errors(go, win, "")
+    assert baseline and not parses(go, win, "readByte()", baseline)   # its own errors cover the cursor's line
+    check = document_parses(go, GO_SWITCH, cursor, cursor)
+    assert check("readByte()")
+    assert not check("readByte(")                                    # an error at the fill
+    assert not check("readByte() }")                                 # closes the switch: an error further down
+    with_error = GO_SWITCH.replace("package main\n", "package main\nfunc {\n")   # the user's error above stays
+    cursor = with_error.index("c = r.\n") + len("c = r.")
+    assert document_parses(go, with_error, cursor, cursor)("readByte()")
+    assert document_parses(spec_for("plaintext"), "x", 0, 0) is None
+    assert document_parses(go, "x" * 300_001, 0, 0) is None
+
+
+def test_the_engine_fills_the_line_a_window_cut_inside_a_switch_rejected():
+    from engine import InfillRequest
+    from engine.backends.base import Control
+    from engine.config import FillOptions
+    from engine.infill import complete
+    from tests.test_doclines import Scoring
+
+    cursor = GO_SWITCH.index("c = r.\n") + len("c = r.")
+    backend = Scoring("readByte()", {})
+    c = complete(backend, FillOptions(prefix_tokens=20, suffix_tokens=16, min_confidence=0),
+                 InfillRequest(GO_SWITCH, cursor, "go"), Control(lambda s: None))
+    assert c.fills and c.fills[0].text == "readByte()"
+    backend = Scoring("readByte() }", {})
+    c = complete(backend, FillOptions(prefix_tokens=20, suffix_tokens=16, min_confidence=0),
+                 InfillRequest(GO_SWITCH, cursor, "go"), Control(lambda s: None))
+    assert not c.fills

@@ -16,7 +16,8 @@ from typing import Any
 from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
 
 VERSION = 1
-MAX_OPTIONS = 256   # plan.options a fill may carry (the engine sends at most doclines.MOST + commonlines.MOST)
+MAX_OPTIONS = 256   # plan.options a fill may carry (the engine sends at most doclines.MOST + worklines.MOST
+                    # + commonlines.MOST)
 CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text",
                 "scores_options")
 
