@@ -9,6 +9,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from .documents import Document, DocumentStore, PositionError
 from .jobs import JobRunner
 from .progress import StatusReporter
 from .settings import SECTION, Settings, parse_settings
+from .workspace_lines import WorkspaceLines
 
 log = logging.getLogger(__name__)
 EngineFactory = Callable[[EngineConfig], Engine]
@@ -116,6 +118,14 @@ class DiffusionProtocol(LanguageServerProtocol):
         self._server.on_document_changed(params.text_document.uri)
         yield from ()
 
+    @lsp_method(types.TEXT_DOCUMENT_DID_SAVE)
+    def lsp_text_document__did_save(self, params: types.DidSaveTextDocumentParams):
+        doc = self._server.documents.get(params.text_document.uri)
+        text = params.text if params.text is not None else (doc.text if doc is not None else None)
+        if text is not None:
+            self._server.workspace_lines.saved(params.text_document.uri, text)
+        yield from ()
+
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
         self._server.documents.close(params.text_document.uri)
@@ -140,6 +150,7 @@ class DiffusionServer(LanguageServer):
         self.jobs = JobRunner(self)
         self.actions = Actions(self)
         self.adapter = WorkspaceAdapter(self)   # setting adapt: "background" (lsp_server/adapting.py)
+        self.workspace_lines = WorkspaceLines(self)   # the workspace's lines for typed lines (engine/worklines.py)
 
     @property
     def encoding(self) -> str:
@@ -150,6 +161,7 @@ class DiffusionServer(LanguageServer):
         if self.engine is not None:
             self.engine.close(wait=False)
         self.adapter.terminate()
+        self.workspace_lines.close()
         super().shutdown()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -173,6 +185,8 @@ class DiffusionServer(LanguageServer):
         if self.engine is not None and settings.load != old.load:
             self.status.loading(settings.load.engine or settings.load.model)
             self.engine.reconfigure(settings.engine_config())
+        if self.engine is not None:
+            self.workspace_lines.start()   # turned on now: index the folder (once)
 
     def document_or_error(self, uri: str) -> Document:
         doc = self.documents.get(uri)
@@ -197,6 +211,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
             params.capabilities.window and params.capabilities.window.work_done_progress)
         ls.startup_problems = problems
         ls.adapter.workspace = workspace_of(params)
+        ls.workspace_lines.root = os.path.realpath(ls.adapter.workspace) if ls.adapter.workspace else None
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
@@ -213,6 +228,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         ls.engine.on_state(adapt_when_ready)
         ls.status.loading(ls.settings.load.engine or ls.settings.load.model)
         ls.engine.start()
+        ls.workspace_lines.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: DiffusionServer, params: types.DidChangeConfigurationParams) -> None:
@@ -226,7 +242,8 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         """Engine counters, for clients' status views, tests and benchmarks."""
         engine = ls.engine
         return {"state": engine.state.value if engine else "idle", "error": engine.error if engine else None,
-                "model": ls.settings.load.model, **(engine.stats() if engine else {}), "adapt": ls.adapter.stats()}
+                "model": ls.settings.load.model, **(engine.stats() if engine else {}), "adapt": ls.adapter.stats(),
+                "workspaceLines": ls.workspace_lines.stats()}
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DiffusionServer, params: None) -> None:

@@ -21,7 +21,7 @@ CHANGED = {"model": str(EMBEDDED_DIR), "device": "cpu", "dtype": "float32", "dev
            "debounceMs": 1, "drafts": True, "draftIntervalMs": 5, "minConfidence": 1.0, "namesRule": False,
            "engine": "http://127.0.0.1:9", "engineTokenFile": "token", "engineCaFile": "ca.pem", "engineTimeout": 5.0,
            "engineRetries": 3, "adapt": "background", "experts": "eager", "quantization": "int8",
-           "documentLines": False, "commonLines": False}
+           "documentLines": False, "workspaceLines": False, "commonLines": False}
 LOAD = sorted(name for name, (group, _) in setting_fields().items() if group == "load")
 FILL = sorted(name for name, (group, _) in setting_fields().items() if group == "fill")
 DOC = "import os\n\n\ndef f(a, b):\n    x = a + b\n    return \n\n\ndef g():\n    pass\n"
@@ -58,11 +58,20 @@ def wait_loads(client: LspClient, loads: int) -> dict:
     raise AssertionError(f"never reloaded: {stats(client)}")
 
 
+WORKSPACE_LINE = "z = from_the_workspace()"   # the workspace folder's one line: a "z = " line gets it as an option
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("workspace")
+    (root / "lib.py").write_text(WORKSPACE_LINE + "\n")
     with LspClient(SCRIPTED) as client:
-        client.initialize({"threads": 1})
+        client.initialize({"threads": 1}, root_uri=root.as_uri())
         client.wait_ready(60)
+        end = time.monotonic() + 60
+        while stats(client)["workspaceLines"]["state"] != "ready":
+            assert time.monotonic() < end, stats(client)
+            time.sleep(0.05)
         yield client
 
 
@@ -89,7 +98,7 @@ def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(se
     uri = f"file:///fill-{name}.py"
     mark = {"namesRule": INVENTED_MARK, "minConfidence": "", "documentLines": "y = 2\n",
             "commonLines": ""}.get(name, BROKEN_MARK)
-    text = ("x = 1\n" * 40) + DOC + mark + "y = \n"
+    text = ("x = 1\n" * 40) + DOC + mark + ("z = \n" if name == "workspaceLines" else "y = \n")
     line, character = text.count("\n") - 1, 4
     if name == "maxAlternatives":
         text, line, character = LINES, 2, 0
@@ -129,6 +138,8 @@ def test_changing_a_fill_setting_applies_to_the_next_request_without_a_reload(se
         assert old["options"] > 0 and plan["options"] == 0
     elif name == "commonLines":  # no line of the document starts as "y = " does, but many in the corpus do
         assert old["options"] > 0 and plan["options"] == 0
+    elif name == "workspaceLines":  # the workspace's "z = from_the_workspace()" is one more option, unless off
+        assert old["options"] == plan["options"] + 1
     else:  # validate: the scripted answer after the mark never parses; unchecked, it is offered
         assert name == "validate" and default == [] and [i["insertText"] for i in changed] == [BROKEN_ANSWER]
 

@@ -22,6 +22,7 @@ export interface ServerSettings {
   minConfidence?: number;
   namesRule?: boolean;
   documentLines?: boolean;
+  workspaceLines?: boolean;
   commonLines?: boolean;
   maxAlternatives?: number;
   engine?: string;
@@ -53,6 +54,7 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   minConfidence: 'number',
   namesRule: 'boolean',
   documentLines: 'boolean',
+  workspaceLines: 'boolean',
   commonLines: 'boolean',
   maxAlternatives: 'integer',
   engine: 'string',

@@ -1,0 +1,292 @@
+"""Lines of the workspace's other files as fills for the rest of a typed line: counting, tables, the options, the
+ranking, the server's index and its updates on save."""
+
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+
+from engine import InfillRequest, worklines
+from engine.backends.base import Candidate, Control
+from engine.config import FillOptions
+from engine.confidence import features
+from engine.context import decide_hole
+from engine.doclines import COMMON, DOCUMENT, WORKSPACE, line_options
+from engine.infill import WORKSPACE_OFFSET, WORKSPACE_WEIGHT, complete, copy_rank
+from engine.languages import spec_for
+from engine.requests import HoleFill, HoleKind
+from tests.test_doclines import Scoring
+
+PY = spec_for("python")
+
+
+def test_a_line_counts_once_per_file_and_a_table_keeps_the_lines_in_enough_files():
+    ws = worklines.Workspace(min_files=2)
+    ws.update("a.py", "python", "from app.models import User\nx = 1\nx = 1\n\tlog = get_logger('😀')\r\n")
+    ws.update("b.py", "python", "    from app.models import User\r\nlog = get_logger('😀')\ny\n")
+    ws.update("c.ts", "typescript", "from app.models import User\n")
+    assert ws.table("python") is None                       # nothing built before a refresh
+    ws.refresh()
+    t = ws.table("python")
+    assert t.lines == ["from app.models import User", "log = get_logger('😀')"]   # in 2 files; x = 1 in one only
+    assert list(t.files) == [2, 2]
+    assert t.starting_with("from app") == [("from app.models import User", 0.0)]
+    assert ws.table("typescript") is None and ws.table("typescriptreact") is None   # in one TS file only
+    assert ws.files == 3
+    every = worklines.Workspace()                                          # the default: a line of any file
+    every.update("a.py", "python", "x = 1\nx = 1\nimport os\n")
+    every.update("b.py", "python", "import os\n")
+    every.refresh()
+    assert every.table("python").lines == ["import os", "x = 1"] and list(every.table("python").files) == [2, 1]
+
+
+def test_changed_and_removed_files_count_again_after_a_refresh_and_tsx_counts_with_typescript():
+    ws = worklines.Workspace(min_files=2)
+    ws.update("a.py", "python", "import numpy as np\n")
+    ws.update("b.py", "python", "import numpy as np\n")
+    ws.refresh()
+    assert ws.table("python").lines == ["import numpy as np"]
+    ws.update("b.py", "python", "import pandas as pd\n")   # changed: the old lines no longer count
+    assert ws.table("python").lines == ["import numpy as np"]   # the last built table until the refresh
+    ws.refresh()
+    assert ws.table("python") is None
+    ws.update("c.py", "python", "import pandas as pd\n")
+    ws.remove("a.py")
+    ws.remove("never-there.py")
+    ws.refresh()
+    assert ws.table("python").lines == ["import pandas as pd"] and ws.files == 2
+    # the default table (every line) kept in order as files come and go after its first build
+    every = worklines.Workspace()
+    every.update("a.py", "python", "b = 2\nd = 4\n")
+    every.refresh()
+    every.update("b.py", "python", "a = 1\nc = 3\nb = 2\n")
+    every.update("a.py", "python", "e = 5\n")
+    every.refresh()
+    assert every.table("python").lines == ["a = 1", "b = 2", "c = 3", "e = 5"]
+    every.remove("b.py")
+    every.refresh()
+    assert every.table("python").lines == ["e = 5"]
+    ws.update("x.ts", "typescript", "import { api } from './api';\n")
+    ws.update("y.tsx", "typescriptreact", "import { api } from './api';\n")
+    ws.refresh()
+    assert ws.table("typescriptreact").lines == ["import { api } from './api';"]
+
+
+def test_scan_counts_what_git_would_track_and_the_registry_names_it(tmp_path):
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("from pkg.util import frobnicate\n")
+    (root / "pkg" / "b.py").write_text("from pkg.util import frobnicate\n")
+    (root / "build").mkdir()
+    (root / "build" / "c.py").write_text("from pkg.util import frobnicate\nignored_twice()\n")
+    (root / "build" / "d.py").write_text("ignored_twice()\n")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "notes.txt").write_text("from pkg.util import frobnicate\n")
+    ws = worklines.scan(root)
+    assert ws.files == 2
+    assert list(ws.table("python").files) == [2] and ws.table("python").lines == ["from pkg.util import frobnicate"]
+    worklines.register(str(root), ws)
+    try:
+        assert worklines.lookup(str(root)) is ws
+        assert worklines.lookup(None) is None and worklines.lookup("/elsewhere") is None
+    finally:
+        worklines.unregister(str(root))
+    assert worklines.lookup(str(root)) is None
+    with pytest.raises(ValueError):
+        worklines.scan(tmp_path / "missing")
+
+
+def workspace_of(*texts: str) -> worklines.Workspace:
+    ws = worklines.Workspace()
+    for i, text in enumerate(texts):
+        ws.update(f"f{i}.py", "python", text)
+    ws.refresh()
+    return ws
+
+
+def test_workspace_lines_come_after_the_documents_and_before_common_lines_with_their_sources():
+    ws = workspace_of(*["import os.path\nimport otter_client as oc\n"] * 3, "import otter_client as oc\nimport oslo\n",
+                      "import oslo\n")
+    text = "import os.path\n\nimport o"
+    hole = replace(decide_hole(PY, text, len(text)), start=len(text), heal="")
+    got = line_options(text, hole, "", "python", ws.table("python"))
+    assert got.texts[0] == "s.path\n" and got.sources[0] == DOCUMENT and got.priors[0] is None
+    workspace = [t for t, s in zip(got.texts, got.sources) if s == WORKSPACE]
+    assert workspace == ["tter_client as oc\n", "slo\n"]                # the most widespread first, no repeat
+    priors = [p for p, s in zip(got.priors, got.sources) if s == WORKSPACE]
+    assert priors == pytest.approx([math.log(4 / 9), math.log(2 / 9)])  # shares of "import o..." (os.path in 3)
+    first_common = got.sources.index(COMMON)
+    assert first_common > got.sources.index(WORKSPACE) and "s\n" in got.texts[first_common:]   # "import os"
+    # inside an editor's closers the same rule as the document's lines: ends with them, stops before them
+    ws2 = workspace_of("frob(a, b)\n", "frob(a, b)\n")
+    text = "x = 1\nfrob()"
+    hole = replace(decide_hole(PY, text, len(text) - 1), start=len(text) - 1, heal="")
+    assert line_options(text, hole, ")", None, ws2.table("python")).texts == ("a, b",)
+
+
+def test_a_workspace_line_ranks_by_its_score_and_prior_and_is_offered_with_its_prior():
+    cand = Candidate(("x",), ((0.5,),), (((0, 1),),), -0.5)
+    assert copy_rank(cand, -2.0, WORKSPACE) == pytest.approx(-0.5 + WORKSPACE_WEIGHT * -2.0 + WORKSPACE_OFFSET)
+    assert copy_rank(cand, None, DOCUMENT) == -0.5
+    ws = workspace_of("result = fetch_rows(db, query)\n", "result = fetch_rows(db, query)\n")
+    worklines.register("test:rank", ws)
+    try:
+        text = "def f(db, query):\n    result = fet"
+        option = "ch_rows(db, query)\n"
+        backend = Scoring("ch(x)", {option: 0.9})
+        c = complete(backend, FillOptions(), InfillRequest(text + "\n", len(text), "python", workspace="test:rank"),
+                     Control(lambda s: None))
+        assert backend.plans[0].options[0] == option
+        copy = next(f for f in c.considered if f.copied)
+        assert copy.text == option.rstrip("\n") and copy.workspace == 0.0 and copy.common is None
+        # workspaceLines off, or a request that names no workspace: not sent
+        for options, name in ((FillOptions(workspace_lines=False), "test:rank"), (FillOptions(), None)):
+            backend = Scoring("ch(x)", {option: 0.9})
+            complete(backend, options, InfillRequest(text + "\n", len(text), "python", workspace=name),
+                     Control(lambda s: None))
+            assert option not in backend.plans[0].options
+    finally:
+        worklines.unregister("test:rank")
+
+
+def test_workspace_line_features():
+    text = "x = 1\nfrom app import \n"
+    at = text.index(" \n") + 1
+    copy = HoleFill(at, at, "models", (0.5,), copied=True, workspace=-0.5)
+    feats = features(copy, [], text, PY, HoleKind.INLINE)
+    assert feats["workspace"] == 1 and feats["workspace_prior"] == -0.5 and feats["common"] == 0
+    assert features(replace(copy, workspace=None), [], text, PY, HoleKind.INLINE)["workspace"] == 0
+
+
+def test_the_engine_offers_a_workspace_line_through_the_real_model(embedded_engine):
+    ws = workspace_of("from zorblax.handlers import register_quux_handler\n",
+                      "import os\nfrom zorblax.handlers import register_quux_handler\n")
+    worklines.register("test:real", ws)
+    try:
+        text = "import sys\nfrom zorblax.h\n\n\ndef main():\n    register_quux_handler(sys.argv)\n"
+        cursor = text.index("zorblax.h") + len("zorblax.h")
+        c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python", workspace="test:real"), timeout=60)
+        assert c.fills and c.fills[0].text == "andlers import register_quux_handler"
+        assert c.fills[0].workspace is not None
+        off = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
+        assert not off.fills or off.fills[0].text != "andlers import register_quux_handler"
+    finally:
+        worklines.unregister("test:real")
+
+
+def wait_until(predicate, timeout: float = 60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_path):
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    line = "from zorblax.handlers import register_quux_handler"
+    for name in ("a.py", "b.py"):
+        (root / name).write_text(f"import os\n{line}\n")
+    (root / "c.py").write_text("from zorblax.settings import load_grault_config\n")
+    doc = root / "main.py"
+    text = "import sys\nfrom zorblax.\n\n\ndef main():\n    return sys.argv\n"
+    doc.write_text(text)
+    uri = doc.as_uri()
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
+                           and s)
+        assert stats["workspaceLines"]["files"] == 4
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": text}})
+        at = {"line": 1, "character": len("from zorblax.")}
+
+        def offered():
+            got = client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}})
+            items = got["items"] if isinstance(got, dict) else (got or [])
+            return [i["insertText"] for i in items]
+
+        assert "handlers import register_quux_handler" in offered()
+        # the user saves a new file: its lines count too
+        other = root / "d.py"
+        other.write_text("from zorblax.plumbus import fleeb_juice_factory\n")
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": other.as_uri(), "languageId": "python",
+                                                                "version": 1, "text": other.read_text()}})
+        client.notify("textDocument/didSave", {"textDocument": {"uri": other.as_uri()}})
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["files"] == 5)
+        # a typed start only that line has
+        edited = text.replace("from zorblax.\n", "from zorblax.p\n")
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                                 "contentChanges": [{"text": edited}]})
+        at = {"line": 1, "character": len("from zorblax.p")}
+        assert "lumbus import fleeb_juice_factory" in offered()
+
+
+def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fails_clearly(tmp_path):
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("import os\n")
+    for options, state in (({"workspaceLines": False}, "off"), ({}, "failed")):
+        with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+            uri = root.as_uri() if state == "off" else (tmp_path / "missing").as_uri()
+            client.request("initialize", {"processId": os.getpid(), "rootUri": uri, "capabilities": {},
+                                          "initializationOptions": {"threads": 1, **options}})
+            client.notify("initialized", {})
+            client.wait_ready()
+            stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"]
+                               not in ("indexing",) and s)
+            assert stats["workspaceLines"]["state"] == state and stats["workspaceLines"]["files"] == 0
+            if state == "failed":
+                assert "not a directory" in stats["workspaceLines"]["error"]
+
+
+def test_a_benchmark_holes_workspace_is_its_packages_other_files(tmp_path):
+    import json
+
+    from benchmarks.tasks import Task
+    from benchmarks.workspaces import INDEX, CorpusWorkspaces
+
+    files = {"pypi:alpha/a.py": "import alpha.core as ac\nsecret_of_a()\n",
+             "pypi:alpha/b.py": "import alpha.core as ac\n", "pypi:beta/c.py": "import beta_only\n"}
+    rows = {"train": ["pypi:alpha/a.py", "pypi:beta/c.py"], "valid": ["pypi:alpha/b.py"]}
+    manifest = []
+    for split, ids in rows.items():
+        (tmp_path / "files" / split).mkdir(parents=True)
+        (tmp_path / "files" / split / "python.jsonl").write_text(
+            "".join(json.dumps({"id": i, "text": files[i]}, ensure_ascii=False) + "\n" for i in ids))
+        manifest += [{"id": i, "ecosystem": "pypi", "package": i.split(":")[1].split("/")[0]} for i in ids]
+    (tmp_path / "manifest.jsonl").write_text("".join(json.dumps(m) + "\n" for m in manifest))
+    ws = CorpusWorkspaces(tmp_path)
+    assert (tmp_path / INDEX).is_file() and CorpusWorkspaces(tmp_path).offsets == ws.offsets   # kept, reused
+    task = lambda fid: Task(f"python:{fid}:1", "", "", "")   # noqa: E731
+    tasks = ws.grouped([task("pypi:beta/c.py"), task("pypi:alpha/b.py"), task("pypi:alpha/a.py")])
+    assert [t.task_id for t in tasks] == ["python:pypi:beta/c.py:1", "python:pypi:alpha/a.py:1",
+                                          "python:pypi:alpha/b.py:1"]
+    key = ws.key(task("pypi:alpha/b.py"))
+    assert key == "bench:pypi:alpha"
+    table = worklines.lookup(key).table("python")
+    assert table.lines == ["import alpha.core as ac", "secret_of_a()"]      # a.py only: b.py is the hole's
+    ws.key(task("pypi:alpha/a.py"))
+    assert worklines.lookup(key).table("python").lines == ["import alpha.core as ac"]   # b.py back, a.py out
+    assert ws.key(task("pypi:beta/c.py")) == "bench:pypi:beta" and worklines.lookup(key) is None
+    assert worklines.lookup("bench:pypi:beta").table("python") is None      # its one file is the hole's
+    worklines.unregister("bench:pypi:beta")
+    assert ws.key(task("pypi:gamma/none.py")) is None
+    with pytest.raises(ValueError, match="no manifest"):
+        CorpusWorkspaces(tmp_path / "files")
