@@ -41,8 +41,9 @@ BASE = ("mean_log", "min_log", "log_tokens", "agree", "alone", "repeats_line", "
 GROUPS = {
     "base": BASE,
     "+language": BASE + tuple(f"lang_{n}" for n in LANGUAGES[1:]),
-    "-copies": tuple(n for n in FEATURES if not n.startswith(("copied", "common"))),
-    "-common": tuple(n for n in FEATURES if not n.startswith("common")),
+    "-copies": tuple(n for n in FEATURES if not n.startswith(("copied", "common", "workspace"))),
+    "-common": tuple(n for n in FEATURES if not n.startswith(("common", "workspace"))),
+    "-workspace": tuple(n for n in FEATURES if not n.startswith("workspace")),
     "+cheap": FEATURES,
     "+signals": FEATURES + SIGNALS,
 }
@@ -73,7 +74,7 @@ def prepare(considered: str, data: str) -> list[dict]:
             continue
         spec, kind = spec_for(task.language), HoleKind(r["kind"])
         fills = [HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]), copied=bool(f.get("copied")),
-                          common=f.get("common"))
+                          common=f.get("common"), workspace=f.get("workspace"))
                  for f in r["fills"]]
         for i, (f, fill) in enumerate(zip(r["fills"], fills)):
             t0 = time.perf_counter()
@@ -97,7 +98,7 @@ def pick(row: dict, cal: Calibration, names_rule: bool = True) -> tuple[float, d
     """The fill the engine would offer with no bar (its choice rule) and its estimate; None: none."""
     assessed = [(HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]),
                           confidence=cal.probability(f["features"]), copied=bool(f.get("copied")),
-                          common=f.get("common")), f["features"])
+                          common=f.get("common"), workspace=f.get("workspace")), f["features"])
                 for f in row["fills"]]
     chosen = choose(assessed, cal, 0.0, names_rule)
     if chosen is None:

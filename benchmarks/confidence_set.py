@@ -44,7 +44,7 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
             program = check_program(document, "", "", task.test, task.entry_point)
             passed = run_program(program, limits).passed
         fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied,
-                      "common": fill.common,
+                      "common": fill.common, "workspace": fill.workspace,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
         if backend is not None:
@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --typed: the line typed up to its first opening bracket or quote, whose closer "
                         "the editor has put after the cursor (benchmarks.tasks.auto_closed)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
+    p.add_argument("--workspace-corpus", default=None, metavar="DIR",
+                   help="a hole's workspace is the other files of its package in this code corpus "
+                        "(benchmarks.workspaces; holes from held-out corpus files)")
     p.add_argument("--signals", action="store_true",
                    help="also record each fill's model signals (score_text likelihood, re-noising stability)")
     engine_args(p)
@@ -79,13 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks(args.data, args.limit)
     tasks = typed_tasks(tasks, auto_close=args.auto_close) if args.typed else tasks
     tasks = [t for t in tasks if t.task_id not in done]
+    workspaces = None
+    if args.workspace_corpus:
+        from benchmarks.workspaces import CorpusWorkspaces
+
+        workspaces = CorpusWorkspaces(args.workspace_corpus)
+        tasks = workspaces.grouped(tasks)
     engine = Engine(engine_config(args, min_confidence=0.0))
     engine.start().result()
     limits = Limits()
     try:
         with out.open("a", encoding="utf-8") as f:
             for task in progress(tasks, len(tasks), "considered"):
-                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language))
+                workspace = workspaces.key(task) if workspaces is not None else None
+                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language,
+                                                     workspace=workspace))
                 # the engine thread is idle between jobs: the signals run on the same backend here
                 backend = ModelText(engine.backend) if args.signals and engine.backend is not None else None
                 f.write(json.dumps(considered_record(task, c, args.tests, limits, backend)) + "\n")

@@ -56,10 +56,11 @@ class EngineFiller:
 
     via = "engine"
 
-    def __init__(self, config, kind: str | None = None, slots: int | None = None):
+    def __init__(self, config, kind: str | None = None, slots: int | None = None, workspaces=None):
         self.config = config               # an engine.EngineConfig
         self.kind = kind                   # a HoleKind value, or None: decided from the syntax
         self.slots = slots                 # one fill at this many slots, or None: the engine's choice
+        self.workspaces = workspaces       # a benchmarks.workspaces.CorpusWorkspaces: each task's workspace
         self._engine = None
 
     def __enter__(self) -> "EngineFiller":
@@ -75,8 +76,10 @@ class EngineFiller:
     def fill(self, task: Task) -> Fill:
         from engine import EngineError, HoleKind, InfillRequest
 
+        workspace = self.workspaces.key(task) if self.workspaces is not None else None
         request = InfillRequest(text=task.text, offset=task.offset, language=task.language,
-                                kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots)
+                                kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots,
+                                workspace=workspace)
         start = time.perf_counter()
         try:
             c = self._engine.infill_sync(request)
@@ -116,8 +119,9 @@ class LspFiller:
     via = "lsp"
 
     def __init__(self, options: dict, stderr_path: str | Path | None = None, trigger: int = INVOKED,
-                 load_timeout: float = 120.0):
+                 load_timeout: float = 120.0, root: str | Path | None = None):
         self.options = options             # initializationOptions (docs/PROTOCOL.md settings)
+        self.root = root                   # the workspace folder (rootUri); ready once its lines are counted
         self.trigger = trigger
         self.load_timeout = load_timeout
         self.stderr_path = stderr_path
@@ -127,12 +131,23 @@ class LspFiller:
     def __enter__(self) -> "LspFiller":
         self.client = LspClient(stderr_path=self.stderr_path or "/dev/null")
         try:
-            self.client.initialize(self.options)
+            self.client.initialize(self.options, root_uri=Path(self.root).resolve().as_uri() if self.root else None)
             self.client.wait_ready(self.load_timeout)
+            if self.root:
+                self._wait_for_workspace_lines()
         except BaseException:
             self.client.close()
             raise
         return self
+
+    def _wait_for_workspace_lines(self) -> None:
+        end = time.monotonic() + self.load_timeout
+        while time.monotonic() < end:
+            state = self.client.request("diffusion/stats", {}).get("workspaceLines", {}).get("state")
+            if state in ("ready", "failed", "off"):
+                return
+            time.sleep(0.2)
+        raise LspError(f"the workspace lines of {self.root} were not counted in {self.load_timeout} s")
 
     def __exit__(self, *exc) -> None:
         self.client.close()

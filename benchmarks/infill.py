@@ -44,6 +44,9 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
                         help="one-line holes may also take a line the document has (1, the default; engine/doclines.py)")
     parser.add_argument("--common-lines", type=int, choices=(0, 1), default=1,
                         help="... or a line code often has (1, the default; engine/commonlines.py)")
+    parser.add_argument("--workspace-lines", type=int, choices=(0, 1), default=1,
+                        help="... or a line of the workspace's files (1, the default; engine/worklines.py; "
+                             "needs --workspace-corpus)")
     parser.add_argument("--quantization", default="auto", choices=QUANTIZATIONS,
                         help="weights quantized at load (auto: what the model directory states, else none; masked "
                              "models: int8 on the CPU; DiffusionGemma: torchao)")
@@ -58,7 +61,8 @@ def engine_config(args, **overrides):
                   suffix_tokens=args.suffix_tokens, min_confidence=getattr(args, "min_confidence", None),
                   quantization=getattr(args, "quantization", "auto"),
                   document_lines=bool(getattr(args, "document_lines", 1)),
-                  common_lines=bool(getattr(args, "common_lines", 1)))
+                  common_lines=bool(getattr(args, "common_lines", 1)),
+                  workspace_lines=bool(getattr(args, "workspace_lines", 1)))
     return EngineConfig.of(**{**fields, **overrides})
 
 
@@ -71,7 +75,8 @@ def server_options(args) -> dict:
             "minConfidence": getattr(args, "min_confidence", None),
             "quantization": getattr(args, "quantization", "auto"),
             "documentLines": bool(getattr(args, "document_lines", 1)),
-            "commonLines": bool(getattr(args, "common_lines", 1))}
+            "commonLines": bool(getattr(args, "common_lines", 1)),
+            "workspaceLines": bool(getattr(args, "workspace_lines", 1))}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -94,6 +99,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--slots", type=int, default=None,
                    help="fill every hole once at this many token slots (default: the engine's choice, e.g. "
                         "8 and 24 for a one-line hole); for studies of hole length")
+    p.add_argument("--workspace-corpus", default=None, metavar="DIR",
+                   help="a hole's workspace is the other files of its package in this code corpus "
+                        "(benchmarks.workspaces; holes from held-out corpus files)")
     p.add_argument("--timeout", type=float, default=3.0, help="wall-clock limit per test program (s)")
     p.add_argument("--workers", type=int, default=None, help="test processes at once (default: CPUs)")
     p.add_argument("--no-tests", action="store_true", help="skip executing tests")
@@ -101,17 +109,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.via_lsp and (args.kind != "auto" or args.slots):
         p.error("--kind and --slots cannot be sent through the LSP; use them without --via-lsp")
+    if args.via_lsp and args.workspace_corpus:
+        p.error("--workspace-corpus works in-process only (the server indexes its own workspace folder)")
     if args.slots is not None and args.slots < 1:
         p.error("--slots must be at least 1")
     return args
 
 
-def make_filler(args, stderr_dir: str):
+def make_filler(args, stderr_dir: str, workspaces=None):
     if args.reference:
         return ReferenceFiller()
     if args.via_lsp:
         return LspFiller(server_options(args), stderr_path=Path(stderr_dir) / "server.log")
-    return EngineFiller(engine_config(args), kind=None if args.kind == "auto" else args.kind, slots=args.slots)
+    return EngineFiller(engine_config(args), kind=None if args.kind == "auto" else args.kind, slots=args.slots,
+                        workspaces=workspaces)
 
 
 def settings(args) -> dict:
@@ -132,14 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     if not tasks:
         print(f"no tasks in {args.data}", file=sys.stderr)
         return 2
+    workspaces = None
+    if args.workspace_corpus:
+        from benchmarks.workspaces import CorpusWorkspaces
+
+        workspaces = CorpusWorkspaces(args.workspace_corpus)
+        tasks = workspaces.grouped(tasks)
     result = envelope("infill", "benchmarks.infill", argv)
     limits = Limits(timeout_s=args.timeout)
-    with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp) as filler:
+    with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp, workspaces) as filler:
         result["model"] = {"model": "reference"} if args.reference else model_info(args.model, engine_config(args).load)
         records = evaluate(filler, tasks, limits, args.workers, run_tests=not args.no_tests,
                            label=name)
     result.update({
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
+        "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
         "auto_close": closed,
         "via": filler.via,
         "settings": settings(args),

@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--holes", nargs="+", choices=HOLE_SETS, default=list(HOLE_SETS))
     p.add_argument("--single-line-data", default=str(SINGLE_LINE))
     p.add_argument("--multi-line-data", default=str(MULTI_LINE))
+    p.add_argument("--workspace", default=None, metavar="DIR",
+                   help="the servers' workspace folder (rootUri; its lines counted before timing starts) and the "
+                        "in-process engine's (benchmarks.workspaces.FolderWorkspace)")
     engine_args(p)
     return p.parse_args(argv)
 
@@ -50,7 +53,8 @@ def cold_runs(args, tasks, log: Path) -> list[dict]:
         start = time.perf_counter()
         client = LspClient(stderr_path=log)
         try:
-            client.initialize(options(args))
+            root = Path(args.workspace).resolve().as_uri() if args.workspace else None
+            client.initialize(options(args), root_uri=root)
             initialized = time.perf_counter()
             client.wait_ready()
             ready = time.perf_counter()
@@ -68,8 +72,11 @@ def warm_runs(args, sets: dict, log: Path) -> tuple[dict, dict, dict]:
     Each request opens a new document (no cache can answer it); two untimed tasks warm both up."""
     lsp: dict = {name: [] for name in sets}
     engine: dict = {name: [] for name in sets}
-    with LspFiller(options(args), stderr_path=log, trigger=AUTOMATIC) as server, \
-            EngineFiller(engine_config(args)) as local:
+    from benchmarks.workspaces import FolderWorkspace
+
+    folder = FolderWorkspace(args.workspace) if args.workspace else None
+    with LspFiller(options(args), stderr_path=log, trigger=AUTOMATIC, root=args.workspace) as server, \
+            EngineFiller(engine_config(args), workspaces=folder) as local:
         for task in next(iter(sets.values()))[:2]:
             server.fill(task)
             local.fill(task)
@@ -132,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     sets = {name: hole_set(name, args.n, args.single_line_data, args.multi_line_data) for name in args.holes}
     result = envelope("latency", "benchmarks.latency", argv)
     result["model"] = model_info(args.model, engine_config(args).load)
-    result["settings"] = {**asdict(engine_config(args)), **options(args), "triggerKind": "automatic"}
+    result["settings"] = {**asdict(engine_config(args)), **options(args), "triggerKind": "automatic",
+                          "workspace": Path(args.workspace).resolve().name if args.workspace else None}
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         log = Path(tmp) / "server.log"
         try:

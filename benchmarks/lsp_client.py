@@ -147,7 +147,7 @@ class LspClient:
         self._send({"method": method, "params": params})
 
     # -- session ---------------------------------------------------------------------------
-    def initialize(self, options: dict, timeout: float = 60.0) -> dict:
+    def initialize(self, options: dict, timeout: float = 60.0, root_uri: str | None = None) -> dict:
         capabilities = {
             "general": {"positionEncodings": ["utf-16"]},
             "textDocument": {"inlineCompletion": {"dynamicRegistration": False},
@@ -155,7 +155,7 @@ class LspClient:
             "window": {"workDoneProgress": False},
         }
         result = self.request("initialize", {
-            "processId": os.getpid(), "rootUri": None, "capabilities": capabilities,
+            "processId": os.getpid(), "rootUri": root_uri, "capabilities": capabilities,
             "initializationOptions": options, "clientInfo": {"name": "diffusion-lsp-benchmarks"},
         }, timeout)
         self.notify("initialized", {})

@@ -1,0 +1,128 @@
+"""A held-out hole's workspace, for measuring workspace lines (``engine.worklines``) without an editor.
+
+A development or code-lines hole comes from a held-out file of one package of the code corpus (its task id is
+``language:corpus id:line``); the package's other files, training and held-out alike, are what its workspace
+would hold in an editor. ``CorpusWorkspaces`` builds that workspace (``engine.worklines.Workspace``, the hole's
+own file left out: its lines are the document's, and the right line is among them) for one package at a time,
+registers it under ``bench:<package>`` and names it for the engine. Tasks are filled grouped by package
+(``grouped``), so each package is read once. Reading a package seeks to its records through an index of the
+corpus's JSONL files (byte offsets per file id, ``workspace-index.json`` beside the manifest, rebuilt when a
+JSONL file changes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.tasks import Task
+
+INDEX = "workspace-index.json"
+
+
+def file_id(task: Task) -> str:
+    """The corpus id of the file a task's hole is in (``python:pypi:click/core.py:120``: ``pypi:click/core.py``)."""
+    return task.task_id.split(":", 1)[1].rsplit(":", 1)[0]
+
+
+class CorpusWorkspaces:
+    def __init__(self, corpus: str | Path) -> None:
+        self.corpus = Path(corpus)
+        manifest = self.corpus / "manifest.jsonl"
+        if not manifest.is_file():
+            raise ValueError(f"{corpus}: no manifest.jsonl (not a code corpus: scripts/build_corpus.sh)")
+        self.package: dict[str, str] = {}
+        self.members: dict[str, list[str]] = defaultdict(list)
+        with manifest.open(encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                self.package[r["id"]] = package = f"{r['ecosystem']}:{r['package']}"
+                self.members[package].append(r["id"])
+        self.offsets = self._index()
+        self._loaded: str | None = None
+        self._left_out: str | None = None
+        self._workspace = None
+
+    def _index(self) -> dict[str, tuple[str, int]]:
+        files = sorted((self.corpus / "files").glob("*/*.jsonl"))
+        stamp = {str(p.relative_to(self.corpus)): [p.stat().st_size, p.stat().st_mtime_ns] for p in files}
+        path = self.corpus / INDEX
+        if path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("stamp") == stamp:
+                return {k: (v[0], v[1]) for k, v in saved["offsets"].items()}
+        offsets: dict[str, tuple[str, int]] = {}
+        for p in files:
+            rel = str(p.relative_to(self.corpus))
+            with p.open("rb") as f:
+                at = 0
+                for line in f:
+                    head = line[:2000]
+                    end = head.find(b'", "text": ')
+                    if end > 0:
+                        offsets[json.loads(head[:end + 1] + b"}")["id"]] = (rel, at)
+                    at += len(line)
+        path.write_text(json.dumps({"stamp": stamp, "offsets": offsets}), encoding="utf-8")
+        return offsets
+
+    def _read(self, ids: list[str]):
+        handles: dict[str, object] = {}
+        try:
+            for i in sorted(ids, key=lambda i: self.offsets.get(i, ("", 0))):
+                if i not in self.offsets:
+                    continue
+                rel, at = self.offsets[i]
+                f = handles.get(rel) or handles.setdefault(rel, (self.corpus / rel).open("rb"))
+                f.seek(at)
+                r = json.loads(f.readline())
+                yield i, r["text"], Path(rel).stem
+        finally:
+            for f in handles.values():
+                f.close()
+
+    def key(self, task: Task) -> str | None:
+        """Register the workspace of ``task``'s package without its file and return its key (None: the file is
+        not in the corpus)."""
+        from engine import worklines
+
+        fid = file_id(task)
+        package = self.package.get(fid)
+        if package is None:
+            return None
+        if package != self._loaded:
+            if self._loaded is not None:
+                worklines.unregister(f"bench:{self._loaded}")
+            self._workspace = worklines.Workspace()
+            files = ((i, lang, text) for i, text, lang in self._read(self.members[package]))
+            worklines.scan("", self._workspace, files)
+            self._loaded, self._left_out = package, None
+            worklines.register(f"bench:{package}", self._workspace)
+        if fid != self._left_out:
+            ws = self._workspace
+            if self._left_out is not None:
+                for i, text, lang in self._read([self._left_out]):
+                    ws.update(i, lang, text)
+            ws.remove(fid)
+            ws.refresh()
+            self._left_out = fid
+        return f"bench:{package}"
+
+    def grouped(self, tasks: list[Task]) -> list[Task]:
+        """``tasks`` ordered by package, then file (stable): each package is read once, each file left out once."""
+        order = {p: n for n, p in enumerate(dict.fromkeys(self.package.get(file_id(t), "") for t in tasks))}
+        return sorted(tasks, key=lambda t: (order[self.package.get(file_id(t), "")], file_id(t)))
+
+
+class FolderWorkspace:
+    """One folder as every task's workspace (``engine.worklines.scan``), like the server's: for measuring what
+    the workspace's lines cost in-process beside a server that has the folder as its root."""
+
+    def __init__(self, root: str | Path) -> None:
+        from engine import worklines
+
+        self.name = f"bench-folder:{Path(root).resolve()}"
+        worklines.register(self.name, worklines.scan(root))
+
+    def key(self, task: Task) -> str:
+        return self.name
