@@ -112,7 +112,8 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
 
     def accepts(fill: str) -> bool:
         if not before:
-            before.append(error_spans(parse(spec, text)) if has_grammar(spec) else [])
+            user = parse(spec, text)
+            before.append(error_spans(user) if user is not None else [])
         tree = parse(spec, text[:start] + fill + text[end:])
         if tree is None:
             return True

@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                            "'int8': most of the embedded (or any masked) model's matmuls in int8 on the CPU "
                            "(docs/PROTOCOL.md); DiffusionGemma: int8, fp8, int4 through torchao")
     fill.add_argument("--language", default=None, help="language id (default: from the file extension)")
+    fill.add_argument("--workspace", default=None, metavar="DIR",
+                      help="a typed line may also take a line of this folder's source files, as in an editor with "
+                           "it open (setting workspaceLines; default: none)")
     fill.add_argument("--json", action="store_true", help="print one JSON object")
     demo = sub.add_parser("demo", help="a scripted editor session: watch a suggestion develop step by step")
     demo.add_argument("--model", default="embedded")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
-from engine import Engine, EngineConfig, EngineError, InfillRequest
+from engine import Engine, EngineConfig, EngineError, InfillRequest, worklines
 from engine.languages import language_for_path
 
 from .documents import UTF32, Document
@@ -39,12 +40,21 @@ def run_infill(args) -> int:
     offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
     config = EngineConfig.of(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
                              quantization=args.quantization, **({"steps": args.steps} if args.steps else {}))
+    workspace = None
+    if getattr(args, "workspace", None):
+        try:
+            workspace = os.path.realpath(args.workspace)
+            worklines.register(workspace, worklines.scan(workspace))
+        except (OSError, ValueError) as exc:
+            print(f"diffusion-lsp: cannot read the workspace {args.workspace}: {exc}", file=sys.stderr)
+            return 2
     engine = Engine(config)
     t0 = time.perf_counter()
     try:
         engine.start().result()
         load_ms = (time.perf_counter() - t0) * 1000
-        completion = engine.infill_sync(InfillRequest(text=text, offset=offset, language=doc.language_id))
+        completion = engine.infill_sync(InfillRequest(text=text, offset=offset, language=doc.language_id,
+                                                      workspace=workspace))
     except EngineError as exc:
         print(f"diffusion-lsp: {exc}", file=sys.stderr)
         return 1

@@ -54,15 +54,16 @@ class WorkspaceLines:
         self._thread = threading.Thread(target=self._run, name="workspace-lines", daemon=True)
         self._thread.start()
 
-    def key(self, uri: str) -> str | None:
-        """The workspace a request for the document at ``uri`` names: the folder's, once it is indexed."""
+    def key(self) -> str | None:
+        """The workspace an inline request names: the folder's, once it is counted (any document: one outside
+        the folder is still written for this project)."""
         return self.root if self.state == "ready" and self.server.settings.fill.workspace_lines else None
 
     def saved(self, uri: str, text: str) -> None:
         """A document was saved with ``text``: count it again (a source file under the folder only)."""
         path = path_of(uri)
-        if self._thread is None or not path or not self.root:
-            return
+        if self.state not in ("indexing", "ready") or not path or not self.root:
+            return   # not counting (off, or the count failed: nothing would take the text off the queue)
         path = os.path.realpath(path)
         if not path.startswith(self.root.rstrip(os.sep) + os.sep):
             return

@@ -71,3 +71,19 @@ def test_int8_fills_and_a_quantization_the_model_cannot_take_is_one_clear_line(t
                              cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert bad.returncode == 1 and says in bad.stderr and bad.stdout == ""
         assert "Traceback" not in bad.stderr
+
+
+def test_with_a_workspace_a_typed_line_may_take_a_line_of_its_files(tmp_path):
+    ws = tmp_path / "proj"
+    ws.mkdir()
+    (ws / "a.py").write_text("from zorblax.handlers import register_quux_handler\n")
+    path = ws / "main.py"
+    path.write_text("import sys\nfrom zorblax.h\n\n\ndef main():\n    return sys.argv\n")
+    where = f"{path}:2:{len('from zorblax.h') + 1}"
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", where, "--workspace", str(ws), "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["text"] == "andlers import register_quux_handler"   # offered (the bar's default)
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", where, "--workspace", str(tmp_path / "no")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "cannot read the workspace" in out.stderr and "not a directory" in out.stderr
