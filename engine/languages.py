@@ -62,9 +62,10 @@ def has_grammar(spec: LanguageSpec) -> bool:
     return spec.name in _SPECS
 
 
-def parse(spec: LanguageSpec, source: str | bytes) -> tree_sitter.Tree | None:
-    """The syntax tree of ``source`` (str, or its UTF-8 bytes); None without a grammar. Safe from any
-    thread: each thread parses with its own parser (tree-sitter parsers are not shared across threads)."""
+def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | None = None) -> tree_sitter.Tree | None:
+    """The syntax tree of ``source`` (str, or its UTF-8 bytes); None without a grammar. ``old_tree``: the tree of
+    an earlier text, edited to match (``Tree.edit``), reparsed incrementally. Safe from any thread: each thread
+    parses with its own parser (tree-sitter parsers are not shared across threads)."""
     parsers = _local.__dict__.setdefault("parsers", {})
     if spec.name not in parsers:
         language = grammar(spec.name)
@@ -72,7 +73,8 @@ def parse(spec: LanguageSpec, source: str | bytes) -> tree_sitter.Tree | None:
     parser = parsers[spec.name]
     if parser is None:
         return None
-    return parser.parse(source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source)
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    return parser.parse(data) if old_tree is None else parser.parse(data, old_tree)
 
 
 def error_count(tree: tree_sitter.Tree | None) -> int:

@@ -232,3 +232,23 @@ def test_the_engine_fills_the_line_a_window_cut_inside_a_switch_rejected():
     c = complete(backend, FillOptions(prefix_tokens=20, suffix_tokens=16, min_confidence=0),
                  InfillRequest(GO_SWITCH, cursor, "go"), Control(lambda s: None))
     assert not c.fills
+
+
+@pytest.mark.parametrize("fill", ["readByte()", "readByte(", "readByte() }", "x\n\t\t\ty := 2", "name('😀')",
+                                  "a\r\n\t\t\tb = ☃", "", "}\n}\n}\nfunc g() {"])
+def test_the_incremental_reparse_judges_as_a_whole_parse_does(fill):
+    from engine.languages import error_spans, parse
+    from engine.validate import document_parses
+
+    go = spec_for("go")
+    text = GO_SWITCH.replace("package main\n", "package main\n// ☃ 😀\n")
+    cursor = text.index("c = r.\n") + len("c = r.")
+    start = cursor - 2                                               # replaces "r." too
+    lo = len(text[:start].encode("utf-8"))
+    before = error_spans(parse(go, text))
+    after = error_spans(parse(go, text[:start] + fill + text[cursor:]))
+    hi, shift = lo + len(fill.encode("utf-8")), len(fill.encode("utf-8")) - 2
+    kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before
+            if e <= lo and s < lo or s >= lo + 2 and e > lo + 2}
+    expected = all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in after)
+    assert document_parses(go, text, start, cursor)(fill) == expected
