@@ -7,10 +7,10 @@ gave a valid fill, whether it repeats a line of the document or the line above, 
 the document defines nowhere (``engine.names``), the hole kind and the language (one indicator per
 language but Python: the calibration is per language), and for a line taken from the document
 (``engine.doclines``: its confidences are first-forward probabilities, not the denoiser's) an indicator and
-its mean log-probability, and for a line code often has (``engine.commonlines``) one more indicator and its
-prior. (How far away the copied line is, and on which side, got weights near 0 on the
-development holes and changed no pick: not used.) The weights are fitted on held-out development
-sets of every language (``python -m benchmarks.calibrate``, never on HumanEval) and stored as
+its mean log-probability, and for a line of the workspace's files (``engine.worklines``) or a line code often
+has (``engine.commonlines``) one more indicator and its prior. (How far away the copied line is, and on which
+side, got weights near 0 on the development holes and changed no pick: not used.) The weights are fitted on
+held-out development sets of every language (``python -m benchmarks.calibrate``, never on HumanEval) and stored as
 ``confidence.json`` next to the model; a weight the file does not name is 0, so a calibration fitted on
 fewer features still loads; a model without that file gets no estimate (``None``) and nothing is withheld.
 """

@@ -5,7 +5,9 @@ seldom writes such a line exactly, but it can tell which of the document's lines
 near the cursor that starts with the code typed on the cursor's line goes to the backend as a plan option
 (``FillPlan.options``) and is scored on the fill's first forward (the probability of each of its tokens with
 every slot still masked); the best one that validates joins the model's own fills as one more fill
-(``HoleFill.copied``), and engine/confidence.py estimates it and ranks it against them.
+(``HoleFill.copied``), and engine/confidence.py estimates it and ranks it against them. The lines of the
+workspace's other files (``engine.worklines``) and the lines code often has (``engine.commonlines``) follow the
+document's, each with a prior.
 
 Only a line with code typed before the cursor, and nothing after it but the closing brackets and quotes an
 editor puts there when the opener is typed (``f(|)``: a candidate must end with them), gets options. On the
