@@ -77,7 +77,7 @@ class LspClient:
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition()
-        self.notifications: list[tuple[float, str, Any]] = []   # (perf_counter, method, params)
+        self.notifications: list[tuple[float, str, Any]] = []   # (perf_counter, method, params); server requests too
         self._reader = threading.Thread(target=self._read_loop, name="lsp-reader", daemon=True)
         self._reader.start()
 
@@ -109,8 +109,11 @@ class LspClient:
     def _read_loop(self) -> None:
         while (message := self._read_message()) is not None:
             arrived = time.perf_counter()
-            if "id" in message and "method" in message:        # a request from the server
-                self._send({"id": message["id"], "result": None})
+            if "id" in message and "method" in message:        # a request from the server: answered, and kept
+                self._send({"id": message["id"], "result": None})  # with the notifications (by method)
+                with self._changed:
+                    self.notifications.append((arrived, message["method"], message.get("params")))
+                    self._changed.notify_all()
             elif "id" in message:                               # an answer to one of ours
                 future = self._pending.pop(message["id"], None)
                 if future is not None:

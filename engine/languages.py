@@ -48,6 +48,11 @@ def language_for_path(path: str) -> str:
     return _EXTENSIONS.get(PurePath(path).suffix.lower(), "plaintext")
 
 
+def source_glob() -> str:
+    """A glob of every source file the server has a language for (``**/*.{go,js,...}``), for file watchers."""
+    return "**/*.{" + ",".join(sorted(ext.lstrip(".") for ext in _EXTENSIONS)) + "}"
+
+
 @functools.cache
 def grammar(name: str) -> tree_sitter.Language | None:
     """The tree-sitter grammar of a language name; None for plain text."""

@@ -212,6 +212,8 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         ls.startup_problems = problems
         ls.adapter.workspace = workspace_of(params)
         ls.workspace_lines.root = os.path.realpath(ls.adapter.workspace) if ls.adapter.workspace else None
+        watched = params.capabilities.workspace and params.capabilities.workspace.did_change_watched_files
+        ls.workspace_lines.watch = bool(watched and watched.dynamic_registration)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
@@ -236,6 +238,10 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         if isinstance(settings, dict) and SECTION not in settings and "settings" in settings:
             settings = settings["settings"]
         ls.apply_settings(settings, ls.settings)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: DiffusionServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.workspace_lines.files_changed(params.changes)
 
     @server.feature(STATS)
     def stats(ls: DiffusionServer, params: Any) -> dict[str, Any]:

@@ -5,8 +5,11 @@ workspace folder's source files (``engine.adapt.files.workspace_files``: what gi
 ``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all) on a thread of its own, at the
 lowest CPU priority, and registers them under the folder's path; each inline request then names that
 workspace (``InfillRequest.workspace``). A saved document is counted again with its saved text (and its
-table rebuilt) on the same thread, so the engine never waits for it; files changed outside the editor are
-counted again at the next start. ``diffusion/stats`` reports the state (``workspaceLines``).
+table rebuilt) on the same thread, so the engine never waits for it. With a client that registers file
+watchers dynamically, the server asks it to watch the source files (``workspace/didChangeWatchedFiles``):
+a file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from
+disk, or forgotten, on the same thread; without one, such files count again at the next start.
+``diffusion/stats`` reports the state (``workspaceLines``).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types
+
 from engine import worklines
-from engine.languages import language_for_path
+from engine.adapt.files import MAX_FILE_BYTES
+from engine.languages import language_for_path, source_glob
 
 from .adapting import path_of
 
@@ -38,8 +45,11 @@ class WorkspaceLines:
         self.seconds: float | None = None
         self.error: str | None = None
         self._workspace: worklines.Workspace | None = None
-        self._queue: queue.Queue[tuple[str, str, str] | None] = queue.Queue()
+        # (path, language, text): count it with this text; text None: read it from disk (a missing or unreadable
+        # file is forgotten); language "": forget it
+        self._queue: queue.Queue[tuple[str, str, str | None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self.watch = False                 # the client registers file watchers dynamically (initialize)
 
     def wanted(self) -> bool:
         fill = self.server.settings.fill
@@ -53,6 +63,12 @@ class WorkspaceLines:
         self.state = "indexing"
         self._thread = threading.Thread(target=self._run, name="workspace-lines", daemon=True)
         self._thread.start()
+        if self.watch:
+            watcher = types.FileSystemWatcher(glob_pattern=source_glob())
+            registration = types.Registration(
+                id="diffusion-lsp-workspace-lines", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]))
+            self.server.client_register_capability(types.RegistrationParams(registrations=[registration]))
 
     def key(self) -> str | None:
         """The workspace an inline request names: the folder's, once it is counted (any document: one outside
@@ -61,15 +77,29 @@ class WorkspaceLines:
 
     def saved(self, uri: str, text: str) -> None:
         """A document was saved with ``text``: count it again (a source file under the folder only)."""
+        path = self._source(uri)
+        if path is not None:
+            self._queue.put((path, language_for_path(path), text))
+
+    def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
+        """Files created, changed or deleted outside the editor (``workspace/didChangeWatchedFiles``): read again
+        from disk on the thread, or forgotten."""
+        for change in changes:
+            path = self._source(change.uri)
+            if path is not None:
+                deleted = change.type == types.FileChangeType.Deleted
+                self._queue.put((path, "" if deleted else language_for_path(path), None))
+
+    def _source(self, uri: str) -> str | None:
+        """The real path of a source file under the folder at ``uri`` while the lines are counted; else None
+        (off, or the count failed: nothing would take it off the queue)."""
         path = path_of(uri)
         if self.state not in ("indexing", "ready") or not path or not self.root:
-            return   # not counting (off, or the count failed: nothing would take the text off the queue)
+            return None
         path = os.path.realpath(path)
-        if not path.startswith(self.root.rstrip(os.sep) + os.sep):
-            return
-        language = language_for_path(path)
-        if language != "plaintext":
-            self._queue.put((path, language, text))
+        if not path.startswith(self.root.rstrip(os.sep) + os.sep) or language_for_path(path) == "plaintext":
+            return None
+        return path
 
     def close(self) -> None:
         self._queue.put(None)
@@ -108,6 +138,23 @@ class WorkspaceLines:
                     return
                 changed.append(more)
             for path, language, text in changed:
-                workspace.update(path, language, text)
+                if text is None and language:
+                    text = _read(path)
+                if text is None or not language:
+                    workspace.remove(path)
+                else:
+                    workspace.update(path, language, text)
             workspace.refresh()
             self.files = workspace.files
+
+
+def _read(path: str) -> str | None:
+    """A source file's text as the workspace listing reads it (a regular file, UTF-8, at most the adapter's
+    ``MAX_FILE_BYTES``); None when it is gone or not such a file."""
+    try:
+        if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

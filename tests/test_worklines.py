@@ -203,10 +203,14 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
     doc.write_text(text)
     uri = doc.as_uri()
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
-        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": watching,
                                       "initializationOptions": {"threads": 1, "minConfidence": 0}})
         client.notify("initialized", {})
         client.wait_ready()
+        registered = client.wait_for("client/registerCapability", timeout=30)["registrations"][0]
+        assert registered["method"] == "workspace/didChangeWatchedFiles"
+        assert registered["registerOptions"]["watchers"][0]["globPattern"].startswith("**/*.{")
         stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
                            and s)
         assert stats["workspaceLines"]["files"] == 4
@@ -234,6 +238,20 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
                                                  "contentChanges": [{"text": edited}]})
         at = {"line": 1, "character": len("from zorblax.p")}
         assert "lumbus import fleeb_juice_factory" in offered()
+        # outside the editor: a file written (a checkout) and one deleted, as the client's watcher reports them
+        (root / "e.py").write_text("from zorblax.quorks import schwifty_mode\n")
+        (root / "c.py").unlink()
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [
+            {"uri": (root / "e.py").as_uri(), "type": 1}, {"uri": (root / "notes.txt").as_uri(), "type": 1},
+            {"uri": (tmp_path / "elsewhere.py").as_uri(), "type": 1}]})
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["files"] == 6)   # e.py only
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": (root / "c.py").as_uri(), "type": 3}]})
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["files"] == 5)   # c.py gone
+        edited = text.replace("from zorblax.\n", "from zorblax.q\n")
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
+                                                 "contentChanges": [{"text": edited}]})
+        at = {"line": 1, "character": len("from zorblax.q")}
+        assert "uorks import schwifty_mode" in offered()
 
 
 def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fails_clearly(tmp_path):
