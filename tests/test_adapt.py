@@ -84,6 +84,14 @@ def test_files_follow_gitignore_languages_and_size_cap(tmp_path):
         workspace_files(tmp_path / "a.py")
 
 
+def test_the_walk_without_git_lists_a_bounded_number_of_files(tmp_path):
+    from engine.adapt.files import _walk_files
+
+    _tree(tmp_path)
+    everything = _walk_files(tmp_path)
+    assert len(everything) > 3 and _walk_files(tmp_path, most=3) == everything[:3]   # a home directory stops early
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_in_a_git_work_tree_the_files_are_what_git_lists(tmp_path):
     _tree(tmp_path)

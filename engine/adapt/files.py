@@ -18,6 +18,7 @@ from ..languages import language_for_path
 
 MAX_FILE_BYTES = 200_000        # a larger file is generated or data more often than code
 MAX_TOTAL_BYTES = 30_000_000    # the whole selection
+MAX_WALKED = 200_000            # files listed by the walk (no git), at most: a home directory is not a project
 HELD_OUT_PERCENT = 12           # files whose path hash falls below this share are held out
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
 
@@ -51,9 +52,9 @@ def _git_files(root: Path) -> list[str] | None:
     return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def _walk_files(root: Path) -> list[str]:
+def _walk_files(root: Path, most: int = MAX_WALKED) -> list[str]:
     """Every file under ``root`` that no ``.gitignore`` on its way down excludes (gitignore semantics:
-    a pattern is relative to the directory of the file that holds it)."""
+    a pattern is relative to the directory of the file that holds it), the first ``most`` in walk order."""
     import pathspec
 
     out: list[str] = []
@@ -88,6 +89,8 @@ def _walk_files(root: Path) -> list[str]:
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if not ignored(rel, False):
                 out.append(rel)
+                if len(out) >= most:
+                    return out
     return out
 
 
