@@ -24,7 +24,7 @@ import collections
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -150,18 +150,24 @@ def lookup(key: str | None) -> Workspace | None:
 
 
 def scan(root: str | os.PathLike[str], workspace: Workspace | None = None,
-         files: Iterable[tuple[str, str, str]] | None = None) -> Workspace:
+         files: Iterable[tuple[str, str, str]] | None = None,
+         pause: Callable[[], object] | None = None) -> Workspace:
     """Count the source files of the folder ``root`` (``engine.adapt.files.workspace_files``: what git would
     track, in the server's languages, within the adapter's caps) into ``workspace`` (a new one by default),
     keyed by their absolute paths, and build its tables. ``files`` ((path, language, text) triples) replaces
-    the listing."""
-    from .adapt.files import workspace_files
+    the listing. ``pause``: called before each file is counted and before the tables are built (the server's
+    waits while a fill runs: counting holds the interpreter's lock, which the engine thread needs too)."""
+    from .adapt.files import iter_workspace_files
 
     workspace = workspace or Workspace()
     if files is None:
         base = os.path.realpath(root)
-        files = ((os.path.join(base, f.path), f.language, f.text) for f in workspace_files(base))
+        files = ((os.path.join(base, f.path), f.language, f.text) for f in iter_workspace_files(base, pause=pause))
     for path, language, text in files:
+        if pause is not None:
+            pause()
         workspace.update(path, language, text)
+    if pause is not None:
+        pause()
     workspace.refresh()
     return workspace

@@ -46,6 +46,7 @@ class JobRunner:
         request = replace(request, key=request.key or doc.uri, options=self.server.settings.fill)
         job = engine.submit(request, on_draft)
         self.server.adapter.fill_started()   # the adapter process waits while a fill runs
+        self.server.workspace_lines.fill_started()   # ... and counting the workspace's lines
         try:
             completion = await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
@@ -63,6 +64,7 @@ class JobRunner:
             return None
         finally:
             self.server.adapter.fill_finished()
+            self.server.workspace_lines.fill_finished()
         if documents.moved_on(doc.uri, generation, version):  # edited, closed or reopened meanwhile
             log.debug("dropping a completion for %s v%s: the document moved on", doc.uri, version)
             return None

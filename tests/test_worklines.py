@@ -308,3 +308,30 @@ def test_a_benchmark_holes_workspace_is_its_packages_other_files(tmp_path):
     assert ws.key(task("pypi:gamma/none.py")) is None
     with pytest.raises(ValueError, match="no manifest"):
         CorpusWorkspaces(tmp_path / "files")
+
+
+def test_counting_waits_while_a_fill_runs(tmp_path):
+    from lsp_server.workspace_lines import WorkspaceLines
+
+    for name in ("a.py", "b.py", "c.go"):
+        (tmp_path / name).write_text("x = 1\n" if name.endswith(".py") else "package c\n")
+    calls = []
+    ws = worklines.scan(tmp_path, pause=lambda: calls.append(1))
+    assert ws.files == 3 and len(calls) >= 4       # at least before each file and before the tables (the walk too)
+
+    class Server:   # what WorkspaceLines reads of the server
+        settings = type("S", (), {"fill": FillOptions()})()
+    lines = WorkspaceLines(Server())
+    lines.root = str(tmp_path)
+    lines.fill_started()
+    lines.fill_started()
+    lines.start()
+    time.sleep(0.3)
+    assert lines.state == "indexing"                           # waiting for the fills
+    lines.fill_finished()
+    assert lines.state == "indexing" and not lines._quiet.is_set()
+    lines.fill_finished()
+    wait_until(lambda: lines.state == "ready", 30)
+    assert lines.files == 3 and worklines.lookup(str(tmp_path)) is not None
+    lines.close()
+    assert worklines.lookup(str(tmp_path)) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -52,7 +53,7 @@ def _git_files(root: Path) -> list[str] | None:
     return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def _walk_files(root: Path, most: int = MAX_WALKED) -> list[str]:
+def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] | None = None) -> list[str]:
     """Every file under ``root`` that no ``.gitignore`` on its way down excludes (gitignore semantics:
     a pattern is relative to the directory of the file that holds it), the first ``most`` in walk order."""
     import pathspec
@@ -70,6 +71,8 @@ def _walk_files(root: Path, most: int = MAX_WALKED) -> list[str]:
         return False
 
     for dirpath, dirnames, filenames in os.walk(root):
+        if pause is not None:
+            pause()
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir
         specs = [(b, s) for b, s in specs if not rel_dir or rel_dir == b or rel_dir.startswith(b + "/") or not b]
@@ -97,18 +100,33 @@ def _walk_files(root: Path, most: int = MAX_WALKED) -> list[str]:
 def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
                     max_total_bytes: int = MAX_TOTAL_BYTES) -> list[SourceFile]:
     """The workspace's source files in the server's languages, sorted by path, within the caps."""
+    return list(iter_workspace_files(root, max_file_bytes, max_total_bytes))
+
+
+def iter_workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
+                         max_total_bytes: int = MAX_TOTAL_BYTES,
+                         pause: Callable[[], object] | None = None) -> Iterator[SourceFile]:
+    """``workspace_files`` one file at a time, each read when asked for; ``pause`` is called before each
+    directory the walk lists and each file read (the server's waits while a fill runs). A folder that is not
+    one raises ValueError at once."""
     base = Path(root).resolve()
     if not base.is_dir():
         raise ValueError(f"{root}: not a directory")
+    return _read_files(base, max_file_bytes, max_total_bytes, pause)
+
+
+def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
+                pause: Callable[[], object] | None) -> Iterator[SourceFile]:
     listed = _git_files(base)
-    paths = sorted(listed if listed is not None else _walk_files(base))
-    out: list[SourceFile] = []
+    paths = sorted(listed if listed is not None else _walk_files(base, pause=pause))
     total = 0
     for rel in paths:
         language = language_for_path(rel)
         if language == "plaintext" or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
             continue
         path = base / rel
+        if pause is not None:
+            pause()
         try:
             if path.is_symlink() or not path.is_file():
                 continue
@@ -119,5 +137,4 @@ def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE
         except (OSError, UnicodeDecodeError):
             continue
         total += size
-        out.append(SourceFile(rel, language, text))
-    return out
+        yield SourceFile(rel, language, text)
