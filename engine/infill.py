@@ -135,22 +135,16 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
 
 
 COPIES_CHECKED = 3   # the best-ranked lines validated, at most
-PRIOR_WEIGHT = 1.5   # a common line's rank: its first-forward mean log-probability + this x its prior ...
-COMMON_OFFSET = -1.5 # ... + this (a document line: its score alone); both chosen on the typed development holes
-WORKSPACE_WEIGHT = 1.5   # a workspace line's rank: its score + this x its prior ...
-WORKSPACE_OFFSET = -1.5  # ... + this
+PRIOR_WEIGHT = 1.5   # a workspace or common line's rank: its first-forward mean log-probability + this x its
+PRIOR_OFFSET = -1.5  # prior + this (a document line: its score alone); chosen on the typed development holes
+                     # (for workspace lines apart: weights 1 to 3 and offsets -2 to 1 ranked alike)
 
 
-def copy_rank(candidate: Candidate, prior: float | None, source: str = doclines.COMMON) -> float:
+def copy_rank(candidate: Candidate, prior: float | None) -> float:
     """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
-    on the first forward; a common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share of the
-    files among the lines with its start) and ``COMMON_OFFSET``, a workspace line's ``WORKSPACE_WEIGHT`` x its
-    prior and ``WORKSPACE_OFFSET``."""
-    if prior is None:
-        return candidate.score
-    if source == doclines.WORKSPACE:
-        return candidate.score + WORKSPACE_WEIGHT * prior + WORKSPACE_OFFSET
-    return candidate.score + PRIOR_WEIGHT * prior + COMMON_OFFSET
+    on the first forward; a workspace or common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share
+    of the files among the lines of its table with its start) and ``PRIOR_OFFSET``."""
+    return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
 
 
 def _workspace_table(request: InfillRequest, config: FillOptions, spec: LanguageSpec) -> Table | None:
@@ -167,7 +161,7 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: 
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
-    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
+    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(c[0], c[1]))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document)
         rejected += bad
         if fill is not None:

@@ -108,28 +108,27 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
     over ``_DOCUMENT_CHECK_LIMIT`` characters."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
-    head = text[:start].encode("utf-8", "surrogatepass")
-    middle = text[start:end].encode("utf-8", "surrogatepass")
-    tail = text[end:].encode("utf-8", "surrogatepass")
-    lo, old_hi = len(head), len(head) + len(middle)
-    user: list[tuple[Any, list[tuple[int, int]]]] = []   # the user's tree and its errors, once asked
+    user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, the tree, its errors
 
     def point(data: bytes) -> tuple[int, int]:
         """The (row, byte column) at the end of ``data``."""
         return data.count(b"\n"), len(data) - (data.rfind(b"\n") + 1)
 
     def accepts(fill: str) -> bool:
-        if not user:
+        if not user:   # the document is encoded and parsed only for a hole whose window rejects a fill
+            head, middle, tail = (t.encode("utf-8", "surrogatepass") for t in (text[:start], text[start:end],
+                                                                               text[end:]))
             tree = parse(spec, head + middle + tail)
             if tree is None:
                 return True
-            user.append((tree, error_spans(tree)))
-        old, before = user[0]
+            user.extend((head, tail, len(head), len(head) + len(middle), point(head), point(head + middle),
+                         tree, error_spans(tree)))
+        head, tail, lo, old_hi, start_point, old_end_point, old, before = user
         added = fill.encode("utf-8", "surrogatepass")
         hi = lo + len(added)
         edited = old.copy()
-        edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=hi, start_point=point(head),
-                    old_end_point=point(head + middle), new_end_point=point(head + added))
+        edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=hi, start_point=start_point,
+                    old_end_point=old_end_point, new_end_point=point(head + added))
         tree = parse(spec, head + added + tail, edited)
         if tree is None:
             return True

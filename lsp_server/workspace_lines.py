@@ -47,7 +47,6 @@ class WorkspaceLines:
         self.files = 0
         self.seconds: float | None = None
         self.error: str | None = None
-        self._workspace: worklines.Workspace | None = None
         # (path, language, text): count it with this text; text None: read it from disk (a missing or unreadable
         # file is forgotten); language "": forget it
         self._queue: queue.Queue[tuple[str, str, str | None] | None] = queue.Queue()
@@ -138,7 +137,7 @@ class WorkspaceLines:
             self.state, self.error = "failed", f"{type(exc).__name__}: {exc}"
             log.warning("workspace lines not used: %s", exc)
             return
-        self._workspace, self.files = workspace, workspace.files
+        self.files = workspace.files
         self.seconds = round(time.monotonic() - t0, 2)
         worklines.register(self.root, workspace)
         self.state = "ready"

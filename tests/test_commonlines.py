@@ -14,7 +14,7 @@ from engine.config import FillOptions
 from engine.confidence import features
 from engine.context import decide_hole
 from engine.doclines import line_options
-from engine.infill import COMMON_OFFSET, PRIOR_WEIGHT, complete, copy_rank
+from engine.infill import PRIOR_OFFSET, PRIOR_WEIGHT, complete, copy_rank
 from engine.languages import spec_for
 from engine.requests import HoleFill, HoleKind
 from engine.training import common_lines
@@ -100,7 +100,7 @@ def test_common_lines_follow_the_documents_at_the_typed_indentation_with_their_p
 def test_a_common_line_ranks_by_its_score_and_prior_and_is_offered_with_its_prior():
     text = "def f(a):\n    total = a\n    return total\n\n\ndef g(a):\n    return tot"
     assert copy_rank(Candidate(("x",), ((0.5,),), (((0, 1),),), -0.5), -3.0) == \
-        pytest.approx(-0.5 + PRIOR_WEIGHT * -3.0 + COMMON_OFFSET)
+        pytest.approx(-0.5 + PRIOR_WEIGHT * -3.0 + PRIOR_OFFSET)
     backend = Scoring("al + 1", {"al\n": math.exp(-1.0)})
     c = complete(backend, FillOptions(), InfillRequest(text + "\n", len(text), "python"), Control(lambda s: None))
     options = backend.plans[0].options

@@ -16,7 +16,7 @@ from engine.config import FillOptions
 from engine.confidence import features
 from engine.context import decide_hole
 from engine.doclines import COMMON, DOCUMENT, WORKSPACE, line_options
-from engine.infill import WORKSPACE_OFFSET, WORKSPACE_WEIGHT, complete, copy_rank
+from engine.infill import PRIOR_OFFSET, PRIOR_WEIGHT, complete, copy_rank
 from engine.languages import spec_for
 from engine.requests import HoleFill, HoleKind
 from tests.test_doclines import Scoring
@@ -130,8 +130,8 @@ def test_workspace_lines_come_after_the_documents_and_before_common_lines_with_t
 
 def test_a_workspace_line_ranks_by_its_score_and_prior_and_is_offered_with_its_prior():
     cand = Candidate(("x",), ((0.5,),), (((0, 1),),), -0.5)
-    assert copy_rank(cand, -2.0, WORKSPACE) == pytest.approx(-0.5 + WORKSPACE_WEIGHT * -2.0 + WORKSPACE_OFFSET)
-    assert copy_rank(cand, None, DOCUMENT) == -0.5
+    assert copy_rank(cand, -2.0) == pytest.approx(-0.5 + PRIOR_WEIGHT * -2.0 + PRIOR_OFFSET)   # as a common line
+    assert copy_rank(cand, None) == -0.5
     ws = workspace_of("result = fetch_rows(db, query)\n", "result = fetch_rows(db, query)\n")
     worklines.register("test:rank", ws)
     try:
