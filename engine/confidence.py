@@ -35,7 +35,7 @@ LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is t
 FEATURES = ("mean_log", "min_log", "second_log", "first_log", "low_share", "log_tokens", "log_chars", "agree",
             "alone", "valid_lengths", "repeats_line", "repeats_above", "invented", "kind_inline", "kind_block",
             *(f"lang_{name}" for name in LANGUAGES[1:]), "copied", "copied_mean_log", "common", "common_prior",
-            "workspace", "workspace_prior")
+            "workspace", "workspace_prior", "neighbour", "neighbour_prior", "between")
 SIGNALS = ("pll_mean", "renoise_same", "renoise_mean_log")   # model_signals: measured, not computed per fill
 
 
@@ -121,6 +121,9 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         "common_prior": fill.common or 0.0,
         "workspace": float(fill.workspace is not None),
         "workspace_prior": fill.workspace or 0.0,
+        "neighbour": float(fill.neighbour is not None),
+        "neighbour_prior": fill.neighbour or 0.0,
+        "between": float(fill.between),
     }
 
 

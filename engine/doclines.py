@@ -9,17 +9,21 @@ every slot still masked); the best one that validates joins the model's own fill
 workspace's other files (``engine.worklines``) and the lines code often has (``engine.commonlines``) follow the
 document's, each with a prior.
 
-Only a line with code typed before the cursor, and nothing after it but the closing brackets and quotes an
-editor puts there when the opener is typed (``f(|)``: a candidate must end with them), gets options. On the
-development holes (benchmarks/README.md, "Lines the document already has") they turned 4 right fills offered
-of 1,900 typed holes into 149; on whole lines (nothing typed) they doubled the right picks without a bar but
-not the right fills offered at the bar (37 either way), so an empty line is left to the model. Inside an
-editor's closers, development exact match went from 2.5% to 19.4% (725 holes, "Inside an editor's closing
-brackets").
+A line with code typed before the cursor, and nothing after it but the closing brackets and quotes an
+editor puts there when the opener is typed (``f(|)``: a candidate must end with them), gets those options. On
+the development holes (benchmarks/README.md, "Lines the document already has") they turned 4 right fills
+offered of 1,900 typed holes into 149; inside an editor's closers, development exact match went from 2.5% to
+19.4% (725 holes, "Inside an editor's closing brackets"). On an empty line the same lines did not help (37 right
+fills offered at the bar either way); what does is its neighbours (``neighbour_options``): the lines seen right
+after the code line above it or right before the code line below it, elsewhere in the document and in the
+workspace's files. On the 1,900 whole-line development holes the engine's pick was right for 21 holes without
+them and 333 with them (benchmarks/README.md, "An empty line's neighbours").
 """
 
 from __future__ import annotations
 
+import collections
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -34,7 +38,12 @@ LONGEST = 200      # characters: a longer line never fits a one-line hole's slot
 CLOSERS = ")]}\"'`"  # after the cursor, only these (what editors insert as an opener is typed): still the line's rest
 
 
+NEIGHBOURS_MOST = 16  # candidates per empty-line hole (``neighbour_options``)
+
+
 DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a candidate line comes from
+NEIGHBOUR, BETWEEN = "neighbour", "between"   # an empty line's: seen after the line above or before the line below;
+                                              # seen beside both
 
 
 class LineOptions(NamedTuple):
@@ -119,3 +128,117 @@ def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:
             end = len(text) if end < 0 else end
             yield text[down + 1:end]
             down = end
+
+
+def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
+                      workspace: worklines.Workspace | None = None) -> LineOptions:
+    """The lines a fill of an empty line could take from where the same neighbours appear elsewhere: the lines
+    that came right after the code line above the cursor's line (its stripped text) and right before the code
+    line below it, in the document (within ``SPAN`` lines each side; the pair across the hole itself is not one)
+    and in the ``workspace``'s files (``Workspace.neighbours``). A line that has both neighbours somewhere
+    (``BETWEEN``) comes first, then the others (``NEIGHBOUR``), the most often seen first; each with its prior,
+    the log of its share of all the sightings, and indented as typed, else by its indentation step from the
+    neighbour it was seen with. Empty unless the hole is a whole line (``LINE`` or ``BLOCK``) with nothing but
+    indentation before the cursor and no code after it, or code after it that the fill goes before."""
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    if hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or hole.start != line_start or hole.heal.strip() \
+            or hole.end != hole.start + len(hole.heal) or (rest_of_line.strip() and not hole.keep_newline):
+        return NONE
+    line_end = text.find("\n", hole.end)
+    line_end = len(text) if line_end < 0 else line_end
+    before = _code_lines(text, line_start, up=True)            # nearest first
+    after = _code_lines(text, line_end if not rest_of_line.strip() else hole.end - 1, up=False)
+    above, below = (before[0] if before else None), (after[0] if after else None)
+    if above is None and below is None:
+        return NONE
+    seen: dict[str, list] = {}   # code -> [after-above count, before-below count, {step: count} of each side]
+
+    def add(code: str, side: int, step: int, n: int) -> None:
+        entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter()])
+        entry[side] += n
+        entry[2 + side][step] += n
+
+    for run in (before[::-1], after):      # the pairs of each side apart: never the one across the hole
+        for (a, wa, _), (b, wb, _) in zip(run, run[1:]):
+            step = (wb > wa) - (wb < wa)
+            if above is not None and a == above[0]:
+                add(b, 0, step, 1)
+            if below is not None and b == below[0]:
+                add(a, 1, -step, 1)
+    if workspace is not None and language:
+        follows, precedes = workspace.neighbours(language, above and above[0], below and below[0])
+        for side, found in ((0, follows), (1, precedes)):
+            for code, step, n in found:
+                add(code, side, step, n)
+    if not seen:
+        return NONE
+    total = float(sum(e[0] + e[1] for e in seen.values()))
+    ranked = sorted(seen.items(), key=lambda kv: (not (kv[1][0] and kv[1][1]), -(kv[1][0] + kv[1][1])))
+    unit = _indent_unit(text, line_start)
+    out: dict[str, tuple[float | None, str]] = {}
+    for code, (n_after, n_before, steps_after, steps_before) in ranked[:NEIGHBOURS_MOST]:
+        if len(code) > LONGEST or (below is not None and code == below[0] and not n_after):
+            continue
+        if hole.heal:
+            indent = hole.heal
+        elif n_after >= n_before and above is not None:
+            indent = _stepped(above[2], steps_after.most_common(1)[0][0], unit)
+        else:
+            assert below is not None
+            indent = _stepped(below[2], steps_before.most_common(1)[0][0], unit)
+        option = indent + code + ("\n" if hole.keep_newline else "")
+        source = BETWEEN if n_after and n_before else NEIGHBOUR
+        out.setdefault(option, (math.log((n_after + n_before) / total), source))
+    return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
+
+
+def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
+    """The code lines above the line starting at ``at`` (``up``, nearest first) or below the line ending at
+    ``at``, at most ``SPAN``: each (stripped, indentation width, indentation)."""
+    out: list[tuple[str, int, str]] = []
+    pos = at
+    while len(out) < SPAN:
+        if up:
+            if pos <= 0:
+                break
+            lo = text.rfind("\n", 0, pos - 1) + 1
+            line, pos = text[lo:pos - 1], lo
+        else:
+            if pos >= len(text):
+                break
+            hi = text.find("\n", pos + 1)
+            hi = len(text) if hi < 0 else hi
+            line, pos = text[pos + 1:hi], hi
+        code = line.strip()
+        if code:
+            indent = line[:len(line) - len(line.lstrip(" \t"))]
+            out.append((code, len(indent.expandtabs(4)), indent))
+    return out
+
+
+def _indent_unit(text: str, at: int) -> str:
+    """One level of indentation in the document: a tab when the lines near ``at`` are indented with tabs, else the
+    commonest step between two lines' space indentations there (4 when none is seen; a continuation line's
+    hanging indent is rarer than a block's)."""
+    lo = max(0, at - 20_000)
+    widths, tabs = [], 0
+    for line in text[lo:at + 20_000].split("\n")[1:-1]:
+        if not line.strip():
+            continue
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        tabs += indent.startswith("\t")
+        widths.append(len(indent) if "\t" not in indent else None)
+    if tabs * 2 > len(widths):
+        return "\t"
+    steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None
+                                and a != b)
+    return " " * max(steps, key=lambda n: (steps[n], -n)) if steps else "    "
+
+
+def _stepped(indent: str, step: int, unit: str) -> str:
+    """``indent`` one ``unit`` deeper (``step`` 1), as it is (0) or one level shallower (-1)."""
+    if step > 0:
+        return indent + unit
+    if step < 0:
+        return indent[:-len(unit)] if indent.endswith(unit) else indent[:-1] if indent.endswith("\t") else ""
+    return indent

@@ -75,13 +75,21 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides
     document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
     steps = forwards = tokens = rejected = 0
-    # The document's own lines, scored by the backend on the first forward (engine/doclines.py). Only the rest of
-    # a line gets them, and it is filled in one attempt (lengths.line_lengths: several are for empty lines).
-    # Then, with ``workspace_lines``, the lines of the request's workspace's other files (engine/worklines.py) and,
-    # with ``common_lines``, the lines code often has (engine/commonlines.py) that start so, each with a prior.
-    options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
-                                    _workspace_table(request, config, spec)) \
-        if config.document_lines and backend.scores_options and not request.rewrite else doclines.NONE
+    # The document's own lines, scored by the backend on the first forward (engine/doclines.py). The rest of a
+    # typed line gets those that start as it does (filled in one attempt: lengths.line_lengths gives several
+    # lengths to empty lines only). Then, with ``workspace_lines``, the lines of the request's workspace's other
+    # files (engine/worklines.py) and, with ``common_lines``, the lines code often has (engine/commonlines.py) that
+    # start so, each with a prior. An empty line gets the lines seen beside its neighbours, in the document and
+    # the workspace's files (``doclines.neighbour_options``).
+    options = doclines.NONE
+    if config.document_lines and backend.scores_options and not request.rewrite:
+        options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
+                                        _workspace_table(request, config, spec))
+        if not options.texts:
+            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, _workspace(request, config))
+    # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
+    # lines: the 8-slot attempt would leave most of them out)
+    scored_at = max(lengths.attempts(hole.kind, slots, line_lengths, backend))
     copies: list[tuple[Candidate, float | None, str]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
@@ -94,7 +102,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         plan = FillPlan(
             (win.prefix, HoleSpec(attempt, hole.stop_at_newline, hole.keep_newline,
                                   original if request.rewrite else None), win.suffix),
-            steps=left, threshold=config.threshold, instruction=instruction, options=options.texts if not steps else ())
+            steps=left, threshold=config.threshold, instruction=instruction,
+            options=options.texts if attempt == scored_at else ())
         result = backend.fill(plan, _attempt_control(control, hole, next(numbering), attempt, steps))
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         # The backend read each option as model text; the fill is the document's own text, one character for one
@@ -138,18 +147,31 @@ COPIES_CHECKED = 3   # the best-ranked lines validated, at most
 PRIOR_WEIGHT = 1.5   # a workspace or common line's rank: its first-forward mean log-probability + this x its
 PRIOR_OFFSET = -1.5  # prior + this (a document line: its score alone); chosen on the typed development holes
                      # (for workspace lines apart: weights 1 to 3 and offsets -2 to 1 ranked alike)
+NEIGHBOUR_WEIGHT = 1.0   # an empty line's neighbours' lines (``copy_rank``), chosen on the whole-line development
+BETWEEN_FIRST = 100.0    # holes (1,900, replayed offline): right line first for 322 with these, 235 with the
+                         # common lines' weight and no preference (weights 0.75 to 1.25 gave 320 to 323)
 
 
-def copy_rank(candidate: Candidate, prior: float | None) -> float:
+def copy_rank(candidate: Candidate, prior: float | None, source: str = "") -> float:
     """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
     on the first forward; a workspace or common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share
-    of the files among the lines of its table with its start) and ``PRIOR_OFFSET``."""
+    of the files among the lines of its table with its start) and ``PRIOR_OFFSET``; an empty line's line seen
+    beside its neighbours (``doclines.neighbour_options``) adds ``NEIGHBOUR_WEIGHT`` x its prior (its share of
+    the sightings), and one seen beside both neighbours ranks before one seen beside one."""
+    if source in (doclines.NEIGHBOUR, doclines.BETWEEN):
+        assert prior is not None
+        return candidate.score + NEIGHBOUR_WEIGHT * prior + (BETWEEN_FIRST if source == doclines.BETWEEN else 0.0)
     return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
+
+
+def _workspace(request: InfillRequest, config: FillOptions) -> worklines.Workspace | None:
+    """The request's workspace (engine/worklines.py), if any and wanted."""
+    return worklines.lookup(request.workspace) if config.workspace_lines else None
 
 
 def _workspace_table(request: InfillRequest, config: FillOptions, spec: LanguageSpec) -> Table | None:
     """The lines of the request's workspace's files in its language (engine/worklines.py), if any and wanted."""
-    workspace = worklines.lookup(request.workspace) if config.workspace_lines else None
+    workspace = _workspace(request, config)
     return workspace.table(spec.name) if workspace is not None else None
 
 
@@ -161,12 +183,14 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: 
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
-    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(c[0], c[1]))[:COPIES_CHECKED]:
+    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
-                           workspace=prior if source == doclines.WORKSPACE else None), rejected
+                           workspace=prior if source == doclines.WORKSPACE else None,
+                           neighbour=prior if source in (doclines.NEIGHBOUR, doclines.BETWEEN) else None,
+                           between=source == doclines.BETWEEN), rejected
     return None, rejected
 
 

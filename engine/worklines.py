@@ -15,6 +15,13 @@ thread: a lookup (``table``) never builds, it reads the last tables built. The s
 folder (``register``, under the folder's path, scanned with ``engine.adapt.files.workspace_files``: git's files
 or the ``.gitignore``'d walk, within the adapter's caps) and names it in each request
 (``InfillRequest.workspace``).
+
+A ``Workspace`` also counts each file's distinct pairs of neighbouring code lines (``steps_of``: a line, the next
+code line, the step of indentation between them), for an empty line's options (``doclines.neighbour_options``):
+``neighbours`` gives the lines seen right after a line and right before another, by the number of files. A file
+keeps its pairs as sorted integer keys (two line ids and the step), and ``refresh`` builds each language's
+distinct keys with their file counts, sorted both ways, with its lines' table: on the Go standard library's 30 MB
+the pairs cost about 130 MB and 1.3 s of counting, a lookup 0.03 to 7 ms.
 """
 
 from __future__ import annotations
@@ -34,12 +41,36 @@ log = logging.getLogger(__name__)
 MIN_FILES = 1                  # a line in at least this many of the workspace's files (1: any line)
 SHORTEST, LONGEST = 2, 200     # characters of a stripped line, as for the common lines
 MOST = 32                      # workspace lines per hole, the most widespread first
+NEIGHBOURS_MOST = 16           # lines after the line above (and before the line below) per empty-line hole
 SAME_TABLE = {"typescriptreact": "typescript", "javascriptreact": "javascript"}
 
 
 def lines_of(text: str) -> frozenset[str]:
     """A file's distinct lines, stripped (CRLF and indentation alike), ``SHORTEST`` to ``LONGEST`` characters."""
     return frozenset(s for s in (line.strip() for line in text.split("\n")) if SHORTEST <= len(s) <= LONGEST)
+
+
+def steps_of(text: str) -> frozenset[tuple[str, str, int]]:
+    """A file's distinct neighbour pairs: each code line (stripped, at most ``LONGEST`` characters: a lone ``}``
+    too) with the next code line after it (blank lines skipped) and the step of indentation between them (-1:
+    the second is less indented, 0: as much, 1: more)."""
+    out: set[tuple[str, str, int]] = set()
+    last: tuple[str, int] | None = None
+    for line in text.split("\n"):
+        code = line.strip()
+        if not code:
+            continue
+        width = _width(line)
+        if last is not None and len(code) <= LONGEST and len(last[0]) <= LONGEST:
+            out.add((last[0], code, (width > last[1]) - (width < last[1])))
+        last = (code, width)
+    return frozenset(out)
+
+
+def _width(line: str) -> int:
+    """A line's indentation in columns (a tab counts 4)."""
+    code = line.lstrip(" \t")
+    return len(line[:len(line) - len(code)].expandtabs(4))
 
 
 def table_of(counts: dict[str, int], min_files: int = MIN_FILES, ordered: list[str] | None = None) -> Table | None:
@@ -65,6 +96,13 @@ class Workspace:
         self._files: dict[str, tuple[str, frozenset[str]]] = {}     # path -> (table language, its lines)
         self._counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self._ordered: dict[str, list[str]] = {}    # a language's counted lines, sorted (once it has a table)
+        # neighbour pairs (``steps_of``): each code line has an id (``_ids``, ``_strings``: never forgotten), a
+        # file keeps its pairs as sorted int64 keys (``_key``), and ``refresh`` builds per language the sorted
+        # distinct keys with their file counts, by the line before (``_pairs[name][0]``) and the line after ([1])
+        self._steps: dict[str, np.ndarray] = {}
+        self._ids: dict[str, int] = {}
+        self._strings: list[str] = []
+        self._pairs: dict[str, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
         self._tables: dict[str, Table | None] = {}
         self._stale: set[str] = set()
 
@@ -72,12 +110,15 @@ class Workspace:
         """Count (again) the file at ``path`` (any key unique per file) with its current ``text``."""
         name = SAME_TABLE.get(language, language)
         lines = lines_of(text)
+        pairs = steps_of(text)
         with self._lock:
             old = self._files.get(path)
-            if old is not None and old == (name, lines):
+            steps = self._keys(pairs)
+            if old is not None and old == (name, lines) and np.array_equal(self._steps.get(path, _NO_KEYS), steps):
                 return
             self._drop(path)
             self._files[path] = (name, lines)
+            self._steps[path] = steps
             counts, ordered = self._counts[name], self._ordered.get(name)
             if ordered is not None:
                 for line in lines:
@@ -85,6 +126,17 @@ class Workspace:
                         bisect.insort(ordered, line)
             counts.update(lines)
             self._stale.add(name)
+
+    def _keys(self, pairs: frozenset[tuple[str, str, int]]) -> np.ndarray:
+        """A file's pairs as sorted keys: the first line's id, the second's, the step (``_key``)."""
+        ids = self._ids
+        for a, b, _ in sorted(pairs):   # ids in a fixed order: a tie between lines goes to the first counted
+            for line in (a, b):
+                if line not in ids:
+                    ids[line] = len(self._strings)
+                    self._strings.append(line)
+        return np.unique(np.fromiter((_key(ids[a], ids[b], d) for a, b, d in pairs), dtype=np.int64,
+                                     count=len(pairs)))
 
     def remove(self, path: str) -> None:
         """Stop counting the file at ``path`` (deleted, or no longer a source file)."""
@@ -96,6 +148,7 @@ class Workspace:
         if old is None:
             return
         name, lines = old
+        self._steps.pop(path, None)
         counts, ordered = self._counts[name], self._ordered.get(name)
         counts.subtract(lines)
         for line in lines:
@@ -113,7 +166,9 @@ class Workspace:
                 if name not in self._ordered:
                     self._ordered[name] = sorted(counts)
                 table = table_of(counts, self.min_files, self._ordered[name])
+                keys = [self._steps[path] for path, (lang, _) in self._files.items() if lang == name]
             self._tables[name] = table
+            self._pairs[name] = _pair_tables(keys)
 
     def _take_stale(self) -> set[str]:
         with self._lock:
@@ -124,9 +179,63 @@ class Workspace:
         """The last table built for a language (``LanguageSpec.name``), or None."""
         return self._tables.get(SAME_TABLE.get(language, language))
 
+    def neighbours(self, language: str, above: str | None, below: str | None, most: int = NEIGHBOURS_MOST
+                   ) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+        """The code lines that came right after the code line ``above`` (stripped) in the workspace's files, and
+        those that came right before ``below``: each ``(line, indentation step from its neighbour, files)``, the
+        most files first (a tie: the first counted), at most ``most`` of each, then at most ``most`` more of each that
+        were seen beside both. Read from the last tables built (``refresh``), as ``table`` is."""
+        name = SAME_TABLE.get(language, language)
+        tables = self._pairs.get(name)
+        if tables is None:
+            return [], []
+        ids = [self._ids.get(line) if line else None for line in (above, below)]
+        sides = [_side(tables[k], ids[k]) for k in (0, 1)]   # (the other lines' ids, steps, files) of each side
+        out: list[list[tuple[str, int, int]]] = []
+        for k, (lines, steps, files) in enumerate(sides):
+            top = np.argsort(-files, kind="stable")[:most] if len(files) > most else np.arange(len(files))
+            other = sides[1 - k][0]
+            if len(other) and len(files) > most:   # lines seen beside both neighbours: kept beyond ``most``
+                both = np.flatnonzero(np.isin(lines, other))
+                both = both[np.argsort(-files[both], kind="stable")][:most]
+                top = np.concatenate([top, np.setdiff1d(both, top, assume_unique=True)])
+            out.append([(self._strings[int(lines[i])], int(steps[i]), int(files[i])) for i in top])
+        return out[0], out[1]
+
     @property
     def files(self) -> int:
         return len(self._files)
+
+
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+_ID_BITS = 30   # line ids below 2**30: a key is (first id, second id, step + 1) in 62 bits
+
+
+def _key(first: int, second: int, step: int) -> int:
+    return (first << (_ID_BITS + 2)) | (second << 2) | (step + 1)
+
+
+def _pair_tables(keys: list[np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The distinct keys of a language's files with the number of files that have each, sorted by the first line
+    (then the second), and the same keys turned around (the second line first, the step negated)."""
+    every = np.concatenate(keys) if keys else _NO_KEYS
+    forward, files = np.unique(every, return_counts=True)
+    mask = (1 << _ID_BITS) - 1
+    first, second, step = forward >> (_ID_BITS + 2), (forward >> 2) & mask, forward & 3
+    backward = (second << (_ID_BITS + 2)) | (first << 2) | (2 - step)
+    order = np.argsort(backward, kind="stable")
+    return (forward, files), (backward[order], files[order])
+
+
+def _side(table: tuple[np.ndarray, np.ndarray], line: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of ``table`` whose first line has the id ``line``: the other lines' ids, the steps, the files."""
+    keys, files = table
+    if line is None:
+        return _NO_KEYS, _NO_KEYS, _NO_KEYS
+    lo = np.searchsorted(keys, line << (_ID_BITS + 2))
+    hi = np.searchsorted(keys, (line + 1) << (_ID_BITS + 2))
+    found = keys[lo:hi]
+    return (found >> 2) & ((1 << _ID_BITS) - 1), (found & 3) - 1, files[lo:hi]
 
 
 _WORKSPACES: dict[str, Workspace] = {}

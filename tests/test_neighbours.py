@@ -1,0 +1,190 @@
+"""An empty line's candidate lines: what came after the line above and before the line below elsewhere
+(engine/doclines.py ``neighbour_options``, engine/worklines.py ``steps_of`` and ``Workspace.neighbours``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from engine import InfillRequest, worklines
+from engine.backends.base import Control
+from engine.config import FillOptions
+from engine.confidence import features
+from engine.context import decide_hole
+from engine.doclines import BETWEEN, NEIGHBOUR, NONE, line_options, neighbour_options
+from engine.infill import complete
+from engine.languages import spec_for
+from engine.requests import HoleFill, HoleKind
+from tests.test_doclines import Scoring
+
+PY, GO = spec_for("python"), spec_for("go")
+
+GO_DOC = ("func a() error {\n\tx, err := f()\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn nil\n}\n\n"
+          "func b() error {\n\ty, err := g()\n\tif err != nil {\n\t}\n\treturn nil\n}\n")
+GO_HOLE = GO_DOC.index("\t}\n\treturn nil\n}\n", GO_DOC.index("func b"))   # column 0 of the "}" line in b
+
+
+def options_at(spec, text: str, at: int, workspace=None, language: str | None = None):
+    hole = decide_hole(spec, text, at)
+    line_end = text.find("\n", hole.end)
+    rest = text[hole.end: len(text) if line_end < 0 else line_end]
+    return hole, neighbour_options(text, hole, rest, language or spec.name, workspace)
+
+
+def test_steps_of_pairs_code_lines_across_blank_lines_with_their_indentation_step():
+    text = "if x:\r\n\tcall(😀)\r\n\r\n\r\n\treturn 1\r\n}\r\n" + "y" * 300 + "\nz = 1\n"
+    steps = worklines.steps_of(text)
+    assert ("if x:", "call(😀)", 1) in steps
+    assert ("call(😀)", "return 1", 0) in steps         # blank lines (CRLF) skipped
+    assert ("return 1", "}", -1) in steps                # a lone closer counts
+    assert not any("y" * 300 in (a, b) for a, b, _ in steps)   # over LONGEST: no pair, and none across it
+    assert ("}", "z = 1", 0) not in steps
+    assert worklines.steps_of("") == frozenset() and worklines.steps_of("one line") == frozenset()
+
+
+def test_workspace_neighbours_count_files_follow_changes_and_keep_lines_seen_between_both():
+    ws = worklines.Workspace()
+    ws.update("/a.go", "go", "if err != nil {\n\treturn err\n}\n")
+    ws.update("/b.go", "go", "if err != nil {\n\treturn err\n}\nif err != nil {\n\treturn err\n}\n")
+    ws.update("/c.go", "go", "if err != nil {\n\tpanic(err)\n}\n")
+    assert ws.neighbours("go", "if err != nil {", "}") == ([], [])       # nothing until the tables are built
+    ws.refresh()
+    after, before = ws.neighbours("go", "if err != nil {", "}")
+    assert after[0] == ("return err", 1, 2) and ("panic(err)", 1, 1) in after   # files, not occurrences
+    assert ("return err", 1, 2) in before and ("panic(err)", 1, 1) in before
+    ws.update("/b.go", "go", "if err != nil {\n\tlog(err)\n}\n")        # a changed file counts again
+    ws.refresh()
+    after, _ = ws.neighbours("go", "if err != nil {", None)
+    assert ("return err", 1, 1) in after and ("log(err)", 1, 1) in after
+    ws.remove("/a.go")
+    ws.refresh()
+    after, _ = ws.neighbours("go", "if err != nil {", None)
+    assert all(line != "return err" for line, _, _ in after)
+    assert ws.neighbours("rust", "if err != nil {", "}") == ([], [])
+    # more lines than ``most`` after the line above: the top ones, plus one seen before the line below too
+    many = worklines.Workspace()
+    for i in range(30):
+        many.update(f"/{i}.go", "go", "".join(f"start()\nx{j}()\n" for j in range(30 - i)))   # x_j in 30 - j files
+    many.update("/rare.go", "go", "start()\nrare()\nstop()\n")
+    many.refresh()
+    after, _ = many.neighbours("go", "start()", "stop()", most=4)
+    assert after[:4] == [("x0()", 0, 30), ("x1()", 0, 29), ("x2()", 0, 28), ("x3()", 0, 27)]
+    assert ("rare()", 0, 1) in after
+    many.update("/more.go", "go", "start()\nx0()\n")                 # the next tables count it
+    many.refresh()
+    assert many.neighbours("go", "start()", None, most=4)[0][0] == ("x0()", 0, 31)
+
+
+def test_an_empty_line_gets_the_lines_seen_beside_its_neighbours_indented_by_their_step():
+    hole, opts = options_at(GO, GO_DOC, GO_HOLE)
+    assert hole.kind is HoleKind.LINE and hole.keep_newline
+    # "return err" came after "if err != nil {" and before "}" in a(): between both, one level deeper (a tab)
+    assert opts.texts[0] == "\t\treturn err\n" and opts.sources[0] == BETWEEN
+    assert all(s in (BETWEEN, NEIGHBOUR) for s in opts.sources)
+    assert math.isclose(sum(math.exp(p) for p in opts.priors if p is not None), 1.0) or len(opts.texts) < 16
+    # the pair across the hole ("if err != nil {" then "}" in b) is not a sighting: "}" is not offered
+    assert "\t}\n" not in opts.texts
+    # typed indentation is kept as typed; an empty line in a block (no code after): no line break
+    typed = GO_DOC[:GO_HOLE] + "\t\t\n" + GO_DOC[GO_HOLE:]
+    hole, opts = options_at(GO, typed, GO_HOLE + 2)
+    assert hole.heal == "\t\t" and opts.texts[0] == "\t\treturn err"
+    # with code typed on the line it is the typed line's options, not these
+    code = GO_DOC[:GO_HOLE] + "\t\tret\n" + GO_DOC[GO_HOLE:]
+    hole, opts = options_at(GO, code, GO_HOLE + 5)
+    assert opts is NONE
+
+
+def test_neighbour_options_with_spaces_crlf_and_a_workspace():
+    doc = ("def f(x):\r\n    if x is None:\r\n        raise ValueError(x)\r\n    return x\r\n\r\n"
+           "def g(x):\r\n    if x is None:\r\n")
+    hole, opts = options_at(PY, doc, len(doc))            # the end of the file, an empty last line
+    assert hole.kind is HoleKind.BLOCK
+    assert opts.texts[0] == "        raise ValueError(x)" and opts.sources[0] == NEIGHBOUR
+    ws = worklines.Workspace()
+    ws.update("/one.py", "python", "if x is None:\n    return 0\n" * 3 + "if x is None:\n    raise KeyError(x)\n")
+    ws.update("/two.py", "python", "if x is None:\n\treturn 0\n")
+    ws.refresh()
+    hole, opts = options_at(PY, doc, len(doc), ws)
+    assert set(opts.texts) == {"        raise ValueError(x)", "        return 0", "        raise KeyError(x)"}
+    assert opts.texts[0] == "        return 0"     # in two files (once each, however often in one), then the others
+    assert opts.priors[0] == math.log(2 / 4)
+    # nothing around (an empty document, a document of one line), or no workspace for the language: nothing
+    assert options_at(PY, "", 0)[1] == NONE
+    assert options_at(PY, "\n\n", 1)[1] == NONE
+    assert options_at(GO, "x := 1\n", 7, ws)[1] == NONE
+
+
+def test_neighbour_options_reach_the_backend_and_a_copied_line_carries_its_prior():
+    backend = Scoring("\t\tpanic(1)\n", {"\t\treturn err\n": 0.9})
+    c = complete(backend, FillOptions(), InfillRequest(GO_DOC, GO_HOLE, "go"), Control(lambda s: None))
+    # options go to the attempt with the most slots (24), not the 8-slot one
+    scored = [p for p in backend.plans if p.options]
+    assert len(scored) == 1 and scored[0].options[0] == "\t\treturn err\n"
+    copy = next(f for f in c.considered if f.copied)
+    assert copy.text == "\t\treturn err\n" and copy.between and copy.neighbour is not None
+    assert c.fills and c.fills[0].text == "\t\treturn err\n"
+    feats = features(copy, [], GO_DOC, GO, HoleKind.LINE)
+    assert feats["neighbour"] == 1 and feats["between"] == 1 and feats["neighbour_prior"] == copy.neighbour
+    plain = features(replace(copy, neighbour=None, between=False), [], GO_DOC, GO, HoleKind.LINE)
+    assert plain["neighbour"] == plain["between"] == plain["neighbour_prior"] == 0
+    # documentLines off: no options at all
+    backend = Scoring("\t\tpanic(1)\n", {})
+    complete(backend, FillOptions(document_lines=False), InfillRequest(GO_DOC, GO_HOLE, "go"), Control(lambda s: None))
+    assert not any(p.options for p in backend.plans)
+
+
+def test_the_engine_writes_a_neighbours_line_through_the_real_model(embedded_engine):
+    text = ("import json\n\n\ndef load(path):\n    with open(path) as handle:\n        data = json.load(handle)\n"
+            "    return data\n\n\ndef load_other(path):\n    with open(path) as handle:\n\n    return data\n")
+    at = text.index("\n\n    return data\n", text.index("load_other")) + 1
+    c = embedded_engine.infill_sync(InfillRequest(text, at, "python"), timeout=60)
+    copies = [f for f in c.considered if f.copied]
+    assert copies and copies[0].text.strip() == "data = json.load(handle)" and copies[0].between
+    assert c.fills and c.fills[0].text.strip() == "data = json.load(handle)"
+
+
+def test_a_typed_line_keeps_its_own_options():
+    text = "def f(x):\n    result = compute(x, 2)\n    result = com"
+    hole = decide_hole(PY, text, len(text))
+    assert line_options(text, hole, "").texts and neighbour_options(text, hole, "") == NONE
+    assert HoleFill(0, 0, "x").neighbour is None
+
+
+def test_the_neighbour_probes_count_sightings_and_copies_on_a_corpus(tmp_path):
+    import json
+
+    from benchmarks.neighbour_probes import copies, oracle
+
+    files = {"pypi:alpha/a.py": "def f():\n    x = load()\n    check(x)\n    return x\n",
+             "pypi:alpha/b.py": "def g():\n    x = load()\n    check(x)\n    return x\n",     # a copy of a.py's lines
+             "pypi:alpha/c.py": "y = start()\nrun(y)\nstop(y)\n"}
+    (tmp_path / "files" / "valid").mkdir(parents=True)
+    (tmp_path / "files" / "valid" / "python.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in files.items()))
+    (tmp_path / "manifest.jsonl").write_text(
+        "".join(json.dumps({"id": i, "ecosystem": "pypi", "package": "alpha"}) + "\n" for i in files))
+    holes = [  # a.py without its "check(x)" line; c.py without "run(y)" (seen nowhere else)
+        {"task_id": "python:pypi:alpha/a.py:3", "prompt": "def f():\n    x = load()\n", "suffix": "    return x\n",
+         "canonical_solution": "    check(x)\n", "language": "python"},
+        {"task_id": "python:pypi:alpha/c.py:2", "prompt": "y = start()\n", "suffix": "stop(y)\n",
+         "canonical_solution": "run(y)\n", "language": "python"}]
+    data = tmp_path / "holes.jsonl"
+    data.write_text("".join(json.dumps(h) + "\n" for h in holes))
+    found = oracle(str(data), str(tmp_path))["python"]
+    assert found["n"] == 2 and found["both_first"] == 1 and found["workspace_after_first"] == 1
+    assert found["document_after_among"] == 0        # the pair across the hole is no sighting
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": holes[0]["task_id"], "completion": "    check(x)\n"}) + "\n"
+                       + json.dumps({"task_id": holes[1]["task_id"], "completion": ""}) + "\n")
+    split = copies(str(data), str(samples), str(tmp_path), None)["python"]
+    assert split == {"copy_n": 1, "copy_offered": 1, "copy_right": 1, "no_copy_n": 1, "no_copy_offered": 0,
+                     "no_copy_right": 0}
+
+
+def test_a_crlf_document_gets_the_neighbours_line_with_its_own_line_ends():
+    crlf = GO_DOC.replace("\n", "\r\n")
+    at = crlf.index("\t}\r\n\treturn nil\r\n}\r\n", crlf.index("func b"))
+    backend = Scoring("\t\tpanic(1)\n", {"\t\treturn err\n": 0.9})
+    c = complete(backend, FillOptions(), InfillRequest(crlf, at, "go"), Control(lambda s: None))
+    assert [p.options[0] for p in backend.plans if p.options] == ["\t\treturn err\n"]   # the model reads LF
+    assert c.fills and c.fills[0].text == "\t\treturn err\r\n" and c.fills[0].start == at
