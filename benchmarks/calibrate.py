@@ -64,7 +64,8 @@ def chosen(row: dict, cal: Calibration, names_rule: bool) -> tuple[float, dict] 
     for f in row["fills"]:
         fill = HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]),
                         confidence=cal.probability(f["features"]), copied=bool(f.get("copied")),
-                        common=f.get("common"), workspace=f.get("workspace"))
+                        common=f.get("common"), workspace=f.get("workspace"),
+                        neighbour=f.get("neighbour"), between=bool(f.get("between")))
         assessed.append((fill, f["features"]))
     pick = choose(assessed, cal, 0.0, names_rule)
     if pick is None:

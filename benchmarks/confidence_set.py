@@ -44,7 +44,8 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
             program = check_program(document, "", "", task.test, task.entry_point)
             passed = run_program(program, limits).passed
         fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied,
-                      "common": fill.common, "workspace": fill.workspace,
+                      "common": fill.common, "workspace": fill.workspace, "neighbour": fill.neighbour,
+                      "between": fill.between,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
         if backend is not None:

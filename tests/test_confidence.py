@@ -84,8 +84,9 @@ def test_the_shipped_calibration_is_per_language():
     python = {"mean_log": -0.1, "min_log": -0.3, "log_tokens": 2.0}
     estimates = {cal.probability({**python, f"lang_{other}": 1.0}) for other in LANGUAGES[1:]}
     assert len(estimates | {cal.probability(python)}) == len(LANGUAGES)
-    # JavaScript: no one-line hole of its development set was filled exactly, so its weight is below Python's
-    assert cal.probability({**python, "lang_javascript": 1.0}) < cal.probability(python)
+    # JavaScript's development holes are right more often than Python's (31.7% against 20.0% of those offered at
+    # the bar, cross-validated: most from lines seen beside an empty line's neighbours), so its weight is above
+    assert cal.probability({**python, "lang_javascript": 1.0}) > cal.probability(python)
 
 
 def test_the_language_of_the_document_drives_the_estimate():

@@ -182,8 +182,8 @@ def test_the_engine_offers_a_document_line_through_the_real_model(embedded_engin
     assert [f.text for f in c.considered if f.copied] == [".join(path, 'config.ini')"]
 
 
-def test_the_default_bar_is_chosen_on_whole_line_holes_when_there_are_any():
-    from benchmarks.calibrate_languages import choose_bar
+def test_the_default_bar_offers_a_fill_for_the_coverage_target_of_all_holes():
+    from benchmarks.calibrate_languages import OFFER_COVERAGE, choose_bar
 
     def row(estimate_feature: float, typed: bool) -> dict:
         feats = {"mean_log": estimate_feature, "invented": 0.0}
@@ -191,10 +191,15 @@ def test_the_default_bar_is_chosen_on_whole_line_holes_when_there_are_any():
                                            "features": feats, "exact": False}]}
     cal = Calibration({"mean_log": 1.0}, 0.0)
     whole = [row(-k / 10, False) for k in range(100)]            # estimates from 0.5 down
-    typed = [row(5.0, True) for _ in range(100)]                  # all very sure: they would set a high bar
-    alone = choose_bar(whole, cal)
-    assert choose_bar(whole + typed, cal) == alone < cal.probability({"mean_log": 5.0})
-    assert choose_bar(typed, cal) == pytest.approx(cal.probability({"mean_log": 5.0}), abs=1e-4)
+    typed = [row(5.0, True) for _ in range(100)]                  # all very sure
+    assert OFFER_COVERAGE == 0.6
+    # whole lines alone: the 60th most confident fill's estimate is the bar (60 of 100 offered)
+    assert choose_bar(whole, cal) == pytest.approx(cal.probability({"mean_log": -5.9}), abs=1e-4)
+    # typed and whole lines count alike: 120 of 200 offered, the 100 typed and the 20 surest whole lines
+    assert choose_bar(whole + typed, cal) == pytest.approx(cal.probability({"mean_log": -1.9}), abs=1e-4)
+    # a hole whose engine offers nothing counts against the coverage: then the lowest estimate is the bar
+    assert choose_bar(whole[:50] + [{"typed": False, "fills": []}] * 50, cal) == pytest.approx(
+        cal.probability({"mean_log": -4.9}), abs=1e-4)
 
 
 def test_a_lone_surrogate_in_a_document_line_reaches_the_model_as_a_replacement_character(embedded_engine):
