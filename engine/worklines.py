@@ -105,6 +105,7 @@ class Workspace:
         self._pairs: dict[str, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
         self._tables: dict[str, Table | None] = {}
         self._stale: set[str] = set()
+        self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
 
     def update(self, path: str, language: str, text: str) -> None:
         """Count (again) the file at ``path`` (any key unique per file) with its current ``text``."""
@@ -119,6 +120,7 @@ class Workspace:
             self._drop(path)
             self._files[path] = (name, lines)
             self._steps[path] = steps
+            self._sizes[path] = len(text.encode("utf-8", "surrogatepass"))
             counts, ordered = self._counts[name], self._ordered.get(name)
             if ordered is not None:
                 for line in lines:
@@ -149,6 +151,7 @@ class Workspace:
             return
         name, lines = old
         self._steps.pop(path, None)
+        self._sizes.pop(path, None)
         counts, ordered = self._counts[name], self._ordered.get(name)
         counts.subtract(lines)
         for line in lines:
@@ -206,6 +209,11 @@ class Workspace:
     def files(self) -> int:
         return len(self._files)
 
+    @property
+    def bytes(self) -> int:
+        """The bytes of the files counted (UTF-8), for a cap over several workspaces."""
+        return sum(self._sizes.values())
+
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
 _ID_BITS = 30   # line ids below 2**30: a key is (first id, second id, step + 1) in 62 bits
@@ -260,18 +268,21 @@ def lookup(key: str | None) -> Workspace | None:
 
 def scan(root: str | os.PathLike[str], workspace: Workspace | None = None,
          files: Iterable[tuple[str, str, str]] | None = None,
-         pause: Callable[[], object] | None = None) -> Workspace:
+         pause: Callable[[], object] | None = None, max_total_bytes: int | None = None) -> Workspace:
     """Count the source files of the folder ``root`` (``engine.adapt.files.workspace_files``: what git would
     track, in the server's languages, within the adapter's caps) into ``workspace`` (a new one by default),
     keyed by their absolute paths, and build its tables. ``files`` ((path, language, text) triples) replaces
     the listing. ``pause``: called before each file is counted and before the tables are built (the server's
-    waits while a fill runs: counting holds the interpreter's lock, which the engine thread needs too)."""
+    waits while a fill runs: counting holds the interpreter's lock, which the engine thread needs too).
+    ``max_total_bytes``: the listing's cap on the bytes read (the adapter's 30 MB by default)."""
     from .adapt.files import iter_workspace_files
 
     workspace = workspace or Workspace()
     if files is None:
         base = os.path.realpath(root)
-        files = ((os.path.join(base, f.path), f.language, f.text) for f in iter_workspace_files(base, pause=pause))
+        listing = iter_workspace_files(base, pause=pause) if max_total_bytes is None else \
+            iter_workspace_files(base, pause=pause, max_total_bytes=max_total_bytes)
+        files = ((os.path.join(base, f.path), f.language, f.text) for f in listing)
     for path, language, text in files:
         if pause is not None:
             pause()

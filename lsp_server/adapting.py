@@ -223,6 +223,14 @@ class WorkspaceAdapter:
             self._schedule_resume()
 
 
+def workspace_folders(params: Any) -> list[str]:
+    """Every workspace folder of ``initialize`` (real paths, in order, each once), else its root URI or path."""
+    found = [path_of(f.uri) for f in getattr(params, "workspace_folders", None) or []]
+    if not any(found):
+        found = [workspace_of(params)]
+    return list(dict.fromkeys(os.path.realpath(p) for p in found if p))
+
+
 def workspace_of(params: Any) -> str | None:
     """The first workspace folder, else the root URI, else the root path of ``initialize``."""
     folders = getattr(params, "workspace_folders", None) or []

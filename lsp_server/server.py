@@ -9,7 +9,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +21,7 @@ from engine import Engine, EngineConfig, EngineState
 
 from . import __version__, actions, inline
 from .actions import Actions
-from .adapting import WorkspaceAdapter, workspace_of
+from .adapting import WorkspaceAdapter, workspace_folders, workspace_of
 from .documents import Document, DocumentStore, PositionError
 from .jobs import JobRunner
 from .progress import StatusReporter
@@ -211,7 +210,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
             params.capabilities.window and params.capabilities.window.work_done_progress)
         ls.startup_problems = problems
         ls.adapter.workspace = workspace_of(params)
-        ls.workspace_lines.root = os.path.realpath(ls.adapter.workspace) if ls.adapter.workspace else None
+        ls.workspace_lines.roots = workspace_folders(params)
         watched = params.capabilities.workspace and params.capabilities.workspace.did_change_watched_files
         ls.workspace_lines.watch = bool(watched and watched.dynamic_registration)
 
@@ -240,6 +239,10 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
         if isinstance(settings, dict) and SECTION not in settings and "settings" in settings:
             settings = settings["settings"]
         ls.apply_settings(settings, ls.settings)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(ls: DiffusionServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        ls.workspace_lines.folders_changed(params.event.added or [], params.event.removed or [])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: DiffusionServer, params: types.DidChangeWatchedFilesParams) -> None:

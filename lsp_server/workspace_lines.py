@@ -1,18 +1,21 @@
-"""The workspace's lines for typed-line fills (``engine.worklines``), kept by the server.
+"""The workspace's lines for typed-line fills and an empty line's neighbours (``engine.worklines``), kept by the
+server.
 
-Once the model is ready, with ``documentLines`` and ``workspaceLines`` on, the server counts the lines of the
-first workspace folder's source files (``engine.adapt.files.iter_workspace_files``: what git would track, else
-the ``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all) on a thread of its own, at the
-lowest CPU priority, waiting between files while a fill runs (counting holds the interpreter's lock, which the
-engine thread needs: on a 30 MB folder, counting through fills made a first request take up to 1 s, and
-counting beside the model's load made it ready in 5.0 s instead of 3.4), and registers them under the folder's
-path; each inline request then names that
-workspace (``InfillRequest.workspace``). A saved document is counted again with its saved text (and its
-table rebuilt) on the same thread, so the engine never waits for it. With a client that registers file
-watchers dynamically, the server asks it to watch the source files (``workspace/didChangeWatchedFiles``):
-a file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from
-disk, or forgotten, on the same thread; without one, such files count again at the next start.
-``diffusion/stats`` reports the state (``workspaceLines``).
+Once the model is ready, with ``documentLines`` and ``workspaceLines`` on, the server counts the lines of every
+workspace folder's source files (``engine.adapt.files.iter_workspace_files``: what git would track, else the
+``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all, for all the folders together), one
+folder after the other, on a thread of its own, at the lowest CPU priority, waiting between files while a fill
+runs (counting holds the interpreter's lock, which the engine thread needs: on a 30 MB folder, counting through
+fills made a first request take up to 1 s, and counting beside the model's load made it ready in 5.0 s instead
+of 3.4), and registers each folder's ``Workspace`` under its real path once counted; each inline request then
+names the workspace of the innermost folder that holds its document (a document outside every folder: the first
+folder's; ``InfillRequest.workspace``). Folders added or removed (``workspace/didChangeWorkspaceFolders``) are
+counted or forgotten on the same thread. A saved document is counted again with its saved text (and its
+folder's tables rebuilt) on the same thread, so the engine never waits for it. With a client that registers
+file watchers dynamically, the server asks it to watch the source files (``workspace/didChangeWatchedFiles``): a
+file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from disk,
+or forgotten, on the same thread; without one, such files count again at the next start. ``diffusion/stats``
+reports the state (``workspaceLines``: ``folders`` counted, ``files``, ``seconds``, ``error``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from engine import worklines
-from engine.adapt.files import MAX_FILE_BYTES
+from engine import EngineState, worklines
+from engine.adapt.files import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 from engine.languages import language_for_path, source_glob
 
 from .adapting import path_of
@@ -42,30 +45,39 @@ log = logging.getLogger(__name__)
 class WorkspaceLines:
     def __init__(self, server: DiffusionServer) -> None:
         self.server = server
-        self.root: str | None = None       # the workspace folder (initialize), resolved
+        self.roots: list[str] = []         # the workspace folders (initialize, then didChangeWorkspaceFolders), real
         self.state = "off"                 # off | indexing | ready | failed
         self.files = 0
         self.seconds: float | None = None
         self.error: str | None = None
-        # (path, language, text): count it with this text; text None: read it from disk (a missing or unreadable
-        # file is forgotten); language "": forget it
-        self._queue: queue.Queue[tuple[str, str, str | None] | None] = queue.Queue()
+        self._counted: dict[str, worklines.Workspace] = {}   # root -> its workspace, once counted (registered)
+        self._failed: dict[str, str] = {}                     # root -> why it could not be counted
+        # ("file", root, path, language, text): count it with this text; text None: read it from disk (a missing
+        # or unreadable file is forgotten); language "": forget it. ("add", root) / ("remove", root): a folder.
+        self._queue: queue.Queue[tuple | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self.watch = False                 # the client registers file watchers dynamically (initialize)
         self._fills = 0
         self._quiet = threading.Event()    # set while no fill runs: counting waits for it (it holds the GIL)
         self._quiet.set()
 
+    @property
+    def root(self) -> str | None:
+        """The first workspace folder (the adapter's), if any."""
+        return self.roots[0] if self.roots else None
+
     def wanted(self) -> bool:
         fill = self.server.settings.fill
-        return bool(self.root) and fill.document_lines and fill.workspace_lines
+        return bool(self.roots) and fill.document_lines and fill.workspace_lines
 
     def start(self) -> None:
-        """Index the workspace folder on its own thread, once (a later call, e.g. after a settings change that
-        turns the lines on, starts it if it has not started)."""
+        """Index the workspace folders on a thread of their own, once (a later call, e.g. after a settings change
+        that turns the lines on, starts it if it has not started)."""
         if self._thread is not None or not self.wanted():
             return
         self.state = "indexing"
+        for root in self.roots:
+            self._queue.put(("add", root))
         self._thread = threading.Thread(target=self._run, name="workspace-lines", daemon=True)
         self._thread.start()
         if self.watch:
@@ -75,36 +87,68 @@ class WorkspaceLines:
                 register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]))
             self.server.client_register_capability(types.RegistrationParams(registrations=[registration]))
 
-    def key(self) -> str | None:
-        """The workspace an inline request names: the folder's, once it is counted (any document: one outside
-        the folder is still written for this project)."""
-        return self.root if self.state == "ready" and self.server.settings.fill.workspace_lines else None
+    def key(self, uri: str = "") -> str | None:
+        """The workspace an inline request for the document at ``uri`` names: the counted folder that holds it
+        (the innermost), else the first counted folder (a document outside every folder is still written for
+        this project); None while none is counted or the lines are off."""
+        if not self.server.settings.fill.workspace_lines or not self._counted:
+            return None
+        path = path_of(uri) if uri else None
+        if path:
+            holder = _holder(os.path.realpath(path), list(self._counted))
+            if holder is not None:
+                return holder
+        return next((root for root in self.roots if root in self._counted), None)
+
+    def folders_changed(self, added: Sequence[types.WorkspaceFolder], removed: Sequence[types.WorkspaceFolder]
+                        ) -> None:
+        """``workspace/didChangeWorkspaceFolders``: an added folder is counted, a removed one forgotten."""
+        for folder in removed:
+            path = path_of(folder.uri)
+            root = os.path.realpath(path) if path else None
+            if root in self.roots:
+                self.roots.remove(root)
+                if self._thread is not None:
+                    self._queue.put(("remove", root))
+        for folder in added:
+            path = path_of(folder.uri)
+            root = os.path.realpath(path) if path else None
+            if root and root not in self.roots:
+                self.roots.append(root)
+                if self._thread is not None:
+                    self.state = "indexing"
+                    self._queue.put(("add", root))
+        engine = getattr(self.server, "engine", None)
+        if engine is not None and engine.state is EngineState.READY:
+            self.start()   # the first folder of a server started without one (else: once the model is ready)
 
     def saved(self, uri: str, text: str) -> None:
-        """A document was saved with ``text``: count it again (a source file under the folder only)."""
-        path = self._source(uri)
-        if path is not None:
-            self._queue.put((path, language_for_path(path), text))
+        """A document was saved with ``text``: count it again (a source file under a folder only)."""
+        found = self._source(uri)
+        if found is not None:
+            self._queue.put(("file", *found, language_for_path(found[1]), text))
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         """Files created, changed or deleted outside the editor (``workspace/didChangeWatchedFiles``): read again
         from disk on the thread, or forgotten."""
         for change in changes:
-            path = self._source(change.uri)
-            if path is not None:
+            found = self._source(change.uri)
+            if found is not None:
                 deleted = change.type == types.FileChangeType.Deleted
-                self._queue.put((path, "" if deleted else language_for_path(path), None))
+                self._queue.put(("file", *found, "" if deleted else language_for_path(found[1]), None))
 
-    def _source(self, uri: str) -> str | None:
-        """The real path of a source file under the folder at ``uri`` while the lines are counted; else None
-        (off, or the count failed: nothing would take it off the queue)."""
+    def _source(self, uri: str) -> tuple[str, str] | None:
+        """The folder and real path of a source file under one of the folders at ``uri`` while the lines are
+        counted (the innermost folder); else None (off, or every count failed: nothing would take it off the
+        queue)."""
         path = path_of(uri)
-        if self.state not in ("indexing", "ready") or not path or not self.root:
+        if self.state not in ("indexing", "ready") or not path or not self.roots:
             return None
         path = os.path.realpath(path)
-        if not path.startswith(self.root.rstrip(os.sep) + os.sep) or language_for_path(path) == "plaintext":
+        root = _holder(path, self.roots)
+        if root is None or language_for_path(path) == "plaintext":
             return None
-        return path
+        return root, path
 
     def fill_started(self) -> None:
         self._fills += 1
@@ -118,50 +162,92 @@ class WorkspaceLines:
     def close(self) -> None:
         self._quiet.set()
         self._queue.put(None)
-        if self.root:
-            worklines.unregister(self.root)
+        for root in list(self._counted):
+            worklines.unregister(root)
 
     def stats(self) -> dict[str, Any]:
-        return {"state": self.state, "files": self.files, "seconds": self.seconds, "error": self.error}
+        return {"state": self.state, "files": self.files, "seconds": self.seconds, "error": self.error,
+                "folders": len(self._counted)}
 
     def _run(self) -> None:
         try:   # the lowest priority for this thread only (Linux: a thread id is a process id to setpriority)
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         except (AttributeError, OSError):
             pass
-        assert self.root is not None
-        t0 = time.monotonic()
-        try:
-            workspace = worklines.scan(self.root, pause=self._quiet.wait)
-        except Exception as exc:  # noqa: BLE001 - a thread of its own: the fills go on without the lines, the state says why
-            self.state, self.error = "failed", f"{type(exc).__name__}: {exc}"
-            log.warning("workspace lines not used: %s", exc)
-            return
-        self.files = workspace.files
-        self.seconds = round(time.monotonic() - t0, 2)
-        worklines.register(self.root, workspace)
-        self.state = "ready"
-        log.info("workspace lines: %d files of %s counted in %.1f s", self.files, self.root, self.seconds)
         while True:
             item = self._queue.get()
             if item is None:
                 return
             changed = [item]
-            while not self._queue.empty():   # saves that came together: one rebuild
+            while not self._queue.empty():   # saves that came together: one rebuild per workspace
                 more = self._queue.get()
                 if more is None:
                     return
                 changed.append(more)
             self._quiet.wait()
-            for path, language, text in changed:
-                if text is None and language:
-                    text = _read(path)
-                if text is None or not language:
-                    workspace.remove(path)
-                else:
-                    workspace.update(path, language, text)
-            workspace.refresh()
-            self.files = workspace.files
+            touched: set[str] = set()
+            for op, root, *rest in changed:
+                if op == "add":
+                    self._count(root)
+                elif op == "remove":
+                    self._forget(root)
+                elif root in self._counted:
+                    path, language, text = rest
+                    if text is None and language:
+                        text = _read(path)
+                    workspace = self._counted[root]
+                    if text is None or not language:
+                        workspace.remove(path)
+                    else:
+                        workspace.update(path, language, text)
+                    touched.add(root)
+            for root in touched & set(self._counted):
+                self._counted[root].refresh()
+            self._settle()
+
+    def _count(self, root: str) -> None:
+        """Count one folder's files and register them (a folder no longer listed, or counted already: nothing)."""
+        if root not in self.roots or root in self._counted:
+            return
+        t0 = time.monotonic()
+        left = MAX_TOTAL_BYTES - sum(w.bytes for w in self._counted.values())   # one cap for all the folders
+        try:
+            if left <= 0:
+                raise ValueError(f"the other folders hold the {MAX_TOTAL_BYTES:,} bytes counted at most")
+            workspace = worklines.scan(root, pause=self._quiet.wait, max_total_bytes=left)
+        except Exception as exc:  # noqa: BLE001 - a thread of its own: the fills go on without the lines, the state says why
+            self._failed[root] = f"{type(exc).__name__}: {exc}"
+            log.warning("workspace lines of %s not used: %s", root, exc)
+            return
+        if root not in self.roots:   # removed while it was counted
+            return
+        self._failed.pop(root, None)
+        self._counted[root] = workspace
+        worklines.register(root, workspace)
+        self.seconds = round((self.seconds or 0.0) + time.monotonic() - t0, 2)
+        log.info("workspace lines: %d files of %s counted in %.1f s", workspace.files, root, time.monotonic() - t0)
+
+    def _forget(self, root: str) -> None:
+        """Forget a removed folder; the folders that failed are tried again (the cap may have room now)."""
+        self._failed.pop(root, None)
+        if self._counted.pop(root, None) is not None:
+            worklines.unregister(root)
+            for other in list(self._failed):
+                self._count(other)
+
+    def _settle(self) -> None:
+        """The state once the queue is done: ready when a folder is counted, failed when every one failed."""
+        self.files = sum(w.files for w in self._counted.values())
+        self.error = "; ".join(f"{root}: {why}" if len(self.roots) > 1 else why
+                               for root, why in self._failed.items()) or None
+        if self._queue.empty():
+            self.state = "ready" if self._counted or not self._failed else "failed"
+
+
+def _holder(path: str, roots: Sequence[str]) -> str | None:
+    """The innermost of ``roots`` that holds ``path`` (itself or under it), or None."""
+    inside = [root for root in roots if path == root or path.startswith(root.rstrip(os.sep) + os.sep)]
+    return max(inside, key=len) if inside else None
 
 
 def _read(path: str) -> str | None:

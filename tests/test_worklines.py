@@ -254,6 +254,52 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
         assert "uorks import schwifty_mode" in offered()
 
 
+def test_every_workspace_folder_is_counted_and_a_document_gets_its_own_folders_lines(tmp_path):
+    from benchmarks.lsp_client import LspClient
+
+    folders = {}
+    for name in ("alpha", "beta", "gamma"):
+        folders[name] = root = tmp_path / name
+        root.mkdir()
+        (root / "lib.py").write_text(f"import os\nfrom zorblax.{name} import only_in_{name}\n")
+    text = "import sys\nfrom zorblax.\n\n\ndef main():\n    return sys.argv\n"
+    docs = {name: (folders[name] / "main.py").as_uri() for name in folders}
+
+    def folder(name: str) -> dict:
+        return {"uri": folders[name].as_uri(), "name": name}
+
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": folders["alpha"].as_uri(),
+                                      "workspaceFolders": [folder("alpha"), folder("beta")],
+                                      "capabilities": {"workspace": {"workspaceFolders": True}},
+                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
+                           and s["workspaceLines"]["folders"] == 2 and s)
+        assert stats["workspaceLines"]["files"] == 2
+
+        def offered(name: str) -> list[str]:
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": docs[name], "languageId": "python",
+                                                                    "version": 1, "text": text}})
+            got = client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": docs[name]}, "position": {"line": 1, "character": len("from zorblax.")},
+                "context": {"triggerKind": 1}})
+            client.notify("textDocument/didClose", {"textDocument": {"uri": docs[name]}})
+            items = got["items"] if isinstance(got, dict) else (got or [])
+            return [i["insertText"] for i in items]
+
+        in_beta = offered("beta")
+        assert "beta import only_in_beta" in in_beta and not any("alpha" in t for t in in_beta)
+        assert "alpha import only_in_alpha" in offered("alpha")
+        # beta leaves the workspace, gamma joins: beta's document is outside every folder (the first one's lines)
+        client.notify("workspace/didChangeWorkspaceFolders", {"event": {"added": [folder("gamma")],
+                                                                        "removed": [folder("beta")]}})
+        wait_until(lambda: (s := client.request("diffusion/stats", {})["workspaceLines"])["state"] == "ready"
+                   and s["folders"] == 2 and "gamma import only_in_gamma" in offered("gamma"))
+        assert not any("beta" in t for t in offered("beta")) and "alpha import only_in_alpha" in offered("beta")
+
+
 def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fails_clearly(tmp_path):
     from benchmarks.lsp_client import LspClient
 
@@ -335,3 +381,45 @@ def test_counting_waits_while_a_fill_runs(tmp_path):
     assert lines.files == 3 and worklines.lookup(str(tmp_path)) is not None
     lines.close()
     assert worklines.lookup(str(tmp_path)) is None
+
+
+def test_the_folders_of_initialize_and_one_byte_cap_for_all_the_folders(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from lsp_server import workspace_lines
+    from lsp_server.adapting import workspace_folders
+    from lsp_server.settings import Settings
+
+    a, b, c = (tmp_path / n for n in ("a", "b", "c"))
+    for root, line in ((a, "alpha_line = 1\n" * 3), (b, "beta_line = 2\n" * 3), (c, "gamma_line = 3\n")):
+        root.mkdir()
+        (root / "x.py").write_text(line)
+    link = tmp_path / "a-link"
+    link.symlink_to(a)
+    folder = lambda p: types.WorkspaceFolder(uri=p.as_uri(), name=p.name)   # noqa: E731
+    params = SimpleNamespace(workspace_folders=[folder(a), folder(link), folder(b)], root_uri=c.as_uri())
+    assert workspace_folders(params) == [str(a.resolve()), str(b.resolve())]      # real paths, each once
+    assert workspace_folders(SimpleNamespace(workspace_folders=None, root_uri=c.as_uri())) == [str(c.resolve())]
+    assert workspace_folders(SimpleNamespace(workspace_folders=[], root_uri=None, root_path=None)) == []
+
+    # a's file fills the cap: b cannot be counted, and says why; a document in b gets a's lines
+    monkeypatch.setattr(workspace_lines, "MAX_TOTAL_BYTES", len("alpha_line = 1\n" * 3))
+    lines = workspace_lines.WorkspaceLines(SimpleNamespace(settings=Settings()))
+    lines.roots = workspace_folders(params)
+    lines.start()
+    try:
+        wait_until(lambda: lines.state == "ready", timeout=30)
+        assert lines.stats()["folders"] == 1 and lines.stats()["files"] == 1
+        assert "bytes counted at most" in lines.stats()["error"] and str(b.resolve()) in lines.stats()["error"]
+        assert lines.key((b / "main.py").as_uri()) == str(a.resolve()) == lines.key("")
+        # a leaves: b is counted now (the whole cap is its own), and every document gets b's lines
+        lines.folders_changed([], [folder(a)])
+        wait_until(lambda: lines.state == "ready" and lines.stats()["folders"] == 1
+                   and lines.key((a / "x.py").as_uri()) == str(b.resolve()), timeout=30)
+        assert worklines.lookup(str(a.resolve())) is None and lines.stats()["error"] is None
+        assert worklines.lookup(str(b.resolve())).table("python").lines == ["beta_line = 2"]
+    finally:
+        lines.close()
+    assert worklines.lookup(str(b.resolve())) is None
