@@ -368,7 +368,7 @@ def test_counting_waits_while_a_fill_runs(tmp_path):
     class Server:   # what WorkspaceLines reads of the server
         settings = type("S", (), {"fill": FillOptions()})()
     lines = WorkspaceLines(Server())
-    lines.root = str(tmp_path)
+    lines.roots = [str(tmp_path)]
     lines.fill_started()
     lines.fill_started()
     lines.start()
