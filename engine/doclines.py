@@ -174,7 +174,7 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
         return NONE
     total = float(sum(e[0] + e[1] for e in seen.values()))
     ranked = sorted(seen.items(), key=lambda kv: (not (kv[1][0] and kv[1][1]), -(kv[1][0] + kv[1][1])))
-    unit = _indent_unit(text, line_start)
+    unit = "" if hole.heal else _indent_unit(text, line_start)   # typed indentation is kept as typed
     out: dict[str, tuple[float | None, str]] = {}
     for code, (n_after, n_before, steps_after, steps_before) in ranked[:NEIGHBOURS_MOST]:
         if len(code) > LONGEST or (below is not None and code == below[0] and not n_after):
@@ -211,8 +211,7 @@ def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
             line, pos = text[pos + 1:hi], hi
         code = line.strip()
         if code:
-            indent = line[:len(line) - len(line.lstrip(" \t"))]
-            out.append((code, len(indent.expandtabs(4)), indent))
+            out.append((code, worklines.indent_width(line), line[:len(line) - len(line.lstrip(" \t"))]))
     return out
 
 

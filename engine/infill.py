@@ -89,12 +89,13 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, _workspace(request, config))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
     # lines: the 8-slot attempt would leave most of them out)
-    scored_at = max(lengths.attempts(hole.kind, slots, line_lengths, backend))
+    attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
+    scored_at = max(attempts)
     copies: list[tuple[Candidate, float | None, str]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
-    for attempt in lengths.attempts(hole.kind, slots, line_lengths, backend):
+    for attempt in attempts:
         left = lengths.attempt_steps(budget, steps, line_lengths)
         if not left:
             break

@@ -60,14 +60,14 @@ def steps_of(text: str) -> frozenset[tuple[str, str, int]]:
         code = line.strip()
         if not code:
             continue
-        width = _width(line)
+        width = indent_width(line)
         if last is not None and len(code) <= LONGEST and len(last[0]) <= LONGEST:
             out.add((last[0], code, (width > last[1]) - (width < last[1])))
         last = (code, width)
     return frozenset(out)
 
 
-def _width(line: str) -> int:
+def indent_width(line: str) -> int:
     """A line's indentation in columns (a tab counts 4)."""
     code = line.lstrip(" \t")
     return len(line[:len(line) - len(code)].expandtabs(4))

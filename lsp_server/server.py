@@ -184,8 +184,7 @@ class DiffusionServer(LanguageServer):
         if self.engine is not None and settings.load != old.load:
             self.status.loading(settings.load.engine or settings.load.model)
             self.engine.reconfigure(settings.engine_config())
-        if self.engine is not None and self.engine.state is EngineState.READY:
-            self.workspace_lines.start()   # turned on now: count the folder (once)
+        self.workspace_lines.start()   # turned on now: count the folders (once, once the model is ready)
 
     def document_or_error(self, uri: str) -> Document:
         doc = self.documents.get(uri)

@@ -61,19 +61,16 @@ class WorkspaceLines:
         self._quiet = threading.Event()    # set while no fill runs: counting waits for it (it holds the GIL)
         self._quiet.set()
 
-    @property
-    def root(self) -> str | None:
-        """The first workspace folder (the adapter's), if any."""
-        return self.roots[0] if self.roots else None
-
     def wanted(self) -> bool:
         fill = self.server.settings.fill
         return bool(self.roots) and fill.document_lines and fill.workspace_lines
 
     def start(self) -> None:
-        """Index the workspace folders on a thread of their own, once (a later call, e.g. after a settings change
-        that turns the lines on, starts it if it has not started)."""
-        if self._thread is not None or not self.wanted():
+        """Index the workspace folders on a thread of their own, once the model is ready (counting beside the load
+        slowed it), once: a later call (a settings change that turns the lines on, a first folder added) starts
+        it if it has not started."""
+        engine = getattr(self.server, "engine", None)
+        if self._thread is not None or not self.wanted() or engine is None or engine.state is not EngineState.READY:
             return
         self.state = "indexing"
         for root in self.roots:
@@ -118,9 +115,7 @@ class WorkspaceLines:
                 if self._thread is not None:
                     self.state = "indexing"
                     self._queue.put(("add", root))
-        engine = getattr(self.server, "engine", None)
-        if engine is not None and engine.state is EngineState.READY:
-            self.start()   # the first folder of a server started without one (else: once the model is ready)
+        self.start()   # the first folder of a server started without one (else: once the model is ready)
 
     def saved(self, uri: str, text: str) -> None:
         """A document was saved with ``text``: count it again (a source file under a folder only)."""

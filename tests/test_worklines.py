@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine import InfillRequest, worklines
+from engine import EngineState, InfillRequest, worklines
 from engine.backends.base import Candidate, Control
 from engine.config import FillOptions
 from engine.confidence import features
@@ -367,6 +367,7 @@ def test_counting_waits_while_a_fill_runs(tmp_path):
 
     class Server:   # what WorkspaceLines reads of the server
         settings = type("S", (), {"fill": FillOptions()})()
+        engine = type("E", (), {"state": EngineState.READY})()
     lines = WorkspaceLines(Server())
     lines.roots = [str(tmp_path)]
     lines.fill_started()
@@ -406,7 +407,8 @@ def test_the_folders_of_initialize_and_one_byte_cap_for_all_the_folders(tmp_path
 
     # a's file fills the cap: b cannot be counted, and says why; a document in b gets a's lines
     monkeypatch.setattr(workspace_lines, "MAX_TOTAL_BYTES", len("alpha_line = 1\n" * 3))
-    lines = workspace_lines.WorkspaceLines(SimpleNamespace(settings=Settings()))
+    lines = workspace_lines.WorkspaceLines(SimpleNamespace(settings=Settings(),
+                                                           engine=SimpleNamespace(state=EngineState.READY)))
     lines.roots = workspace_folders(params)
     lines.start()
     try:
