@@ -12,7 +12,8 @@ beside both neighbours.
 
 ``copies DATA SAMPLES``: the holes whose line above, line and line below appear together in another file of the
 package (a copy of the same code, e.g. an npm package's second build), and the exact match of ``SAMPLES``
-(``benchmarks.infill --samples``) on the holes with and without such a copy.
+(``benchmarks.infill --samples``) on the holes with and without such a copy. ``DATA`` may be ``typed:FILE``
+(``benchmarks.tasks.load_task_set``; ``probe`` too): the line is then the typed head with its rest.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 from collections.abc import Iterator
 
 from benchmarks.metrics import exact_match
-from benchmarks.tasks import Task, load_tasks
+from benchmarks.tasks import CLOSED_PREFIX, TYPED_PREFIX, Task, load_task_set, load_tasks
 from benchmarks.workspaces import CorpusWorkspaces, file_id
 
 
@@ -104,7 +105,7 @@ def probe(data: str, out: str, corpus_dir: str) -> None:
     from engine.config import EngineConfig
 
     corpus = CorpusWorkspaces(corpus_dir)
-    tasks = corpus.grouped(load_tasks(data))
+    tasks = corpus.grouped(load_task_set(data))
     seen: list = []
     best_copy = infill._best_copy
 
@@ -152,7 +153,8 @@ def copies(data: str, samples: str, corpus_dir: str, limit: int | None) -> dict:
     got = {r["task_id"]: r["completion"] for r in map(json.loads, open(samples, encoding="utf-8"))}
     stats: collections.Counter = collections.Counter()
     loaded, triples = None, {}
-    for task, files in by_package(CorpusWorkspaces(corpus_dir), load_tasks(data)[:limit]):
+    typed = data.startswith((TYPED_PREFIX, CLOSED_PREFIX))
+    for task, files in by_package(CorpusWorkspaces(corpus_dir), load_task_set(data)[:limit]):
         if id(files) != loaded:
             loaded = id(files)
             triples = collections.defaultdict(set)
@@ -160,10 +162,14 @@ def copies(data: str, samples: str, corpus_dir: str, limit: int | None) -> dict:
                 lines = code_lines(text)
                 for key in zip(lines, lines[1:], lines[2:]):
                     triples[key].add(i)
-        above = next(iter(reversed(code_lines(task.prompt))), None)
-        below = next(iter(code_lines(task.suffix)), None)
-        kind = "copy" if triples.get((above, task.canonical_solution.strip(), below), set()) - {file_id(task)} \
-            else "no_copy"
+        before, after, line = task.prompt, task.suffix, task.canonical_solution
+        if typed:   # the hole's line is the typed head, its rest and what an editor closed after the cursor
+            cut = before.rfind("\n") + 1
+            rest, _, after = after.partition("\n")
+            before, line = before[:cut], before[cut:] + line + rest
+        above = next(iter(reversed(code_lines(before))), None)
+        below = next(iter(code_lines(after)), None)
+        kind = "copy" if triples.get((above, line.strip(), below), set()) - {file_id(task)} else "no_copy"
         fill = got.get(task.task_id)
         stats[task.language, kind + "_n"] += 1
         stats[task.language, kind + "_offered"] += bool(fill)

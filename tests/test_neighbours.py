@@ -1,5 +1,6 @@
 """An empty line's candidate lines: what came after the line above and before the line below elsewhere
-(engine/doclines.py ``neighbour_options``, engine/worklines.py ``steps_of`` and ``Workspace.neighbours``)."""
+(engine/doclines.py ``neighbour_options``, engine/worklines.py ``steps_of`` and ``Workspace.neighbours``); and a
+typed line's: those of them that start with the typed code, first (``line_options``' ``pairs``)."""
 
 from __future__ import annotations
 
@@ -143,6 +144,77 @@ def test_the_engine_writes_a_neighbours_line_through_the_real_model(embedded_eng
     assert c.fills and c.fills[0].text.strip() == "data = json.load(handle)"
 
 
+def test_workspace_neighbours_that_start_with_the_typed_code():
+    ws = worklines.Workspace()
+    ws.update("/a.go", "go", "if err != nil {\n\treturn err\n}\n")
+    ws.update("/b.go", "go", "if err != nil {\n\treturn fmt.Errorf(\"b: %w\", err)\n}\n")
+    ws.update("/c.go", "go", "if err != nil {\n\tpanic(err)\n}\nif err != nil {\n\treturn err\n}\n")
+    ws.refresh()
+    after, before = ws.neighbours("go", "if err != nil {", "}", start="return ")
+    assert after == [("return err", 1, 2), ("return fmt.Errorf(\"b: %w\", err)", 1, 1)]
+    assert [line for line, _, _ in before] == ["return err", "return fmt.Errorf(\"b: %w\", err)"]
+    assert ws.neighbours("go", "if err != nil {", "}", start="return err") == ([], [])   # nothing more than typed
+    assert ws.neighbours("go", "if err != nil {", None, start="zz") == ([], [])
+    # a start beyond the basic plane, and a file counted after the last refresh: the last tables answer
+    ws.update("/d.go", "go", "if err != nil {\n\tlog(\"😀 é\")\n}\nif err != nil {\n\tlog(\"😀 x\")\n}\n")
+    assert ws.neighbours("go", "if err != nil {", None, start="log(") == ([], [])
+    ws.refresh()
+    after, _ = ws.neighbours("go", "if err != nil {", None, start='log("😀')
+    assert sorted(after) == [('log("😀 x")', 1, 1), ('log("😀 é")', 1, 1)]
+
+
+def typed_options(spec, text: str, at: int, workspace=None, pairs: bool = True):
+    hole = decide_hole(spec, text, at)
+    line_end = text.find("\n", hole.end)
+    rest = text[hole.end: len(text) if line_end < 0 else line_end]
+    return line_options(text, hole, rest, None, workspace.table(spec.name) if workspace else None,
+                        (spec.name, workspace) if pairs else None)
+
+
+def test_a_typed_line_gets_the_lines_beside_its_neighbours_that_start_as_typed_first():
+    doc = ("func a() error {\n\tx, err := f()\n\tif err != nil {\n\t\treturn errors.Wrap(err)\n\t}\n"
+           "\treturn nil\n}\n\nfunc b() error {\n\tif err := g(); err != nil {\n\t\treturn err\n\t}\n"
+           "\ty, err := g()\n\tif err != nil {\n\t\tret\n\t}\n\treturn nil\n}\n")
+    at = doc.index("\t\tret\n") + 5
+    opts = typed_options(GO, doc, at)
+    # the word fragment is regenerated (healed), so each option is the whole line from its indentation.
+    # "return errors.Wrap(err)" sat between "if err != nil {" and "}"; "return nil" (twice) and "return err"
+    # (once) only before a "}"
+    assert opts.texts[:3] == ("\t\treturn errors.Wrap(err)\n", "\t\treturn nil\n", "\t\treturn err\n")
+    assert opts.sources[:3] == (BETWEEN, NEIGHBOUR, NEIGHBOUR)
+    assert opts.priors[:3] == (math.log(2 / 5), math.log(2 / 5), math.log(1 / 5))   # shares of the sightings
+    # without pairs: the document's lines, nearest first (the line below before the line above), as before
+    assert typed_options(GO, doc, at, pairs=False).texts == ("\t\treturn nil\n", "\t\treturn err\n",
+                                                           "\t\treturn errors.Wrap(err)\n")
+    # the workspace's sightings join the document's (and only those starting as typed reach the options)
+    ws = worklines.Workspace()
+    for i in range(3):
+        ws.update(f"/w{i}.go", "go", "if err != nil {\n\treturn wrapped(err)\n}\nif err != nil {\n\tlog(err)\n}\n")
+    ws.refresh()
+    opts = typed_options(GO, doc, at, ws)
+    assert opts.texts[0] == "\t\treturn wrapped(err)\n" and opts.sources[0] == BETWEEN
+    assert "log(err)\n" not in "".join(opts.texts)
+    # an editor's closers after the cursor: a candidate must end with them, its rest stops before them
+    closed = doc.replace("\t\tret\n", "\t\treturn errors.Wrap()\n")
+    at = closed.index("errors.Wrap()") + len("errors.Wrap(")
+    opts = typed_options(GO, closed, at)
+    assert opts.texts[0] == "err" and opts.sources[0] == BETWEEN
+
+
+def test_a_typed_line_beside_its_neighbours_reaches_the_fill_with_its_prior():
+    doc = ("def f(p):\n    with open(p) as h:\n        data = json.load(h)\n    return data\n\n"
+           "def g(p):\n    with open(p) as h:\n        data = json.loads(h.read())\n    print(data)\n\n"
+           "def k(p):\n    with open(p) as h:\n        data = js\n    return data\n")
+    at = doc.index("data = js\n") + len("data = js")
+    backend = Scoring("on.dump(h)", {"on.load(h)\n": 0.3, "on.loads(h.read())\n": 0.6})
+    c = complete(backend, FillOptions(common_lines=False), InfillRequest(doc, at, "python"), Control(lambda s: None))
+    assert backend.plans[0].options[:2] == ("on.load(h)\n", "on.loads(h.read())\n")   # beside both first
+    copy = next(f for f in c.considered if f.copied)
+    # ranked first whatever its score: seen between "with open(p) as h:" and "return data"
+    assert copy.text == "on.load(h)" and copy.between and copy.neighbour == math.log(2 / 3)   # 2 of 3 sightings
+    assert c.fills and c.fills[0].text == "on.load(h)"
+
+
 def test_a_typed_line_keeps_its_own_options():
     text = "def f(x):\n    result = compute(x, 2)\n    result = com"
     hole = decide_hole(PY, text, len(text))
@@ -179,6 +251,15 @@ def test_the_neighbour_probes_count_sightings_and_copies_on_a_corpus(tmp_path):
     split = copies(str(data), str(samples), str(tmp_path), None)["python"]
     assert split == {"copy_n": 1, "copy_offered": 1, "copy_right": 1, "no_copy_n": 1, "no_copy_offered": 0,
                      "no_copy_right": 0}
+    # the same holes as typed: the line is the typed head with its rest, still a copy for a.py's hole
+    from benchmarks.tasks import load_task_set
+
+    typed = load_task_set(f"typed:{data}")
+    samples.write_text("".join(json.dumps({"task_id": t.task_id, "completion": t.canonical_solution}) + "\n"
+                               for t in typed))
+    split = copies(f"typed:{data}", str(samples), str(tmp_path), None)["python"]
+    assert split == {"copy_n": 1, "copy_offered": 1, "copy_right": 1, "no_copy_n": 1, "no_copy_offered": 1,
+                     "no_copy_right": 1}
 
 
 def test_a_crlf_document_gets_the_neighbours_line_with_its_own_line_ends():
