@@ -215,6 +215,17 @@ def test_a_typed_line_beside_its_neighbours_reaches_the_fill_with_its_prior():
     assert c.fills and c.fills[0].text == "on.load(h)"
 
 
+def test_the_engine_writes_a_typed_lines_neighbour_through_the_real_model_crlf_tabs_and_a_lone_surrogate(
+        embedded_engine):
+    text = ("import json\r\n\r\n\r\ndef f(p):\r\n\twith open(p) as h:\r\n\t\tdata = json.load(h, '😀\ud800')\r\n"
+            "\treturn data\r\n\r\n\r\ndef k(p):\r\n\twith open(p) as h:\r\n\t\tdata = js\r\n\treturn data\r\n")
+    at = text.index("data = js\r") + len("data = js")
+    c = embedded_engine.infill_sync(InfillRequest(text, at, "python"), timeout=60)
+    copy = next(f for f in c.considered if f.copied)
+    assert copy.between and copy.text == "on.load(h, '😀\ud800')"     # the user's own text, the surrogate kept
+    assert c.fills and c.fills[0].text == copy.text and c.fills[0].start == c.fills[0].end == at
+
+
 def test_a_typed_line_keeps_its_own_options():
     text = "def f(x):\n    result = compute(x, 2)\n    result = com"
     hole = decide_hole(PY, text, len(text))
