@@ -215,6 +215,20 @@ def test_a_typed_line_beside_its_neighbours_reaches_the_fill_with_its_prior():
     assert c.fills and c.fills[0].text == "on.load(h)"
 
 
+def test_a_line_beside_the_neighbours_ranks_before_any_other_candidate_line():
+    from engine.backends.base import Candidate
+    from engine.doclines import COMMON, DOCUMENT, WORKSPACE
+    from engine.infill import copy_rank
+
+    def cand(score):
+        return Candidate(("x",), ((0.5,),), (((0, 1),),), score)
+    one_side = copy_rank(cand(-6.0), math.log(0.1), NEIGHBOUR)
+    assert one_side > max(copy_rank(cand(-0.01), None, DOCUMENT), copy_rank(cand(-0.01), 0.0, WORKSPACE),
+                          copy_rank(cand(-0.01), 0.0, COMMON))
+    assert copy_rank(cand(-9.0), math.log(0.01), BETWEEN) > copy_rank(cand(-0.01), 0.0, NEIGHBOUR)
+    assert copy_rank(cand(-1.0), math.log(0.5), NEIGHBOUR) > copy_rank(cand(-1.0), math.log(0.25), NEIGHBOUR)
+
+
 def test_the_engine_writes_a_typed_lines_neighbour_through_the_real_model_crlf_tabs_and_a_lone_surrogate(
         embedded_engine):
     text = ("import json\r\n\r\n\r\ndef f(p):\r\n\twith open(p) as h:\r\n\t\tdata = json.load(h, '😀\ud800')\r\n"
