@@ -40,12 +40,11 @@ LONGEST = 200      # characters: a longer line never fits a one-line hole's slot
 CLOSERS = ")]}\"'`"  # after the cursor, only these (what editors insert as an opener is typed): still the line's rest
 
 
-NEIGHBOURS_MOST = 16  # candidates per empty-line hole (``neighbour_options``)
+NEIGHBOURS_MOST = 16  # lines seen beside the neighbours per hole (``neighbour_options``, a typed line's ``pairs``)
 
 
 DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a candidate line comes from
-NEIGHBOUR, BETWEEN = "neighbour", "between"   # an empty line's: seen after the line above or before the line below;
-                                              # seen beside both
+NEIGHBOUR, BETWEEN = "neighbour", "between"   # seen after the line above or before the line below; seen beside both
 
 
 class LineOptions(NamedTuple):
@@ -106,15 +105,11 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     if pairs is not None:   # the lines seen beside the cursor line's neighbours that start as it does come first
         seen, _, _ = _beside(text, line_start, line_end, pairs[0], pairs[1], key)
         longer = len(key.rstrip())
-        found = {code: counts for code, counts in seen.items()
-                 if len(code) <= LONGEST and len(code) > longer and code.startswith(key)}
-        total = float(sum(e[0] + e[1] for e in found.values()))
-        for code, (n_after, n_before, _, _) in sorted(
-                found.items(), key=lambda kv: (not (kv[1][0] and kv[1][1]), -(kv[1][0] + kv[1][1])))[:NEIGHBOURS_MOST]:
+        for code, _, prior, source in _ranked({code: counts for code, counts in seen.items()
+                                               if longer < len(code) <= LONGEST and code.startswith(key)}):
             rest = remainder(code)
             if rest is not None:
-                out.setdefault(rest, (math.log((n_after + n_before) / total),
-                                      BETWEEN if n_after and n_before else NEIGHBOUR))
+                out.setdefault(rest, (prior, source))
     for line in _nearby(text, line_start, line_end):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
@@ -173,12 +168,10 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
                                  language, workspace)
     if not seen:
         return NONE
-    total = float(sum(e[0] + e[1] for e in seen.values()))
-    ranked = sorted(seen.items(), key=lambda kv: (not (kv[1][0] and kv[1][1]), -(kv[1][0] + kv[1][1])))
     unit = "" if hole.heal else _indent_unit(text, line_start)   # typed indentation is kept as typed
     out: dict[str, tuple[float | None, str]] = {}
-    for code, (n_after, n_before, steps_after, steps_before) in ranked[:NEIGHBOURS_MOST]:
-        if len(code) > LONGEST or (below is not None and code == below[0] and not n_after):
+    for code, (n_after, n_before, steps_after, steps_before), prior, source in _ranked(seen):
+        if below is not None and code == below[0] and not n_after:
             continue
         if hole.heal:
             indent = hole.heal
@@ -187,10 +180,20 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
         else:
             assert below is not None
             indent = _stepped(below[2], steps_before.most_common(1)[0][0], unit)
-        option = indent + code + ("\n" if hole.keep_newline else "")
-        source = BETWEEN if n_after and n_before else NEIGHBOUR
-        out.setdefault(option, (math.log((n_after + n_before) / total), source))
+        out.setdefault(indent + code + ("\n" if hole.keep_newline else ""), (prior, source))
     return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
+
+
+def _ranked(seen: dict[str, list]) -> Iterator[tuple[str, list, float, str]]:
+    """The first ``NEIGHBOURS_MOST`` of ``_beside``'s sightings, those seen beside both neighbours first, then the
+    most often seen; each (code, its counts, its prior: the log of its share of the sightings, its source); a line
+    over ``LONGEST`` characters keeps its rank and is skipped."""
+    total = float(sum(e[0] + e[1] for e in seen.values()))
+    ranked = sorted(seen.items(), key=lambda kv: (not (kv[1][0] and kv[1][1]), -(kv[1][0] + kv[1][1])))
+    for code, counts in ranked[:NEIGHBOURS_MOST]:
+        if len(code) <= LONGEST:
+            source = BETWEEN if counts[0] and counts[1] else NEIGHBOUR
+            yield code, counts, math.log((counts[0] + counts[1]) / total), source
 
 
 def _beside(text: str, line_start: int, line_end: int, language: str | None, workspace: worklines.Workspace | None,

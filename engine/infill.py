@@ -9,7 +9,6 @@ from dataclasses import replace
 
 from . import doclines, lengths, worklines
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
-from .commonlines import Table
 from .confidence import offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
@@ -83,11 +82,12 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # the workspace's files (``doclines.neighbour_options``).
     options = doclines.NONE
     if config.document_lines and backend.scores_options and not request.rewrite:
+        workspace = worklines.lookup(request.workspace) if config.workspace_lines else None
         options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
-                                        _workspace_table(request, config, spec),
-                                        (spec.name, _workspace(request, config)))
+                                        workspace.table(spec.name) if workspace is not None else None,
+                                        (spec.name, workspace))
         if not options.texts:
-            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, _workspace(request, config))
+            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
@@ -169,17 +169,6 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "") -> fl
         return (candidate.score + NEIGHBOUR_WEIGHT * prior + NEIGHBOURS_FIRST
                 + (BETWEEN_FIRST if source == doclines.BETWEEN else 0.0))
     return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
-
-
-def _workspace(request: InfillRequest, config: FillOptions) -> worklines.Workspace | None:
-    """The request's workspace (engine/worklines.py), if any and wanted."""
-    return worklines.lookup(request.workspace) if config.workspace_lines else None
-
-
-def _workspace_table(request: InfillRequest, config: FillOptions, spec: LanguageSpec) -> Table | None:
-    """The lines of the request's workspace's files in its language (engine/worklines.py), if any and wanted."""
-    workspace = _workspace(request, config)
-    return workspace.table(spec.name) if workspace is not None else None
 
 
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: Hole, rest_of_line: str,

@@ -125,8 +125,8 @@ class HoleFill:
     common: float | None = None         # a copied line from the lines code often has (engine/commonlines.py): its
                                         # prior, the log of its share of the files among the lines with its start
     workspace: float | None = None      # a copied line of the workspace's files (engine/worklines.py): its prior
-    neighbour: float | None = None      # an empty line's copied line seen beside the same neighbours elsewhere
-                                        # (engine/doclines.py, ``neighbour_options``): its prior
+    neighbour: float | None = None      # a copied line seen beside the same neighbours elsewhere (an empty line's,
+                                        # engine/doclines.py ``neighbour_options``, or a typed one's): its prior
     between: bool = False               # ... seen after the line above and before the line below alike
 
 
