@@ -16,6 +16,7 @@ from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
 from .model_text import model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
+from .returns import returns_check
 from .validate import PARSES, Verdict, baseline_errors, document_parses, parses, python_check, tidy
 
 
@@ -73,6 +74,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides
     document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
+    # a Go or Rust return the function cannot take parses but does not compile (engine/returns.py)
+    fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
     steps = forwards = tokens = rejected = 0
     # The document's own lines, scored by the backend on the first forward (engine/doclines.py). The rest of a
     # typed line gets those that start as it does (filled in one attempt: lengths.line_lengths gives several
@@ -118,7 +121,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         for candidate in result.candidates:
             if first is not None and len(found) >= want:
                 break
-            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document)
+            fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document,
+                                     fits)
             rejected += bad
             if fill is None:
                 continue
@@ -130,7 +134,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document)
+    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits)
     rejected += bad
     if copy is not None and all(_key(copy) != _key(f) for f in firsts):
         firsts.append(copy)
@@ -173,14 +177,14 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "") -> fl
 
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
-               whole: Verdict | None, document: Callable[[str], bool] | None = None
-               ) -> tuple[HoleFill | None, int]:
+               whole: Verdict | None, document: Callable[[str], bool] | None = None,
+               fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
     """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
     for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
-        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document)
+        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
@@ -263,9 +267,11 @@ def _within_block(raw: str) -> str:
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
                  baseline: int | None, indents: tuple[str, ...] = (),
                  whole_document_ok: Verdict | None = None,
-                 document: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
-    """The first option that tidies and parses: the model's fill (or a shorter block), as written,
-    then re-indented to each level in ``indents`` (the user's typed indentation, the levels around)."""
+                 document: Callable[[str], bool] | None = None,
+                 fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
+    """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
+    engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
+    ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])]
@@ -281,6 +287,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             verdict = whole_document_ok(fill) if whole_document_ok is not None else None
             if verdict == "" or (verdict != PARSES and not parses(spec, win, fill, baseline)
                                  and not (document is not None and document(fill))):
+                bad += 1
+                continue
+            if fits is not None and not fits(fill):
                 bad += 1
                 continue
             return _hole_fill(candidate, hole, fill, edits), bad
