@@ -42,11 +42,12 @@ _TOO_DEEP = (-1, "nested deeper than Python's parser can judge")
 
 
 def _first_error(document: str) -> tuple[int, str] | None:
-    """Python's first syntax error (line, message), None when the document parses, ``_TOO_DEEP`` when
+    """Python's first syntax error (line, message), the compiler's included (``'return' outside function``,
+    ``'break' outside loop``: they parse), None when the document compiles, ``_TOO_DEEP`` when
     the parser gives up on the nesting (thousands of open brackets: RecursionError, MemoryError, or
     CPython 3.11's SystemError "AST constructor recursion depth mismatch")."""
     try:
-        pyparse.parse(document)
+        pyparse.compile_code(document)
         return None
     except (SyntaxError, ValueError) as exc:
         return getattr(exc, "lineno", None) or 0, getattr(exc, "msg", str(exc))

@@ -116,6 +116,36 @@ def test_python_parser_checks_the_whole_small_document():
     assert python_check(spec_for("javascript"), text, 0, 0) is None
 
 
+def test_python_rejects_what_parses_but_does_not_compile():
+    """``continue`` outside a loop, ``return`` outside a function, ``await`` outside ``async def`` parse: Python's
+    compiler refuses them, and so does the check; in their place they pass."""
+    from engine.validate import KEEPS_ERROR, PARSES, python_check
+    text = "def f(xs):\n    n = 0\n    \n    for x in xs:\n        \n        n += x\n    return n\n\n\n\n"
+    body, loop = text.index("    \n") + 4, text.index("        \n") + 8
+    in_body, in_loop = python_check(PY, text, body - 4, body), python_check(PY, text, loop - 8, loop)
+    assert in_body("    continue\n") == "" and in_body("    break\n") == ""
+    assert in_loop("        continue\n") == PARSES and in_loop("        break\n") == PARSES
+    assert in_body("    await g()\n") == "" and in_body("    return n\n") == PARSES
+    top = len(text) - 1
+    at_top = python_check(PY, text, top, top)
+    assert at_top("return 1\n") == "" and at_top("x = f([1])\n") == PARSES
+    # the user's own compile error stays theirs, as a parse error does
+    theirs = "def f():\n    \n    return 1\nbreak\n"
+    at = theirs.index("    \n") + 4
+    assert python_check(PY, theirs, at - 4, at)("    y = 2\n") == KEEPS_ERROR
+
+
+def test_an_action_that_would_not_compile_is_refused():
+    from engine.requests import HoleFill
+    from engine.validate import edits_keep_parsing
+    text = "def f(xs):\n    for x in xs:\n        print(x)\n    return xs\n"
+    at = text.index("        print(x)")
+    keep = HoleFill(at, at + len("        print(x)"), "        continue", (), ())
+    assert edits_keep_parsing(PY, text, [keep])
+    out = text.index("    return xs")
+    assert not edits_keep_parsing(PY, text, [HoleFill(out, out + len("    return xs"), "    break", (), ())])
+
+
 def test_nesting_too_deep_for_pythons_parser_leaves_the_verdict_to_the_window_check():
     from engine.validate import KEEPS_ERROR, python_check
     deep = "x = f" + "(a," * 1000 + ")" * 1000 + "\n"   # MemoryError/RecursionError inside ast.parse
