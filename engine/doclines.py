@@ -168,7 +168,7 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
                                  language, workspace)
     if not seen:
         return NONE
-    unit = "" if hole.heal else _indent_unit(text, line_start)   # typed indentation is kept as typed
+    unit = "" if hole.heal else _indent_unit(text, line_start, language)   # typed indentation is kept as typed
     out: dict[str, tuple[float | None, str]] = {}
     for code, (n_after, n_before, steps_after, steps_before), prior, source in _ranked(seen):
         if below is not None and code == below[0] and not n_after:
@@ -253,19 +253,24 @@ def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
     return out
 
 
-def _indent_unit(text: str, at: int) -> str:
-    """One level of indentation in the document: a tab when the lines near ``at`` are indented with tabs, else the
-    commonest step between two lines' space indentations there (4 when none is seen; a continuation line's
-    hanging indent is rarer than a block's)."""
+def _indent_unit(text: str, at: int, language: str | None = None) -> str:
+    """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
+    with tabs, else the commonest step between two code lines' space indentations there. Comment lines do not
+    count (a block comment's `` * `` lines step by one space), nor do lines at the first column (most of a Go
+    file's lines, gofmt's tabs notwithstanding). With no step seen: a tab in Go (gofmt), else 4 spaces (a
+    continuation line's hanging indent is rarer than a block's)."""
     lo = max(0, at - 20_000)
-    widths, tabs = [], 0
+    widths: list[int | None] = []
+    tabs = indented = 0
     for line in text[lo:at + 20_000].split("\n")[1:-1]:
-        if not line.strip():
+        code = line.strip()
+        if not code or code.startswith(("*", "/*", "//", "#")):
             continue
         indent = line[:len(line) - len(line.lstrip(" \t"))]
+        indented += bool(indent)
         tabs += indent.startswith("\t")
         widths.append(len(indent) if "\t" not in indent else None)
-    if tabs * 2 > len(widths):
+    if tabs * 2 > indented or (not indented and language == "go"):
         return "\t"
     steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None
                                 and a != b)

@@ -95,6 +95,27 @@ def test_an_empty_line_gets_the_lines_seen_beside_its_neighbours_indented_by_the
     assert opts is NONE
 
 
+def test_the_indentation_step_ignores_first_column_lines_and_comment_stars():
+    """A Go file is mostly lines at the first column (funcs, closing braces, comments): its step is still a tab,
+    and a tab where no line is indented yet. A JSDoc block's `` * `` lines do not make the step one space."""
+    funcs = "".join(f"// F{i} does it.\nfunc F{i}() bool {{\n\treturn true\n}}\n\n" for i in range(6))
+    doc = "package p\n\n" + funcs + "func G(x int) bool {\n\n}\n"
+    hole, opts = options_at(GO, doc, doc.index("{\n\n}") + 2)
+    assert opts.texts[0] == "\treturn true"                 # seen before "}": one tab deeper, not 4 spaces
+    ws = worklines.Workspace()
+    ws.update("/other.go", "go", "func G(x int) bool {\n\treturn x > 0\n}\n")
+    ws.refresh()
+    bare = "package p\n\nfunc G(x int) bool {\n\n}\n"
+    hole, opts = options_at(GO, bare, bare.index("{\n\n}") + 2, ws)
+    assert opts.texts[0] == "\treturn x > 0"              # nothing indented nearby: gofmt's tab
+    ts = ("class A {\n  /**\n   * The name.\n   * Compared.\n   */\n  equals(that: A): boolean {\n\n  }\n}\n")
+    other = worklines.Workspace()
+    other.update("/b.ts", "typescript", "  equals(that: A): boolean {\n    return this.name === that.name\n  }\n")
+    other.refresh()
+    hole, opts = options_at(spec_for("typescript"), ts, ts.index("{\n\n  }") + 2, other)
+    assert opts.texts[0] == "    return this.name === that.name"   # two spaces deeper, not one
+
+
 def test_neighbour_options_with_spaces_crlf_and_a_workspace():
     doc = ("def f(x):\r\n    if x is None:\r\n        raise ValueError(x)\r\n    return x\r\n\r\n"
            "def g(x):\r\n    if x is None:\r\n")
