@@ -6,9 +6,10 @@ line below, in the document (each side of the hole apart) and in the package's o
 right line (stripped) is among them, and how often the most often seen is right (``both``: seen beside both).
 
 ``probe DATA OUT``: the engine on each hole (no bar, each hole's package as its workspace), recording every
-candidate line with its first-forward score, prior and source (``infill._best_copy`` is wrapped to see them).
-``sweep OUT``: replays the ranking of those candidates offline for weights of the prior and a bonus for lines seen
-beside both neighbours.
+candidate line with its first-forward score, prior, source and, for an empty line's options, the features of its
+rank (``infill._best_copy`` and ``doclines.neighbour_features`` are wrapped to see them). ``sweep OUT``: replays
+the ranking of those candidates offline for weights of the prior and a bonus for lines seen beside both
+neighbours. ``rank OUT``: fits the empty line's rank (``doclines.RANK_WEIGHTS``) on them, with held-out figures.
 
 ``copies DATA SAMPLES``: the holes whose line above, line and line below appear together in another file of the
 package (a copy of the same code, e.g. an npm package's second build), and the exact match of ``SAMPLES``
@@ -101,30 +102,97 @@ def _per_language(stats: collections.Counter) -> dict:
 
 def probe(data: str, out: str, corpus_dir: str) -> None:
     from benchmarks.fillers import EngineFiller
-    from engine import infill
+    from engine import doclines, infill
     from engine.config import EngineConfig
 
     corpus = CorpusWorkspaces(corpus_dir)
     tasks = corpus.grouped(load_task_set(data))
     seen: list = []
-    best_copy = infill._best_copy
+    features: dict[str, tuple[float, ...]] = {}
+    best_copy, neighbour_features = infill._best_copy, doclines.neighbour_features
 
     def spy(candidates, *args, **kwargs):
-        seen.extend((c.texts[0], c.score, prior, source) for c, prior, source in candidates)
+        seen.extend((c.texts[0], c.score, prior, source, features.get(c.texts[0].strip()))
+                    for c, prior, source, _ in candidates)
         return best_copy(candidates, *args, **kwargs)
 
-    infill._best_copy = spy
+    def record(code, *args):
+        features[code] = found = neighbour_features(code, *args)
+        return found
+
+    infill._best_copy, doclines.neighbour_features = spy, record
     try:
         with EngineFiller(EngineConfig.of(threads=1, min_confidence=0.0), workspaces=corpus) as filler, \
                 open(out, "w", encoding="utf-8") as f:
             for task in tasks:
                 seen.clear()
+                features.clear()
                 fill = filler.fill(task)
-                f.write(json.dumps({"task_id": task.task_id, "language": task.language,
+                f.write(json.dumps({"task_id": task.task_id, "language": task.language, "file": file_id(task),
                                     "right": task.canonical_solution, "got": fill.completion,
                                     "candidates": list(seen)}) + "\n")
     finally:
-        infill._best_copy = best_copy
+        infill._best_copy, doclines.neighbour_features = best_copy, neighbour_features
+
+
+def rank(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
+    """Fit an empty line's option rank (``doclines.RANK_SCORE``, ``RANK_WEIGHTS``) on ``probe``'s recording:
+    a conditional logit over each hole's options (the right one's log-probability among them, on the holes where
+    it is one), its features the first-forward score and ``doclines.neighbour_features``; held-out figures from
+    ``folds`` parts by a hash of the file, against the shipped weights and the rank before them (seen beside both
+    first, then the score + the prior)."""
+    import zlib
+
+    import torch
+
+    from engine import doclines
+
+    holes = []
+    for line in open(out, encoding="utf-8"):
+        r = json.loads(line)
+        cands = [c for c in r["candidates"] if len(c) > 4 and c[4] is not None]
+        if not cands:
+            continue
+        x = torch.tensor([[c[1], *c[4]] for c in cands], dtype=torch.float64)
+        right = [i for i, c in enumerate(cands) if c[0].strip() == r["right"].strip()]
+        holes.append((r, cands, x, right[0] if right else None))
+
+    def fit(train: list) -> torch.Tensor:
+        data = [(x, y) for _, _, x, y in train if y is not None]
+        w = torch.zeros(holes[0][2].shape[1], dtype=torch.float64, requires_grad=True)
+        if not data:   # nothing to learn from in this part
+            return w.detach()
+        opt = torch.optim.LBFGS([w], max_iter=300)
+
+        def closure():
+            opt.zero_grad()
+            loss = sum(-torch.log_softmax(x @ w, 0)[y] for x, y in data) / len(data) + l2 * (w ** 2).sum()
+            loss.backward()
+            return loss
+        opt.step(closure)
+        return w.detach()
+
+    def part(r: dict) -> int:
+        return zlib.crc32(r["file"].encode()) % folds
+
+    held: collections.Counter = collections.Counter()
+    shipped: collections.Counter = collections.Counter()
+    before: collections.Counter = collections.Counter()
+    weights = torch.tensor([doclines.RANK_SCORE, *doclines.RANK_WEIGHTS], dtype=torch.float64)
+    for k in range(folds):
+        w = fit([h for h in holes if part(h[0]) != k])
+        for r, cands, x, y in (h for h in holes if part(h[0]) == k):
+            held[r["language"]] += y == int(torch.argmax(x @ w))
+            shipped[r["language"]] += y == int(torch.argmax(x @ weights))
+            before[r["language"]] += y == max(range(len(cands)), key=lambda i: cands[i][1] + (cands[i][2] or 0.0)
+                                              + 100.0 * (cands[i][3] == "between"))
+    w = fit(holes)
+    return {"holes": len(holes), "right_among": sum(y is not None for *_, y in holes),
+            "first_right_held_out": {"all": sum(held.values()), **held},
+            "first_right_shipped_weights": {"all": sum(shipped.values()), **shipped},
+            "first_right_before": {"all": sum(before.values()), **before},
+            "weights_fitted_on_all": [round(float(v), 3) for v in w],
+            "weights_shipped": [doclines.RANK_SCORE, *doclines.RANK_WEIGHTS]}
 
 
 def sweep(out: str) -> dict:
@@ -187,6 +255,7 @@ def main() -> None:
     probe_p.add_argument("data")
     probe_p.add_argument("out")
     sub.add_parser("sweep").add_argument("out")
+    sub.add_parser("rank").add_argument("out")
     copies_p = sub.add_parser("copies")
     copies_p.add_argument("data")
     copies_p.add_argument("samples")
@@ -198,6 +267,8 @@ def main() -> None:
         probe(args.data, args.out, args.corpus)
     elif args.command == "sweep":
         print(json.dumps(sweep(args.out), indent=1))
+    elif args.command == "rank":
+        print(json.dumps(rank(args.out), indent=1))
     else:
         print(json.dumps(copies(args.data, args.samples, args.corpus, args.limit), indent=1))
 

@@ -95,7 +95,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
     scored_at = max(attempts)
-    copies: list[tuple[Candidate, float | None, str]] = []
+    copies: list[tuple[Candidate, float | None, str, float | None]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
     found: dict[tuple[int, int, str], HoleFill] = {}  # every distinct valid fill, in the order found
@@ -113,9 +113,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         # The backend read each option as model text; the fill is the document's own text, one character for one
         # (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
-        copies += [(replace(cand, texts=(option,)), prior, source)
-                   for option, prior, source, cand in zip(options.texts, options.priors, options.sources,
-                                                          result.options)
+        ranks = options.ranks or (None,) * len(options.texts)
+        copies += [(replace(cand, texts=(option,)), prior, source, rank)
+                   for option, prior, source, rank, cand in zip(options.texts, options.priors, options.sources,
+                                                                ranks, result.options)
                    if cand is not None and cand.texts[0] == model_text(option)]
         first: HoleFill | None = None
         for candidate in result.candidates:
@@ -161,13 +162,16 @@ NEIGHBOURS_FIRST = 100.0  # and before the document's, workspace and common line
                           # like a workspace line (weights 1.5 and 2: 517; 282 before these lines were options)
 
 
-def copy_rank(candidate: Candidate, prior: float | None, source: str = "") -> float:
+def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank: float | None = None) -> float:
     """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
     on the first forward; a workspace or common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share
     of the files among the lines of its table with its start) and ``PRIOR_OFFSET``; a line seen beside the
-    cursor line's neighbours (``doclines.neighbour_options``, and on a typed line those of them that start as
-    typed) adds ``NEIGHBOUR_WEIGHT`` x its prior (its share of the sightings) and ranks before every other line,
-    and one seen beside both neighbours before one seen beside one."""
+    cursor line's neighbours (on a typed line those of them that start as typed) adds ``NEIGHBOUR_WEIGHT`` x its
+    prior (its share of the sightings) and ranks before every other line, and one seen beside both neighbours
+    before one seen beside one. An empty line's options (``doclines.neighbour_options``) come with the rest of
+    their ``rank``: ``doclines.RANK_SCORE`` x the score is added to it."""
+    if rank is not None:
+        return doclines.RANK_SCORE * candidate.score + rank + NEIGHBOURS_FIRST
     if source in (doclines.NEIGHBOUR, doclines.BETWEEN):
         assert prior is not None
         return (candidate.score + NEIGHBOUR_WEIGHT * prior + NEIGHBOURS_FIRST
@@ -175,7 +179,7 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "") -> fl
     return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
 
 
-def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: Hole, rest_of_line: str,
+def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | None]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
                whole: Verdict | None, document: Callable[[str], bool] | None = None,
                fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
@@ -183,7 +187,7 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str]], hole: 
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
-    for candidate, prior, source in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
+    for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits)
         rejected += bad
         if fill is not None:

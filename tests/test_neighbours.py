@@ -5,6 +5,7 @@ typed line's: those of them that start with the typed code, first (``line_option
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 from engine import InfillRequest, worklines
@@ -250,6 +251,62 @@ def test_a_line_beside_the_neighbours_ranks_before_any_other_candidate_line():
     assert copy_rank(cand(-1.0), math.log(0.5), NEIGHBOUR) > copy_rank(cand(-1.0), math.log(0.25), NEIGHBOUR)
 
 
+LOAD = ("func load(name string) error {\n\tf, err := open(name)\n\tif err != nil {\n\n\t}\n\treturn use(f)\n}\n")
+
+
+def test_an_empty_lines_options_rank_the_line_whose_names_are_near_first():
+    """A line seen more often but with names the document has nowhere ranks after one whose names are all near
+    the cursor (``doclines.neighbour_rank``, fitted on the development holes); the options keep their order of
+    sightings, the rank decides which is the copy (``infill.copy_rank``)."""
+    from engine.backends.base import Candidate
+    from engine.doclines import RANK_SCORE, neighbour_rank
+    from engine.infill import copy_rank
+    ws = worklines.Workspace()
+    for i in range(2):
+        ws.update(f"/w{i}.go", "go", 'if err != nil {\n\treturn errors.Wrap(err, "load")\n}\n')
+    ws.update("/v.go", "go", "if err != nil {\n\treturn err\n}\n")
+    ws.refresh()
+    at = LOAD.index("{\n\n\t}") + 2
+    hole, opts = options_at(GO, LOAD, at, ws)
+    assert opts.texts[:2] == ('\t\treturn errors.Wrap(err, "load")', "\t\treturn err")   # the most seen first
+    assert opts.sources[:2] == (BETWEEN, BETWEEN) and len(opts.ranks) == len(opts.texts)
+    wrap, plain = opts.ranks[:2]
+    assert plain > wrap                                   # errors and Wrap are in no line of this document
+    names = set(re.findall(r"[A-Za-z_]\w*", LOAD))      # a small document: all of it is near
+    assert wrap == neighbour_rank('return errors.Wrap(err, "load")', True, 0, names, names)
+
+    def scored(score):
+        return Candidate(("x",), ((0.5,),), (((0, 1),),), score)
+    assert copy_rank(scored(-2.0), opts.priors[1], BETWEEN, plain) > copy_rank(scored(-2.0), opts.priors[0], BETWEEN,
+                                                                               wrap)
+    # the model's score still counts: a line far more likely to the model wins back
+    gap = (plain - wrap) / RANK_SCORE
+    assert copy_rank(scored(-1.0), opts.priors[0], BETWEEN, wrap) > copy_rank(scored(-1.5 - gap), opts.priors[1],
+                                                                              BETWEEN, plain)
+    # seen in this document after the line above counts more than seen elsewhere
+    assert neighbour_rank("x = 1", False, 2, set(), {"x"}) > neighbour_rank("x = 1", False, 0, set(), {"x"})
+    # a typed line's options carry no ranks: they keep their own order (NEIGHBOURS_FIRST, then score + prior)
+    assert typed_options(GO, LOAD.replace("{\n\n\t}", "{\n\t\tret\n\t}"), LOAD.index("{\n\n\t}") + 7, ws).ranks == ()
+
+
+def test_an_empty_line_gets_the_better_ranked_neighbour_through_the_engine():
+    ws = worklines.Workspace()
+    for i in range(2):
+        ws.update(f"/w{i}.go", "go", 'if err != nil {\n\treturn errors.Wrap(err, "load")\n}\n')
+    ws.update("/v.go", "go", "if err != nil {\n\treturn err\n}\n")
+    ws.refresh()
+    worklines.register("test:rank", ws)
+    try:
+        at = LOAD.index("{\n\n\t}") + 2
+        backend = Scoring("\t\tpanic(err)", {'\t\treturn errors.Wrap(err, "load")': 0.3, "\t\treturn err": 0.3})
+        c = complete(backend, FillOptions(common_lines=False), InfillRequest(LOAD, at, "go", workspace="test:rank"),
+                     Control(lambda s: None))
+        copy = next(f for f in c.considered if f.copied)
+        assert copy.text == "\t\treturn err" and copy.between
+    finally:
+        worklines.unregister("test:rank")
+
+
 def test_the_engine_writes_a_typed_lines_neighbour_through_the_real_model_crlf_tabs_and_a_lone_surrogate(
         embedded_engine):
     text = ("import json\r\n\r\n\r\ndef f(p):\r\n\twith open(p) as h:\r\n\t\tdata = json.load(h, '😀\ud800')\r\n"
@@ -306,6 +363,20 @@ def test_the_neighbour_probes_count_sightings_and_copies_on_a_corpus(tmp_path):
     split = copies(f"typed:{data}", str(samples), str(tmp_path), None)["python"]
     assert split == {"copy_n": 1, "copy_offered": 1, "copy_right": 1, "no_copy_n": 1, "no_copy_offered": 1,
                      "no_copy_right": 1}
+    # the probe through the real engine and model records each empty line's options with their rank's features;
+    # the rank's fit reads them back (a.py's hole: "check(x)" seen between its neighbours in b.py)
+    from benchmarks.neighbour_probes import probe, rank
+    from engine.doclines import RANK_WEIGHTS
+
+    out = tmp_path / "probe.jsonl"
+    probe(str(data), str(out), str(tmp_path))
+    rows = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    first = rows[holes[0]["task_id"]]["candidates"]
+    assert [c[0] for c in first] == ["    check(x)\n"] and len(first[0][4]) == len(RANK_WEIGHTS)
+    # seen beside both; of its names "x" is near, "check" is in no other line of a.py
+    assert first[0][4][:4] == [1.0, 0.0, 0.5, 1.0]
+    fitted = rank(str(out), folds=2)
+    assert fitted["holes"] == 1 and fitted["right_among"] == 1 and fitted["first_right_shipped_weights"]["all"] == 1
 
 
 def test_a_crlf_document_gets_the_neighbours_line_with_its_own_line_ends():
