@@ -9,11 +9,12 @@ did not see. Reported: precision (exactly right among offered) and coverage (hol
 default bar, overall and per language; the precision/coverage curve; the oracle ceiling (holes where any
 fill the engine considered is exactly right, and the precision that allows at 15% coverage); what each
 group of features adds (ablation); HumanEval pass@1 among offered with and without the bar (reported only,
-never fitted on). The shipped calibration is then fitted on all development holes:
+never fitted on). The shipped calibration is then fitted on all development holes (not code-lines: it is
+reported by ``benchmarks.infill``):
 
     python -m benchmarks.calibrate_languages \\
-        --dev benchmarks/results/confidence-code-lines.considered.jsonl.gz=benchmarks/data/code-lines.jsonl.gz \\
         --dev benchmarks/results/confidence-extra-dev.considered.jsonl.gz=runs/conf/extra-dev.jsonl \\
+        --dev benchmarks/results/confidence-extra-dev-typed.considered.jsonl.gz=typed:runs/conf/extra-dev.jsonl \\
         --dev benchmarks/results/confidence-dev.considered.jsonl.gz=runs/conf/stdlib-compact.jsonl \\
         --humaneval benchmarks/results/confidence-humaneval.considered.jsonl.gz=$HUMANEVAL \\
         --model-out engine/models/embedded/confidence.json --out benchmarks/results/confidence-languages.json

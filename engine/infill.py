@@ -154,9 +154,10 @@ COPIES_CHECKED = 3   # the best-ranked lines validated, at most
 PRIOR_WEIGHT = 1.5   # a workspace or common line's rank: its first-forward mean log-probability + this x its
 PRIOR_OFFSET = -1.5  # prior + this (a document line: its score alone); chosen on the typed development holes
                      # (for workspace lines apart: weights 1 to 3 and offsets -2 to 1 ranked alike)
-NEIGHBOUR_WEIGHT = 1.0   # a line seen beside the neighbours (``copy_rank``), chosen on the whole-line development
-BETWEEN_FIRST = 100.0    # holes (1,900, replayed offline): right line first for 322 with these, 235 with the
-                         # common lines' weight and no preference (weights 0.75 to 1.25 gave 320 to 323)
+NEIGHBOUR_WEIGHT = 1.0   # a typed line's line seen beside the neighbours (``copy_rank``), first chosen on the
+BETWEEN_FIRST = 100.0    # whole-line development holes (1,900, replayed offline: right line first for 322 with
+                         # these, 235 with the common lines' weight and no preference); an empty line's lines now
+                         # rank by ``doclines.neighbour_rank`` (386 held out)
 NEIGHBOURS_FIRST = 100.0  # and before the document's, workspace and common lines on a typed line: on the 1,900 typed
                           # development holes right line first for 513 with this, 434 ranked by the score + prior
                           # like a workspace line (weights 1.5 and 2: 517; 282 before these lines were options)

@@ -78,7 +78,8 @@ if [ "${TUNE_DECODING:-0}" = 1 ]; then
       --per-language "$([ "${QUICK:-0}" = 1 ] && echo 3 || echo 150)" --write "$MODEL_OUT" --out "$R/tune-decoding.json"
 fi
 
-# 1. The calibration: every valid fill the new weights consider per development hole (HumanEval reported only).
+# 1. The calibration: every valid fill the new weights consider per development hole (HumanEval reported only;
+#    code-lines, a reported set, is not recorded for it).
 considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the results
   local name=$1 data=$2; shift 2
   rm -f "$CONF/$name.considered.jsonl"
@@ -90,12 +91,11 @@ EXTRA=$CONF/extra-dev.jsonl
 [ "${QUICK:-0}" = 1 ] && EXTRA=benchmarks/data/code-lines.jsonl.gz
 { considered extra-dev "$EXTRA" --signals
   considered extra-dev-typed "$EXTRA" --typed; } & one=$!
-{ considered code-lines benchmarks/data/code-lines.jsonl.gz --signals
-  considered dev "$CONF/stdlib-compact.jsonl"
+{ considered dev "$CONF/stdlib-compact.jsonl"
   considered humaneval $D/HumanEval-SingleLineInfilling.jsonl.gz --tests; } & two=$!
 both $one $two
+# code-lines is reported (benchmarks.infill), so the calibration never sees it
 "$PY" -m benchmarks.calibrate_languages \
-    --dev "$R/confidence-code-lines.considered.jsonl.gz=benchmarks/data/code-lines.jsonl.gz" \
     --dev "$R/confidence-extra-dev.considered.jsonl.gz=$EXTRA" \
     --dev "$R/confidence-extra-dev-typed.considered.jsonl.gz=typed:$EXTRA" \
     --dev "$R/confidence-dev.considered.jsonl.gz=$CONF/stdlib-compact.jsonl" \

@@ -50,7 +50,7 @@ def _quality_rows(digest: str | None = None) -> list[str]:
 
 
 def _per_language_rows(digest: str) -> str:
-    """Per-language figures of the code-lines development set (held-out corpus files), when measured."""
+    """Per-language figures of the code-lines set (held-out corpus files, reported only), when measured."""
     path = _RESULTS / "infill-code-lines.json"
     if not path.is_file():
         return ""
