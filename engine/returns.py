@@ -4,7 +4,7 @@ A neighbour's line or the model's fill is often a ``return`` from a function of 
 where the function returns ``(T, error)``, ``return nil`` from a function with no results, ``return;`` from a
 Rust function that returns a value, ``?`` in a Rust function that returns nothing. Each is a compile error the
 parser does not see, and the fill is then not offered (``returns_check``, asked by ``infill._first_valid`` after
-the parse).
+the parse, and for a code action's edits by ``validate.edits_keep_parsing``).
 
 Go: a ``return`` with values in a function without results; a bare ``return`` where the results are not named;
 a count of values that is not the count of results (one call may return several). Rust: ``return;`` in a function

@@ -11,6 +11,7 @@ from . import pyparse
 from .context import Window
 from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
 from .requests import Hole, HoleFill, HoleKind
+from .returns import returns_check
 
 
 def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
@@ -212,9 +213,10 @@ def _assemble(text: str, win: Window, blanks: Sequence[Hole], chosen: Sequence[s
 
 def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill], fixing: bool = False) -> bool:
     """A code action's edits, checked like an inline fill but on the whole edited document: for Python (under
-    the size limit) its own parser, which must accept the document, or stop at the user's own error (moved by
+    the size limit) its own compiler, which must accept the document, or stop at the user's own error (moved by
     the edits) or, for a fix, past every edit; then, unless Python accepts it outright, the whole document's
-    tree-sitter errors must not grow (for a fix: must shrink)."""
+    tree-sitter errors must not grow (for a fix: must shrink); in Go and Rust, each edit's returns must fit the
+    function around it (engine/returns.py)."""
     edited, spans = _edited(text, fills)
     if spec.name == "python" and len(edited) <= _PYTHON_CHECK_LIMIT:
         error = _first_error(edited)
@@ -247,6 +249,10 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         if any(s <= hi and e >= lo for s, e in new_errors):
             return False
         pos += len(f.text) - (f.end - f.start)
+    for f in fills:
+        fits = returns_check(spec, text, f.start, f.end)
+        if fits is not None and not fits(f.text):
+            return False
     return True
 
 

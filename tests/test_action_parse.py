@@ -1,5 +1,6 @@
-"""Every code action's edits pass the whole-document check (issue 18 item 7): Python's own parser for Python,
-the whole document's tree-sitter errors for the others; what fails it is never offered or applied."""
+"""Every code action's edits pass the whole-document check (issue 18 item 7): Python's own compiler for Python,
+the whole document's tree-sitter errors for the others, and in Go and Rust the returns (engine/returns.py); what
+fails it is never offered or applied."""
 
 import pytest
 
@@ -52,6 +53,23 @@ def test_with_the_users_own_error_above_an_edit_the_edit_still_may_not_add_one()
 ])
 def test_other_languages_count_the_whole_documents_errors(language, text, old, new, ok):
     assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
+
+
+GO_PAIR = "package m\n\nfunc f(a int) (int, error) {\n\t...\n}\n\nfunc g(a int) error {\n\t...\n}\n"
+
+
+def test_a_go_or_rust_edit_whose_return_the_function_cannot_take_is_refused():
+    """It parses, but would not compile (engine/returns.py): "Fill holes" keeps that hole's text."""
+    first, second = GO_PAIR.index("..."), GO_PAIR.rindex("...")
+    wrong, right = HoleFill(first, first + 3, "return a"), HoleFill(second, second + 3, "return nil")
+    assert not edits_keep_parsing(spec_for("go"), GO_PAIR, [wrong])
+    assert edits_keep_parsing(spec_for("go"), GO_PAIR, [HoleFill(first, first + 3, "return a, nil")])
+    fill = keep_parsing(FillRequest(GO_PAIR, "go", ()), _completion(wrong, right))
+    assert fill.fills == (right,) and fill.rejected == 1
+    rust = "fn main() {\n    let x = 1;\n}\n"
+    at = rust.index("let x = 1;")
+    assert not edits_keep_parsing(spec_for("rust"), rust, [HoleFill(at, at + 10, "let x = parse(\"1\")?;")])
+    assert edits_keep_parsing(spec_for("rust"), rust, [HoleFill(at, at + 10, "let x = parse(\"1\").unwrap();")])
 
 
 def _completion(*fills: HoleFill) -> Completion:
