@@ -259,19 +259,19 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     if above is None and below is None:
         return seen, above, below
 
-    def add(code: str, side: int, step: int, n: int, document: bool = False) -> None:
+    def add(code: str, side: int, step: int, n: int, in_document: int = 0) -> None:
         entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0])
         entry[side] += n
         entry[2 + side][step] += n
-        entry[4] += n if document and side == 0 else 0
+        entry[4] += in_document
 
     for run in (before[::-1], after):      # the pairs of each side apart: never the one across the hole
         for (a, wa, _), (b, wb, _) in zip(run, run[1:]):
             step = (wb > wa) - (wb < wa)
             if above is not None and a == above[0]:
-                add(b, 0, step, 1, True)
+                add(b, 0, step, 1, in_document=1)
             if below is not None and b == below[0]:
-                add(a, 1, -step, 1, True)
+                add(a, 1, -step, 1)
     if workspace is not None and language:
         follows, precedes = workspace.neighbours(language, above and above[0], below and below[0], start=start)
         for side, found in ((0, follows), (1, precedes)):

@@ -95,6 +95,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
     scored_at = max(attempts)
+    ranks = options.ranks or (None,) * len(options.texts)
     copies: list[tuple[Candidate, float | None, str, float | None]] = []
     firsts: list[HoleFill] = []  # each attempt's first valid fill: these compete for the answer
     want = max(1, config.max_alternatives)
@@ -113,7 +114,6 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
         # The backend read each option as model text; the fill is the document's own text, one character for one
         # (a lone surrogate stays the user's). A tokenizer that does not give the text back: not offered.
-        ranks = options.ranks or (None,) * len(options.texts)
         copies += [(replace(cand, texts=(option,)), prior, source, rank)
                    for option, prior, source, rank, cand in zip(options.texts, options.priors, options.sources,
                                                                 ranks, result.options)
@@ -171,8 +171,8 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
     prior (its share of the sightings) and ranks before every other line, and one seen beside both neighbours
     before one seen beside one. An empty line's options (``doclines.neighbour_options``) come with the rest of
     their ``rank``: ``doclines.RANK_SCORE`` x the score is added to it."""
-    if rank is not None:
-        return doclines.RANK_SCORE * candidate.score + rank + NEIGHBOURS_FIRST
+    if rank is not None:   # an empty line's options all have one
+        return doclines.RANK_SCORE * candidate.score + rank
     if source in (doclines.NEIGHBOUR, doclines.BETWEEN):
         assert prior is not None
         return (candidate.score + NEIGHBOUR_WEIGHT * prior + NEIGHBOURS_FIRST
