@@ -386,3 +386,53 @@ def test_a_crlf_document_gets_the_neighbours_line_with_its_own_line_ends():
     c = complete(backend, FillOptions(), InfillRequest(crlf, at, "go"), Control(lambda s: None))
     assert [p.options[0] for p in backend.plans if p.options] == ["\t\treturn err\n"]   # the model reads LF
     assert c.fills and c.fills[0].text == "\t\treturn err\r\n" and c.fills[0].start == at
+
+
+def test_the_pools_probe_scores_the_documents_lines_and_the_line_that_binds_a_wanted_name(tmp_path, monkeypatch):
+    """``probe --pools`` (real engine and model on a two-file corpus): the empty line above ``return lb + ub``,
+    where nothing binds ``ub``, gets the workspace's ``ub = idx[3]`` as a ``wanted`` candidate (it binds the wanted
+    name) and the document's other lines as ``document`` candidates, each scored by the model; ``pools`` fits the
+    rank with and without them."""
+    import json
+
+    from benchmarks.neighbour_probes import pools, probe
+
+    files = {"pypi:beta/d.py": "def h(idx):\n    lb = idx[1]\n    ub = idx[3]\n    return lb + ub\n",
+             "pypi:beta/e.py": "def k(idx):\n    ub = idx[3]\n    return ub\n"}
+    (tmp_path / "files" / "valid").mkdir(parents=True)
+    (tmp_path / "files" / "valid" / "python.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in files.items()))
+    (tmp_path / "manifest.jsonl").write_text(
+        "".join(json.dumps({"id": i, "ecosystem": "pypi", "package": "beta"}) + "\n" for i in files))
+    hole = {"task_id": "python:pypi:beta/d.py:3", "prompt": "def h(idx):\n    lb = idx[1]\n",
+            "suffix": "    return lb + ub\n", "canonical_solution": "    ub = idx[3]\n", "language": "python"}
+    data = tmp_path / "holes.jsonl"
+    data.write_text(json.dumps(hole) + "\n")
+    out = tmp_path / "pools.jsonl"
+    probe(str(data), str(out), str(tmp_path), pools=True)
+    row = json.loads(out.read_text())
+    by_source = {}
+    for code, score, _prior, source, rank_features, extra in row["candidates"]:
+        by_source.setdefault(source, {})[code.strip()] = (score, rank_features, extra)
+    assert "ub = idx[3]" in by_source["wanted"]
+    score, rank_features, (copies, context, binds) = by_source["wanted"]["ub = idx[3]"]
+    assert score < 0 and len(rank_features) == 5 and (copies, binds) == (0.0, 1.0)
+    # the cursor stands before "return lb + ub" (the fill goes before it): the lines of the document but that one
+    assert set(by_source["document"]) == {"def h(idx):", "lb = idx[1]"}
+    assert all(extra[2] == 0.0 for _, _, extra in by_source["document"].values())   # none binds ub
+    fitted = pools(str(out), folds=2)
+    assert fitted["holes"] == 1
+    assert fitted["options + wanted pool"]["right_among"]["all"] == 1 and fitted["all"]["right_among"]["all"] == 1
+    assert "options" not in fitted or fitted["options"]["right_among"]["all"] == 0
+    # the command line writes the same figures as a result file, the note apart from the command
+    import sys
+
+    from benchmarks.neighbour_probes import main
+
+    result = tmp_path / "neighbour-pools.json"
+    monkeypatch.setattr(sys, "argv", ["neighbour_probes", "pools", str(out), "--result", str(result),
+                                      "--note", "a note"])
+    main()
+    written = json.loads(result.read_text())
+    assert written["benchmark"] == "neighbour-pools" and written["note"] == "a note"
+    assert "a note" not in written["command"] and written["all"] == fitted["all"]
