@@ -325,6 +325,18 @@ def test_a_typed_line_keeps_its_own_options():
     assert HoleFill(0, 0, "x").neighbour is None
 
 
+def _python_corpus(root, package: str, files: dict[str, str]) -> None:
+    """A code corpus of one PyPI package's Python files (id -> text), all held out, as scripts/build_corpus.sh
+    lays one out."""
+    import json
+
+    (root / "files" / "valid").mkdir(parents=True)
+    (root / "files" / "valid" / "python.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in files.items()))
+    (root / "manifest.jsonl").write_text(
+        "".join(json.dumps({"id": i, "ecosystem": "pypi", "package": package}) + "\n" for i in files))
+
+
 def test_the_neighbour_probes_count_sightings_and_copies_on_a_corpus(tmp_path):
     import json
 
@@ -333,11 +345,7 @@ def test_the_neighbour_probes_count_sightings_and_copies_on_a_corpus(tmp_path):
     files = {"pypi:alpha/a.py": "def f():\n    x = load()\n    check(x)\n    return x\n",
              "pypi:alpha/b.py": "def g():\n    x = load()\n    check(x)\n    return x\n",     # a copy of a.py's lines
              "pypi:alpha/c.py": "y = start()\nrun(y)\nstop(y)\n"}
-    (tmp_path / "files" / "valid").mkdir(parents=True)
-    (tmp_path / "files" / "valid" / "python.jsonl").write_text(
-        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in files.items()))
-    (tmp_path / "manifest.jsonl").write_text(
-        "".join(json.dumps({"id": i, "ecosystem": "pypi", "package": "alpha"}) + "\n" for i in files))
+    _python_corpus(tmp_path, "alpha", files)
     holes = [  # a.py without its "check(x)" line; c.py without "run(y)" (seen nowhere else)
         {"task_id": "python:pypi:alpha/a.py:3", "prompt": "def f():\n    x = load()\n", "suffix": "    return x\n",
          "canonical_solution": "    check(x)\n", "language": "python"},
@@ -399,11 +407,7 @@ def test_the_pools_probe_scores_the_documents_lines_and_the_line_that_binds_a_wa
 
     files = {"pypi:beta/d.py": "def h(idx):\n    lb = idx[1]\n    ub = idx[3]\n    return lb + ub\n",
              "pypi:beta/e.py": "def k(idx):\n    ub = idx[3]\n    return ub\n"}
-    (tmp_path / "files" / "valid").mkdir(parents=True)
-    (tmp_path / "files" / "valid" / "python.jsonl").write_text(
-        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in files.items()))
-    (tmp_path / "manifest.jsonl").write_text(
-        "".join(json.dumps({"id": i, "ecosystem": "pypi", "package": "beta"}) + "\n" for i in files))
+    _python_corpus(tmp_path, "beta", files)
     hole = {"task_id": "python:pypi:beta/d.py:3", "prompt": "def h(idx):\n    lb = idx[1]\n",
             "suffix": "    return lb + ub\n", "canonical_solution": "    ub = idx[3]\n", "language": "python"}
     data = tmp_path / "holes.jsonl"
