@@ -33,7 +33,7 @@ import collections
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from benchmarks.metrics import exact_match
 from benchmarks.tasks import CLOSED_PREFIX, TYPED_PREFIX, Task, load_task_set, load_tasks
@@ -117,20 +117,25 @@ WANTED_AFTER = 2000     # characters below the hole where a name read and define
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
-def pool_features(text: str, line_start: int, code: str, wanted: frozenset[str]) -> list[float]:
-    """A candidate line's features beyond the rank's: log(1 + its copies in the document); log(1 + the times it
-    follows the two code lines above the hole, or precedes the two below, in the document); whether it binds a
-    name of ``wanted`` (Python)."""
+def pool_features(text: str, line_start: int, wanted: frozenset[str]) -> Callable[[str], list[float]]:
+    """A candidate line's features beyond the rank's, for the empty line starting at ``line_start``: log(1 + its
+    copies in the document); log(1 + the times it follows the two code lines above the hole, or precedes the two
+    below, in the document); whether it binds a name of ``wanted`` (Python). The document is read once."""
     from engine import doclines
 
     before = [c for c, _, _ in doclines._code_lines(text, line_start, up=True)][:2]
     after = [c for c, _, _ in doclines._code_lines(text, _line_end(text, line_start), up=False)][:2]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    context = sum(1 for i in range(len(lines)) if lines[i] == code and (
-        (len(before) == 2 and i >= 2 and lines[i - 1] == before[0] and lines[i - 2] == before[1])
-        or (len(after) == 2 and i + 2 < len(lines) and lines[i + 1] == after[0] and lines[i + 2] == after[1])))
-    binds = bool(wanted) and bool(_binds(code) & wanted)
-    return [math.log1p(lines.count(code)), math.log1p(context), float(binds)]
+    copies = collections.Counter(lines)
+    context = collections.Counter(
+        lines[i] for i in range(len(lines))
+        if (len(before) == 2 and i >= 2 and lines[i - 1] == before[0] and lines[i - 2] == before[1])
+        or (len(after) == 2 and i + 2 < len(lines) and lines[i + 1] == after[0] and lines[i + 2] == after[1]))
+
+    def of(code: str) -> list[float]:
+        binds = bool(wanted) and bool(_binds(code) & wanted)
+        return [math.log1p(copies[code]), math.log1p(context[code]), float(binds)]
+    return of
 
 
 def _line_end(text: str, at: int) -> int:
@@ -155,11 +160,9 @@ def _pool_lines(text: str, hole, rest_of_line: str, language: str | None, worksp
     """The ``document`` and ``wanted`` pools of an empty line (``probe --pools``): (stripped line, pool), and the
     names the code below wants."""
     from engine import doclines, names
-    from engine.requests import HoleKind
 
     line_start = text.rfind("\n", 0, hole.start) + 1
-    if hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or hole.start != line_start or hole.heal.strip() \
-            or hole.end != hole.start + len(hole.heal) or (rest_of_line.strip() and not hole.keep_newline):
+    if not doclines.empty_line(hole, rest_of_line, line_start):
         return [], frozenset()
     out: list[tuple[str, str]] = []
     for line in doclines._nearby(text, line_start, _line_end(text, hole.end)):
@@ -215,8 +218,9 @@ def probe(data: str, out: str, corpus_dir: str, pools: bool = False) -> None:
         options = {t.strip() for t in found.texts}
         added, wanted = _pool_lines(text, hole, rest_of_line, language, workspace, set(options))
         line_start = text.rfind("\n", 0, hole.start) + 1
+        features_of = pool_features(text, line_start, wanted)
         for code in options:
-            extras[code] = pool_features(text, line_start, code, wanted)
+            extras[code] = features_of(code)
         if not added:
             return found
         near, known = doclines._names_around(text, line_start)
@@ -226,7 +230,7 @@ def probe(data: str, out: str, corpus_dir: str, pools: bool = False) -> None:
         texts = []
         for code, _ in added:
             record(code, False, 0, near, known)
-            extras[code] = pool_features(text, line_start, code, wanted)
+            extras[code] = features_of(code)
             texts.append(indent + code + ("\n" if hole.keep_newline else ""))
         n = len(added)
         return doclines.LineOptions(found.texts + tuple(texts), found.priors + (None,) * n,

@@ -155,6 +155,13 @@ def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:
             down = end
 
 
+def empty_line(hole: Hole, rest_of_line: str, line_start: int) -> bool:
+    """Is the hole a whole line (``LINE`` or ``BLOCK``) with nothing but indentation before the cursor (its line
+    starting at ``line_start``) and no code after it, or code after it that the fill goes before?"""
+    return (hole.kind in (HoleKind.LINE, HoleKind.BLOCK) and hole.start == line_start and not hole.heal.strip()
+            and hole.end == hole.start + len(hole.heal) and not (rest_of_line.strip() and not hole.keep_newline))
+
+
 def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
                       workspace: worklines.Workspace | None = None) -> LineOptions:
     """The lines a fill of an empty line could take from where the same neighbours appear elsewhere: the lines
@@ -166,8 +173,7 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     neighbour it was seen with. Empty unless the hole is a whole line (``LINE`` or ``BLOCK``) with nothing but
     indentation before the cursor and no code after it, or code after it that the fill goes before."""
     line_start = text.rfind("\n", 0, hole.start) + 1
-    if hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or hole.start != line_start or hole.heal.strip() \
-            or hole.end != hole.start + len(hole.heal) or (rest_of_line.strip() and not hole.keep_newline):
+    if not empty_line(hole, rest_of_line, line_start):
         return NONE
     line_end = text.find("\n", hole.end)
     line_end = len(text) if line_end < 0 else line_end
