@@ -343,6 +343,14 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
     for lang, n in train.items():
         assert f"| {lang} | {n} |" in text
     assert "| MIT |" in text and "GPL" not in text
+    assert "a part `gen2data pack` writes" in text and "whole built corpus" not in text
+    # continued on the whole built corpus (files/train/LANGUAGE.jsonl) instead of a travel part
+    whole = [dict(r) for r in log]
+    whole[5] = {**log[5], "config": {**cfg, "corpus": str(out)}}
+    text = card.continued_section(whole, root=tmp_path, manifest=tmp_path / "m.jsonl.xz")
+    assert f"`{out}` (the whole built corpus, every language), {sum(train.values())} files" in text
+    assert "gen2data pack" not in text
+    assert card._data_label(runs(whole)[1]) == f"code corpus `{out}`"
     assert card.continued_section(log[:4], root=tmp_path) == ""          # stdlib only: no such section
     with pytest.raises(FileNotFoundError, match="part0"):
         card.continued_section(log, root=tmp_path / "elsewhere", manifest=tmp_path / "m.jsonl.xz")

@@ -121,7 +121,9 @@ def _data_label(run: dict) -> str:
     if not run.get("corpus"):
         return "stdlib"
     mix = f", stdlib in {run['mix_stdlib']:.0%} of windows" if run.get("mix_stdlib") else ""
-    return f"code corpus `{Path(run['corpus']).name}`{mix}"
+    corpus = Path(run["corpus"])
+    name = corpus.name if corpus.name.startswith("part") else str(corpus)   # a travel part, or a built corpus's folder
+    return f"code corpus `{name}`{mix}"
 
 
 def part_totals(corpus: Path, manifest: Path = GEN2_MANIFEST) -> dict:
@@ -169,7 +171,7 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
     mixed = "" if not lib_seen else (
         f"\nThe standard library's training files stayed in the mix ({lib / 1e6:,.1f}M tokens, {shares} of the "
         f"windows, {lib_seen / 1e6:,.1f}M tokens seen), so that its Python was not forgotten.")
-    sections = []
+    sections, read = [], []
     for corpus in dict.fromkeys(r["corpus"] for r in corpus_runs):
         path = Path(corpus) if Path(corpus).is_absolute() else root / corpus
         if not path.exists():
@@ -177,6 +179,8 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
         t = part_totals(path, manifest)
         if t["not_in_manifest"]:
             raise ValueError(f"{path}: {t['not_in_manifest']} training files are not in {manifest.name}")
+        read.append(f"`{corpus}` (" + ("the whole built corpus, every language" if (path / "files" / "train").is_dir()
+                                       else "a part `gen2data pack` writes; the first ones mix every language") + ")")
 
         def rows(group: dict) -> str:
             return "\n".join(f"| {name} | {v['files']:,} | {v['bytes'] / 1e6:,.0f} MB | {v['tokens'] / 1e6:,.1f}M |"
@@ -191,11 +195,10 @@ def continued_section(records: list[dict], root: Path = _ROOT, manifest: Path = 
     valid = ", ".join(f"{lang} {v['valid_files']:,} files" for lang, v in data["languages"].items())
     return f"""### Continued on the code corpus (steps {corpus_runs[0]['from_step']:,}-{corpus_runs[-1]['to_step']:,})
 
-Then the model went on training on part of the second-generation code corpus
+Then the model went on training on the second-generation code corpus
 (`engine/training/gen2/DATA_CARD.md`: permissive licences only, fetched by package name, exact and near
 duplicates removed, HumanEval kept out; every file with its package, version, licence and sha256 in
-`corpus-manifest.jsonl.xz`): the training files of {', '.join(f'`{c}`' for c in dict.fromkeys(r['corpus'] for r in corpus_runs))} (the
-first of the parts `gen2data pack` writes, a mix of every language), {t['files']:,} files, {corpus_tokens / 1e6:,.1f}M
+`corpus-manifest.jsonl.xz`): the training files of {', '.join(read)}, {t['files']:,} files, {corpus_tokens / 1e6:,.1f}M
 tokens with this model's tokenizer, of which it saw {seen / 1e6:,.1f}M ({seen / corpus_tokens:.2f} passes).{mixed}
 The tokenizer stays the stdlib one: byte-level, so every language round-trips exactly, in more tokens.
 Validation from then on: the corpus's held-out files ({valid}).
