@@ -17,6 +17,9 @@
 #   CONF=runs/conf holds the development sets' documents that are not committed (benchmarks/README.md,
 #   "Per-language calibration"): extra-dev.jsonl is made here from the corpus at CORPUS_DIR (default runs/corpus)
 #   when missing (benchmarks.code_lines --extra-dev), stdlib-compact.jsonl from the standard library
+#   CORPUS_DIR is also every corpus hole's workspace (the other files of its package, --workspace-corpus), as the
+#   committed development sets and code-lines results were recorded: the calibration is fitted on the fills the
+#   editor gets in a workspace. It is required except with QUICK=1 (used there when present)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/embedded}
@@ -27,6 +30,15 @@ CONF=${CONF:-runs/conf}
 QUANTIZATION=${QUANTIZATION:-none}
 LIMIT=(); ORDER_LIMIT=300; SWEEP_LIMIT=100; LAT=(); CODE_LIMIT=500; STDLIB_LIMIT=600; STDLIB_DEV=1200
 MODEL_OUT=engine/models/embedded; MODEL=embedded
+CORPUS_DIR=${CORPUS_DIR:-runs/corpus}
+WS=(--workspace-corpus "$CORPUS_DIR")
+if [ ! -d "$CORPUS_DIR/files/train" ]; then
+  if [ "${QUICK:-0}" != 1 ]; then
+    echo "ship_model: no code corpus at $CORPUS_DIR: the corpus holes' workspaces come from it" \
+         "(LOCK=1 STEPS=\"fetch build\" bash scripts/build_corpus.sh, or CORPUS_DIR=...)" >&2; exit 2
+  fi
+  WS=()
+fi
 case "$QUANTIZATION" in none|int8) ;; *)
   echo "ship_model: QUANTIZATION must be none or int8 (not $QUANTIZATION)" >&2; exit 2 ;; esac
 for f in HumanEval-SingleLineInfilling HumanEval-RandomSpanInfillingLight; do   # needed 30 minutes in: said now
@@ -55,7 +67,6 @@ else printf '{"quantization": "%s"}\n' "$QUANTIZATION" > "$MODEL_OUT/serving.jso
 M=(--model "$MODEL" --quantization "$QUANTIZATION")   # every fill below as the editor will get it
 mkdir -p "$CONF"
 if [ ! -f "$CONF/extra-dev.jsonl" ] && [ "${QUICK:-0}" != 1 ]; then   # the calibration's extra holes, from the corpus
-  CORPUS_DIR=${CORPUS_DIR:-runs/corpus}
   [ -d "$CORPUS_DIR/files/valid" ] || {
     echo "ship_model: $CONF/extra-dev.jsonl is missing and there is no corpus at $CORPUS_DIR to build it from" \
          "(LOCK=1 STEPS=\"fetch build\" bash scripts/build_corpus.sh)" >&2; exit 2; }
@@ -89,8 +100,8 @@ considered() {  # NAME DATA ARGS...: a fresh considered set, compressed into the
 }
 EXTRA=$CONF/extra-dev.jsonl
 [ "${QUICK:-0}" = 1 ] && EXTRA=benchmarks/data/code-lines.jsonl.gz
-{ considered extra-dev "$EXTRA" --signals
-  considered extra-dev-typed "$EXTRA" --typed; } & one=$!
+{ considered extra-dev "$EXTRA" "${WS[@]}"
+  considered extra-dev-typed "$EXTRA" --typed "${WS[@]}"; } & one=$!
 { considered dev "$CONF/stdlib-compact.jsonl"
   considered humaneval $D/HumanEval-SingleLineInfilling.jsonl.gz --tests; } & two=$!
 both $one $two
@@ -113,11 +124,11 @@ both $one $two
       --out $R/infill-random-span-light.json
   "$PY" -m benchmarks.latency "${LAT[@]}" "${M[@]}" --out $R/latency.json; } & one=$!
 { "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --limit $CODE_LIMIT --no-tests "${M[@]}" \
-      --out $R/infill-code-lines.json
+      "${WS[@]}" --out $R/infill-code-lines.json
   "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --typed --limit $CODE_LIMIT --no-tests \
-      "${M[@]}" --out $R/infill-code-lines-typed.json
+      "${M[@]}" "${WS[@]}" --out $R/infill-code-lines-typed.json
   "$PY" -m benchmarks.infill --data benchmarks/data/code-lines.jsonl.gz --typed --auto-close --limit $CODE_LIMIT \
-      --no-tests "${M[@]}" --out $R/infill-code-lines-typed-closed.json
+      --no-tests "${M[@]}" "${WS[@]}" --out $R/infill-code-lines-typed-closed.json
   "$PY" -m benchmarks.infill --data "$CONF/stdlib-lines.jsonl" --limit $STDLIB_LIMIT "${M[@]}" \
       --out $R/infill-stdlib-lines.json; } & two=$!
 both $one $two
