@@ -220,6 +220,43 @@ def test_shared_folder_is_never_read(tmp_path):
     assert s["files_kept"] == 0 and s["dropped"] == {"under shared/": 1}
 
 
+def test_the_project_itself_is_kept_out(tmp_path, monkeypatch):
+    """The environment's packages include this project (installed editable): the build drops it whatever its
+    name's spelling, and the venv fetch neither records it nor, with the lock's names, a package the lock lacks."""
+    import email.message
+
+    from engine.training import fetch
+
+    raw, out, src = tmp_path / "raw", tmp_path / "out", tmp_path / "src"
+    (src / "engine").mkdir(parents=True)
+    (src / "engine" / "mine.py").write_text(_py("mine"))
+    (src / "engine" / "theirs.py").write_text(_py("theirs"))
+    for name, rel in (("Diffusion_LSP", "engine/mine.py"), ("x", "engine/theirs.py")):
+        (raw / "venv" / name).mkdir(parents=True)
+        (raw / "venv" / name / "_meta.json").write_text(json.dumps(
+            {"ecosystem": "venv", "name": name, "version": "1", "licence": "MIT", "base": str(src), "files": [rel]}))
+    s = cc.build(raw, out, humaneval_dir=None, shared_dir=None, log=lambda *_: None)
+    assert s["files_kept"] == 1 and s["dropped"] == {"the project itself": 1}
+    kept = [json.loads(line)["id"] for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert kept == ["venv:x/engine/theirs.py"]
+
+    class Dist:
+        def __init__(self, name):
+            self.metadata, self.version, self.files = email.message.Message(), "1", ["a.py"]
+            self.metadata["Name"], self.metadata["License"] = name, "MIT"
+
+        def locate_file(self, _):
+            return src
+
+    monkeypatch.setattr(fetch.importlib.metadata, "distributions",
+                        lambda: [Dist("diffusion-lsp"), Dist("anyio"), Dist("ray")])
+    fetch.fetch_venv(tmp_path / "all")
+    assert sorted(p.name for p in (tmp_path / "all" / "venv").iterdir()) == ["anyio", "ray"]
+    fetch.fetch_venv(tmp_path / "locked", only={"anyio", "diffusion-lsp"})
+    assert [p.name for p in (tmp_path / "locked" / "venv").iterdir()] == ["anyio"]
+    assert "diffusion-lsp" not in fetch.locked_names("venv") and "anyio" in fetch.locked_names("venv")
+
+
 def test_token_counts_manifest_and_data_card(built, tmp_path):
     """gen2data count: tokens per file into the compressed manifest, totals per language and licence, and
     the card's data section written from them."""

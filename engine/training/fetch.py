@@ -54,6 +54,14 @@ def read_lock(path: Path = LOCK) -> dict[tuple[str, str], str]:
     return out
 
 
+def locked_names(ecosystem: str, path: Path = LOCK) -> set[str]:
+    """The names the lock holds for one ecosystem, whatever their version."""
+    if not path.is_file():
+        return set()
+    return {line.split("\t")[1] for line in path.read_text().splitlines()[1:]
+            if line.count("\t") >= 2 and line.split("\t")[0] == ecosystem}
+
+
 def _log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
@@ -94,11 +102,15 @@ def pkg_info_licence(meta: email.message.Message) -> str:
     return field[:200]
 
 
-def fetch_venv(dest: Path) -> None:
-    """Every distribution importable here: its installed ``.py`` files are the sources shipped."""
+def fetch_venv(dest: Path, only: set[str] | None = None) -> None:
+    """Every distribution importable here but the project itself: its installed ``.py`` files are the sources
+    shipped. ``only`` (with --lock: the lock's venv names): those distributions alone, so a package installed here
+    later (an optional extra) does not change a locked build."""
+    from .codecorpus import is_own_project
+
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
-        if not name:
+        if not name or is_own_project("venv", name) or (only is not None and name not in only):
             continue
         out = dest / "venv" / re.sub(r"[^A-Za-z0-9._-]", "_", name.lower())
         if (out / "_meta.json").is_file():
@@ -308,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     pinned = read_lock() if args.lock else {}
     only = set(args.only or ECOSYSTEMS)
     if "venv" in only and lists.get("pypi", {}).get("venv"):
-        fetch_venv(dest)
+        fetch_venv(dest, locked_names("venv") if args.lock else None)
     if "debian" in only:
         fetch_debian(lists.get("debian", {}).get("packages", []), dest)
     if "npm" in only:
