@@ -262,8 +262,6 @@ def rank(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
     it is one), its features the first-forward score and ``doclines.neighbour_features``; held-out figures from
     ``folds`` parts by a hash of the file, against the shipped weights and the rank before them (seen beside both
     first, then the score + the prior)."""
-    import zlib
-
     import torch
 
     from engine import doclines
@@ -281,16 +279,13 @@ def rank(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
     def fit(train: list) -> torch.Tensor:
         return _logit([(x, y) for _, _, x, y in train], holes[0][2].shape[1], l2)
 
-    def part(r: dict) -> int:
-        return zlib.crc32(r["file"].encode()) % folds
-
     held: collections.Counter = collections.Counter()
     shipped: collections.Counter = collections.Counter()
     before: collections.Counter = collections.Counter()
     weights = torch.tensor([doclines.RANK_SCORE, *doclines.RANK_WEIGHTS], dtype=torch.float64)
     for k in range(folds):
-        w = fit([h for h in holes if part(h[0]) != k])
-        for r, cands, x, y in (h for h in holes if part(h[0]) == k):
+        w = fit([h for h in holes if _part(h[0], folds) != k])
+        for r, cands, x, y in (h for h in holes if _part(h[0], folds) == k):
             held[r["language"]] += y == int(torch.argmax(x @ w))
             shipped[r["language"]] += y == int(torch.argmax(x @ weights))
             before[r["language"]] += y == max(range(len(cands)), key=lambda i: cands[i][1] + (cands[i][2] or 0.0)
@@ -302,6 +297,13 @@ def rank(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
             "first_right_before": {"all": sum(before.values()), **before},
             "weights_fitted_on_all": [round(float(v), 3) for v in w],
             "weights_shipped": [doclines.RANK_SCORE, *doclines.RANK_WEIGHTS]}
+
+
+def _part(r: dict, folds: int) -> int:
+    """The cross-validation part of a recorded hole: a hash of its file, so a file's holes stay together."""
+    import zlib
+
+    return zlib.crc32(r["file"].encode()) % folds
 
 
 def _logit(holes: list, width: int, l2: float):
@@ -340,8 +342,6 @@ def pools(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
     candidates and the holes where a conditional logit over them (fitted on the other parts by a hash of the file)
     puts it first, per language, with the holes only it or only the first variant (the options alone) gets right
     and a two-sided sign test on them."""
-    import zlib
-
     import torch
 
     from benchmarks.compare_considered import sign_p
@@ -364,10 +364,10 @@ def pools(out: str, folds: int = 5, l2: float = 1e-2) -> dict:
         held: collections.Counter = collections.Counter()
         right: set[str] = set()
         for k in range(folds):
-            w = _logit([(x, y) for r, x, y in holes if zlib.crc32(r["file"].encode()) % folds != k],
+            w = _logit([(x, y) for r, x, y in holes if _part(r, folds) != k],
                        holes[0][1].shape[1], l2)
             for r, x, y in holes:
-                if zlib.crc32(r["file"].encode()) % folds == k and y == int(torch.argmax(x @ w)):
+                if _part(r, folds) == k and y == int(torch.argmax(x @ w)):
                     held[r["language"]] += 1
                     right.add(r["task_id"])
         rights[name] = right

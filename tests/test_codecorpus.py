@@ -401,4 +401,4 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
     text = card.continued_section(mixed, root=tmp_path, manifest=tmp_path / "m.jsonl.xz")
     assert "4.0M\ntokens with this model's tokenizer, of which it saw 1.0M (0.25 passes)" in text
     assert "(1.0M tokens, 50% of the windows, 1.0M tokens seen)" in text
-    assert card._data_label(runs(mixed)[1]) == "code corpus `part0`, stdlib in 50% of windows"
+    assert card._data_label(runs(mixed)[1]) == "code corpus `travel/part0`, stdlib in 50% of windows"

@@ -121,9 +121,7 @@ def _data_label(run: dict) -> str:
     if not run.get("corpus"):
         return "stdlib"
     mix = f", stdlib in {run['mix_stdlib']:.0%} of windows" if run.get("mix_stdlib") else ""
-    corpus = Path(run["corpus"])
-    name = corpus.name if corpus.name.startswith("part") else str(corpus)   # a travel part, or a built corpus's folder
-    return f"code corpus `{name}`{mix}"
+    return f"code corpus `{run['corpus']}`{mix}"   # as the run was given it: a travel part or a built corpus
 
 
 def part_totals(corpus: Path, manifest: Path = GEN2_MANIFEST) -> dict:

@@ -42,24 +42,22 @@ def load_list(path: Path = PACKAGES) -> dict:
     return tomllib.loads(path.read_text())
 
 
+def _lock_rows(path: Path = LOCK) -> list[list[str]]:
+    """The lock's rows (ecosystem, name, version, licence as stated), the header left out."""
+    if not path.is_file():
+        return []
+    return [line.split("\t") for line in path.read_text().splitlines()[1:] if line.count("\t") >= 2]
+
+
 def read_lock(path: Path = LOCK) -> dict[tuple[str, str], str]:
     """(ecosystem, name) -> version of an earlier build (a version it could not read, "?", is left unpinned)."""
-    if not path.is_file():
-        return {}
-    out = {}
-    for line in path.read_text().splitlines()[1:]:
-        eco, name, version, *_ = line.split("\t")
-        if version.strip() not in ("", "?"):   # "?": the build that wrote the lock could not read the version
-            out[(eco, name)] = version.strip()
-    return out
+    return {(eco, name): version.strip() for eco, name, version, *_ in _lock_rows(path)
+            if version.strip() not in ("", "?")}   # "?": the build that wrote the lock could not read the version
 
 
 def locked_names(ecosystem: str, path: Path = LOCK) -> set[str]:
     """The names the lock holds for one ecosystem, whatever their version."""
-    if not path.is_file():
-        return set()
-    return {line.split("\t")[1] for line in path.read_text().splitlines()[1:]
-            if line.count("\t") >= 2 and line.split("\t")[0] == ecosystem}
+    return {name for eco, name, *_ in _lock_rows(path) if eco == ecosystem}
 
 
 def _log(msg: str) -> None:
