@@ -280,6 +280,38 @@ def test_token_counts_manifest_and_data_card(built, tmp_path):
     assert "| go | 1 |" in text and "| BSD-3-Clause |" in text and "near duplicate 1" in text
 
 
+def test_restate_takes_the_projects_own_files_out_of_a_committed_manifest(built, tmp_path):
+    """gen2data restate: a manifest counted before the project's own files were kept out loses them, and its totals
+    are what ``count`` writes for the files that stay; run again, it changes nothing."""
+    import lzma
+
+    from engine.config import EMBEDDED_DIR
+    from engine.training import gen2data
+
+    _, manifest, out = built
+    m, d = tmp_path / "m.jsonl.xz", tmp_path / "data.json"
+    assert gen2data.main(["count", "--corpus", str(out), "--tokenizer", str(EMBEDDED_DIR), "--manifest", str(m),
+                          "--data-json", str(d)]) == 0
+    clean_rows, clean = lzma.open(m, "rt").read(), json.loads(d.read_text())
+    rows = [json.loads(x) for x in clean_rows.splitlines()]
+    own = [{**rows[0], "ecosystem": "venv", "package": "diffusion_lsp", "path": f"engine/x{i}.py", "split": split,
+            "licence": "Apache-2.0", "tokens": 7 + i} for i, split in enumerate(("train", "valid"))]
+    with lzma.open(m, "wt") as f:                                   # the project's rows among the others
+        f.write(json.dumps(own[0]) + "\n" + clean_rows + json.dumps(own[1]) + "\n")
+    stale = {**clean, "packages": clean["packages"] + [{"ecosystem": "venv", "name": "diffusion-lsp",
+                                                        "version": "0.1.0", "licence": "Apache-2.0", "files_kept": 2}]}
+    d.write_text(json.dumps(stale))
+    assert gen2data.main(["restate", "--manifest", str(m), "--data-json", str(d)]) == 0
+    assert lzma.open(m, "rt").read() == clean_rows
+    data = json.loads(d.read_text())
+    for key in ("files", "train_tokens", "valid_tokens", "packages_with_files", "languages", "licences", "ecosystems"):
+        assert data[key] == clean[key], key
+    assert data["dropped"] == {**clean["dropped"], "the project itself": 2}
+    assert data["packages"][-1]["files_kept"] == 0 and data["packages"][:-1] == clean["packages"]
+    assert gen2data.main(["restate", "--manifest", str(m), "--data-json", str(d)]) == 0
+    assert json.loads(d.read_text()) == data and lzma.open(m, "rt").read() == clean_rows
+
+
 def test_pack_into_parts_that_travel(built, tmp_path):
     """gen2data pack: every kept file once, in xz chunks grouped into parts under the size cap, found again
     by the trainer's reader wherever the parts are unpacked."""

@@ -3,6 +3,7 @@ data card's totals, and the compressed parts the corpus travels to a GPU machine
 
     python -m engine.training.gen2data tokenizer --corpus DIR      # train 32k once, measure 8k/16k/32k
     python -m engine.training.gen2data count --corpus DIR          # tokens per file -> manifest, totals
+    python -m engine.training.gen2data restate                     # the committed manifest under today's rules
     python -m engine.training.gen2data pack --corpus DIR --dest runs/gen2-travel
 
 The tokenizer, the compressed manifest and ``data.json`` go to ``engine/training/gen2/`` (beside where
@@ -18,7 +19,7 @@ import os
 import random
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from . import tokenizer as tok_mod
@@ -143,38 +144,85 @@ def cmd_count(args) -> int:
                         batch = []
             _count(tok, batch, counts)
             print(f"{split} {lang}: counted", flush=True)
-    totals: dict = {"languages": defaultdict(lambda: defaultdict(int)), "licences": defaultdict(lambda: defaultdict(int)),
-                    "ecosystems": defaultdict(lambda: defaultdict(int))}
-    packages: set[str] = set()
-    out = Path(args.manifest)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with lzma.open(out, "wt", encoding="utf-8", preset=9) as w:
-        for r in read_jsonl(corpus / "manifest.jsonl"):
-            r["tokens"] = counts[r["id"]] if estimate is None else round(r["bytes"] / estimate[r["language"]])
-            w.write(json.dumps({k: r[k] for k in ("package", "version", "licence", "path", "sha256", "tokens",
-                                                  "language", "split", "bytes", "ecosystem")}) + "\n")
-            packages.add(f"{r['ecosystem']}:{r['package']}")
-            for key, group in (("languages", r["language"]), ("licences", r["licence"]), ("ecosystems", r["ecosystem"])):
-                t = totals[key][group]
-                t["files"] += 1
-                t[f"{r['split']}_tokens"] += r["tokens"]
-                t["bytes"] += r["bytes"]
     build = json.loads((corpus / "build.json").read_text())
+    rows = []
+    for r in read_jsonl(corpus / "manifest.jsonl"):
+        r["tokens"] = counts[r["id"]] if estimate is None else round(r["bytes"] / estimate[r["language"]])
+        rows.append(r)
     data = {"tokenizer": args.tokenizer_name, "vocab_size": len(tok),
             "tokens_are": "counted" if estimate is None else "estimated from bytes (held-out bytes/token per "
                                                              "language); rerun without --estimate to count",
-            "files": sum(v["files"] for v in totals["languages"].values()),
-            "train_tokens": sum(v["train_tokens"] for v in totals["languages"].values()),
-            "valid_tokens": sum(v["valid_tokens"] for v in totals["languages"].values()),
-            "packages_with_files": len(packages),
+            **_totals(rows),
             "packages_fetched": len(build["packages"]),
-            **{k: {g: dict(v) for g, v in sorted(d.items(), key=lambda kv: str(kv[0]))} for k, d in totals.items()},
             "dropped": build["dropped"], "dropped_bytes": build["dropped_bytes"],
             "build_seconds": build["seconds"],
             "packages": [{k: p[k] for k in ("ecosystem", "name", "version", "licence", "files_kept")}
                          for p in build["packages"]]}
-    Path(args.data_json).write_text(json.dumps(data, indent=1) + "\n")
+    _write(rows, Path(args.manifest), Path(args.data_json), data)
+    return 0
+
+
+MANIFEST_FIELDS = ("package", "version", "licence", "path", "sha256", "tokens", "language", "split", "bytes",
+                   "ecosystem")
+
+
+def _totals(rows: list[dict]) -> dict:
+    """Files and tokens per language, licence and source; how many packages have a file in the corpus."""
+    totals: dict = {"languages": defaultdict(lambda: defaultdict(int)), "licences": defaultdict(lambda: defaultdict(int)),
+                    "ecosystems": defaultdict(lambda: defaultdict(int))}
+    packages: set[str] = set()
+    for r in rows:
+        packages.add(f"{r['ecosystem']}:{r['package']}")
+        for key, group in (("languages", r["language"]), ("licences", r["licence"]), ("ecosystems", r["ecosystem"])):
+            t = totals[key][group]
+            t["files"] += 1
+            t[f"{r['split']}_tokens"] += r["tokens"]
+            t["bytes"] += r["bytes"]
+    return {"files": sum(v["files"] for v in totals["languages"].values()),
+            "train_tokens": sum(v["train_tokens"] for v in totals["languages"].values()),
+            "valid_tokens": sum(v["valid_tokens"] for v in totals["languages"].values()),
+            "packages_with_files": len(packages),
+            **{k: {g: dict(v) for g, v in sorted(d.items(), key=lambda kv: str(kv[0]))} for k, d in totals.items()}}
+
+
+def _write(rows: list[dict], manifest: Path, data_json: Path, data: dict) -> None:
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(manifest, "wt", encoding="utf-8", preset=9) as w:
+        for r in rows:
+            w.write(json.dumps({k: r[k] for k in MANIFEST_FIELDS}) + "\n")
+    data_json.write_text(json.dumps(data, indent=1) + "\n")
     print(json.dumps({k: v for k, v in data.items() if k != "packages"}, indent=1))
+
+
+def cmd_restate(args) -> int:
+    """The committed manifest and ``data.json`` under today's build rules, without the corpus: the files the build
+    keeps out now (the project's own, ``codecorpus.is_own_project``) leave the manifest and are counted as dropped;
+    the totals are recounted from the manifest's token counts. What ``count`` would write after a new build of the
+    same packages, for the files that build would keep."""
+    from .codecorpus import is_own_project
+
+    manifest, data_json = Path(args.manifest), Path(args.data_json)
+    data = json.loads(data_json.read_text())
+    rows: list[dict] = []
+    out: Counter[str] = Counter()
+    for r in read_jsonl(manifest):
+        if is_own_project(r["ecosystem"], r["package"]):
+            out["the project itself"] += 1
+        else:
+            rows.append(r)
+    if not out:
+        print(f"restate: nothing in {manifest} is kept out by today's rules; unchanged")
+        return 0
+    before = {k: data.get(k) for k in ("files", "train_tokens", "valid_tokens")}
+    data.update(_totals(rows))
+    data["dropped"] = {**data["dropped"], **{k: data["dropped"].get(k, 0) + n for k, n in out.items()}}
+    for p in data["packages"]:
+        if is_own_project(p["ecosystem"], p["name"]):
+            p["files_kept"] = 0
+    _write(rows, manifest, data_json, data)
+    print(f"restate: {sum(out.values())} files left the manifest ({dict(out)}); files, train and held-out tokens "
+          f"{before['files']}, {before['train_tokens']}, {before['valid_tokens']} -> {data['files']}, "
+          f"{data['train_tokens']}, {data['valid_tokens']}")
     return 0
 
 
@@ -281,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--manifest", default=str(GEN2 / "corpus-manifest.jsonl.xz"))
     c.add_argument("--data-json", default=str(GEN2 / "data.json"))
     c.add_argument("--estimate", action="store_true", help="estimate tokens from bytes instead of counting")
+    r = sub.add_parser("restate", help="the committed manifest and data.json under today's build rules")
+    r.add_argument("--manifest", default=str(GEN2 / "corpus-manifest.jsonl.xz"))
+    r.add_argument("--data-json", default=str(GEN2 / "data.json"))
     k = sub.add_parser("pack")
     k.add_argument("--corpus", default=corpus_default)
     k.add_argument("--dest", default=str(ROOT / "runs" / "gen2-travel"))
@@ -290,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--manifest", default=str(GEN2 / "corpus-manifest.jsonl.xz"),
                    help="pack only the files this manifest lists, with the same sha256 ('' for every file)")
     args = p.parse_args(argv)
-    return {"tokenizer": cmd_tokenizer, "count": cmd_count, "pack": cmd_pack}[args.cmd](args)
+    return {"tokenizer": cmd_tokenizer, "count": cmd_count, "restate": cmd_restate, "pack": cmd_pack}[args.cmd](args)
 
 
 if __name__ == "__main__":
