@@ -505,6 +505,32 @@ H.test('ghost: a block fill ending in a line break adds no empty line, the curso
   H.feed('<Esc>')
 end)
 
+H.test('ghost: a CRLF document\'s fill (\\r\\n breaks, as the server writes them) goes in as lines, no \\r in the buffer', function()
+  -- The server answers a CRLF document in its own line endings; the item goes through the same
+  -- path as a real answer (items_from_result, show), then whole, line by line and word by word.
+  local source = { 'def f(x):', '\ty = "😀"', '\tif x:', '\t\t', '\treturn y' }
+  local answer = { items = { { insertText = 'cx = 0\r\n\t\tcx = 1\r\n\r\n\t\tcx = 2\r\n',
+    range = { start = { line = 3, character = 2 }, ['end'] = { line = 3, character = 2 } } } } }
+  local expected = { 'def f(x):', '\ty = "😀"', '\tif x:', '\t\tcx = 0', '\t\tcx = 1', '', '\t\tcx = 2', '\treturn y' }
+  for _, how in ipairs({ 'accept', 'accept_line', 'accept_word' }) do
+    local bufnr = ghost_buffer(source)
+    vim.bo[bufnr].fileformat = 'dos'
+    api.nvim_win_set_cursor(0, { 4, 2 })
+    H.feed('A')
+    ghost._on_result(bufnr, nil, answer, { tick = api.nvim_buf_get_changedtick(bufnr), row = 3, col = 2,
+      encoding = 'utf-16' })
+    H.ok(ghost.visible(bufnr), how .. ': shown')
+    H.eq(nil, ghost.get(bufnr).text:find('\r'), how .. ': no \\r in the suggestion')
+    for _ = 1, 20 do
+      if not ghost[how](bufnr) then
+        break
+      end
+    end
+    H.eq(expected, H.lines(bufnr), how .. ': buffer')
+    H.feed('<Esc>')
+  end
+end)
+
 H.test('ghost: accept_word takes the next word (with its line break and indentation), the rest stays', function()
   H.eq('foo', ghost.next_word('foo.bar'), 'a word')
   H.eq('.', ghost.next_word('.bar'), 'punctuation')

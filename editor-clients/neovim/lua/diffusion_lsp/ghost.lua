@@ -107,12 +107,15 @@ function M.normalize(bufnr, range, text)
   return { start = vim.deepcopy(range.start), ['end'] = { er, ec + #rest } }, trimmed
 end
 
---- Shows `text` as the suggestion replacing `range` (0-based rows, byte columns).
+--- Shows `text` as the suggestion replacing `range` (0-based rows, byte columns). Its line
+--- breaks may be any of LSP's (the server writes a CRLF document's as \r\n): a buffer line holds
+--- no break, so each becomes a plain line split, never a \r left in the text.
 function M.show(bufnr, range, text)
   local st = states[bufnr]
   if not st or text == '' then
     return
   end
+  text = text:gsub('\r\n?', '\n')
   range, text = M.normalize(bufnr, range, text)
   if text == '' then
     return -- nothing but line breaks: nothing to show
