@@ -442,6 +442,56 @@ H.test('ghost: keys in insert mode accept, accept a line, dismiss, and fall thro
   H.eq({ 'total = a + b\t# one', '' }, H.lines(bufnr), 'dismiss left the buffer alone')
 end)
 
+H.test('ghost: keys typed ahead of Tab, or while the completion menu is open, count before accepting', function()
+  -- TextChangedI waits until no typed key is pending, and the completion menu fires TextChangedP
+  -- instead: Tab used to insert the suggestion at the position it was shown for, before what was
+  -- typed since ("x = len(y)le", "fox(1)ob").
+  local bufnr = ghost_buffer({ 'x = ' })
+  dl._on_attach({ id = -1, name = 'diffusion-lsp' }, bufnr) -- the plugin's own insert-mode keys
+  vim.bo[bufnr].expandtab = false
+  api.nvim_win_set_cursor(0, { 1, 4 })
+  H.feed('A')
+  ghost.show(bufnr, at(0, 4), 'len(y)')
+  H.feed('le<Tab>') -- one burst: the Tab mapping runs before any TextChangedI
+  H.eq({ 'x = len(y)' }, H.lines(bufnr), 'typed the start of the suggestion, then Tab')
+  H.eq({ 1, #'x = len(y)' }, api.nvim_win_get_cursor(0), 'cursor after the text')
+  H.feed('<Esc>')
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'x = ' })
+  api.nvim_win_set_cursor(0, { 1, 4 })
+  H.feed('A')
+  ghost.show(bufnr, at(0, 4), 'len(y)')
+  H.feed('q<Tab>')
+  H.eq({ 'x = q\t' }, H.lines(bufnr), 'typed something else: Tab is a Tab, the suggestion is gone')
+  H.ok(not ghost.visible(bufnr), 'dismissed')
+  H.feed('<Esc>')
+  -- The completion menu open (completeopt noinsert: it stays open while typing filters it).
+  local saved = vim.o.completeopt
+  vim.o.completeopt = 'menu,menuone,noinsert'
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'foobar = 1', 'foobaz = 2', 'fo' })
+  api.nvim_win_set_cursor(0, { 3, 2 })
+  H.feed('A')
+  ghost.show(bufnr, at(2, 2), 'x(1)')
+  H.feed('<C-n>')
+  H.feed('o')
+  H.feed('b')
+  H.eq(1, vim.fn.pumvisible(), 'the menu is open')
+  H.feed('<Tab>')
+  H.eq({ 'foobar = 1', 'foobaz = 2', 'foob\t' }, H.lines(bufnr), 'nothing inserted before the typed text')
+  H.feed('<Esc>')
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { 'foobar = 1', 'foobaz = 2', 'fo' })
+  api.nvim_win_set_cursor(0, { 3, 2 })
+  H.feed('A')
+  ghost.show(bufnr, at(2, 2), 'obar + 1')
+  H.feed('<C-n>')
+  H.feed('o')
+  H.feed('b')
+  H.ok(ghost.visible(bufnr), 'typed what it says with the menu open: still shown')
+  H.feed('<Tab>')
+  H.eq({ 'foobar = 1', 'foobaz = 2', 'foobar + 1' }, H.lines(bufnr), 'accepted after what was typed')
+  H.feed('<Esc>')
+  vim.o.completeopt = saved
+end)
+
 H.test('ghost: typing what the suggestion says keeps it, typing something else drops it', function()
   local bufnr = ghost_buffer({ 'name = ' })
   ghost.configure({ auto_trigger = false })

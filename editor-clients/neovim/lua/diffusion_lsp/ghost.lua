@@ -90,6 +90,21 @@ local function paint(bufnr, suggestion)
   render.show(bufnr, M.ns, suggestion.range, render.text_lines(suggestion.text, M.HL))
 end
 
+local on_text_changed -- defined below, with the other event handlers
+
+--- Brings the suggestion up to date with changes no TextChangedI reported yet: keys typed ahead
+--- of the accept key (TextChangedI waits for the typeahead to drain) or while the completion menu
+--- was open (TextChangedP instead). Returns the suggestion still shown, or nil.
+local function current(bufnr, st)
+  if st.suggestion then
+    local tick = api.nvim_buf_get_changedtick(bufnr)
+    if tick ~= st.seen_tick and tick ~= st.own_tick then
+      on_text_changed(bufnr)
+    end
+  end
+  return st.suggestion
+end
+
 --- A fill that ends in a line break where the rest of the line is blank (a block fill on an
 --- empty line) would leave a stray empty line: the break (and any blank lines after it) is
 --- dropped and the blank rest of the line replaced instead. Returns the range and text to show
@@ -220,7 +235,7 @@ end
 function M.cycle(bufnr, delta)
   bufnr = bufnr or api.nvim_get_current_buf()
   local st = states[bufnr]
-  local s = st and st.suggestion
+  local s = st and current(bufnr, st)
   if not s or not st.items or #st.items < 2 then
     return false
   end
@@ -340,7 +355,7 @@ end
 function M.accept(bufnr)
   bufnr = bufnr or api.nvim_get_current_buf()
   local st = states[bufnr]
-  local suggestion = st and st.suggestion
+  local suggestion = st and current(bufnr, st)
   if not suggestion then
     return false
   end
@@ -370,7 +385,7 @@ end
 function M.accept_line(bufnr)
   bufnr = bufnr or api.nvim_get_current_buf()
   local st = states[bufnr]
-  if not (st and st.suggestion) then
+  if not (st and current(bufnr, st)) then
     return false
   end
   local text = st.suggestion.text
@@ -392,7 +407,7 @@ end
 function M.accept_word(bufnr)
   bufnr = bufnr or api.nvim_get_current_buf()
   local st = states[bufnr]
-  if not (st and st.suggestion) then
+  if not (st and current(bufnr, st)) then
     return false
   end
   local chunk = M.next_word(st.suggestion.text)
@@ -404,7 +419,7 @@ end
 
 --- After a change in insert mode: keep the suggestion if the user typed what it says
 --- (or deleted back within it), else drop it and ask again.
-local function on_text_changed(bufnr)
+function on_text_changed(bufnr)
   local st = states[bufnr]
   local tick = api.nvim_buf_get_changedtick(bufnr)
   if st.own_tick == tick then
@@ -452,7 +467,7 @@ function M.attach(bufnr, client_id)
   end
   states[bufnr] = { client_id = client_id }
   local group = api.nvim_create_augroup('diffusion_lsp_ghost_' .. bufnr, { clear = true })
-  api.nvim_create_autocmd('TextChangedI', {
+  api.nvim_create_autocmd({ 'TextChangedI', 'TextChangedP' }, {
     group = group,
     buffer = bufnr,
     callback = function()

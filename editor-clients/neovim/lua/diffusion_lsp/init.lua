@@ -131,7 +131,7 @@ local function on_attach(client, bufnr)
   map_keys(bufnr)
   sync.watch(bufnr)
   local group = api.nvim_create_augroup('diffusion_lsp_draft_' .. bufnr, { clear = true })
-  api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'InsertLeave', 'BufLeave' }, {
+  api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI', 'TextChangedP', 'InsertLeave', 'BufLeave' }, {
     group = group,
     buffer = bufnr,
     callback = function()
