@@ -49,6 +49,19 @@ draft.handler = function(err, params, ctx)
     fill_confidence = params.fillConfidence }
 end
 
+-- The server's own answers to textDocument/inlineCompletion, as they arrived.
+local answers = {}
+local send_request = compat.request
+compat.request = function(c, method, params, handler, buf)
+  if method ~= 'textDocument/inlineCompletion' then
+    return send_request(c, method, params, handler, buf)
+  end
+  return send_request(c, method, params, function(err, result, ...)
+    answers[#answers + 1] = { err = err, result = result }
+    return handler(err, result, ...)
+  end, buf)
+end
+
 local events = {}
 ghost.on_change(function(_, event)
   events[#events + 1] = event
@@ -210,6 +223,38 @@ H.test('Tab on a block fill adds no stray empty line and leaves the cursor at th
   local col = (#inserted == 1 and s.range.start[2] or 0) + #inserted[#inserted]
   H.eq({ row, col }, api.nvim_win_get_cursor(0), 'cursor at the end of the inserted text')
   H.feed('<Esc>')
+end)
+
+H.test('in a CRLF buffer the fill goes in as clean lines, as the server wrote it, no \\r left', function()
+  -- The server sees the buffer with \r\n breaks (fileformat=dos) and answers in them; the
+  -- expected buffer is the server's own edit applied to its text (lines joined with \r\n),
+  -- split at \r\n again.
+  H.feed('<Esc>')
+  local source = { 'def f(x):', '\ty = "😀"', '\tif x:', '\t\t', '\treturn y' }
+  vim.bo[bufnr].fileformat = 'dos'
+  vim.bo[bufnr].expandtab = false
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, source)
+  api.nvim_win_set_cursor(0, { 4, 2 })
+  H.feed('A')
+  local s = suggestion_or_fail()
+  local answer = answers[#answers].result
+  local item = (answer.items or answer)[1]
+  H.out('     server text: ' .. vim.inspect(item.insertText))
+  H.eq({ line = 3, character = 2 }, item.range.start, 'the item starts at the cursor')
+  H.eq(item.range.start, item.range['end'], 'an insertion')
+  local text = item.insertText:gsub('\r?\n%s*$', '') -- the block fill's last break (blank rest of line)
+  local expected = vim.split(table.concat(source, '\r\n', 1, 3) .. '\r\n\t\t' .. text .. '\r\n\treturn y', '\r\n',
+    { plain = true })
+  H.feed('<Tab>')
+  local after = H.lines(bufnr)
+  for _, line in ipairs(after) do
+    H.ok(not line:find('\r'), 'no \\r in ' .. vim.inspect(line))
+  end
+  H.eq(expected, after, 'buffer after accepting')
+  H.ok(s, 'shown')
+  H.feed('<Esc>')
+  vim.bo[bufnr].fileformat = 'unix'
+  vim.bo[bufnr].expandtab = true
 end)
 
 H.test('C-] dismisses the suggestion and leaves the buffer alone', function()
