@@ -257,6 +257,61 @@ H.test('in a CRLF buffer the fill goes in as clean lines, as the server wrote it
   vim.bo[bufnr].expandtab = true
 end)
 
+H.test('when the server\'s copy of the buffer differs from it, nothing lands anywhere but at the cursor', function()
+  -- Two buffers whose text the server cannot see as Neovim does: bytes that are not UTF-8 (the
+  -- message with them is not JSON the server can read, so it keeps the text it had) and a
+  -- carriage return inside a line (a line break to LSP, not to Neovim). The server's answer is
+  -- then for another place; the plugin used to insert it there ('    s = "qsize(s)\255\254" + ').
+  -- In its own buffer, wiped after: the server's copy of it stays wrong.
+  H.feed('<Esc>')
+  local dir = vim.fn.fnamemodify(api.nvim_buf_get_name(bufnr), ':h')
+  for _, case in ipairs({
+    { name = 'not_utf8.py', lines = { 'def f():', '    s = "\255\254" + ', '    return s' } },
+    { name = 'lone_cr.py', lines = { 'def f():', '    s = "a\rb"; t = ', '    return s' } },
+  }) do
+    vim.cmd('edit ' .. dir .. '/' .. case.name)
+    local buf = api.nvim_get_current_buf()
+    vim.bo[buf].expandtab = false
+    H.ok(H.wait(20000, function()
+      return ghost.client_of(buf) ~= nil
+    end), case.name .. ': attached')
+    api.nvim_buf_set_lines(buf, 0, -1, false, case.lines)
+    local col = #case.lines[2]
+    api.nvim_win_set_cursor(0, { 2, col })
+    H.feed('a')
+    local asked = #answers
+    for _ = 1, 3 do
+      local before = #events
+      H.feed('<M-\\>')
+      H.wait(20000, function()
+        for i = before + 1, #events do
+          if events[i] == 'result' then
+            return true
+          end
+        end
+      end)
+      local answer = answers[#answers] and answers[#answers].result
+      if answer and #(answer.items or answer) > 0 then
+        break
+      end
+    end
+    H.ok(#answers > asked, case.name .. ': the server answered')
+    local s = ghost.get(buf)
+    if s then -- the server saw the text as Neovim does: its fill must start by the cursor
+      H.ok(s.range.start[1] == 1 and s.range.start[2] <= col and s.range['end'][2] >= col,
+        case.name .. ': the shown fill holds the cursor ' .. vim.inspect(s.range))
+    end
+    H.feed('<Tab>')
+    local after = H.lines(buf)
+    H.eq(case.lines[1], after[1], case.name .. ': line above')
+    H.eq(case.lines[2], after[2]:sub(1, col), case.name .. ': the text before the cursor is untouched')
+    H.eq(case.lines[3], after[#after], case.name .. ': line below')
+    H.feed('<Esc>')
+    vim.cmd('bwipeout!')
+  end
+  vim.cmd('buffer ' .. bufnr)
+end)
+
 H.test('C-] dismisses the suggestion and leaves the buffer alone', function()
   reset_buffer()
   suggestion_or_fail()

@@ -442,6 +442,42 @@ H.test('ghost: keys in insert mode accept, accept a line, dismiss, and fall thro
   H.eq({ 'total = a + b\t# one', '' }, H.lines(bufnr), 'dismiss left the buffer alone')
 end)
 
+H.test('ghost: an item whose range does not hold the cursor is for another text: not shown, a warning says why', function()
+  local bufnr = ghost_buffer({ 'def f():', '    s = "\255\254" + ', '    return s' })
+  api.nvim_win_set_cursor(0, { 2, 15 })
+  H.feed('A')
+  local sent = { tick = api.nvim_buf_get_changedtick(bufnr), row = 1, col = 15, encoding = 'utf-16', invoked = true }
+  local at_9 = { start = { line = 1, character = 9 }, ['end'] = { line = 1, character = 9 } }
+  local items, elsewhere = ghost.items_from_result(bufnr, { items = {
+    { insertText = 'qsize(s)', range = at_9 },
+    { insertText = 'x', range = { start = { line = 1, character = 15 }, ['end'] = { line = 1, character = 15 } } },
+    { insertText = 'y' },
+  } }, sent)
+  H.eq({ 'x', 'y' }, vim.tbl_map(function(i) return i.text end, items), 'the items at the cursor are kept')
+  H.eq(1, elsewhere, 'one item for another place')
+  local warned
+  local notify = vim.notify
+  vim.notify = function(message)
+    warned = message
+  end
+  ghost._on_result(bufnr, nil, { items = { { insertText = 'qsize(s)', range = at_9 } } }, sent)
+  vim.notify = notify
+  H.ok(not ghost.visible(bufnr), 'nothing shown')
+  H.ok(warned and warned:find('another place', 1, true), 'the warning says why: ' .. tostring(warned))
+  H.eq({ 'def f():', '    s = "\255\254" + ', '    return s' }, H.lines(bufnr), 'buffer untouched')
+  -- A regenerated fragment before the cursor, and a range that replaces text after it, hold it.
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, { '    ret', 'v = compute(1)' })
+  items = ghost.items_from_result(bufnr, { items = {
+    { insertText = 'return x', range = { start = { line = 0, character = 4 }, ['end'] = { line = 0, character = 7 } } },
+  } }, { row = 0, col = 7, encoding = 'utf-16' })
+  H.eq(1, #items, 'fragment kept')
+  items = ghost.items_from_result(bufnr, { items = {
+    { insertText = 'compute(2)', range = { start = { line = 1, character = 4 }, ['end'] = { line = 1, character = 14 } } },
+  } }, { row = 1, col = 4, encoding = 'utf-16' })
+  H.eq(1, #items, 'replacement kept')
+  H.feed('<Esc>')
+end)
+
 H.test('ghost: keys typed ahead of Tab, or while the completion menu is open, count before accepting', function()
   -- TextChangedI waits until no typed key is pending, and the completion menu fires TextChangedP
   -- instead: Tab used to insert the suggestion at the position it was shown for, before what was

@@ -180,9 +180,16 @@ local function on_result(bufnr, err, result, sent)
     or cursor[1] ~= sent.row or cursor[2] ~= sent.col then
     return -- the buffer or cursor moved on; a newer request follows
   end
-  local items = M.items_from_result(bufnr, result, sent)
+  local items, elsewhere = M.items_from_result(bufnr, result, sent)
   if #items == 0 then
-    if sent.invoked then
+    if elsewhere > 0 then
+      st.last_error = "the server's answer is for another place: its copy of this buffer differs from it "
+        .. '(a change it could not read, such as bytes that are not UTF-8, or a carriage return inside a line); '
+        .. 'nothing was shown'
+      if sent.invoked then
+        vim.notify('diffusion-lsp: ' .. st.last_error, vim.log.levels.WARN)
+      end
+    elseif sent.invoked then
       vim.notify('diffusion-lsp: no suggestion here', vim.log.levels.INFO)
     end
     return
@@ -195,10 +202,19 @@ end
 
 M._on_result = on_result -- for the tests
 
+--- True when (row, col) lies in `range` (ends included).
+local function contains(range, row, col)
+  local s, e = range.start, range['end']
+  return (s[1] < row or (s[1] == row and s[2] <= col)) and (row < e[1] or (row == e[1] and col <= e[2]))
+end
+
 --- The answer's items as {range, text} (buffer positions), best first, empty and repeated
---- texts left out.
+--- texts left out, and so is an item whose range does not hold the cursor the request was sent
+--- for: the server's copy of the buffer differs from it (a change it could not read, a line
+--- break Neovim does not count), and the text would land somewhere else. Also returns how many
+--- items were left out for that.
 function M.items_from_result(bufnr, result, sent)
-  local out, seen = {}, {}
+  local out, seen, elsewhere = {}, {}, 0
   local list = type(result) == 'table' and (result.items or result) or {}
   for _, item in ipairs(list) do
     local text = type(item) == 'table' and item.insertText
@@ -209,13 +225,15 @@ function M.items_from_result(bufnr, result, sent)
       local range = item.range and position.range_from_lsp(bufnr, item.range, sent.encoding)
         or { start = { sent.row, sent.col }, ['end'] = { sent.row, sent.col } }
       local key = ('%d:%d:%d:%d:%s'):format(range.start[1], range.start[2], range['end'][1], range['end'][2], text)
-      if not seen[key] then
+      if not contains(range, sent.row, sent.col) then
+        elsewhere = elsewhere + 1
+      elseif not seen[key] then
         seen[key] = true
         out[#out + 1] = { range = range, text = text }
       end
     end
   end
-  return out
+  return out, elsewhere
 end
 
 --- Sets the alternatives of the shown suggestion (for tests and other front ends).
