@@ -532,6 +532,61 @@ local RESTART_SOURCE = {
   'print(area(2, 3), perimeter(2, 3))',
 }
 
+H.test('a rewrite that arrives after the user edited the buffer is refused, not applied to the wrong lines', function()
+  -- The user adds two lines above the selection while the model works; their didChange is still
+  -- on its way when the server sends the edit (held here until the edit has arrived: Neovim 0.7
+  -- holds didChange up to 150 ms while typing, and a message can always be in flight). An
+  -- unversioned edit (what the server sends a client that does not announce documentChanges, as
+  -- Neovim 0.7 does not) went onto the old line numbers: 'def print(float(xs):s:'.
+  H.feed('<Esc>')
+  local caps = client.server_capabilities or {}
+  local commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {}
+  if not vim.tbl_contains(commands, actions.REWRITE_COMMAND) then
+    H.skip('the server offers no diffusion.rewriteSelection')
+  end
+  local source = { 'def double(xs):', '    out = []', '    for x in xs:', '        out.append(2 * x)', '    return out',
+    '', 'print(double([1]))' }
+  api.nvim_buf_set_lines(bufnr, 0, -1, false, source)
+  local held, send, holding = {}, client.notify, false
+  client.notify = function(method, params)
+    if holding and method == 'textDocument/didChange' then
+      held[#held + 1] = params
+      return true
+    end
+    return send(method, params)
+  end
+  local edits, apply_edit = {}, vim.lsp.handlers['workspace/applyEdit']
+  vim.lsp.handlers['workspace/applyEdit'] = function(err, params, ctx)
+    edits[#edits + 1] = params.edit
+    return apply_edit(err, params, ctx)
+  end
+  local done, failure = false, nil
+  local ok, err = pcall(function()
+    actions.rewrite(client, bufnr, { start = { 1, 0 }, ['end'] = { 4, 14 } }, nil, function(e)
+      done, failure = true, e
+    end) -- the request sends the text as it is now first (Neovim flushes before a request)
+    holding = true
+    api.nvim_buf_set_lines(bufnr, 0, 0, false, { '# a line the user added', '# and another' })
+    H.ok(H.wait(30000, function()
+      return done
+    end), 'rewrite answered')
+  end)
+  holding = false
+  client.notify = send
+  vim.lsp.handlers['workspace/applyEdit'] = apply_edit
+  for _, params in ipairs(held) do
+    send('textDocument/didChange', params)
+  end
+  H.ok(ok, tostring(err))
+  H.eq(nil, failure, 'rewrite error')
+  H.eq(1, #edits, 'the server sent its edit')
+  local expected = { '# a line the user added', '# and another' }
+  vim.list_extend(expected, source)
+  H.eq(expected, H.lines(bufnr), 'the buffer as the user left it')
+  H.ok(edits[1].documentChanges and edits[1].documentChanges[1].textDocument.version,
+    'the edit names the version it was made for: ' .. vim.inspect(edits[1]))
+end)
+
 H.test('kill -9, an edit while the server is down, :DiffusionRestart: the new server fills the current text', function()
   H.feed('<Esc>')
   dl.options.restart = { retries = 0 } -- this test restarts by hand

@@ -196,6 +196,19 @@ local function on_failure(client_id, code, signal, lived_ms)
   end))
 end
 
+--- The client capabilities: Neovim's, with versioned workspace edits (documentChanges) announced.
+--- Neovim before 0.8 does not announce them although it applies them: the server then sends a
+--- rewrite or fill as an unversioned edit, which Neovim applied to whatever the buffer had become
+--- meanwhile (a line typed above the selection while the model worked shifted the rewrite onto the
+--- wrong lines). A versioned edit for an older version is refused instead ("newer than edits").
+function M.capabilities()
+  local capabilities = vim.lsp.protocol.make_client_capabilities()
+  capabilities.workspace = capabilities.workspace or {}
+  capabilities.workspace.workspaceEdit = capabilities.workspace.workspaceEdit or {}
+  capabilities.workspace.workspaceEdit.documentChanges = true
+  return capabilities
+end
+
 --- The client configuration for `root`, or nil when the server cannot be found.
 local function client_config(root)
   local cmd, looked = config.resolve_cmd(M.options.cmd, root)
@@ -218,6 +231,7 @@ local function client_config(root)
     name = 'diffusion-lsp',
     cmd = cmd,
     root_dir = root,
+    capabilities = M.capabilities(),
     init_options = settings,
     settings = { diffusionLsp = settings },
     handlers = {
