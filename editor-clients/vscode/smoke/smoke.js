@@ -104,6 +104,23 @@ async function main() {
   check(!record.messages.some((m) => m[0] === 'error'), `rewrite selection ran without an error (${record.messages.map((m) => m.join(': ')).join('; ')})`);
   check(record.applied.length > applied || record.messages.some((m) => m[0] === 'info' || m[0] === 'warning'),
     `the rewrite came back as a workspace edit or a message (${record.applied.length - applied} edits)`);
+  // An action's edit is for the version it was computed on. "Complete body" once as is, then again
+  // with the document moved on while the server works (the user typed; the didChange is still on its
+  // way, so the server computes for the old version): the second edit must not be applied.
+  stub.window.activeTextEditor = { document: doc, selection: new stub.Selection(new stub.Position(2, 8), new stub.Position(2, 8)) };
+  record.messages.length = 0;
+  let before = record.applied.length;
+  await record.commands['diffusionLsp.completeBody']();
+  const fresh = record.applied.length - before;
+  check(fresh === 1, `complete body applied its edit to the document it was made for (${fresh} edits; ${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  record.messages.length = 0;
+  before = record.applied.length;
+  const running = record.commands['diffusionLsp.completeBody']();
+  doc.version = 2;
+  await running;
+  doc.version = 1;
+  check(record.applied.length === before && record.messages.some((m) => m[0] === 'warning' && /no longer applies/.test(m[1])),
+    `an edit made for a version the document has moved past is not applied (${record.applied.length - before} edits; ${record.messages.map((m) => m.join(': ')).join('; ')})`);
   stub.window.activeTextEditor = undefined;
   await extension.deactivate();
 

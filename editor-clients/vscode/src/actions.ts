@@ -86,3 +86,34 @@ export function rewriteArgument(
   const trimmed = instruction?.trim() ?? '';
   return trimmed === '' ? { uri, version, range } : { uri, version, range, instruction: trimmed };
 }
+
+interface VersionedEdit {
+  textDocument?: { uri?: unknown; version?: unknown };
+}
+
+/**
+ * The documents `edit` (a protocol WorkspaceEdit) was made for at a version they have moved on from:
+ * `versionOf(uri)` is the open document's version now (undefined when it is not open). Applying such an
+ * edit would put its text at positions of the older text. `vscode.workspace.applyEdit` does not check
+ * (a `vscode.WorkspaceEdit` has no versions; the language client checks only the edits the server sends
+ * as workspace/applyEdit), so the extension checks before applying an action's own edit.
+ */
+export function staleDocuments(edit: unknown, versionOf: (uri: string) => number | undefined): string[] {
+  const changes = (edit as { documentChanges?: unknown } | null | undefined)?.documentChanges;
+  if (!Array.isArray(changes)) {
+    return [];
+  }
+  const stale: string[] = [];
+  for (const change of changes as VersionedEdit[]) {
+    const uri = change?.textDocument?.uri;
+    const version = change?.textDocument?.version;
+    if (typeof uri !== 'string' || typeof version !== 'number') {
+      continue; // a resource operation, or an edit for no particular version
+    }
+    const now = versionOf(uri);
+    if (now !== undefined && now !== version && !stale.includes(uri)) {
+      stale.push(uri);
+    }
+  }
+  return stale;
+}

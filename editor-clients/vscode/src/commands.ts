@@ -11,7 +11,7 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
 } from 'vscode-languageclient/node';
-import { ACTIONS, ActionName, pickAction, REWRITE_COMMAND, rewriteArgument } from './actions';
+import { ACTIONS, ActionName, pickAction, REWRITE_COMMAND, rewriteArgument, staleDocuments } from './actions';
 
 type ClientSource = () => LanguageClient | undefined;
 
@@ -101,7 +101,11 @@ export async function runAction(getClient: ClientSource, name: ActionName): Prom
       }
       if (action.edit) {
         const edit = await client.protocol2CodeConverter.asWorkspaceEdit(action.edit);
-        if (!(await vscode.workspace.applyEdit(edit))) {
+        // Checked right before applying: an edit made for a version the user has typed past would
+        // land at the older text's positions (applyEdit itself does not compare versions).
+        const versionOf = (uri: string) =>
+          vscode.workspace.textDocuments.find((doc) => client.code2ProtocolConverter.asUri(doc.uri) === uri)?.version;
+        if (staleDocuments(action.edit, versionOf).length > 0 || !(await vscode.workspace.applyEdit(edit))) {
           void vscode.window.showWarningMessage('Diffusion: the edit no longer applies (the file changed).');
         }
       }

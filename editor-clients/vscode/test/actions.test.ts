@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { kindMatches, pickAction, rewriteArgument } from '../src/actions';
+import { kindMatches, pickAction, rewriteArgument, staleDocuments } from '../src/actions';
 
 // As the server sends them today: plain kinds and data.action (titles deliberately misleading).
 const today = [
@@ -73,5 +73,28 @@ describe('rewriteArgument', () => {
   it('leaves out a blank instruction', () => {
     assert.deepEqual(rewriteArgument('file:///a.py', 3, range, '   '), { uri: 'file:///a.py', version: 3, range });
     assert.deepEqual(rewriteArgument('file:///a.py', 3, range, undefined), { uri: 'file:///a.py', version: 3, range });
+  });
+});
+
+describe('staleDocuments', () => {
+  const edit = (version: number | null) => ({
+    documentChanges: [{ textDocument: { uri: 'file:///a.py', version }, edits: [{ range: {}, newText: 'x' }] }],
+  });
+  const open = (uri: string) => (uri === 'file:///a.py' ? 7 : undefined);
+
+  it('names a document the user has edited since the edit was made for it', () => {
+    assert.deepEqual(staleDocuments(edit(6), open), ['file:///a.py']);
+  });
+
+  it('passes an edit for the version the document is at', () => {
+    assert.deepEqual(staleDocuments(edit(7), open), []);
+  });
+
+  it('passes edits without a version, for closed documents, resource operations and plain changes', () => {
+    assert.deepEqual(staleDocuments(edit(null), open), []);
+    assert.deepEqual(staleDocuments({ documentChanges: [{ textDocument: { uri: 'file:///b.py', version: 1 }, edits: [] }] }, open), []);
+    assert.deepEqual(staleDocuments({ documentChanges: [{ kind: 'create', uri: 'file:///c.py' }] }, open), []);
+    assert.deepEqual(staleDocuments({ changes: { 'file:///a.py': [] } }, open), []);
+    assert.deepEqual(staleDocuments(undefined, open), []);
   });
 });
