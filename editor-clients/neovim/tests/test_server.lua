@@ -258,16 +258,14 @@ H.test('in a CRLF buffer the fill goes in as clean lines, as the server wrote it
 end)
 
 H.test('when the server\'s copy of the buffer differs from it, nothing lands anywhere but at the cursor', function()
-  -- Two buffers whose text the server cannot see as Neovim does: bytes that are not UTF-8 (the
-  -- message with them is not JSON the server can read, so it keeps the text it had) and a
-  -- carriage return inside a line (a line break to LSP, not to Neovim). The server's answer is
-  -- then for another place; the plugin used to insert it there ('    s = "qsize(s)\255\254" + ').
-  -- In its own buffer, wiped after: the server's copy of it stays wrong.
+  -- A buffer whose text the server cannot see as Neovim does: bytes that are not UTF-8 (the
+  -- message with them is not JSON the server can read, so it keeps the text it had). The server's
+  -- answer is then for another place; the plugin used to insert it there
+  -- ('    s = "qsize(s)\255\254" + '). In its own buffer, wiped after: the server's copy stays wrong.
   H.feed('<Esc>')
   local dir = vim.fn.fnamemodify(api.nvim_buf_get_name(bufnr), ':h')
   for _, case in ipairs({
     { name = 'not_utf8.py', lines = { 'def f():', '    s = "\255\254" + ', '    return s' } },
-    { name = 'lone_cr.py', lines = { 'def f():', '    s = "a\rb"; t = ', '    return s' } },
   }) do
     vim.cmd('edit ' .. dir .. '/' .. case.name)
     local buf = api.nvim_get_current_buf()
@@ -310,6 +308,49 @@ H.test('when the server\'s copy of the buffer differs from it, nothing lands any
     vim.cmd('bwipeout!')
   end
   vim.cmd('buffer ' .. bufnr)
+end)
+
+H.test('a carriage return inside a line: no suggestion, no action, a warning, the buffer untouched', function()
+  -- LSP counts the \r as a line break, Neovim does not: every line below it means another line to
+  -- the server. "Fill holes" used to replace '    return t' with the fill of the '...' above it.
+  H.feed('<Esc>')
+  local dir = vim.fn.fnamemodify(api.nvim_buf_get_name(bufnr), ':h')
+  vim.cmd('edit ' .. dir .. '/stray_cr.py')
+  local buf = api.nvim_get_current_buf()
+  H.ok(H.wait(20000, function()
+    return ghost.client_of(buf) ~= nil
+  end), 'attached')
+  local source = { 'def a(s):', '    t = "x\ry"', '    def inner():', '        ...', '    return t', '', 'print(a(1))' }
+  api.nvim_buf_set_lines(buf, 0, -1, false, source)
+  local messages, notify = {}, vim.notify
+  vim.notify = function(message)
+    messages[#messages + 1] = message
+  end
+  local done, failure = false, nil
+  local ok, err = pcall(function()
+    actions.run(client, buf, 'fill_holes', { start = { 0, 0 }, ['end'] = { #source - 1, #source[#source] } }, function(e)
+      done, failure = true, e
+    end)
+    H.wait(30000, function()
+      return done
+    end)
+    H.sleep(200) -- an edit the server sent would have arrived by now
+    api.nvim_win_set_cursor(0, { 5, 12 })
+    H.feed('a')
+    H.feed('<M-\\>', 200)
+    H.ok(not ghost.visible(buf), 'no suggestion shown')
+    H.feed('<Esc>')
+  end)
+  vim.notify = notify
+  H.ok(ok, tostring(err))
+  H.eq(source, H.lines(buf), 'the buffer untouched')
+  H.ok(failure and tostring(failure):find('line 2 holds a carriage return', 1, true), 'fill holes refused: ' .. tostring(failure))
+  H.ok(#messages >= 2 and messages[#messages]:find('carriage return', 1, true), 'the trigger key warns: '
+    .. vim.inspect(messages))
+  vim.cmd('bwipeout!')
+  vim.cmd('buffer ' .. bufnr)
+  -- A \r at the end of a line (a file with mixed line endings) goes out as \r\n, one break: served.
+  H.eq(nil, require('diffusion_lsp.position').stray_cr(bufnr), 'the main buffer has none')
 end)
 
 H.test('C-] dismisses the suggestion and leaves the buffer alone', function()

@@ -132,6 +132,16 @@ end)
 
 -- options ------------------------------------------------------------------------------
 
+H.test('position: a carriage return LSP counts as a line break and Neovim does not is found', function()
+  local bufnr = scratch({ 'a = 1\r', 'b = "x\ry"', 'c = 3' })
+  H.eq(1, position.stray_cr(bufnr), 'unix: inside a line (one at its end goes out as \\r\\n, one break)')
+  api.nvim_buf_set_lines(bufnr, 1, 2, false, { 'b = 2' })
+  H.eq(nil, position.stray_cr(bufnr), 'unix: only at line ends')
+  vim.bo[bufnr].fileformat = 'dos'
+  H.eq(0, position.stray_cr(bufnr), 'dos: anywhere (the line goes out as "a = 1\\r\\r\\n")')
+  vim.bo[bufnr].fileformat = 'unix'
+end)
+
 H.test('config: user options merge over the defaults, settings become camelCase', function()
   local opts = config.merge({ cmd = '/x/diffusion-lsp', keys = { accept = '<C-y>' }, filetypes = { 'python' },
     settings = { max_hole_tokens = 32, steps = 8 } })

@@ -91,6 +91,14 @@ end
 --- Rewrites `range` of `bufnr` with `instruction` (nil: let the model rewrite freely).
 --- `done(err)` is called when the server answered (its edit arrives as workspace/applyEdit).
 function M.rewrite(client, bufnr, range, instruction, done)
+  local stray = position.stray_cr(bufnr)
+  if stray then
+    notify(position.stray_cr_message(stray), vim.log.levels.WARN)
+    if done then
+      done(position.stray_cr_message(stray))
+    end
+    return
+  end
   local encoding = client.offset_encoding or 'utf-16'
   local argument = M.rewrite_argument(
     vim.uri_from_bufnr(bufnr),
@@ -132,6 +140,14 @@ end
 --- Asks for the server's actions of `name`'s kind over `range` and runs the one it names.
 --- `done(err, action)` is called at the end (action nil when none was offered).
 function M.run(client, bufnr, name, range, done)
+  local stray = position.stray_cr(bufnr)
+  if stray then
+    notify(position.stray_cr_message(stray), vim.log.levels.WARN)
+    if done then
+      done(position.stray_cr_message(stray))
+    end
+    return
+  end
   local spec = M.specs[name]
   local encoding = client.offset_encoding or 'utf-16'
   local params = {

@@ -305,6 +305,15 @@ function M.request(bufnr, invoked)
   if not client or compat.is_stopped(client) or not cursor then
     return false
   end
+  local stray = position.stray_cr(bufnr)
+  if stray then
+    M.dismiss(bufnr)
+    st.last_error = position.stray_cr_message(stray)
+    if invoked then
+      vim.notify('diffusion-lsp: ' .. st.last_error, vim.log.levels.WARN)
+    end
+    return false
+  end
   M.dismiss(bufnr)
   if opts.before_request then
     opts.before_request(bufnr) -- the server must have the text the request is about

@@ -43,4 +43,25 @@ function M.range_to_lsp(bufnr, range, encoding)
   }
 end
 
+--- The first row (0-based) of `bufnr` with a carriage return that LSP counts as a line break and
+--- Neovim does not, or nil. In a 'unix' buffer that is one inside a line (one at its end goes out as
+--- \r\n, a single break); in a 'dos' or 'mac' buffer, any. Below such a row every LSP line number
+--- means another line to the server than to Neovim: its edits would land on the wrong lines.
+function M.stray_cr(bufnr)
+  local anywhere = vim.bo[bufnr].fileformat ~= 'unix'
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+    if (anywhere and line or line:sub(1, -2)):find('\r', 1, true) then
+      return i - 1
+    end
+  end
+  return nil
+end
+
+--- The message for a buffer with such a carriage return at `row`.
+function M.stray_cr_message(row)
+  return ('line %d holds a carriage return inside it: the server counts it as a line break and Neovim '
+    .. 'does not, so its edits would land on the wrong lines; nothing was sent (remove it, e.g. :%%s/\\r//g)')
+    :format(row + 1)
+end
+
 return M
