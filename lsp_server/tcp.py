@@ -121,7 +121,7 @@ async def _session(new_session: Callable[[], JsonRPCServer], gate: Gate, max_mes
             data = await asyncio.wait_for(reader.read(CHUNK), first)
             if not data:
                 break
-            connection.receive(data)
+            await connection.receive(data)
             await writer.drain()
     except TimeoutError:
         log.warning("client %s sent nothing for %.0f s: closed", peer, FIRST_MESSAGE_TIMEOUT)

@@ -7,6 +7,10 @@ one Parse error (-32700, id null); a JSON value that is not a request, notificat
 Invalid Request (-32600, with its id when it has a usable one); a batch array is answered, per JSON-RPC 2.0,
 with an array holding an Invalid Request error for each element that is not a notification (none of them
 runs); a request after ``shutdown`` gets Invalid Request, as LSP asks.
+
+Messages are handled in the order sent, even when one read holds several: after each message the loop runs
+once, so a request's handler starts (and reads the document at the position it names) before the next
+message, such as the didChange of the user's next keystroke, is applied.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ class Connection:
         self.on_exit = on_exit  # `exit` ends this connection only (TCP); None: pygls ends the process
         self.closed = False
 
-    def receive(self, data: bytes) -> None:
+    async def receive(self, data: bytes) -> None:
         self.framer.feed(data)
         while not self.closed and (item := self.framer.next()) is not None:
             if isinstance(item, FramingError):
@@ -82,6 +86,9 @@ class Connection:
                 self.send_error(None, PARSE_ERROR, f"Parse error: {item.reason}")
             else:
                 self._body(item)
+                # an async handler only starts when the loop runs: let it read the document as this message
+                # saw it, before the next message (a didChange in the same read) changes it
+                await asyncio.sleep(0)
 
     def send_error(self, rid: Any, code: int, message: str) -> None:
         self.protocol._send_data(_error(rid, code, message))
@@ -182,7 +189,7 @@ def serve_stdio(server: JsonRPCServer, max_message: int = DEFAULT_MAX_MESSAGE) -
         threading.Thread(target=_stdin_chunks, args=(asyncio.get_running_loop(), queue),
                          name="stdin", daemon=True).start()
         while not connection.closed and (data := await queue.get()):
-            connection.receive(data)
+            await connection.receive(data)
         log.info("end of input: the session ends")
 
     try:

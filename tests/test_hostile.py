@@ -425,3 +425,32 @@ def test_an_action_offered_before_a_reopen_is_not_computed_after_it(tmp_path, ho
         assert wire.answer(3, 120)["error"]["code"] == -32801  # ContentModified, not an edit for the old text
     finally:
         server.close()
+
+
+# -- a request and the user's next keystroke in one read (the request was answered for the new text) ---------
+
+@pytest.mark.parametrize("method", ["textDocument/inlineCompletion", "textDocument/completion",
+                                    "textDocument/codeAction"])
+def test_a_request_and_the_next_keystroke_in_one_read(tmp_path, method):
+    """Both reach the server in one read: the handler used to start only after the didChange was applied, so
+    the position sent for "    return " was read in "    return a" and the fill went in before the "a"
+    ("    return  # ba"); the request is now read against its own text, and dropped as that text is gone."""
+    server = _ready_server(tmp_path, _CAPS, {"minConfidence": 0})  # every fill, however unsure, is answered
+    try:
+        wire, uri = server.wire, "file:///typing.py"
+        _open(wire, uri, "def add(a, b):\n    return \n")
+        at = {"line": 1, "character": 11}
+        params = {"textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}}
+        if method == "textDocument/codeAction":
+            params = {"textDocument": {"uri": uri}, "range": {"start": {"line": 1, "character": 4}, "end": at},
+                      "context": {"diagnostics": [], "triggerKind": 1}}
+        keystroke = notification("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                 "contentChanges": [{"range": {"start": at, "end": at}, "text": "a"}]})
+        wire.write(frame(request(2, method, params)) + frame(keystroke))  # one write: one read
+        answer = wire.answer(2, 120)["result"]
+        assert (answer if method == "textDocument/codeAction" else answer["items"]) == [], answer
+        # the same request sent after the keystroke is answered for the new text
+        wire.send(request(3, method, params))
+        assert "result" in wire.answer(3, 120)
+    finally:
+        server.close()
