@@ -60,6 +60,7 @@ class DraftStream:
         self.token, self.title = token, title
         self._last = 0.0
         self._began = False
+        self._over = False  # finished or closed: a draft still on its way to the loop is dropped
         opened = server.documents.get(uri)
         self.generation = opened.generation if opened is not None else 0
 
@@ -119,14 +120,18 @@ class DraftStream:
 
     def finish(self, step: int, holes: list[dict[str, Any]], kind: str | None = None) -> None:
         self._emit(step, holes, True, kind)
+        self._over = True
 
     def close(self) -> None:
-        """End the progress without a final draft (the request failed or was cancelled)."""
+        """End the progress without a final draft (the request failed, was cancelled or dropped)."""
+        self._over = True
         if self._began:
             self._end(None)
 
     def _emit(self, step: int, holes: list[dict[str, Any]], done: bool, kind: str | None = None,
               about: dict[str, Any] | None = None) -> None:
+        if self._over:
+            return  # a draft the engine sent before it saw the cancel: the progress has ended
         if not done and self.server.documents.moved_on(self.uri, self.generation, self.version):
             return  # a draft of text the client no longer has (edited, or reopened at the same version)
         first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}

@@ -44,11 +44,16 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
                             workspace=ls.workspace_lines.key(uri))
     try:
         completion = await ls.jobs.run(doc, request, stream.on_draft if stream.wanted() else None)
-    except EngineError as exc:
-        raise JsonRpcInternalError(str(exc)) from None
+    except BaseException as exc:  # an engine error, or $/cancelRequest: a progress begun is ended
+        stream.close()
+        if isinstance(exc, EngineError):
+            raise JsonRpcInternalError(str(exc)) from None
+        raise
     if completion is None or not completion.fills:
         if completion is not None:
             stream.finish(completion.steps, [], completion.kind.value)
+        else:  # dropped (the document moved on, or the job was superseded): a progress begun is ended
+            stream.close()
         return None
     log.info("fill for %s v%s: %.1f ms engine, %d steps, %d tokens, %d alternatives", uri, doc.version,
              completion.elapsed_ms, completion.steps, completion.tokens, len(completion.alternatives))

@@ -454,3 +454,45 @@ def test_a_request_and_the_next_keystroke_in_one_read(tmp_path, method):
         assert "result" in wire.answer(3, 120)
     finally:
         server.close()
+
+
+# -- an inline request's work-done progress when its fill is dropped (begun, never ended) -----------------
+
+def _progress(wire, token):
+    return [m["params"]["value"]["kind"] for m in wire.messages if isinstance(m, dict)
+            and m.get("method") == "$/progress" and m["params"]["token"] == token]
+
+
+@pytest.mark.parametrize("how", ["edit", "close", "cancel"])
+def test_an_inline_progress_ends_when_its_fill_is_dropped(tmp_path, how):
+    """A client's workDoneToken began with the first draft; an edit, a close or $/cancelRequest dropped the
+    fill and the progress was never ended (an editor's spinner left running for good)."""
+    server = _ready_server(tmp_path, {"window": {"workDoneProgress": True}}, _SLOW)
+    try:
+        wire, uri, token = server.wire, "file:///progress.py", "inline-1"
+        _open(wire, uri, OLD)
+        wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "workDoneToken": token,
+                  "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))
+        wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "$/progress"
+                      and m["params"]["token"] == token, 120)
+        if how == "edit":
+            wire.send(notification("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                      "contentChanges": [{"range": {"start": {"line": 1, "character": 0},
+                                                    "end": {"line": 1, "character": 0}}, "text": "#"}]}))
+        elif how == "close":
+            wire.send(notification("textDocument/didClose", {"textDocument": {"uri": uri}}))
+        else:
+            wire.send(notification("$/cancelRequest", {"id": 2}))
+        answer = wire.answer(2, 120)
+        if how == "cancel":
+            assert answer["error"]["code"] == -32800, answer
+        else:
+            assert answer["result"]["items"] == [], answer
+        for rid in range(3, 10_000):  # until the engine counted the stop: every draft it made is on the wire by then
+            wire.send(request(rid, STATS, {}))
+            if wire.answer(rid)["result"]["cancelled"] >= 1:
+                break
+        kinds = _progress(wire, token)
+        assert kinds[0] == "begin" and kinds[-1] == "end" and kinds.count("begin") == kinds.count("end") == 1, kinds
+    finally:
+        server.close()
