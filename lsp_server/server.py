@@ -55,7 +55,25 @@ class DiffusionProtocol(LanguageServerProtocol):
                 err = JsonRpcInvalidParams(f"invalid params for {data['method']}{detail}")
                 self._send_response(data["id"], None, err.to_response_error())
                 return _Skip()
+            self._lost_sync(data)
             raise
+
+    def _lost_sync(self, data: Any) -> None:
+        """A didChange or didOpen that could not be decoded (a null version, a negative position) is a change
+        the document store never saw: the document is out of sync until a full-text change (no edit is made
+        for text the client no longer has), and what was being computed for it is cancelled."""
+        method = data.get("method") if isinstance(data, dict) else None
+        if method not in (types.TEXT_DOCUMENT_DID_CHANGE, types.TEXT_DOCUMENT_DID_OPEN):
+            return
+        params = data.get("params")
+        item = params.get("textDocument") if isinstance(params, dict) else None
+        uri = item.get("uri") if isinstance(item, dict) else None
+        doc = self._server.documents.get(uri) if isinstance(uri, str) else None
+        if doc is None:
+            return
+        log.warning("%s is out of sync until the next full-text change: a %s could not be decoded", doc.uri, method)
+        doc.out_of_sync = True
+        self._server.on_document_changed(doc.uri)
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, _Skip):

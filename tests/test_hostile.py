@@ -496,3 +496,32 @@ def test_an_inline_progress_ends_when_its_fill_is_dropped(tmp_path, how):
         assert kinds[0] == "begin" and kinds[-1] == "end" and kinds.count("begin") == kinds.count("end") == 1, kinds
     finally:
         server.close()
+
+
+# -- a didChange that cannot be decoded (dropped, and the next answer went where the client had other text) ---
+
+@pytest.mark.parametrize("change", [
+    {"version": None, "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 11}}},
+    {"version": 2, "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": -1}}},
+], ids=["null-version", "negative-character"])
+def test_a_change_that_cannot_be_decoded_puts_the_document_out_of_sync(tmp_path, change):
+    """The client typed "a" after "    return "; its didChange failed to decode (LSP 3.15 allowed a null
+    version) and was dropped with a log line only, so the server kept the old text and answered the
+    request at the end of "    return a" with a fill before the "a" ("    return  # add(a, b)a")."""
+    server = _ready_server(tmp_path, options={"minConfidence": 0})
+    try:
+        wire, uri = server.wire, "file:///undecoded.py"
+        _open(wire, uri, "def add(a, b):\n    return \n")
+        wire.send(notification("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": change["version"]},
+            "contentChanges": [{"range": change["range"], "text": "a"}]}))
+        inline = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 12}, "context": {"triggerKind": 1}}
+        wire.send(request(2, "textDocument/inlineCompletion", inline))
+        assert wire.answer(2, 120)["result"]["items"] == []  # no edit for text the client no longer has
+        assert "out of sync until the next full-text change" in server.log.read_text()
+        wire.send(notification("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
+                                                          "contentChanges": [{"text": "def add(a, b):\n    return \n"}]}))
+        wire.send(request(3, "textDocument/inlineCompletion", {**inline, "position": {"line": 1, "character": 11}}))
+        assert wire.answer(3, 120)["result"]["items"]  # in sync again: answered
+    finally:
+        server.close()
