@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 from engine import Completion
 
 from .action_specs import BODY as _BODY
 from .action_specs import FILL as _FILL
 from .action_specs import FIX as _FIX
+
+
+_EOL = re.compile(r"\r\n?|\n")  # LSP's line breaks: a lone CR ends a line too
+
+
+def _breaks(text: str, end: int | None = None) -> int:
+    return len(_EOL.findall(text, 0, len(text) if end is None else end))
 
 
 def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: Completion) -> str:
@@ -21,7 +30,7 @@ def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: 
         return "completed the body" if completion.fills else "no body that parses was found"
     if action == _FIX:
         return _fix(text, completion)
-    lines = sum(f.text.count("\n") or 1 for f in completion.fills)
+    lines = sum(_breaks(f.text) or 1 for f in completion.fills)
     return f"rewrote {lines} line{'s' if lines != 1 else ''}" if completion.fills else "nothing changed"
 
 
@@ -29,13 +38,13 @@ def _fix(text: str, completion: Completion) -> str:
     if not completion.fills:
         return "no fix that parses was found"
     f = completion.fills[0]
-    line = text.count("\n", 0, f.start) + 1
+    line = _breaks(text, f.start) + 1
     old = text[f.start:f.end]
-    if "\n" not in old + f.text and len(old) <= 3 and len(f.text) <= 3:
+    if not _breaks(old + f.text) and len(old) <= 3 and len(f.text) <= 3:
         if not old:
             return f"fixed the syntax error: inserted {f.text!r} on line {line}"
         if not f.text:
             return f"fixed the syntax error: deleted {old!r} on line {line}"
         return f"fixed the syntax error: replaced {old!r} with {f.text!r} on line {line}"
-    changed = sum(max(1, x.text.count("\n")) for x in completion.fills)
+    changed = sum(max(1, _breaks(x.text)) for x in completion.fills)
     return f"fixed the syntax error: rewrote {changed} line{'s' if changed != 1 else ''} from line {line}"

@@ -38,3 +38,15 @@ def test_min_confidence_setting():
     settings, problems = parse_settings({"minConfidence": 2})
     assert settings.fill.min_confidence is None and "minConfidence" in problems[0]
     assert parse_settings({"namesRule": False})[0].engine_config().fill.names_rule is False
+
+
+def test_fix_names_the_line_with_any_line_ending():
+    """A lone CR ends a line (LSP): the fix on line 5 of a CR-only file was reported on line 1."""
+    for eol in ("\n", "\r\n", "\r"):
+        text = eol.join(["import os", "", "x = 1", "y = 2", "z = max(1, 2", "w = 3", ""])
+        at = text.index("max(1, 2") + 8
+        assert describe("fixSyntax", text, [], completion(HoleFill(at, at, ")"))) == \
+            "fixed the syntax error: inserted ')' on line 5", repr(eol)
+        body = completion(HoleFill(at, at, f"){eol}v = 4{eol}"))
+        assert describe("fixSyntax", text, [], body) == "fixed the syntax error: rewrote 2 lines from line 5"
+        assert describe("rewriteSelection", text, [], body) == "rewrote 2 lines"
