@@ -61,6 +61,7 @@ class DraftStream:
         self._last = 0.0
         self._began = False
         self._over = False  # finished or closed: a draft still on its way to the loop is dropped
+        self.task = asyncio.current_task()  # the request's: the progress's cancel button cancels it
         opened = server.documents.get(uri)
         self.generation = opened.generation if opened is not None else 0
 
@@ -82,7 +83,6 @@ class DraftStream:
         stream = cls(server, uri, version, ranges, action, token, title)
         if token is not None:
             stream._begin("")
-            stream._cancel_with_progress(asyncio.current_task())
         return stream
 
     def wanted(self) -> bool:
@@ -167,10 +167,10 @@ class DraftStream:
         self._began = True
         self.server.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
             title=self.title, message=message or None, cancellable=True))
+        self._cancel_with_progress(self.task)  # begin filed the token's cancel future (a client's token too)
 
     def _end(self, message: str | None) -> None:
         assert self.token is not None
         self._began = False
         self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        if self.action is not None:  # a token the server created
-            self.server.work_done_progress.tokens.pop(self.token, None)
+        self.server.work_done_progress.tokens.pop(self.token, None)  # ended: its cancel future is kept no more

@@ -525,3 +525,28 @@ def test_a_change_that_cannot_be_decoded_puts_the_document_out_of_sync(tmp_path,
         assert wire.answer(3, 120)["result"]["items"]  # in sync again: answered
     finally:
         server.close()
+
+
+def test_an_inline_progress_cancel_button_stops_the_fill(tmp_path):
+    """Its begin says cancellable, but window/workDoneProgress/cancel for a client's inline token reached
+    nothing (only an action's server-made token was wired): the fill ran on to its answer, and pygls kept the
+    token's cancel future for good, one per such request."""
+    server = _ready_server(tmp_path, {"window": {"workDoneProgress": True}}, _SLOW)
+    try:
+        wire, uri, token = server.wire, "file:///button.py", "inline-cancel"
+        _open(wire, uri, OLD)
+        wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "workDoneToken": token,
+                  "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))
+        begun = wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "$/progress"
+                              and m["params"]["token"] == token, 120)
+        assert begun["params"]["value"]["cancellable"] is True
+        wire.send(notification("window/workDoneProgress/cancel", {"token": token}))
+        assert wire.answer(2, 120)["error"]["code"] == -32800  # RequestCancelled: the model was stopped
+        kinds = _progress(wire, token)
+        assert kinds[0] == "begin" and kinds[-1] == "end" and kinds.count("end") == 1, kinds
+        # the same token again (a client may reuse one): a new progress, not one cancelled at its start
+        wire.send(request(3, "textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "workDoneToken": token,
+                  "position": {"line": 1, "character": 0}, "context": {"triggerKind": 1}}))
+        assert "result" in wire.answer(3, 120)
+    finally:
+        server.close()
