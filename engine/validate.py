@@ -218,6 +218,8 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
     tree-sitter errors must not grow (for a fix: must shrink); in Go and Rust, each edit's returns must fit the
     function around it (engine/returns.py)."""
     edited, spans = _edited(text, fills)
+    if _comments_out_code(spec, text, edited, fills):
+        return False
     if spec.name == "python" and len(edited) <= _PYTHON_CHECK_LIMIT:
         error = _first_error(edited)
         if error is None:
@@ -254,6 +256,49 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         if fits is not None and not fits(f.text):
             return False
     return True
+
+
+def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequence[HoleFill]) -> bool:
+    """Does a comment that an edit starts run on over code after the edit (``return __ + a`` filled with ``#``
+    leaves ``return # + a``, which parses)? Text after the edit that was a comment already may be run into."""
+    new_tree = parse(spec, edited)
+    if new_tree is None:
+        return False
+    comments = []
+    stack = [new_tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type.endswith("comment"):
+            comments.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    if not comments:
+        return False
+    old_tree, data = None, edited.encode("utf-8", "surrogatepass")
+    pos = 0
+    for f in sorted(fills, key=lambda f: f.start):
+        at = f.start + pos
+        lo = _byte(edited, at)
+        hi = lo + len(f.text.encode("utf-8", "surrogatepass"))
+        pos += len(f.text) - (f.end - f.start)
+        for s, e in comments:
+            if not (lo <= s < hi < e):
+                continue
+            run = data[hi:e]
+            gap = len(run) - len(run.lstrip())
+            if gap == len(run):
+                continue  # only spaces after the edit
+            if old_tree is None:
+                old_tree = parse(spec, text)
+            if old_tree is not None:  # the same text in the user's document: was it a comment there?
+                b = _byte(text, f.end) + gap
+                inside = old_tree.root_node.descendant_for_byte_range(b, b + 1)
+                while inside is not None and not inside.type.endswith("comment"):
+                    inside = inside.parent
+                if inside is not None:
+                    continue
+            return True
+    return False
 
 
 def _byte(text: str, offset: int) -> int:

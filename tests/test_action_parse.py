@@ -107,3 +107,22 @@ def test_the_benchmark_places_and_what_it_counts():
             {"file": "f", "action": "completeBody", "edits": 0}]
     counted = summary(rows)
     assert (counted["counted"], counted["leave_the_file_parsing"], counted["actions_run"]) == (2, 1, 4)
+
+
+@pytest.mark.parametrize("language,text,old,new,ok", [
+    # seen on the real server: "Fill 1 hole" filled `__` with `#`, leaving `return # + a` (it compiles)
+    ("python", "def f(a):\n    return __ + a\n", "__", "#", False),
+    ("python", "def f(a):\n    return __ + a\n", "__", "1  # one", False),
+    ("python", "def f(a):\n    return __ + a\n", "__", "a", True),
+    ("python", "def f(a):\n    return __  # the sum\n", "__", "a  # a", True),  # only a comment follows
+    ("python", "def f(a):\n    ...\n", "    ...", "    # nothing yet\n    return a", True),
+    ("python", "def f(a):\n    ...\n", "    ...", "    return a  # the same", True),
+    ("javascript", "function f(a) {\n  return __ + a;\n}\n", "__", "a // a", False),
+    ("javascript", "function f(a) {\n  return __ + a;\n}\n", "__", "a /* a */", True),
+    ("go", "package m\n\nfunc f(a int) int {\n\treturn __ + a\n}\n", "__", "a // a", False),
+    ("rust", "fn f(a: i32) -> i32 {\n    __ + a\n}\n", "__", "a // a", False),
+])
+def test_an_edit_may_not_comment_out_the_code_after_it(language, text, old, new, ok):
+    """A comment the edit starts may not run on over the code after the edit: that code would be gone, though
+    the document still parses (the edit's title says it fills a hole, not that it removes code)."""
+    assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
