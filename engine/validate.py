@@ -242,15 +242,15 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
     old_errors, new_errors = error_spans(old_tree, nested=False), error_spans(new_tree, nested=False)
     pos = 0
     for f in sorted(fills, key=lambda f: f.start):
+        at = f.start + pos
+        pos += len(f.text) - (f.end - f.start)  # every edit moves the ones after it, a skipped one too
         lo, hi = _byte(text, f.start), _byte(text, f.end)
         if any(s <= hi and e >= lo for s, e in old_errors):
             continue
-        at = f.start + pos
         lo = _byte(edited, at)
         hi = lo + len(f.text.encode("utf-8", "surrogatepass"))
         if any(s <= hi and e >= lo for s, e in new_errors):
             return False
-        pos += len(f.text) - (f.end - f.start)
     for f in fills:
         fits = returns_check(spec, text, f.start, f.end)
         if fits is not None and not fits(f.text):

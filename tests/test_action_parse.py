@@ -126,3 +126,14 @@ def test_an_edit_may_not_comment_out_the_code_after_it(language, text, old, new,
     """A comment the edit starts may not run on over the code after the edit: that code would be gone, though
     the document still parses (the edit's title says it fills a hole, not that it removes code)."""
     assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
+
+
+def test_an_edit_after_one_that_fixed_the_users_error_is_still_checked_where_it_landed():
+    """The first edit replaces the user's error (so it is not asked whether it touches one) and grows the text;
+    the second, further down, breaks a line: its place in the edited document is after the first edit's growth."""
+    text = "function f() {\n  let a = (1 + ;\n  return a;\n}\n\nfunction g(b) {\n  return b;\n}\n"
+    fixed = _replace(text, "(1 + ;", "(1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15);")
+    broken = _replace(text, "return b;", "return (b;")
+    assert not edits_keep_parsing(spec_for("javascript"), text, [broken])
+    assert not edits_keep_parsing(spec_for("javascript"), text, [fixed, broken])
+    assert edits_keep_parsing(spec_for("javascript"), text, [fixed, _replace(text, "return b;", "return b + 1;")])
