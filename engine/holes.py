@@ -27,8 +27,10 @@ _QUERIES = {
     "rust": """(macro_invocation) @raise (line_comment) @comment ((identifier) @blank (#match? @blank "^__+$"))""",
 }
 _QUERIES["typescript"] = _QUERIES["typescriptreact"] = _QUERIES["javascript"]
-_RAISE = {"python": re.compile(r"raise\s+NotImplementedError\b"),
-          "javascript": re.compile(r"(?i)not\s*implemented|unimplemented|\btodo\b"),
+# matched at the start of the statement's text: a statement that only mentions one (`todos.push(todo)`, a string,
+# an `if` guarding a raise) is code, not a stub
+_RAISE = {"python": re.compile(r"^raise\s+NotImplementedError\b"),
+          "javascript": re.compile(r"(?is)^throw\b.*?(not\s*implemented|unimplemented|\btodo\b)"),
           "go": re.compile(r'(?i)^panic\(\s*"[^"]*(not implemented|unimplemented|todo)'),
           "rust": re.compile(r"^(todo|unimplemented)!")}
 _RAISE["typescript"] = _RAISE["typescriptreact"] = _RAISE["javascript"]

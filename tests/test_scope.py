@@ -106,3 +106,33 @@ def test_crlf_and_emoji_documents(eol):
 def test_survey_offers_no_fill_for_a_cursor_beside_a_deliberate_pass():
     at = DOC.index("def __exit__")
     assert survey(DOC, "python", at, at).blanks == ()
+
+
+@pytest.mark.parametrize("language,text,at,kept", [
+    # seen on the real server: "Complete body of addTodo" offered to replace `todos.push(todo);`
+    ("javascript", "function addTodo(todo) {\n  todos.push(todo);\n}\n", "todos.push", "todos.push(todo);"),
+    ("typescript", "function label(): string {\n  return 'Not implemented yet';\n}\n", "return",
+     "return 'Not implemented yet';"),
+    ("python", 'def f():\n    log("raise NotImplementedError")\n', "log", 'log("raise NotImplementedError")'),
+    ("python", "def sqrt(x):\n    if x < 0:\n        raise NotImplementedError('complex')\n", "if x",
+     "raise NotImplementedError('complex')"),
+])
+def test_complete_body_keeps_statements_that_only_mention_a_stub(language, text, at, kept):
+    """A statement is a stub only when it is the not-implemented raise, throw, panic or macro itself; the body
+    of a function with real code is continued after it, never replaced."""
+    body = survey(text, language, text.index(at), text.index(at)).body
+    assert body is not None and body.start == body.end  # inserted after the last statement
+    assert kept in text[:body.start]
+
+
+@pytest.mark.parametrize("language,text,stub", [
+    ("javascript", "function f() {\n  throw new Error('not implemented');\n}\n", "throw new Error('not implemented');"),
+    ("javascript", "function f() {\n  throw new Error(\n    'TODO');\n}\n", "throw new Error(\n    'TODO');"),
+    ("python", "def f():\n    raise NotImplementedError\n", "raise NotImplementedError"),
+    ("go", 'package m\n\nfunc f() int {\n\tpanic("not implemented")\n}\n', 'panic("not implemented")'),
+    ("rust", "fn f() -> u8 {\n    todo!()\n}\n", "todo!()"),
+])
+def test_complete_body_still_replaces_a_stub(language, text, stub):
+    at = text.index(stub)
+    body = survey(text, language, at, at).body
+    assert body is not None and text[body.start:body.end].strip() == stub
