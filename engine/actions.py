@@ -34,7 +34,22 @@ def rewrite(backend: Backend, config: FillOptions, request: RewriteRequest, cont
     completion = complete(backend, config, infill, control)
     if not completion.fills:
         return completion
-    return replace(completion, fills=minimal_edits(request.text, completion.fills[0]))
+    fill = keep_line_end(request.text[request.start:request.end], completion.fills[0])
+    return replace(completion, fills=minimal_edits(request.text, fill))
+
+
+def keep_line_end(original: str, fill: HoleFill) -> HoleFill:
+    """A rewrite ends a line where the selection did: whole lines selected keep their last line break (a text
+    without it would join the next line, or delete it when it is blank), and a selection within a line gets no
+    line break after it (it would split the line)."""
+    text = fill.text
+    if original.endswith("\n") and not text.endswith("\n"):
+        return replace(fill, text=text.rstrip(" \t") + ("\r\n" if original.endswith("\r\n") else "\n"))
+    if original.endswith("\n") or not text.endswith("\n"):
+        return fill
+    text = text.rstrip("\r\n")
+    kept = [(c, (s, min(e, len(text)))) for c, (s, e) in zip(fill.confidences, fill.token_spans) if s < len(text)]
+    return replace(fill, text=text, confidences=tuple(c for c, _ in kept), token_spans=tuple(s for _, s in kept))
 
 
 def minimal_edits(text: str, fill: HoleFill) -> tuple[HoleFill, ...]:

@@ -224,6 +224,23 @@ def test_a_rewrite_edits_only_the_lines_that_changed():
     assert [(text[f.start:f.end], f.text) for f in completion.fills] == [("    b = 2\n", "    b = 3\n")]
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_rewrite_keeps_whether_the_selection_ends_its_line(eol):
+    """Seen on the real server: whole lines selected (to column 0 of the next line), the model's text without its
+    last line break, and the edit deleted the blank line after the selection ("rewrote 1 line", `pass` as it was)."""
+    text = eol.join(["def f(x):", "    pass", "", "", "def g(y):", "    return y + 1", ""])
+    lo = text.index("    pass")
+    hi = lo + len("    pass" + eol)
+    same = _run(RewriteRequest(text, "python", lo, hi), ScriptedBackend("    pass"))
+    assert same.fills == ()  # nothing changed
+    new = _run(RewriteRequest(text, "python", lo, hi), ScriptedBackend("    return x"))
+    assert _applied(text, new.fills) == text.replace("    pass" + eol, "    return x" + eol)
+    # a selection within a line: a line break after the model's text would split the line
+    at = text.index("y + 1")
+    split = _run(RewriteRequest(text, "python", at, at + 5), ScriptedBackend("y + 2\n"))
+    assert _applied(text, split.fills) == text.replace("y + 1", "y + 2")
+
+
 # -- end to end --------------------------------------------------------------------------------
 
 @pytest.fixture
