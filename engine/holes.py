@@ -79,6 +79,13 @@ class Source:
     def span(self, node: tree_sitter.Node) -> tuple[int, int]:
         return self.to_str(node.start_byte), self.to_str(node.end_byte)
 
+    def comment_span(self, node: tree_sitter.Node) -> tuple[int, int]:
+        """A comment's span without the CR of a CRLF (Python's, Go's and Rust's line comments end after it)."""
+        s, e = self.span(node)
+        while e > s and self.text[e - 1] == "\r":
+            e -= 1
+        return s, e
+
     def line_start(self, offset: int) -> int:
         return self.text.rfind("\n", 0, offset) + 1
 
@@ -201,7 +208,7 @@ def find_blanks(src: Source, start: int, end: int, deliberate: bool = False) -> 
                 target = node.parent if node.parent is not None and node.parent.type == "expression_statement" else node
                 blank = statement_blank(src, *src.span(target), "raise")
             elif name == "comment" and _TODO.match(text):
-                s, e = src.span(node)
+                s, e = src.comment_span(node)
                 lo = src.line_start(s)
                 if not src.text[lo:s].strip():  # a comment line, not a comment after code
                     blank = found_hole(lo, e, "TODO", indent=src.text[lo:s], context=src.text[lo:e] + src.eol)

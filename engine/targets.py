@@ -98,7 +98,7 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
             return None
         notes = [c for c in body.named_children if "comment" in c.type]
         if notes and not src.text[src.line_start(src.span(notes[0])[0]):src.span(notes[0])[0]].strip():
-            after = src.span(notes[-1])[1]  # a body of comments only: they stay, the code goes after them
+            after = src.comment_span(notes[-1])[1]  # a body of comments only: they stay, the code goes after them
             return found_hole(after, after, "body", indent=src.indent_at(src.span(notes[-1])[0]), lead=src.eol)
         lo, hi = src.span(body)
         return header_blank(src, lo + 1, hi - 1, "body")

@@ -136,3 +136,29 @@ def test_complete_body_still_replaces_a_stub(language, text, stub):
     at = text.index(stub)
     body = survey(text, language, at, at).body
     assert body is not None and text[body.start:body.end].strip() == stub
+
+
+@pytest.mark.parametrize("language,text", [
+    ("python", "def f():\r\n    # TODO: x\r\n    return 1\r\n"),
+    ("javascript", "function f() {\r\n  // TODO: x\r\n  return 1;\r\n}\r\n"),
+    ("go", "package m\r\n\r\nfunc f() int {\r\n\t// TODO: x\r\n\treturn 1\r\n}\r\n"),
+    ("rust", "fn f() -> u8 {\r\n    // TODO: x\r\n    1\r\n}\r\n"),
+])
+def test_a_todo_hole_in_a_crlf_document_leaves_its_line_break_whole(language, text):
+    """Python's, Go's and Rust's grammars end a line comment after the CR of a CRLF: the hole took the CR, and its
+    fill left the line ending in a bare LF (and the model read the TODO line with a CR of its own)."""
+    at = text.index("TODO")
+    (hole,) = survey(text, language, at, at).blanks
+    assert text[hole.end:hole.end + 2] == "\r\n" and hole.context.endswith("TODO: x\r\n")
+    assert "\r" not in text[hole.start:hole.end] and "\r\r" not in hole.context
+
+
+@pytest.mark.parametrize("language,text", [
+    ("javascript", "function f() {\r\n  // note\r\n}\r\n"),
+    ("go", "package m\r\n\r\nfunc f() int {\r\n\t// note\r\n}\r\n"),
+    ("rust", "fn f() -> u8 {\r\n    // note\r\n}\r\n"),
+])
+def test_complete_body_after_a_comment_in_a_crlf_document_goes_after_its_line_break(language, text):
+    at = text.index("note")
+    body = survey(text, language, at, at).body
+    assert body is not None and text[body.start:body.start + 2] == "\r\n" and body.lead == "\r\n"
