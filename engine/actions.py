@@ -16,7 +16,7 @@ from .config import FillOptions
 from .context import window
 from .infill import complete, offset_steps
 from .languages import spec_for
-from .lines import eol_of, with_eol
+from .lines import eol_of, to_lf, with_eol
 from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
 from .validate import errors_in, fixes_error
@@ -93,19 +93,20 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
         return small
     steps = forwards = tokens = rejected = 0
     budget = lengths.step_budget(request.steps, config, backend)  # per attempt
+    eol = eol_of(text)
     for (start, end), (slots, budgets) in fitting.items():
         original = text[start:end]
         win = window(spec, text, start, end, backend.count_tokens, *budgets)
         baseline = errors_in(spec, win.prefix + original + win.suffix)
         if not baseline:
             continue
-        for init in (original, None):
-            plan = FillPlan((win.prefix, HoleSpec(slots, init=init), win.suffix), steps=budget,
-                            threshold=config.threshold)
+        for init in (original, None):  # the model reads LF (engine/lines.py); the fill goes back with the document's
+            plan = FillPlan((to_lf(win.prefix), HoleSpec(slots, init=to_lf(init) if init else None), to_lf(win.suffix)),
+                            steps=budget, threshold=config.threshold)
             result = backend.fill(plan, offset_steps(control, steps))
             steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens
             for candidate in result.candidates:
-                fill, spans = with_eol(candidate.texts[0].rstrip(), candidate.token_spans[0], eol_of(original))
+                fill, spans = with_eol(candidate.texts[0].rstrip(), candidate.token_spans[0], eol)
                 if fill.strip() and fill != original and fixes_error(spec, win.prefix, fill, win.suffix, baseline):
                     edit = HoleFill(start, end, fill, candidate.confidences[0], spans)
                     return Completion(minimal_edits(text, edit), HoleKind.SPAN, steps, forwards, tokens,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from . import pyparse
 from .backends.base import Backend
 from .languages import LanguageSpec, error_spans, parse
+from .lines import to_lf
 from .requests import Completion, HoleFill, HoleKind, TextTooLong
 
 INSERTS = (":", ")", "]", "}", ",", "(", "[", "{", '"', "'", ".", "=", ";")
@@ -188,7 +189,7 @@ def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:
         fixed = apply(text, r)
         lo, hi = line_bounds(fixed, r.start)
         try:
-            scored.append((score(fixed[:lo], fixed[lo:hi], fixed[hi:]) + prior(r), r))
+            scored.append((score(to_lf(fixed[:lo]), fixed[lo:hi], to_lf(fixed[hi:])) + prior(r), r))
         except TextTooLong:  # a line longer than the model's positions: the parser's order stands
             return ordered
     scored.sort(key=lambda x: x[0], reverse=True)

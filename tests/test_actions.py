@@ -241,6 +241,26 @@ def test_a_rewrite_keeps_whether_the_selection_ends_its_line(eol):
     assert _applied(text, split.fills) == text.replace("y + 1", "y + 2")
 
 
+def test_the_model_reads_lf_in_a_crlf_document_and_the_edits_come_back_crlf():
+    """The one line-ending rule (engine/lines.py) for the actions too: "Fill holes", "Complete body" and a fix's
+    re-masked lines showed the model CRLF text (it was trained on LF; its fills on CRLF files were junk)."""
+    text = PY.replace("\n", "\r\n")
+    blanks = survey(text, "python", 0, len(text)).blanks
+    backend = ScriptedBackend("return math.pi * r * r", "\n        return 2 * math.pi * r", "return r")
+    completion = _run(FillRequest(text, "python", blanks), backend)
+    assert not any("\r" in p for p in backend.plans[0].pieces if isinstance(p, str))
+    assert completion.fills and all("\n" not in f.text.replace("\r\n", "") for f in completion.fills)
+    assert _applied(text, completion.fills) == _applied(PY, _run(FillRequest(PY, "python", survey(
+        PY, "python", 0, len(PY)).blanks), backend).fills).replace("\n", "\r\n")
+    broken = "def f(x):\r\n    y = (x + 1 2 3\r\n    return y\r\n\r\n\r\nprint(f(2))\r\n"
+    spans = survey(broken, "python", broken.index("y ="), broken.index("y =")).errors
+    fixer = ScriptedBackend("    y = (x + 1, 2, 3)\n    z = y")
+    fixed = _run(FixRequest(broken, "python", spans), fixer)
+    for plan in fixer.plans:
+        assert not any("\r" in (p if isinstance(p, str) else p.init or "") for p in plan.pieces)
+    assert _applied(broken, fixed.fills) == broken.replace("    y = (x + 1 2 3", "    y = (x + 1, 2, 3)\r\n    z = y")
+
+
 # -- end to end --------------------------------------------------------------------------------
 
 @pytest.fixture
