@@ -91,7 +91,7 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
         first_line = src.line_start(src.span(last)[0])
         if src.text[first_line:src.span(last)[0]].strip():
             return None  # a body on the header's line (`{ return 1; }`): nothing sensible to continue
-        after = src.span(last)[1]
+        after = _past_comments(src, src.span(last)[1])
         return found_hole(after, after, "body", indent=src.indent_at(src.span(last)[0]), lead=src.eol)
     if braces:
         if body is None or body.child_count < 2:
@@ -107,6 +107,25 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
         return None
     after = src.span(colon)[1]
     return header_blank(src, after, after, "body")
+
+
+def _past_comments(src: Source, offset: int) -> int:
+    """The end of the comments after ``offset`` on its line (``y = x  # note``: after the note, so the comment stays
+    on the line it is about); ``offset`` when code or nothing follows."""
+    end, at = src.line_end(offset), offset
+    while src.tree is not None:
+        gap = src.text[at:end]
+        start = at + len(gap) - len(gap.lstrip(" \t"))
+        if start >= end:
+            return at if at > offset else offset
+        b = src.to_byte(start)
+        node: tree_sitter.Node | None = src.tree.root_node.descendant_for_byte_range(b, b + 1)
+        while node is not None and not node.type.endswith("comment"):
+            node = node.parent
+        if node is None or src.span(node)[0] != start or src.comment_span(node)[1] > end:
+            return offset  # code, or a comment that goes on over the next lines
+        at = src.comment_span(node)[1]
+    return offset
 
 
 def caller_lines(src: Source, name: str, inside: tuple[int, int]) -> tuple[tuple[int, int], ...]:

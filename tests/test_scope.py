@@ -162,3 +162,17 @@ def test_complete_body_after_a_comment_in_a_crlf_document_goes_after_its_line_br
     at = text.index("note")
     body = survey(text, language, at, at).body
     assert body is not None and text[body.start:body.start + 2] == "\r\n" and body.lead == "\r\n"
+
+
+@pytest.mark.parametrize("language,text,kept", [
+    ("python", "def f(x):\n    y = x  # note\n", "    y = x  # note\n"),
+    ("python", 'def f(x):\n    """Doc."""  # note\n', '    """Doc."""  # note\n'),
+    ("javascript", "function f(x) {\n  const y = x; // note\n}\n", "  const y = x; // note\n"),
+    ("go", "package m\n\nfunc f(x int) {\n\ty := x /* a */ // note\n}\n", "\ty := x /* a */ // note\n"),
+    ("rust", "fn f(x: u8) {\r\n    let y = x; // note\r\n}\r\n", "    let y = x; // note\r\n"),
+])
+def test_complete_body_goes_after_the_comment_that_ends_the_last_line(language, text, kept):
+    """The body was continued between the last statement and its comment: the user's comment moved onto the
+    generated line (`y = x` then `return y  # note`)."""
+    body = survey(text, language, text.index("x"), text.index("x")).body
+    assert body is not None and (text[:body.start] + body.lead).endswith(kept)
