@@ -212,12 +212,50 @@ def find_blanks(src: Source, start: int, end: int, deliberate: bool = False) -> 
                 lo = src.line_start(s)
                 if not src.text[lo:s].strip():  # a comment line, not a comment after code
                     blank = found_hole(lo, e, "TODO", indent=src.text[lo:s], context=src.text[lo:e] + src.eol)
-            elif name == "blank":
+            elif name == "blank" and _read(node):
                 s, e = src.span(node)
                 blank = found_hole(s, e, "__", inline=True)
             if blank is not None and start <= blank.start and blank.end <= end:
                 blanks.append(blank)
     return _merge(src.text, sorted(set(blanks), key=lambda b: (b.start, b.end)))
+
+
+_BINDS = frozenset({"name", "pattern", "alias", "parameters", "parameter"})  # fields that bind a name
+_ASSIGNS = frozenset({"assignment", "augmented_assignment", "for_statement", "for_in_clause", "for_in_statement",
+                      "assignment_expression", "augmented_assignment_expression", "short_var_declaration",
+                      "range_clause", "assignment_statement"})  # their ``left`` binds (a binary operator's reads)
+_BINDERS = frozenset({"parameters", "formal_parameters", "lambda_parameters", "parameter_list", "import_statement",
+                      "import_from_statement", "import_specifier", "import_clause", "use_declaration",
+                      "as_pattern_target"})
+_READS = frozenset({"right", "value", "arguments", "argument", "body", "condition", "subscript", "index", "object",
+                    "operand"})
+
+
+def _field(parent: tree_sitter.Node, child: tree_sitter.Node) -> str | None:
+    for i, c in enumerate(parent.children):
+        if c.id == child.id:
+            return parent.field_name_for_child(i)
+    return None
+
+
+def _read(node: tree_sitter.Node) -> bool:
+    """Is this ``__`` read as a value (a placeholder)? Not when it is called (``__('Save')``: a translation
+    function), imported, a parameter, or bound by an assignment, a declaration or a loop (a throwaway name)."""
+    child, parent = node, node.parent
+    if parent is not None and parent.type in ("call", "call_expression") and _field(parent, node) == "function":
+        return False
+    for _ in range(3):
+        if parent is None:
+            return True
+        if parent.type in _BINDERS:
+            return False
+        field = _field(parent, child)
+        if field in _BINDS or field == "left" and parent.type in _ASSIGNS:
+            return False
+        if field in _READS:
+            return True
+        child, parent = parent, parent.parent
+    return True
 
 
 def _merge(text: str, blanks: list[Hole]) -> list[Hole]:

@@ -176,3 +176,21 @@ def test_complete_body_goes_after_the_comment_that_ends_the_last_line(language, 
     generated line (`y = x` then `return y  # note`)."""
     body = survey(text, language, text.index("x"), text.index("x")).body
     assert body is not None and (text[:body.start] + body.lead).endswith(kept)
+
+
+@pytest.mark.parametrize("language,text,read", [
+    # WordPress' translation function: `__('Save')` was offered as "Fill 1 hole", its name the hole
+    ("javascript", "import { __ } from '@wordpress/i18n';\nfunction Title() {\n  const label = __('Save');\n"
+                   "  const x = g(__);\n  return label;\n}\n", "g(__)"),
+    ("python", "def f(pairs):\n    for a, __ in pairs:\n        g(a, __ + 1)\n", "__ + 1"),
+    ("python", "def f(__):\n    __ = g(__)\n    return __(1)\n", "g(__)"),
+    ("go", "package m\n\nfunc f(__ int) int {\n\t__ := 1\n\treturn g(__)\n}\n", "g(__)"),
+    ("rust", "fn f(__: u8) -> u8 {\n    let (a, __) = p;\n    g(__)\n}\n", "g(__)"),
+    ("typescript", "function f(__: number): number {\n  const y = g(__);\n  return y;\n}\n", "g(__)"),
+])
+def test_a_double_underscore_is_a_hole_only_where_it_is_read(language, text, read):
+    """A ``__`` that is called, imported, a parameter or bound by an assignment or a loop is the user's code (a
+    translation function, a throwaway name), not a placeholder: only a ``__`` read as a value is a hole."""
+    at = text.index(read)
+    found = survey(text, language, at, at).blanks
+    assert [(b.start, b.end) for b in found] == [(text.index("__", at), text.index("__", at) + 2)]
