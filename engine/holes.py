@@ -28,10 +28,12 @@ _QUERIES = {
 }
 _QUERIES["typescript"] = _QUERIES["typescriptreact"] = _QUERIES["javascript"]
 # matched at the start of the statement's text: a statement that only mentions one (`todos.push(todo)`, a string,
-# an `if` guarding a raise) is code, not a stub
+# an `if` guarding a raise) is code, not a stub; a message saying so: "not implemented", or one that starts with a
+# TODO marker ("TODO", "todo: ..."), not one about to-dos ("Todo not found", "invalid todo id")
+_TODO_MESSAGE = r"""(?i:not\s*implemented|unimplemented)|["'`]\s*(?:TODO\b|todo\s*(?:[:!.\-]|["'`]))"""
 _RAISE = {"python": re.compile(r"^raise\s+NotImplementedError\b"),
-          "javascript": re.compile(r"(?is)^throw\b.*?(not\s*implemented|unimplemented|\btodo\b)"),
-          "go": re.compile(r'(?i)^panic\(\s*"[^"]*(not implemented|unimplemented|todo)'),
+          "javascript": re.compile(rf"(?s)^throw\b.*?(?:{_TODO_MESSAGE})"),
+          "go": re.compile(rf'^panic\(\s*(?:"[^"]*(?i:not implemented|unimplemented)|{_TODO_MESSAGE})'),
           "rust": re.compile(r"^(todo|unimplemented)!")}
 _RAISE["typescript"] = _RAISE["typescriptreact"] = _RAISE["javascript"]
 _TODO = re.compile(r"^(#|//)\s*(TODO|FIXME)\b")

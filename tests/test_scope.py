@@ -194,3 +194,25 @@ def test_a_double_underscore_is_a_hole_only_where_it_is_read(language, text, rea
     at = text.index(read)
     found = survey(text, language, at, at).blanks
     assert [(b.start, b.end) for b in found] == [(text.index("__", at), text.index("__", at) + 2)]
+
+
+@pytest.mark.parametrize("language,stub,hole", [
+    ("javascript", 'throw new Error("Todo not found");', False),   # a to-do app's own error
+    ("javascript", 'throw new Error("invalid todo id");', False),
+    ("javascript", 'throw new Error("TODO");', True),
+    ("javascript", "throw new Error('todo: parse the header');", True),
+    ("javascript", 'throw new Error("Method not implemented.");', True),
+    ("typescript", 'throw new Error(`TODO ${name}`);', True),
+    ("go", 'panic("invalid todo state")', False),
+    ("go", 'panic("TODO")', True),
+    ("go", 'panic("todo: later")', True),
+    ("go", 'panic("unimplemented")', True),
+])
+def test_a_throw_or_panic_is_a_hole_when_its_message_says_it_is_not_written_yet(language, stub, hole):
+    if language == "go":
+        text = f"package m\n\nfunc get(id int) int {{\n\tif id < 0 {{\n\t\t{stub}\n\t}}\n\treturn id\n}}\n"
+    else:
+        text = f"function get(id) {{\n  if (id < 0) {{\n    {stub}\n  }}\n  return id;\n}}\n"
+    at = text.index("return")
+    found = survey(text, language, at, at).blanks
+    assert [text[b.start:b.end].strip() for b in found] == ([stub] if hole else [])
