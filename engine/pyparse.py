@@ -1,7 +1,8 @@
 """Python's own parser and compiler, one call at a time in a process. CPython 3.11 keeps the AST builder's
 recursion depth per interpreter, not per thread, so two threads parsing at once (several engines in one process:
 TCP sessions, a benchmark's simulated editors) can fail with ``SystemError: AST constructor recursion depth
-mismatch``."""
+mismatch``. A lone surrogate (an editor may hold one) is read as U+FFFD, one character for one: the encoding
+error would otherwise stand for every text, and hide the syntax."""
 
 from __future__ import annotations
 
@@ -9,19 +10,21 @@ import ast
 import threading
 import warnings
 
+from .model_text import model_text
+
 _LOCK = threading.Lock()
 ONLY_AST = 0x400  # PyCF_ONLY_AST
 
 
 def parse(source: str) -> ast.Module:
     with _LOCK:
-        return ast.parse(source)
+        return ast.parse(model_text(source))
 
 
 def compile_ast(source: str, filename: str) -> ast.AST:
     """``compile(source, filename, "exec", flags=PyCF_ONLY_AST)``: raises as ``compile`` does."""
     with _LOCK:
-        return compile(source, filename, "exec", dont_inherit=True, flags=ONLY_AST)
+        return compile(model_text(source), filename, "exec", dont_inherit=True, flags=ONLY_AST)
 
 
 def compile_code(source: str) -> None:
@@ -31,4 +34,4 @@ def compile_code(source: str) -> None:
     sequence in the user's string) are not printed."""
     with _LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compile(source, "<document>", "exec", dont_inherit=True)
+        compile(model_text(source), "<document>", "exec", dont_inherit=True)

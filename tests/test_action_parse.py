@@ -137,3 +137,15 @@ def test_an_edit_after_one_that_fixed_the_users_error_is_still_checked_where_it_
     assert not edits_keep_parsing(spec_for("javascript"), text, [broken])
     assert not edits_keep_parsing(spec_for("javascript"), text, [fixed, broken])
     assert edits_keep_parsing(spec_for("javascript"), text, [fixed, _replace(text, "return b;", "return b + 1;")])
+
+
+def test_a_lone_surrogate_in_the_document_leaves_pythons_check_in_force():
+    """Seen on the real server: with a lone surrogate in a string (an editor may hold one), Python's compiler failed
+    on the encoding, the same "error" before and after any edit, so "Complete body" appended `def area(x):` with no
+    body (tree-sitter takes it) and it was applied."""
+    text = 's = "\ud83d"\n\n\ndef g(x):\n    return x\n'
+    end = len(text) - 1
+    assert not edits_keep_parsing(spec_for("python"), text, [HoleFill(end, end, "\n    def area(x):")])
+    assert edits_keep_parsing(spec_for("python"), text, [HoleFill(end, end, "\n    y = x")])
+    code = 'x = \ud83d\n\n\ndef g(x):\n    return x\n'   # the surrogate is the user's own error: it stays theirs
+    assert edits_keep_parsing(spec_for("python"), code, [HoleFill(len(code) - 1, len(code) - 1, "\n    y = x")])
