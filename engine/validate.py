@@ -236,6 +236,8 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
     if old_tree is None or new_tree is None:
         return True
     before, after = error_count(old_tree), error_count(new_tree)
+    if spec.name == "python":  # Python stopped at the user's error: an opener without its body is one more
+        before, after = before + _empty_blocks(old_tree), after + _empty_blocks(new_tree)
     if after > before or fixing and after == before:
         return False
     # as in the window check: no error touching an edit, unless one touched what it replaced already
@@ -256,6 +258,18 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         if fits is not None and not fits(f.text):
             return False
     return True
+
+
+def _empty_blocks(tree: Any) -> int:
+    """Python blocks without a statement (``def f():`` with nothing under it): tree-sitter takes them, Python does
+    not."""
+    count, stack = 0, [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "block" and node.named_child_count == 0:
+            count += 1
+        stack.extend(node.children)
+    return count
 
 
 def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequence[HoleFill]) -> bool:

@@ -149,3 +149,13 @@ def test_a_lone_surrogate_in_the_document_leaves_pythons_check_in_force():
     assert edits_keep_parsing(spec_for("python"), text, [HoleFill(end, end, "\n    y = x")])
     code = 'x = \ud83d\n\n\ndef g(x):\n    return x\n'   # the surrogate is the user's own error: it stays theirs
     assert edits_keep_parsing(spec_for("python"), code, [HoleFill(len(code) - 1, len(code) - 1, "\n    y = x")])
+
+
+@pytest.mark.parametrize("fill", ["\n    def area(x):", "\n    if x:", "\n    for y in x:\n        pass\n    else:"])
+def test_with_the_users_own_error_above_an_edit_may_not_leave_a_body_empty(fill):
+    """Python stops at the user's error, and tree-sitter takes an opener without its body (an empty block) as no
+    error: an edit ending in `if x:` was applied to a document the user was still editing."""
+    text = "def f():\n    y = (\n\n\ndef g(x):\n    return x\n\n\ndef h():\n    pass\n"
+    at = text.index("    return x") + len("    return x")
+    assert not edits_keep_parsing(spec_for("python"), text, [HoleFill(at, at, fill)])
+    assert edits_keep_parsing(spec_for("python"), text, [HoleFill(at, at, "\n    if x:\n        return 1")])
