@@ -130,3 +130,12 @@ def test_a_repair_on_a_line_longer_than_the_positions_falls_back_to_the_parsers_
     at = len("def f(x):\n") + len(line)
     repairs = [Repair(at - 1, at - 1, ")", 1), Repair(at, at, ":", 1, hinted=True)]
     assert rank(text, repairs, backend.score_text) == rank(text, repairs) == repairs[::-1]
+
+
+def test_a_lone_surrogate_elsewhere_in_the_document_does_not_hide_the_error():
+    """Python's parser read the encoding error, the same for every candidate: no small repair parsed, and the
+    re-masked fix that replaced `def f(x)` and its body with `__all__ = [...]` passed the whole-document check."""
+    text = 's = "\ud83d"\n\n\ndef f(x)\n    return x\n'
+    assert python_error(text)[0] == 4
+    spans = survey(text, "python", text.index("def f"), text.index("def f")).errors
+    assert any(r.new == ":" and r.start == text.index("(x)") + 3 for r in find_repairs(spec_for("python"), text, spans))
