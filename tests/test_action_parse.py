@@ -159,3 +159,15 @@ def test_with_the_users_own_error_above_an_edit_may_not_leave_a_body_empty(fill)
     at = text.index("    return x") + len("    return x")
     assert not edits_keep_parsing(spec_for("python"), text, [HoleFill(at, at, fill)])
     assert edits_keep_parsing(spec_for("python"), text, [HoleFill(at, at, "\n    if x:\n        return 1")])
+
+
+@pytest.mark.parametrize("language,text,old,new,ok", [
+    # seen on the real server: "Rewrite selection" of `😀 na` in a comment wrote `🔀\ufffdöööööö` (the model's bytes
+    # that are no UTF-8, decoded as U+FFFD)
+    ("python", "# 😀 naïve café\nx = 1\n", "😀 na", "🔀\ufffdöööööö", False),
+    ("go", "package m\n\n// 😀 ok\n", "😀 ok", "\ufffd\" = o", False),
+    ("python", "# 😀 naïve café\nx = 1\n", "😀 na", "🔀 na", True),
+    ("python", "s = '\ufffd'\nx = 1\n", "x = 1", "x = '\ufffd'", True),   # the document's own U+FFFD may be copied
+])
+def test_an_edit_may_not_write_a_replacement_character_of_its_own(language, text, old, new, ok):
+    assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
