@@ -257,6 +257,37 @@ def test_the_project_itself_is_kept_out(tmp_path, monkeypatch):
     assert "diffusion-lsp" not in fetch.locked_names("venv") and "anyio" in fetch.locked_names("venv")
 
 
+def test_two_files_that_share_a_path_without_their_top_folder_keep_their_whole_paths(tmp_path, monkeypatch):
+    """A wheel's top folders are its packages: ``mypy/build.py`` and ``mypyc/build.py`` both became ``build.py``, and
+    one file was read for both (the other lost, this one kept twice). Now each keeps its whole path, the others lose
+    their top folder as before; a cache examined under the old rule is examined again."""
+    raw = tmp_path / "raw"
+    src = raw / "pypi" / "mypy" / "src"
+    files = {"mypy/build.py": _py("mypybuild"), "mypyc/build.py": _py("mypycbuild"), "mypy/core.py": _py("core")}
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    (raw / "pypi" / "mypy" / "_meta.json").write_text(json.dumps(
+        {"ecosystem": "pypi", "name": "mypy", "version": "1.0", "licence": "MIT", "kind": "wheel"}))
+
+    def kept(out):
+        texts = {json.loads(x)["id"]: json.loads(x)["text"] for split in ("train", "valid")
+                 for x in (out / "files" / split / "python.jsonl").read_text().splitlines()}
+        paths = [json.loads(x)["path"] for x in (out / "manifest.jsonl").read_text().splitlines()]
+        return sorted(paths), {i.split("/", 1)[1]: t for i, t in texts.items()}
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:   # the rule before: the first folder always dropped
+        m.setattr(cc, "_inside_top_folder", lambda fs: [("/".join(r.split("/")[1:]) or r, p) for r, p in fs])
+        cc.build(raw, out, log=lambda *_: None)
+    assert kept(out)[0] == ["build.py", "build.py", "core.py"]   # the bug: one path, one text, twice
+    cc.build(raw, out, log=lambda *_: None)                        # the same cache folder
+    paths, texts = kept(out)
+    assert paths == ["core.py", "mypy/build.py", "mypyc/build.py"]
+    assert texts == {"core.py": files["mypy/core.py"], "mypy/build.py": files["mypy/build.py"],
+                     "mypyc/build.py": files["mypyc/build.py"]}
+
+
 def test_token_counts_manifest_and_data_card(built, tmp_path):
     """gen2data count: tokens per file into the compressed manifest, totals per language and licence, and
     the card's data section written from them."""
@@ -281,7 +312,8 @@ def test_token_counts_manifest_and_data_card(built, tmp_path):
 
 
 def test_restate_takes_the_projects_own_files_out_of_a_committed_manifest(built, tmp_path):
-    """gen2data restate: a manifest counted before the project's own files were kept out loses them, and its totals
+    """gen2data restate: a manifest counted before the project's own files were kept out, and before two files of a
+    package under one path kept their whole paths, loses those rows, and its totals
     are what ``count`` writes for the files that stay; run again, it changes nothing."""
     import lzma
 
@@ -296,18 +328,21 @@ def test_restate_takes_the_projects_own_files_out_of_a_committed_manifest(built,
     rows = [json.loads(x) for x in clean_rows.splitlines()]
     own = [{**rows[0], "ecosystem": "venv", "package": "diffusion_lsp", "path": f"engine/x{i}.py", "split": split,
             "licence": "Apache-2.0", "tokens": 7 + i} for i, split in enumerate(("train", "valid"))]
-    with lzma.open(m, "wt") as f:                                   # the project's rows among the others
-        f.write(json.dumps(own[0]) + "\n" + clean_rows + json.dumps(own[1]) + "\n")
-    stale = {**clean, "packages": clean["packages"] + [{"ecosystem": "venv", "name": "diffusion-lsp",
-                                                        "version": "0.1.0", "licence": "Apache-2.0", "files_kept": 2}]}
+    pair = {**rows[0], "package": "mypy", "path": "build.py", "tokens": 11}   # one path read for two files, twice
+    with lzma.open(m, "wt") as f:                                   # the project's rows and the pair among the others
+        f.write(json.dumps(own[0]) + "\n" + json.dumps(pair) + "\n" + clean_rows + json.dumps(own[1]) + "\n"
+                + json.dumps(pair) + "\n")
+    stale = {**clean, "packages": clean["packages"] + [
+        {"ecosystem": "venv", "name": "diffusion-lsp", "version": "0.1.0", "licence": "Apache-2.0", "files_kept": 2},
+        {"ecosystem": pair["ecosystem"], "name": "mypy", "version": "1.0", "licence": "MIT", "files_kept": 5}]}
     d.write_text(json.dumps(stale))
     assert gen2data.main(["restate", "--manifest", str(m), "--data-json", str(d)]) == 0
     assert lzma.open(m, "rt").read() == clean_rows
     data = json.loads(d.read_text())
     for key in ("files", "train_tokens", "valid_tokens", "packages_with_files", "languages", "licences", "ecosystems"):
         assert data[key] == clean[key], key
-    assert data["dropped"] == {**clean["dropped"], "the project itself": 2}
-    assert data["packages"][-1]["files_kept"] == 0 and data["packages"][:-1] == clean["packages"]
+    assert data["dropped"] == {**clean["dropped"], "the project itself": 2, "one path for two files": 2}
+    assert [p["files_kept"] for p in data["packages"][-2:]] == [0, 3] and data["packages"][:-2] == clean["packages"]
     assert gen2data.main(["restate", "--manifest", str(m), "--data-json", str(d)]) == 0
     assert json.loads(d.read_text()) == data and lzma.open(m, "rt").read() == clean_rows
 

@@ -282,8 +282,7 @@ def load_package(meta_file: Path) -> Package:
     files = list(_walk(pkg_dir / "src"))
     if eco != "debian":
         # an sdist or npm tarball: one top folder (name-version/ or package/); paths are given inside it
-        files = [("/".join(rel.split("/")[1:]) or rel, p) for rel, p in files]
-        return Package(eco, name, m["version"], licences.resolve(stated), stated, files)
+        return Package(eco, name, m["version"], licences.resolve(stated), stated, _inside_top_folder(files))
     stanzas = licences.dep5_stanzas(m.get("copyright", ""))
     default = licences.dep5_licence(stanzas, "*") if stanzas else None
     cargo: dict[str, str | None] = {}
@@ -317,6 +316,16 @@ def load_package(meta_file: Path) -> Package:
 # ------------------------------------------------------------------------------------------ build
 
 _CACHE_VERSION = 3
+
+
+def _inside_top_folder(files: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """Paths without their first folder (an sdist's ``name-version/``, an npm tarball's ``package/``), except where
+    two files would then share a path: a wheel's top folders are its packages (``mypy/build.py`` and
+    ``mypyc/build.py``), and those keep their whole path (one path read for both lost one file and kept the other
+    twice)."""
+    inner = ["/".join(rel.split("/")[1:]) or rel for rel, _ in files]
+    seen = Counter(inner)
+    return [(i if seen[i] == 1 else rel, p) for i, (rel, p) in zip(inner, files)]
 
 
 def examine(pkg: Package, hasher: MinHasher):
@@ -370,8 +379,8 @@ def _examined(pkg: Package, meta_file: Path, cache: Path, hasher: MinHasher):
     if f.is_file():
         with open(f, "rb") as fh:
             cached = pickle.load(fh)
-        if cached[0][:2] == stamp:
-            return cached[1]
+        if cached[0][:2] == stamp and {r[0] for r in cached[1]} <= {rel for rel, _ in pkg.files}:
+            return cached[1]   # (a cache from before a path rule changed is examined again)
     rows = examine(pkg, hasher)
     f.parent.mkdir(parents=True, exist_ok=True)
     with open(f, "wb") as fh:

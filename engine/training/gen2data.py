@@ -17,6 +17,7 @@ import json
 import lzma
 import os
 import random
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -194,22 +195,36 @@ def _write(rows: list[dict], manifest: Path, data_json: Path, data: dict) -> Non
     print(json.dumps({k: v for k, v in data.items() if k != "packages"}, indent=1))
 
 
+def _name(package: str) -> str:
+    return re.sub(r"[-_.]+", "-", package).lower()   # a distribution's name as pip compares them
+
+
 def cmd_restate(args) -> int:
     """The committed manifest and ``data.json`` under today's build rules, without the corpus: the files the build
-    keeps out now (the project's own, ``codecorpus.is_own_project``) leave the manifest and are counted as dropped;
+    keeps out now (the project's own, ``codecorpus.is_own_project``) and rows under a path two files of a package
+    shared (a wheel's ``mypy/build.py`` and ``mypyc/build.py`` were both ``build.py``, one file read for both; a build
+    now gives each its whole path) leave the manifest and are counted as dropped;
     the totals are recounted from the manifest's token counts. What ``count`` would write after a new build of the
     same packages, for the files that build would keep."""
     from .codecorpus import is_own_project
 
     manifest, data_json = Path(args.manifest), Path(args.data_json)
     data = json.loads(data_json.read_text())
+    every = list(read_jsonl(manifest))
+    paths = Counter((r["ecosystem"], r["package"], r["path"]) for r in every)
     rows: list[dict] = []
     out: Counter[str] = Counter()
-    for r in read_jsonl(manifest):
+    left: Counter[tuple[str, str]] = Counter()
+    for r in every:
         if is_own_project(r["ecosystem"], r["package"]):
-            out["the project itself"] += 1
+            reason = "the project itself"
+        elif paths[(r["ecosystem"], r["package"], r["path"])] > 1:  # codecorpus._inside_top_folder: each file of
+            reason = "one path for two files"                         # the pair has its whole path now, not this one
         else:
             rows.append(r)
+            continue
+        out[reason] += 1
+        left[(r["ecosystem"], _name(r["package"]))] += 1
     if not out:
         print(f"restate: nothing in {manifest} is kept out by today's rules; unchanged")
         return 0
@@ -217,8 +232,7 @@ def cmd_restate(args) -> int:
     data.update(_totals(rows))
     data["dropped"] = {**data["dropped"], **{k: data["dropped"].get(k, 0) + n for k, n in out.items()}}
     for p in data["packages"]:
-        if is_own_project(p["ecosystem"], p["name"]):
-            p["files_kept"] = 0
+        p["files_kept"] -= left[(p["ecosystem"], _name(p["name"]))]
     _write(rows, manifest, data_json, data)
     print(f"restate: {sum(out.values())} files left the manifest ({dict(out)}); files, train and held-out tokens "
           f"{before['files']}, {before['train_tokens']}, {before['valid_tokens']} -> {data['files']}, "
