@@ -14,7 +14,7 @@ from .config import FillOptions
 from .context import Hole, Window, decide_hole, indent_options, reindent, window
 from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
-from .model_text import model_text
+from .model_text import REPLACEMENT, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import PARSES, Verdict, baseline_errors, document_parses, parses, python_check, tidy
@@ -278,12 +278,15 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around)."""
     bad = 0
+    # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote (the document's
+    # own, or its lone surrogates, which the model reads as U+FFFD, may be copied)
+    foreign = REPLACEMENT in candidate.texts[0] and REPLACEMENT not in model_text(win.prefix + win.suffix)
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])]
         variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
-            if fill is None or not fill[len(hole.heal):].strip():
+            if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill:
                 bad += 1
                 continue
             # Python's parser on the whole document is the authority when it accepts the document as a

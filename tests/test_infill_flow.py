@@ -136,3 +136,17 @@ def test_a_healed_words_drafts_replace_the_fragment():
         (3, ("al(((",), 0, ((len(TEXT), len(TEXT)),)),
         (6, (" total",), 1, ((fragment, len(TEXT)),))]
     assert c.fills[0].text == "al"                     # the answer: inserted after what was typed
+
+
+def test_a_fill_with_a_replacement_character_the_document_lacks_is_not_offered():
+    """The model's bytes that are no UTF-8 decode as U+FFFD (seen on the real server: a string after an emoji filled
+    with a run of them): that is garbage in the user's file, not a fill; the document's own U+FFFD may be copied."""
+    text = 'faces = ["😀", "'
+    request = InfillRequest(text, len(text), "python")
+    for answer, offered in (('\ufffd\ufffd"]', False), ('😢"]', True)):
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0), request, Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+    own = 'faces = ["\ufffd", "'
+    c = complete(Scripted(lambda prefix: '\ufffd"]'), FillOptions(min_confidence=0.0),
+                 InfillRequest(own, len(own), "python"), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ['\ufffd"]']
