@@ -179,7 +179,11 @@ class Actions:
             return {"applied": False, "reason": data.spec.nothing}
         edit = self._edit(doc, data.version, completion)
         result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit, label=summary))
-        self._tell(summary)
+        if result.applied:
+            self._tell(summary)
+        else:  # the client refused it (a version it has moved past): nothing changed, and the user is told so
+            self._tell(f"the edit was not applied ({result.failure_reason or 'the editor refused it'}); "
+                       "nothing changed")
         return {"applied": bool(result.applied), "result": {**self._result(doc, completion), "summary": summary},
                 **({"reason": result.failure_reason} if result.failure_reason else {})}
 

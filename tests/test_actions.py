@@ -272,8 +272,9 @@ def applied(client):
         @client.feature(types.WORKSPACE_APPLY_EDIT)
         def _apply(ls, params: types.ApplyWorkspaceEditParams):
             ls.applied_edits.append(params)
-            return types.ApplyWorkspaceEditResult(applied=True)
+            return ls.apply_answer
     client.applied_edits.clear()
+    client.apply_answer = types.ApplyWorkspaceEditResult(applied=True)
     return client.applied_edits
 
 
@@ -393,6 +394,26 @@ async def test_the_run_action_command_ends_in_one_versioned_apply_edit(client, a
     assert answer["applied"] is True and len(applied) == 1 and applied[0].label == "filled 3 of 3 holes"
     assert answer["result"]["summary"] == "filled 3 of 3 holes"
     assert [e.range for e in _edits(client, applied[0].edit, uri, 1)] == holes
+
+
+async def test_an_edit_the_editor_refuses_is_not_reported_as_done(client, applied):
+    """The client answers workspace/applyEdit with applied: false (its document moved past the edit's version): the
+    user is told nothing changed, with the editor's reason, not "filled 3 of 3 holes"."""
+    uri = f"file:///refused-{client.snapshot}.py"
+    open_doc(client, uri, PY)
+    action = _pick(await _actions(client, uri, _range(PY, 0, len(PY))), "Fill 3 holes")
+    client.apply_answer = types.ApplyWorkspaceEditResult(applied=False, failure_reason="the buffer is newer")
+    await _configure(client, validate=False)
+    try:
+        before = len(client.messages)
+        answer = plain(await client.workspace_execute_command_async(
+            types.ExecuteCommandParams("diffusion.runAction", [action.data])))
+    finally:
+        await _configure(client, validate=True)
+    assert answer["applied"] is False and answer["reason"] == "the buffer is newer" and len(applied) == 1
+    told = [m.message for m in client.messages[before:]]
+    assert "diffusion-lsp: the edit was not applied (the buffer is newer); nothing changed" in told
+    assert not any("filled" in m for m in told)
 
 
 @pytest.mark.parametrize("language,text", [("python", PY), ("javascript", JS)])
