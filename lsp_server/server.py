@@ -71,8 +71,9 @@ class DiffusionProtocol(LanguageServerProtocol):
         doc = self._server.documents.get(uri) if isinstance(uri, str) else None
         if doc is None:
             return
-        log.warning("%s is out of sync until the next full-text change: a %s could not be decoded", doc.uri, method)
+        was = doc.out_of_sync
         doc.out_of_sync = True
+        self._server.lost_sync(doc.uri, f"a {method} it could not decode", was)
         self._server.on_document_changed(doc.uri)
 
     def handle_message(self, message: Any) -> None:
@@ -128,10 +129,12 @@ class DiffusionProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        doc = self._server.documents.get(params.text_document.uri)
+        was = doc is not None and doc.out_of_sync
         try:
             self._server.documents.change(params, self.encoding)
         except PositionError as exc:
-            log.warning("%s is out of sync until the next full-text change: %s", params.text_document.uri, exc)
+            self._server.lost_sync(params.text_document.uri, f"a change it could not apply: {exc}", was)
         self._server.on_document_changed(params.text_document.uri)
         yield from ()
 
@@ -188,6 +191,13 @@ class DiffusionServer(LanguageServer):
         """An edit or a close: what was being computed for the old text is cancelled."""
         self.jobs.cancel_document(uri)
         self.adapter.activity()
+
+    def lost_sync(self, uri: str, why: str, was: bool) -> None:
+        """A document is out of sync (``why``): logged each time; the user is told once, when it goes out of sync,
+        that it gets no suggestion or edit until its whole text is sent again (reopening it does that)."""
+        log.warning("%s is out of sync until the next full-text change: %s", uri, why)
+        if not was:
+            self.warn(f"lost track of {uri} ({why}): no suggestions or edits for it until it is reopened")
 
     def warn(self, message: str) -> None:
         log.warning(message)

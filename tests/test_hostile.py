@@ -503,7 +503,8 @@ def test_an_inline_progress_ends_when_its_fill_is_dropped(tmp_path, how):
 @pytest.mark.parametrize("change", [
     {"version": None, "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 11}}},
     {"version": 2, "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": -1}}},
-], ids=["null-version", "negative-character"])
+    {"version": 2, "range": {"start": {"line": 9, "character": 0}, "end": {"line": 9, "character": 0}}},
+], ids=["null-version", "negative-character", "past-the-end"])
 def test_a_change_that_cannot_be_decoded_puts_the_document_out_of_sync(tmp_path, change):
     """The client typed "a" after "    return "; its didChange failed to decode (LSP 3.15 allowed a null
     version) and was dropped with a log line only, so the server kept the old text and answered the
@@ -519,6 +520,15 @@ def test_a_change_that_cannot_be_decoded_puts_the_document_out_of_sync(tmp_path,
         wire.send(request(2, "textDocument/inlineCompletion", inline))
         assert wire.answer(2, 120)["result"]["items"] == []  # no edit for text the client no longer has
         assert "out of sync until the next full-text change" in server.log.read_text()
+        wire.send(notification("textDocument/didChange", {      # another one: logged, the user is not told again
+            "textDocument": {"uri": uri, "version": change["version"]},
+            "contentChanges": [{"range": change["range"], "text": "b"}]}))
+        wire.send(request(4, "textDocument/inlineCompletion", inline))
+        assert wire.answer(4, 120)["result"]["items"] == []
+        told = [m["params"]["message"] for m in wire.messages
+                if isinstance(m, dict) and m.get("method") == "window/showMessage" and "lost track" in m["params"]["message"]]
+        assert len(told) == 1 and told[0].startswith(f"diffusion-lsp: lost track of {uri} (") \
+            and told[0].endswith("no suggestions or edits for it until it is reopened"), told
         wire.send(notification("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
                                                           "contentChanges": [{"text": "def add(a, b):\n    return \n"}]}))
         wire.send(request(3, "textDocument/inlineCompletion", {**inline, "position": {"line": 1, "character": 11}}))
