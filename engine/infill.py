@@ -17,7 +17,8 @@ from .lines import to_crlf, to_lf, uses_crlf
 from .model_text import REPLACEMENT, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import PARSES, Verdict, baseline_errors, document_parses, parses, python_check, tidy
+from .validate import (PARSES, Verdict, baseline_errors, comments_out_rest, document_parses, parses, python_check,
+                       tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -299,6 +300,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 continue
             if fits is not None and not fits(fill):
                 bad += 1
+                continue
+            if baseline is not None and comments_out_rest(spec, win.prefix, fill, win.suffix):
+                bad += 1  # the code after the cursor would become a comment: it parses, and it is lost
                 continue
             return _hole_fill(candidate, hole, fill, edits), bad
     return None, bad

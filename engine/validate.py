@@ -276,6 +276,16 @@ def _empty_blocks(tree: Any) -> int:
     return count
 
 
+def comments_out_rest(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a cursor fill start a comment that runs over the code after it (``return |+ a`` filled with ``1  # one``
+    leaves ``return 1  # one + a``, which parses)? Judged on the window; the code after the cursor may run into a
+    comment only where it was one already."""
+    if not any(m in fill for m in ("#", "//", "/*", "--")) or not suffix.split("\n", 1)[0].strip():
+        return False
+    at = len(prefix)
+    return _comments_out_code(spec, prefix + suffix, prefix + fill + suffix, [HoleFill(at, at, fill)])
+
+
 def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequence[HoleFill]) -> bool:
     """Does a comment that an edit starts run on over code after the edit (``return __ + a`` filled with ``#``
     leaves ``return # + a``, which parses)? Text after the edit that was a comment already may be run into."""

@@ -1,5 +1,7 @@
 """engine.infill.complete with a scripted backend: which holes are tried, in what order, and what is offered."""
 
+import pytest
+
 from engine.backends.base import Candidate, Control, FillResult
 from engine.config import FillOptions
 from engine.infill import complete
@@ -150,3 +152,22 @@ def test_a_fill_with_a_replacement_character_the_document_lacks_is_not_offered()
     c = complete(Scripted(lambda prefix: '\ufffd"]'), FillOptions(min_confidence=0.0),
                  InfillRequest(own, len(own), "python"), Control(lambda s: None))
     assert [f.text for f in c.fills] == ['\ufffd"]']
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the code after the cursor would become a comment: it parses, and the user's `+ a` is lost
+    ("python", "def f(a):\n    return  + a\n", "return ", "1  # one", False),
+    ("javascript", "function f(a) {\n  return  + a;\n}\n", "return ", "1 // one", False),
+    ("go", "package m\n\nfunc f(a int) int {\n\treturn  + a\n}\n", "return ", "1 /* one", False),
+    ("rust", "fn f(a: i32) -> i32 {\n    1 + a\n}\n", "    1", " // one", False),
+    ("python", "def f(a):\n    return  + a\n", "return ", "1", True),
+    ("python", 'def f(a):\n    return  + a\n', "return ", '"#1"', True),          # in a string: no comment
+    ("javascript", "function f(a) {\n  return 1; /* a */\n}\n", "1; ", "// one", True),   # was a comment already
+    ("python", "def f(a):\n    return a\n", "return a", "  # the sum", True),            # nothing after it
+    ("python", "x = 1  # note\n", "# no", "w: one", True),                               # inside a comment
+])
+def test_a_fill_that_turns_the_code_after_the_cursor_into_a_comment_is_not_offered(language, text, at, answer, offered):
+    cursor = text.index(at) + len(at)
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                 InfillRequest(text, cursor, language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else []), answer
