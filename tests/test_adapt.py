@@ -201,6 +201,21 @@ def test_remove_deletes_the_workspace_entries_only(tmp_path, cache):
     assert "removed 1" in out.stdout and not entry.exists() and store.accepted_weights(kept) is not None
 
 
+def test_a_model_that_is_not_a_checkpoint_is_one_clear_line_and_nothing_is_kept(tmp_path, cache):
+    ws = make_workspace(tmp_path / "ws")             # enough held-out holes: the model is loaded
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "config.json").write_text("not json{")
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    for model, says in ((tmp_path / "missing", "no checkpoint at"), (ws / "pkg" / "mod_000.py", "no checkpoint at"),
+                        (garbage, "config.json")):
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "adapt", str(ws), "--model", str(model),
+                              "--minutes", "0.01"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and "adapt: " in out.stderr and says in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+    assert not (cache / "diffusion-lsp" / "adapt").exists() or not any((cache / "diffusion-lsp" / "adapt").iterdir())
+
+
 # -- pausing -----------------------------------------------------------------------------------------------------
 def test_the_adapter_waits_while_paused_and_goes_on_when_resumed(tmp_path, cache):
     ws = make_workspace(tmp_path / "ws")

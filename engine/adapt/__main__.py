@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     lower_priority(args.priority)
     from ..config import LoadConfig
+    from ..requests import EngineError
     from .run import AdaptConfig, Gate, Stopped, adapt, json_progress, stdin_commands
 
     gate = Gate()
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         record = adapt(args.workspace, LoadConfig(model=args.model), cfg, gate, emit, store=not args.no_store)
     except Stopped:
         return 3
-    except ValueError as exc:
+    except (ValueError, EngineError) as exc:   # EngineError: the model did not load (ModelLoadError)
         print(f"adapt: {exc}", file=sys.stderr)
         return 2
     if args.out:

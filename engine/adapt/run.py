@@ -274,6 +274,8 @@ def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig,
     t_wall, t_cpu = time.time(), time.process_time()
     ws = str(Path(workspace).resolve())
     model_path = load.model_dir()
+    if not (model_path / "config.json").is_file():   # before the digest, which lists the directory
+        raise ValueError(f"no checkpoint at {model_path} (config.json not found)")
     record = AdaptRecord(workspace=ws, model=str(model_path), model_digest=model_digest(model_path))
     entry = entry_dir(ws, model_path)
     files = workspace_files(ws)
