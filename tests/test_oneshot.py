@@ -87,3 +87,12 @@ def test_with_a_workspace_a_typed_line_may_take_a_line_of_its_files(tmp_path):
     out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", where, "--workspace", str(tmp_path / "no")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "cannot read the workspace" in out.stderr and "not a directory" in out.stderr
+
+
+def test_a_dtype_torch_does_not_have_is_one_clear_line(tmp_path):
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n")
+    bad = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--dtype", "float64"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "unknown dtype 'float64' (auto, float32, bfloat16, float16)" in bad.stderr
+    assert "KeyError" not in bad.stderr and "Traceback" not in bad.stderr and bad.stdout == ""

@@ -175,4 +175,7 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """``auto``: bfloat16 on CUDA, float32 elsewhere (exact, and what every figure here was measured with)."""
     if name == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if name not in _DTYPES:
+        from ..requests import ModelLoadError
+        raise ModelLoadError(f"unknown dtype {name!r} (auto, {', '.join(_DTYPES)})")
     return _DTYPES[name]
