@@ -340,6 +340,29 @@ def test_the_serve_command_runs_a_plain_team_server(tmp_path):
         assert proc.wait(60) == 0
 
 
+def test_the_serve_command_refuses_what_it_cannot_serve_in_one_line(tmp_path):
+    """A model that is not there, a dtype or certificate it cannot use, a port that is taken or no port: one
+    line naming the cause and a non-zero exit, never a traceback (and never a server that half started)."""
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+        for extra, says in ((["--model", str(tmp_path / "missing")], "no checkpoint at"),
+                            (["--dtype", "float64"], "unknown dtype 'float64'"),
+                            (["--certfile", str(garbage), "--keyfile", str(garbage)], "cannot use --certfile"),
+                            (["--certfile", str(tmp_path / "no.pem"), "--keyfile", str(tmp_path / "no.key")],
+                             "cannot use --certfile"),
+                            (["--port", "99999"], "--port must be 0..65535"),
+                            (["--port", port], f"cannot listen on 127.0.0.1:{port}")):
+            out = subprocess.run([sys.executable, "-m", "lsp_server", "serve", "--plain", *extra],
+                                 capture_output=True, text=True, timeout=120, env=env)
+            assert out.returncode != 0 and says in out.stderr, (extra, out.stderr)
+            assert "Traceback" not in out.stderr and "team server at" not in out.stdout
+
+
 def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):
     from benchmarks.lsp_client import LspClient, LspResponseError
 

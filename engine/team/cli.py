@@ -8,11 +8,13 @@ import argparse
 import logging
 import os
 import signal
+import ssl
 import threading
 from dataclasses import fields
 from pathlib import Path
 
 from ..backends.remote.client import TOKEN_ENV
+from ..requests import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,14 @@ def run(args) -> int:
         check_bind(args.host, token)
         if bool(args.certfile) != bool(args.keyfile):
             raise ValueError("--certfile and --keyfile go together")
+        if not 0 <= args.port <= 65535:
+            raise ValueError(f"--port must be 0..65535, not {args.port}")
+        if args.certfile:   # read here: a server thread that fails on them says only that it did not start
+            try:
+                ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(args.certfile, args.keyfile)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(f"cannot use --certfile {args.certfile} with --keyfile {args.keyfile}: "
+                                 f"{exc.strerror or exc}") from None
     except (OSError, ValueError) as exc:
         raise SystemExit(f"diffusion-lsp serve: {exc}") from None
     options = TeamOptions(**{f.name: getattr(args, f.name) for f in fields(TeamOptions)})
@@ -78,10 +88,18 @@ def _plain(args, options, token: str | None, scheme: str) -> int:
     from .app import PlainServer, make_app
     from .service import Collector, Denoiser
 
-    denoiser = Denoiser.load(options.load())
+    try:
+        denoiser = Denoiser.load(options.load())
+    except (EngineError, ValueError, RuntimeError) as exc:   # a model not there or that does not load, a bad
+                                                             # setting (torch: a device it does not know)
+        raise SystemExit(f"diffusion-lsp serve: the model could not be loaded: {exc}") from None
     collector = Collector(denoiser, options.max_batch, options.batch_wait_ms)
-    server = PlainServer(make_app(denoiser, token, collector.submit), args.host, args.port, token,
-                         args.certfile, args.keyfile).start()
+    try:
+        server = PlainServer(make_app(denoiser, token, collector.submit), args.host, args.port, token,
+                             args.certfile, args.keyfile).start()
+    except OSError as exc:   # the address is in use, or not this machine's
+        raise SystemExit(f"diffusion-lsp serve: cannot listen on {args.host}:{args.port}: "
+                         f"{exc.strerror or exc}") from None
     print(f"diffusion-lsp team server at {server.url}", flush=True)
     _wait()
     server.stop()
