@@ -250,6 +250,37 @@ def test_tls_with_a_certificate_the_client_is_told_to_trust(denoiser, tmp_path):
         tls.stop()
 
 
+def test_a_fill_cancelled_while_the_engine_sends_nothing_stops_without_waiting_for_the_timeout(denoiser):
+    """An engine whose queue holds the fill (a replica's batch queue full) sends nothing after its start event: a
+    cancel must end the wait (and the job on the server) there and then, not after engine_timeout per attempt, while
+    the user's next requests queue behind it on the engine thread."""
+    import threading
+
+    arrived: list[Job] = []
+    got = threading.Event()
+
+    async def held(job: Job) -> None:   # the job is taken and never run: the stream waits, as behind a full queue
+        arrived.append(job)
+        got.set()
+
+    server = PlainServer(make_app(denoiser, submit=held)).start()
+    engine = engine_for(server.url, engine_timeout=300, engine_retries=2)
+    try:
+        assert engine.state is EngineState.READY, engine.error
+        job = engine.submit(InfillRequest(CODE, CURSOR, "python", key="doc"))
+        assert got.wait(60)
+        job.cancel()
+        with pytest.raises(Cancelled):
+            job.future.result(120)   # a guard against a hang, not a timing: the timeout is 300 s per attempt
+        assert arrived[0].cancelled.wait(60)   # the server saw its client go
+        stats = engine.stats()
+        assert stats["remote_cancels"] == 1 and stats["remote_retries"] == 0 and stats["remote_failures"] == 0
+        assert engine.state is EngineState.READY
+    finally:
+        engine.close()
+        server.stop()
+
+
 def test_an_engine_that_goes_away_is_reported_and_comes_back(denoiser):
     first = PlainServer(make_app(denoiser)).start()
     port = first.port

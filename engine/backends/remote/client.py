@@ -2,24 +2,28 @@
 
 Only canvases travel: the local server keeps documents, tree-sitter, validation, drafts and actions. The engine's
 capabilities, its tokenizer (token counts stay local) and its calibration come once, from ``GET /v1/info``. A fill
-streams one event per step, so a cancelled job is noticed within a step: the connection is closed (the server
-stops the job when its client goes) and ``/v1/cancel`` names it too. A fill is a pure computation, so one that
+streams one event per step, so a cancelled job is noticed within a step, and within ``POLL`` while the engine sends
+nothing (its queue is full): the connection is closed (the server stops the job when its client goes) and
+``/v1/cancel`` names it too. A fill is a pure computation, so one that
 failed without an answer (refused connection, a 502/503/504, a stream cut mid-way by a replica that died) is sent
 again after a backoff, up to ``engine_retries`` times; then ``EngineUnreachable``. No document text is logged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
 import shutil
+import socket
 import ssl
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "DIFFUSION_LSP_ENGINE_TOKEN"
 _RETRY_STATUS = {502, 503, 504}
 _CUT = (http.client.HTTPException, ConnectionError, TimeoutError, OSError)  # what a dead peer looks like
+POLL = 0.05   # seconds between cancel checks while a fill waits on an engine that sends nothing (a full queue)
 
 
 class _Retry(Exception):
@@ -194,12 +199,51 @@ class RemoteBackend:
                 self._backoff(attempt, control.check)
             control.check(shown)
             try:
-                return self._stream(job, body, control, shown)
+                with self._watching(control, shown):
+                    return self._stream(job, body, control, shown)
             except _Retry as exc:
                 last = str(exc)
                 shown = max(shown, getattr(exc, "shown", 0))
+                try:   # a cut the watcher made: the fill was cancelled, not failed
+                    control.check(shown)
+                except Cancelled:
+                    self._cancelled(job)
+                    raise
         self.counters["remote_failures"] += 1
         raise EngineUnreachable(f"the engine at {self.url} is unreachable ({last})")
+
+    @contextlib.contextmanager
+    def _watching(self, control: Control, step: int) -> Iterator[None]:
+        """While a fill waits for the engine, check its cancellation every ``POLL`` s on a thread of its own: an
+        engine that sends no step (its queue is full, it hangs) would otherwise hold a cancelled fill, and every
+        request queued behind it, for up to ``engine_timeout`` per attempt. A cancel shuts the socket down, which
+        ends the wait at once (the engine sees its client go and stops the job)."""
+        done, lock = threading.Event(), threading.Lock()
+
+        def watch() -> None:
+            while not done.wait(POLL):
+                try:
+                    control.check(step)
+                except Cancelled:
+                    with lock:
+                        sock = getattr(self._conn, "sock", None)
+                        if not done.is_set() and sock is not None:
+                            try:
+                                sock.shutdown(socket.SHUT_RDWR)
+                            except OSError:
+                                pass
+
+        threading.Thread(target=watch, name="remote-fill-cancel", daemon=True).start()
+        try:
+            yield
+        finally:
+            with lock:
+                done.set()
+
+    def _cancelled(self, job: str) -> None:
+        """A fill cancelled while it ran: counted, and the engine told by name too (the connection is gone)."""
+        self.counters["remote_cancels"] += 1
+        threading.Thread(target=self._cancel, args=(job,), daemon=True).start()
 
     def _stream(self, job: str, body: dict, control: Control, shown: int) -> FillResult:
         response = self._send("POST", "/v1/fill", body)
@@ -239,8 +283,7 @@ class RemoteBackend:
             if not isinstance(exc, _Retry):
                 self._drop()  # the server stops the job when its client goes
                 if isinstance(exc, Cancelled):
-                    self.counters["remote_cancels"] += 1
-                    threading.Thread(target=self._cancel, args=(job,), daemon=True).start()
+                    self._cancelled(job)
             raise
 
     def _cut(self, why: str, shown: int) -> _Retry:
