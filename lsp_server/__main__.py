@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 
 def _logging(verbosity: int, log_file: str | None) -> None:
@@ -34,6 +35,23 @@ def _parse_location(spec: str) -> tuple[str, int, int]:
     if line_no < 1 or col_no < 1:
         raise argparse.ArgumentTypeError("LINE and COL are 1-based")
     return path2, line_no, col_no
+
+
+def _within(name: str) -> Callable[[str], int]:
+    """An integer argument in the range its setting takes (``settings._RANGES``): the one-shot command accepts
+    what an editor's settings accept, and says so otherwise."""
+    from .settings import _RANGES
+    lo, hi = _RANGES[name]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi}")
+        return value
+    return parse
 
 
 def _size(text: str) -> int:
@@ -87,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     fill = sub.add_parser("infill", help="fill once at PATH:LINE:COL (1-based) and print the inserted text")
     fill.add_argument("location", type=_parse_location, metavar="PATH:LINE:COL")
     fill.add_argument("--model", default="embedded", help="'embedded' or a checkpoint directory")
-    fill.add_argument("--steps", type=int, default=None)
-    fill.add_argument("--threads", type=int, default=1)
+    fill.add_argument("--steps", type=_within("steps"), default=None, help="0..512 (0: the model's default)")
+    fill.add_argument("--threads", type=_within("threads"), default=1, help="1..256")
     fill.add_argument("--device", default="auto")
     fill.add_argument("--dtype", default="auto")
     fill.add_argument("--quantization", default="auto",

@@ -96,3 +96,17 @@ def test_a_dtype_torch_does_not_have_is_one_clear_line(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "unknown dtype 'float64' (auto, float32, bfloat16, float16)" in bad.stderr
     assert "KeyError" not in bad.stderr and "Traceback" not in bad.stderr and bad.stdout == ""
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--steps", "-3", "argument --steps: -3 is not in 0..512"),    # was run as a 1-step fill
+    ("--steps", "many", "argument --steps: 'many' is not an integer"),
+    ("--threads", "0", "argument --threads: 0 is not in 1..256"),  # was run on 1 thread
+])
+def test_a_step_or_thread_count_the_settings_refuse_is_refused_before_the_model_loads(tmp_path, option, value, says):
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "-v", "infill", f"{path}:2:5", option, value],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and says in out.stderr and out.stdout == ""
+    assert "loaded" not in out.stderr
