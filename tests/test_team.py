@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("starlette", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 
-from engine import (Cancelled, Engine, EngineConfig, EngineState, EngineUnreachable, HoleKind, InfillRequest,
-                    ModelLoadError)
+from engine import (Cancelled, Engine, EngineConfig, EngineError, EngineState, EngineUnreachable, HoleKind,
+                    InfillRequest, ModelLoadError)
 from engine.backends import open_remote
 from engine.backends.base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from engine.backends.remote import wire
@@ -275,6 +275,33 @@ def test_a_fill_cancelled_while_the_engine_sends_nothing_stops_without_waiting_f
         assert arrived[0].cancelled.wait(60)   # the server saw its client go
         stats = engine.stats()
         assert stats["remote_cancels"] == 1 and stats["remote_retries"] == 0 and stats["remote_failures"] == 0
+        assert engine.state is EngineState.READY
+    finally:
+        engine.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("event", [
+    {"event": "step", "step": "three"},
+    {"event": "step", "step": 1, "texts": 5, "confidences": [], "pieces": []},
+    {"event": "result", "result": "a text, not a result"},
+    {"event": "result", "result": {"candidates": [{"texts": ["x"]}], "steps": 1, "forwards": 1, "tokens": 1}},
+])
+def test_an_event_the_engine_garbles_is_its_error_not_an_internal_one(denoiser, event, caplog):
+    """A malformed event is the engine's fault, said once as such: not 'internal error' with a traceback in the
+    editor's log, as a bug of this client would be; the engine stays ready for the next fill."""
+    async def garbled(job: Job) -> None:
+        job.finish(event)
+
+    server = PlainServer(make_app(denoiser, submit=garbled)).start()
+    engine = engine_for(server.url, engine_retries=0)
+    try:
+        assert engine.state is EngineState.READY, engine.error
+        with caplog.at_level(logging.ERROR, logger="engine"):
+            with pytest.raises(EngineError) as raised:
+                engine.infill_sync(InfillRequest(CODE, CURSOR, "python"), on_draft=lambda d: None)
+        assert "sent a malformed event" in str(raised.value) and "internal error" not in str(raised.value)
+        assert not [r for r in caplog.records if r.exc_info]
         assert engine.state is EngineState.READY
     finally:
         engine.close()

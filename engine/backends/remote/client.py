@@ -258,20 +258,24 @@ class RemoteBackend:
                     raise self._cut("the stream ended without a result", shown)
                 try:
                     event = json.loads(line)
-                except ValueError:
+                    kind = event.get("event")
+                    if kind == "step":
+                        step = int(event["step"])
+                        texts = tuple(str(t) for t in event["texts"]) if "texts" in event else None
+                        confidences = tuple(tuple(float(x) for x in c) for c in event.get("confidences", ()))
+                        pieces = tuple(tuple(str(x) for x in p) for p in event.get("pieces", ()))
+                    elif kind == "result":
+                        result = wire.result_from_json(event["result"])
+                except (ValueError, KeyError, TypeError, AttributeError):   # WireError is a ValueError
                     raise EngineError(f"the engine at {self.url} sent a malformed event") from None
-                kind = event.get("event")
                 if kind == "step":
-                    step = int(event["step"])
                     control.check(step)
-                    if control.draft is not None and "texts" in event and step > shown:
+                    if control.draft is not None and texts is not None and step > shown:
                         shown = step
-                        control.draft(step, tuple(event["texts"]), tuple(tuple(c) for c in event["confidences"]),
-                                      tuple(tuple(p) for p in event["pieces"]))
+                        control.draft(step, texts, confidences, pieces)
                 elif kind == "start":
                     self.replica = str(event.get("replica", ""))
                 elif kind == "result":
-                    result = wire.result_from_json(event["result"])
                     if response.readline():  # the stream ends after its result; anything else is a broken peer
                         self._drop()
                     return result
