@@ -235,6 +235,47 @@ def _self_signed(tmp_path):
     return str(certfile), str(keyfile)
 
 
+def test_a_token_file_with_a_byte_order_mark_works_and_one_that_cannot_be_sent_says_so(denoiser, tmp_path):
+    """A token file saved with a UTF-8 BOM (Windows editors) holds the token, on both sides; a file whose token could
+    never travel in a header (two lines, not text) is an error naming the file, never 'the engine is unreachable'."""
+    bom, plain, lines, binary = (tmp_path / n for n in ("bom", "plain", "lines", "binary"))
+    bom.write_bytes(b"\xef\xbb\xbfs3cret-token\r\n")
+    plain.write_text("s3cret-token\n")
+    lines.write_text("s3cret\ntoken\n")
+    binary.write_bytes(b"\xb7\x00\xff")
+    guarded = PlainServer(make_app(denoiser, "s3cret-token"), token="s3cret-token").start()
+    try:
+        engine = engine_for(guarded.url, engine_token_file=str(bom))
+        assert engine.state is EngineState.READY, engine.error
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        engine.close()
+        for path, says in ((lines, "one word of visible ASCII"), (binary, "is not text")):
+            engine = engine_for(guarded.url, engine_token_file=str(path))
+            assert engine.state is EngineState.FAILED and says in engine.error and str(path) in engine.error
+            assert "unreachable" not in engine.error
+            engine.close()
+    finally:
+        guarded.stop()
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", "0", "--token-file",
+                          str(lines)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode != 0 and "one word of visible ASCII" in out.stderr and "Traceback" not in out.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port),
+                             "--token-file", str(bom)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert f"http://127.0.0.1:{port}" in proc.stdout.readline()
+        engine = engine_for(f"http://127.0.0.1:{port}", engine_token_file=str(plain))
+        assert engine.state is EngineState.READY, engine.error    # the server's token is the file's, BOM or not
+        engine.close()
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
 def test_tls_with_a_certificate_the_client_is_told_to_trust(denoiser, tmp_path):
     certfile, keyfile = _self_signed(tmp_path)
     tls = PlainServer(make_app(denoiser), certfile=certfile, keyfile=keyfile).start()

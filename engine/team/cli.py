@@ -13,6 +13,7 @@ import threading
 from dataclasses import fields
 from pathlib import Path
 
+from ..backends.credentials import token_problem
 from ..backends.remote.client import TOKEN_ENV
 from ..requests import EngineError
 
@@ -40,9 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _token(args) -> str | None:
     if args.token_file:
-        token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        token = Path(args.token_file).expanduser().read_text(encoding="utf-8-sig").strip()
         if not token:
             raise ValueError(f"{args.token_file} is empty")
+        if problem := token_problem(token):   # no client could send it: every request would be refused
+            raise ValueError(f"{args.token_file}: {problem}")
         return token
     return os.environ.get(TOKEN_ENV) or None
 
