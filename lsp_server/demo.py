@@ -57,13 +57,26 @@ def restart_line(attempt: int, slots: int, kind: str | None) -> str:
     return f"  -- the draft starts again: attempt {attempt + 1}{size}{why}; the steps go on counting"
 
 
-async def _session(args) -> int:
-    if args.file:
+def _source(args) -> tuple[str, str, int, int]:
+    """The text, URI and 0-based cursor of the session; ValueError saying what is wrong with --file or --at."""
+    if not args.file:
+        return EXAMPLE, "file:///demo/example.py", *EXAMPLE_CURSOR
+    try:
         text = Path(args.file).read_text(encoding="utf-8")
-        uri = Path(args.file).resolve().as_uri()
-        line, col = (int(x) - 1 for x in (args.at or "1:1").split(":"))
-    else:
-        text, uri, (line, col) = EXAMPLE, "file:///demo/example.py", EXAMPLE_CURSOR
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {args.file}: {exc}") from None
+    try:
+        line, col = (int(x) for x in (args.at or "1:1").split(":"))
+    except ValueError:
+        raise ValueError(f"--at must be LINE:COL (two integers), not {args.at!r}") from None
+    lines = text.split("\n")
+    if not (1 <= line <= len(lines) and col >= 1):
+        raise ValueError(f"--at {args.at}: LINE is 1..{len(lines)} and COL 1 or more")
+    return text, Path(args.file).resolve().as_uri(), line - 1, col - 1
+
+
+async def _session(args) -> int:
+    text, uri, line, col = _source(args)
     language = "python" if uri.endswith(".py") else Path(uri).suffix.lstrip(".")
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     client = LanguageClient("diffusion-lsp-demo", "1")
@@ -160,4 +173,9 @@ def _report(items: list[types.InlineCompletionItem], drafts: list[dict], prefix:
 
 
 def run_demo(args) -> int:
+    try:
+        _source(args)   # a file or cursor it cannot use: one line, before a server starts
+    except ValueError as exc:
+        print(f"diffusion-lsp demo: {exc}", file=sys.stderr)
+        return 2
     return asyncio.run(_session(args))

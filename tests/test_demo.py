@@ -24,3 +24,17 @@ def test_the_demo_says_when_the_draft_starts_again_for_the_second_length():
         after = out.stdout.split("nothing offered with the default settings", 1)[1]
         assert "step " not in after
         assert "likely exactly right" in after or "no suggestion passed validation" in after
+
+
+def test_a_file_or_cursor_the_demo_cannot_use_is_one_line_before_a_server_starts(tmp_path):
+    (tmp_path / "two.py").write_text("x = 1\ny = 2\n")
+    (tmp_path / "binary.py").write_bytes(b"\xb7\x00\xff")
+    for extra, says in ((["--file", str(tmp_path / "missing.py")], "cannot read"),
+                        (["--file", str(tmp_path)], "cannot read"),
+                        (["--file", str(tmp_path / "binary.py")], "cannot read"),
+                        (["--file", str(tmp_path / "two.py"), "--at", "x"], "--at must be LINE:COL"),
+                        (["--file", str(tmp_path / "two.py"), "--at", "9:1"], "LINE is 1..3")):
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "demo", *extra], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2 and "diffusion-lsp demo: " in out.stderr and says in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and "loading model" not in out.stdout
