@@ -377,6 +377,36 @@ def test_an_engine_that_never_answers_is_a_clear_load_error():
     assert engine.state is EngineState.FAILED and "unreachable" in engine.error and "127.0.0.1" in engine.error
 
 
+def test_an_engine_url_that_is_some_other_web_server_says_so_at_once():
+    """A URL that answers 200 with a web page (a dev server on the port, a proxy's login page) is not 'unreachable':
+    it is refused as not a team server, with what it sent, and not retried."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<!doctype html><title>dev server</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        engine = engine_for(f"http://127.0.0.1:{web.server_address[1]}", engine_retries=2)
+        assert engine.state is EngineState.FAILED
+        assert "answered /v1/info with something other than JSON" in engine.error and "<!doctype html>" in engine.error
+        assert "unreachable" not in engine.error
+        engine.close()
+    finally:
+        web.shutdown()
+
+
 def test_an_unauthenticated_engine_binds_loopback_only():
     for host in ("127.0.0.1", "::1", "localhost"):
         check_bind(host, None)

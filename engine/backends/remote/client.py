@@ -142,12 +142,20 @@ class RemoteBackend:
                 self._backoff(attempt, check)
             try:
                 response = self._send(method, path, body)
-                return json.loads(response.read())
+                raw = response.read()
             except _Retry as exc:
                 last = str(exc)
-            except (ValueError, *_CUT) as exc:
+                continue
+            except _CUT as exc:
                 self._drop()
                 last = f"{type(exc).__name__}: {exc}"
+                continue
+            try:
+                return json.loads(raw)
+            except ValueError:   # a whole answer that is not JSON: another kind of server, not a cut connection
+                self._drop()
+                raise EngineError(f"the engine at {self.url} answered {path} with something other than JSON "
+                                  f"({raw[:60]!r}; is it a diffusion-lsp team server?)") from None
         self.counters["remote_failures"] += 1
         raise EngineUnreachable(f"the engine at {self.url} is unreachable ({last})")
 
