@@ -492,6 +492,22 @@ def test_the_serve_command_refuses_what_it_cannot_serve_in_one_line(tmp_path):
             assert "Traceback" not in out.stderr and "team server at" not in out.stdout
 
 
+def test_a_ray_deployment_whose_replicas_cannot_load_the_model_says_why():
+    """On Ray Serve the model loads in the replicas: when it cannot, the command ends with the replicas' cause (Ray's
+    own error says only 'Failed to update the deployments'), not a traceback."""
+    pytest.importorskip("ray.serve")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "serve", "--model", "/nonexistent/checkpoint",
+                          "--replicas", "1", "--port", str(port)], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "diffusion-lsp serve: the deployment failed: " in out.stderr
+    assert "no checkpoint at /nonexistent/checkpoint (config.json not found)" in out.stderr
+
+
 def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):
     from benchmarks.lsp_client import LspClient, LspResponseError
 

@@ -12,6 +12,7 @@ import ssl
 import threading
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from ..backends.credentials import token_problem
 from ..backends.remote.client import TOKEN_ENV
@@ -80,11 +81,27 @@ def run(args) -> int:
     ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
     serve.start(http_options={"host": args.host, "port": args.port, "ssl_certfile": args.certfile,
                               "ssl_keyfile": args.keyfile})
-    serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")
+    try:
+        serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")
+    except RuntimeError as exc:   # the replicas did not start: Ray's message names no cause, its status does
+        cause = _deployment_error(serve) or str(exc)
+        serve.shutdown()
+        ray.shutdown()
+        raise SystemExit(f"diffusion-lsp serve: the deployment failed: {cause}") from None
     print(f"diffusion-lsp team server (Ray Serve) at {scheme}://{args.host}:{args.port}", flush=True)
     _wait()
     serve.shutdown()
     return 0
+
+
+def _deployment_error(serve: Any) -> str:
+    """The last line of each failed deployment's message (a replica constructor's exception), or ""."""
+    try:
+        app = serve.status().applications["diffusion-lsp"]
+        lines = [d.message.strip().splitlines()[-1] for d in app.deployments.values() if d.message.strip()]
+    except Exception:  # noqa: BLE001 (only a better message is lost)
+        return ""
+    return "; ".join(lines)
 
 
 def _plain(args, options, token: str | None, scheme: str) -> int:
