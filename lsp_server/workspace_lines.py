@@ -118,10 +118,12 @@ class WorkspaceLines:
         self.start()   # the first folder of a server started without one (else: once the model is ready)
 
     def saved(self, uri: str, text: str) -> None:
-        """A document was saved with ``text``: count it again (a source file under a folder only)."""
+        """A document was saved with ``text``: count it again (a source file under a folder only), by the listing's
+        rules: one over ``MAX_FILE_BYTES`` (generated or data, more often than code) is not counted, or no longer."""
         found = self._source(uri)
         if found is not None:
-            self._queue.put(("file", *found, language_for_path(found[1]), text))
+            large = len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES
+            self._queue.put(("file", *found, "" if large else language_for_path(found[1]), None if large else text))
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         """Files created, changed or deleted outside the editor (``workspace/didChangeWatchedFiles``): read again

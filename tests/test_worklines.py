@@ -254,6 +254,42 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
         assert "uorks import schwifty_mode" in offered()
 
 
+def test_a_saved_document_over_the_size_cap_is_not_counted_as_the_listing_would_not(tmp_path):
+    """The listing skips a file over MAX_FILE_BYTES (generated or data); saving one in the editor must not count it
+    either (its lines would be offered in every file), and a counted file that grows past the cap is forgotten."""
+    from benchmarks.lsp_client import LspClient
+    from engine.adapt.files import MAX_FILE_BYTES
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.py").write_text("import os\n")
+    grows = root / "grows.py"
+    grows.write_text("x = 1\n")
+    big = "".join(f"GENERATED_{i} = {i}\n" for i in range(MAX_FILE_BYTES // 10))
+    assert len(big) > MAX_FILE_BYTES
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready" and s)
+        assert client.request("diffusion/stats", {})["workspaceLines"]["files"] == 2
+        for path, text in ((root / "generated.py", big), (grows, big), (root / "small.py", "y = 2\n")):
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
+                                                                    "version": 1, "text": text}})
+            client.notify("textDocument/didSave", {"textDocument": {"uri": path.as_uri()}})
+        # one queue, in order: once a folder added after the saves is counted, the saves have been
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "b.py").write_text("z = 3\n")
+        client.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [{"uri": other.as_uri(), "name": "other"}], "removed": []}})
+        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["folders"] == 2
+                           and s)
+        assert stats["workspaceLines"]["files"] == 3   # a.py, small.py and b.py: grows.py is forgotten
+
+
 def test_every_workspace_folder_is_counted_and_a_document_gets_its_own_folders_lines(tmp_path):
     from benchmarks.lsp_client import LspClient
 
