@@ -141,8 +141,12 @@ def serve_tcp(new_session: Callable[[], JsonRPCServer], host: str, port: int, *,
     gate = Gate(token, max_clients)
 
     async def main() -> None:
-        listener = await asyncio.start_server(
-            lambda r, w: _session(new_session, gate, max_message, r, w), host, port)
+        try:
+            listener = await asyncio.start_server(
+                lambda r, w: _session(new_session, gate, max_message, r, w), host, port)
+        except (OSError, OverflowError) as exc:   # the port is taken, or no port at all
+            raise SystemExit(f"diffusion-lsp: cannot listen on {host}:{port}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
         addresses = ", ".join("{}:{}".format(*sock.getsockname()[:2]) for sock in listener.sockets)
         log.info("listening on %s (%s, up to %d clients)", addresses,
                  "token required" if token else "no token", max_clients)

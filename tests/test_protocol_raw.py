@@ -147,3 +147,18 @@ def test_tcp_transport_and_log_file(tmp_path):
         out, err = proc.communicate(timeout=10)
     assert out == b""  # stdout belongs to the protocol; nothing else is ever printed there
     assert log.read_text().strip()  # logs went to the file
+
+
+def test_a_tcp_port_it_cannot_listen_on_is_one_line_and_a_non_zero_exit():
+    import socket
+    import subprocess
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for given, says in ((port, "address already in use"), (99999, "port must be 0-65535")):
+            out = subprocess.run([sys.executable, "-m", "lsp_server", "--tcp", "--port", str(given)],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+            assert out.returncode != 0 and f"diffusion-lsp: cannot listen on 127.0.0.1:{given}: " in out.stderr
+            assert says in out.stderr and "Traceback" not in out.stderr
