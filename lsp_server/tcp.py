@@ -41,9 +41,13 @@ def check_loopback(host: str) -> None:
 
 
 def read_token(path: str | None, environ: dict | os._Environ = os.environ) -> bytes | None:
-    """The token from ``--token-file`` (stripped; empty is an error), else from $DIFFUSION_LSP_TOKEN."""
+    """The token from ``--token-file`` (stripped, a UTF-8 byte order mark too; empty is an error), else from
+    $DIFFUSION_LSP_TOKEN."""
     if path:
-        text = Path(path).read_text(encoding="utf-8").strip()
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig").strip()
+        except UnicodeDecodeError:
+            raise ValueError(f"the token file {path} is not text (UTF-8)") from None
         if not text:
             raise ValueError(f"the token file {path} is empty")
         if os.stat(path).st_mode & 0o077:

@@ -231,6 +231,18 @@ def test_tcp_with_a_token(tmp_path, token_file):
         server.close()
 
 
+def test_a_token_file_saved_with_a_byte_order_mark_holds_the_token(tmp_path):
+    # Windows editors save UTF-8 with a BOM: it is not part of the token, or no editor's token would ever match
+    path = tmp_path / "token"
+    path.write_bytes(b"\xef\xbb\xbfs3cret-token\r\n")
+    path.chmod(0o600)
+    server = TcpServer(tmp_path / "server.log", "--token-file", str(path))
+    try:
+        assert "result" in _initialize(server.connect(), options={"token": "s3cret-token"})
+    finally:
+        server.close()
+
+
 @pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--token-file", "/nonexistent/token"]])
 def test_bad_tcp_options_are_refused(args):
     import subprocess
