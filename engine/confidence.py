@@ -28,7 +28,7 @@ from .backends.base import Backend
 from .config import FillOptions
 from .languages import LanguageSpec
 from .names import invented_names
-from .requests import HoleFill, HoleKind
+from .requests import HoleFill, HoleKind, ModelLoadError
 
 CALIBRATION_FILE = "confidence.json"
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is the base: no indicator
@@ -60,14 +60,19 @@ class Calibration:
 
 @functools.cache
 def load_calibration(model_dir: Path) -> Calibration | None:
-    """The calibration stored beside a model, or ``None`` when it has none."""
+    """The calibration stored beside a model, or ``None`` when it has none; a file that is not one is a
+    ``ModelLoadError`` (the engine reads it as the model loads, so a broken file fails the load, not every fill)."""
     path = Path(model_dir) / CALIBRATION_FILE
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return Calibration({k: float(v) for k, v in data["weights"].items()}, float(data["bias"]),
-                       float(data.get("min_confidence", 0.0)), float(data.get("very_high", 1.0)),
-                       str(data.get("fitted_on", "")))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Calibration({str(k): float(v) for k, v in data["weights"].items()}, float(data["bias"]),
+                           float(data.get("min_confidence", 0.0)), float(data.get("very_high", 1.0)),
+                           str(data.get("fitted_on", "")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        raise ModelLoadError(f"unreadable calibration {path}: {detail}") from None
 
 
 def language_of(spec: LanguageSpec) -> str:

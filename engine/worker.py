@@ -19,6 +19,7 @@ from typing import Any
 from . import commonlines
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
+from .confidence import load_calibration
 from .decoding import Table, load_table
 from .memory import HeapTrimmer
 from .requests import Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelLoadError, NotReady, Request
@@ -217,6 +218,8 @@ class Engine:
         try:
             self.backend = self._loader(task.config.load)
             self.decoding = load_table(getattr(self.backend, "model_dir", None))   # the model's, per language
+            if getattr(self.backend, "model_dir", None) is not None:   # read by every fill: a broken one fails here
+                load_calibration(self.backend.model_dir)
             if getattr(self.backend, "scores_options", False):   # read now (0.2 s), not on a first typed line
                 commonlines.preload()
         except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)

@@ -143,3 +143,35 @@ def test_a_fit_on_holes_without_any_fill_is_a_flat_calibration():
 
     cal = calibrate.fit([{"fills": []}, {"fills": []}], ("log_conf_min", "len"), jitter=1e-6)
     assert cal.weights == {"log_conf_min": 0.0, "len": 0.0} and cal.bias == 0.0
+
+
+def test_a_broken_calibration_fails_the_load_once_with_its_name_not_every_fill(tmp_path):
+    """A model directory whose confidence.json is not a calibration used to load 'ready' and then fail every fill
+    with 'internal error: JSONDecodeError'; it is a load error naming the file, and the fixed file loads."""
+    from engine import Engine, EngineState, InfillRequest
+    from engine.config import EMBEDDED_DIR
+    from engine.requests import ModelLoadError
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (model / name).symlink_to(EMBEDDED_DIR / name)
+    code = "import os\n\n\ndef main():\n    print(os.getcwd())\n    \n"
+    for broken, says in (("{not json", "Expecting"), ("[]", "list indices"), ("{}", "no 'weights'"),
+                         ('{"weights": {"alone": "high"}, "bias": 0}', "could not convert")):
+        (model / "confidence.json").write_text(broken)
+        engine = Engine(EngineConfig.of(model=str(model), threads=1))
+        try:
+            with pytest.raises(ModelLoadError, match="unreadable calibration"):
+                engine.start().result(120)
+            assert engine.state is EngineState.FAILED and str(model / "confidence.json") in engine.error
+            assert says in engine.error
+        finally:
+            engine.close()
+    (model / "confidence.json").write_text((EMBEDDED_DIR / "confidence.json").read_text())
+    engine = Engine(EngineConfig.of(model=str(model), threads=1, min_confidence=0))
+    try:
+        engine.start().result(120)
+        assert engine.infill_sync(InfillRequest(code, len(code) - 1, "python")).steps > 0
+    finally:
+        engine.close()

@@ -19,7 +19,7 @@ from ..backends import load_backend
 from ..backends.base import Backend, Control, FillPlan, FillResult
 from ..backends.remote import wire
 from ..config import LoadConfig
-from ..confidence import CALIBRATION_FILE
+from ..confidence import CALIBRATION_FILE, load_calibration
 from ..decoding import load_table
 from ..model_text import ModelText, model_plan
 from ..requests import Cancelled
@@ -85,7 +85,10 @@ class Denoiser:
     def load(cls, load: LoadConfig) -> Denoiser:
         if load.engine:
             raise ValueError("a team server runs a local model: its engine setting must be empty")
-        return cls(load_backend(load), load.model)
+        backend = load_backend(load)
+        if backend.model_dir is not None:   # /v1/info sends it: a broken one fails here, not every client's load
+            load_calibration(backend.model_dir)
+        return cls(backend, load.model)
 
     def info(self) -> dict[str, Any]:
         """Capabilities, tokenizer and calibration for ``GET /v1/info`` (computed once)."""
