@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import logging
 import os
@@ -130,7 +131,7 @@ class WorkspaceAdapter:
                str(self.minutes), "--priority", self.priority, "--commands"]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         self._proc = await asyncio.create_subprocess_exec(*cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                          stderr=subprocess.DEVNULL, env=env)
+                                                          stderr=subprocess.PIPE, env=env)
         self.paused, self._asked = False, ""
         self._set("measuring")
         log.info("adapting the model to %s (pid %s)", self.workspace, self._proc.pid)
@@ -139,7 +140,15 @@ class WorkspaceAdapter:
             self._send("pause")
 
     async def _follow(self, proc: asyncio.subprocess.Process, model: str) -> None:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
+        said: collections.deque[str] = collections.deque(maxlen=1)   # its last line on stderr: why it failed
+
+        async def read_stderr(stream: asyncio.StreamReader) -> None:
+            async for raw in stream:
+                if line := raw.decode("utf-8", "replace").strip():
+                    said.append(line)
+
+        stderr = asyncio.get_running_loop().create_task(read_stderr(proc.stderr))
         async for raw in proc.stdout:
             try:
                 event = json.loads(raw)
@@ -157,13 +166,14 @@ class WorkspaceAdapter:
             elif kind in ("paused", "resumed"):
                 self.paused = kind == "paused"
         code = await proc.wait()
+        await stderr
         if self._proc is not proc:
             return
         self._proc = None
         entry = store.entry_dir(self.workspace or "", model)
         record = store.read_record(entry)
         if code != 0 or record is None:
-            self.info["error"] = f"the adapter exited with status {code}"
+            self.info["error"] = f"the adapter exited with status {code}" + (f": {said[0]}" if said else "")
             self._set("failed")
             return
         if not await self._adopt(entry):

@@ -326,6 +326,22 @@ def test_in_the_background_the_server_runs_the_adapter_and_reports_the_verdict(t
     assert snapshot(ws) == before
 
 
+def test_when_the_adapter_fails_the_server_says_why(tmp_path, cache):
+    """The adapter's own words (its last line on stderr), not only its exit status: a workspace root that is not a
+    folder (an editor started on a file) is named as such."""
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "main.py"
+    root.write_text("x = 1\n")
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:   # XDG_CACHE_HOME: the fixture's
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "adapt": "background"}})
+        client.notify("initialized", {})
+        client.wait_for("diffusion/status", lambda p: "adapt" in p and p["adapt"]["state"] == "failed", 300)
+        error = client.request("diffusion/stats", {})["adapt"]["error"]
+        assert error == f"the adapter exited with status 2: adapt: {root}: not a directory"
+
+
 def test_with_the_setting_off_the_server_neither_adapts_nor_adopts(tmp_path, cache):
     from benchmarks.lsp_client import LspClient
 
