@@ -88,15 +88,25 @@ local function notify(message, level)
   vim.notify('diffusion-lsp: ' .. message, level or vim.log.levels.INFO)
 end
 
+--- A buffer with a carriage return inside a line gets no action (the server counts it as a line
+--- break, Neovim does not: the edits would land on the wrong lines). True when refused; the user is
+--- told, and `done` gets the message as its error.
+local function refused_for_stray_cr(bufnr, done)
+  local stray = position.stray_cr(bufnr)
+  if not stray then
+    return false
+  end
+  notify(position.stray_cr_message(stray), vim.log.levels.WARN)
+  if done then
+    done(position.stray_cr_message(stray))
+  end
+  return true
+end
+
 --- Rewrites `range` of `bufnr` with `instruction` (nil: let the model rewrite freely).
 --- `done(err)` is called when the server answered (its edit arrives as workspace/applyEdit).
 function M.rewrite(client, bufnr, range, instruction, done)
-  local stray = position.stray_cr(bufnr)
-  if stray then
-    notify(position.stray_cr_message(stray), vim.log.levels.WARN)
-    if done then
-      done(position.stray_cr_message(stray))
-    end
+  if refused_for_stray_cr(bufnr, done) then
     return
   end
   local encoding = client.offset_encoding or 'utf-16'
@@ -140,12 +150,7 @@ end
 --- Asks for the server's actions of `name`'s kind over `range` and runs the one it names.
 --- `done(err, action)` is called at the end (action nil when none was offered).
 function M.run(client, bufnr, name, range, done)
-  local stray = position.stray_cr(bufnr)
-  if stray then
-    notify(position.stray_cr_message(stray), vim.log.levels.WARN)
-    if done then
-      done(position.stray_cr_message(stray))
-    end
+  if refused_for_stray_cr(bufnr, done) then
     return
   end
   local spec = M.specs[name]
