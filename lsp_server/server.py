@@ -206,7 +206,7 @@ class DiffusionServer(LanguageServer):
     def apply_settings(self, raw: Any, base: Settings | None = None) -> None:
         settings, problems = parse_settings(raw, base)
         if problems:
-            self.warn("invalid settings, defaults used for: " + "; ".join(problems))
+            self.warn("invalid settings, not applied: " + "; ".join(problems))
         old, self.settings = self.settings, settings
         # Fill options travel with each request; any load setting reloads the model.
         if self.engine is not None and settings.load != old.load:
@@ -245,7 +245,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
     def initialized(ls: DiffusionServer, params: types.InitializedParams) -> None:
         ls.status.loop = asyncio.get_running_loop()
         if ls.startup_problems:
-            ls.warn("invalid settings, defaults used for: " + "; ".join(ls.startup_problems))
+            ls.warn("invalid settings, not applied: " + "; ".join(ls.startup_problems))
         ls.engine = ls.engine_factory(ls.settings.engine_config())
         ls.engine.on_state(ls.status.engine_state_changed)
         loop = asyncio.get_running_loop()

@@ -2,8 +2,8 @@
 
 The settings are the fields of the engine's ``LoadConfig`` (a change reloads the model) and ``FillOptions``
 (sent with every request) and the server's own ``ServerOptions``, each under its camelCase name; nothing
-is copied by hand. Each invalid value falls back to its default and is reported by name, so one typo never
-loses the rest. Pushes merge onto the settings held; ``null`` puts a setting back to its default.
+is copied by hand. Each invalid value keeps the value held (the default at first) and is reported by name, so one
+typo never loses the rest. Pushes merge onto the settings held; ``null`` puts a setting back to its default.
 """
 
 from __future__ import annotations

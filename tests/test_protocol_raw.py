@@ -162,3 +162,19 @@ def test_a_tcp_port_it_cannot_listen_on_is_one_line_and_a_non_zero_exit():
                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
             assert out.returncode != 0 and f"diffusion-lsp: cannot listen on 127.0.0.1:{given}: " in out.stderr
             assert says in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_invalid_pushed_value_keeps_the_value_held_and_the_warning_says_so():
+    """docs/PROTOCOL.md, Settings: an invalid value is not applied; the key keeps what the server holds (here the
+    3 steps pushed before, not the default), and the warning names the value used instead of claiming a default."""
+    with LspClient(SCRIPTED) as client:
+        client.initialize({"threads": 1, "steps": 3})
+        client.wait_ready(120)
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"steps": "lots"}}})
+        warning = client.wait_for("window/showMessage", lambda p: "'steps'" in p["message"], 30)["message"]
+        assert "using 3" in warning and "default" not in warning
+        open_doc(client, "file:///held.py", "def f(a, b):\n    \n")
+        before = client.request("diffusion/stats", {}, 10)
+        inline(client, "file:///held.py", 1, 4)
+        after = client.request("diffusion/stats", {}, 10)
+        assert after["jobs"] == before["jobs"] + 1 and 0 < after["steps"] - before["steps"] <= 3
