@@ -10,6 +10,12 @@ export interface ServerSettings {
   quantization?: string;
   deviceMap?: string;
   threads?: number;
+  kvCache?: boolean;
+  cacheRefresh?: number;
+  tMin?: number;
+  tMax?: number;
+  experts?: string;
+  adapt?: string;
   steps?: number;
   threshold?: number;
   maxHoleTokens?: number;
@@ -42,6 +48,12 @@ export const SERVER_SETTING_KINDS: Readonly<Record<keyof ServerSettings, Kind>> 
   quantization: 'string',
   deviceMap: 'string',
   threads: 'integer',
+  kvCache: 'boolean',
+  cacheRefresh: 'integer',
+  tMin: 'number',
+  tMax: 'number',
+  experts: 'string',
+  adapt: 'string',
   steps: 'integer',
   threshold: 'number',
   maxHoleTokens: 'integer',

@@ -60,6 +60,17 @@ describe('toServerSettings', () => {
     assert.equal(toServerSettings(reader({ model: '  ~/ckpt  ' })).settings.model, '~/ckpt');
   });
 
+  it('passes every key of the settings table in docs/PROTOCOL.md', () => {
+    const protocol = readFileSync(path.join(__dirname, '..', '..', '..', '..', 'docs', 'PROTOCOL.md'), 'utf8');
+    const table = protocol.split('\n## Settings')[1].split('\n## ')[0];
+    const documented = table
+      .split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .flatMap((line) => [...line.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
+    assert.ok(documented.includes('adapt') && documented.includes('kvCache'), 'the table was read');
+    assert.deepEqual(documented.filter((key) => !(key in SERVER_SETTING_KINDS)), []);
+  });
+
   it('ignores keys the server does not know', () => {
     const { settings } = toServerSettings(reader({ 'server.path': '/bin/x', languages: ['python'] }));
     assert.deepEqual(settings, { drafts: true });
