@@ -100,7 +100,7 @@ export const CLIENT_DEFAULTS: Readonly<ServerSettings> = { drafts: true };
  * Unset keys (undefined / null / empty string) are left out so the server default applies
  * (or the client's, see CLIENT_DEFAULTS);
  * a value of the wrong JSON type is left out too and named in `rejected`, so the extension
- * can say so. Range checks (e.g. `steps >= 1`) stay with the server, which warns once.
+ * can say so. Range checks (e.g. `steps <= 512`) stay with the server, which warns once.
  */
 export function toServerSettings(read: (key: string) => unknown): {
   settings: ServerSettings;

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { configurationChangeParams, SERVER_SETTING_KINDS, toServerSettings } from '../src/settings';
+import { CLIENT_DEFAULTS, configurationChangeParams, SERVER_SETTING_KINDS, toServerSettings } from '../src/settings';
 import { INSTRUCTIONS_CONTEXT } from '../src/status';
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
@@ -100,6 +100,26 @@ describe('package.json', () => {
       const types = ([] as unknown[]).concat(property.type);
       assert.ok(types.includes(kind), `diffusionLsp.${key} has type ${String(property.type)}, expected ${kind}`);
     }
+  });
+
+  it('shows the server default of every setting in docs/PROTOCOL.md (but those the client chooses)', () => {
+    const protocol = readFileSync(path.join(__dirname, '..', '..', '..', '..', 'docs', 'PROTOCOL.md'), 'utf8');
+    const table = protocol.split('\n## Settings')[1].split('\n## ')[0];
+    const shown: string[] = [];
+    for (const line of table.split('\n').filter((l) => l.startsWith('| `'))) {
+      const cells = line.split('|');
+      const keys = [...cells[1].matchAll(/`(\w+)`/g)].map((m) => m[1]);
+      const defaults = cells[3].split(' / ').map((d) => JSON.parse(d.trim().replace(/`/g, '')));
+      keys.forEach((key, i) => {
+        if (!(key in CLIENT_DEFAULTS)) {
+          const expected = defaults[Math.min(i, defaults.length - 1)];
+          const property = properties[`diffusionLsp.${key}`] as { default?: unknown };
+          assert.deepEqual(property.default, expected, `diffusionLsp.${key}`);
+          shown.push(key);
+        }
+      });
+    }
+    assert.ok(shown.includes('steps') && shown.includes('suffixTokens'), 'the table was read');
   });
 
   it('contributes every command the extension registers', () => {
