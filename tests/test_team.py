@@ -615,3 +615,22 @@ def test_a_remote_engine_runs_the_served_models_decoding_per_language(tmp_path):
     finally:
         remote.close()
         served.stop()
+
+
+def test_ray_serves_app_builder_reads_its_token_file_as_the_serve_command_does(tmp_path):
+    """``serve run engine.team.ray_app:app_builder token_file=PATH`` (the README's Ray CLI line): a UTF-8 BOM is not
+    part of the token (the clients strip it, so every request was refused), and a file with no token or one that
+    cannot be sent is an error naming it, never a server without a token."""
+    pytest.importorskip("ray.serve", reason="needs ray[serve]: pip install -e .[team]")
+    from engine.team.ray_app import app_builder
+
+    bom, empty, lines = (tmp_path / n for n in ("bom", "empty", "lines"))
+    bom.write_bytes(b"\xef\xbb\xbfs3cret-token\r\n")
+    empty.write_text("\n")
+    lines.write_text("s3cret\ntoken\n")
+    app = app_builder({"model": "embedded", "replicas": "1", "token_file": str(bom)})
+    assert app._bound_deployment.init_args[1] == "s3cret-token"
+    for path, says in ((empty, "is empty"), (lines, "one word of visible ASCII")):
+        with pytest.raises(ValueError, match=says) as raised:
+            app_builder({"model": "embedded", "token_file": str(path)})
+        assert str(path) in str(raised.value)

@@ -40,14 +40,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, type=kind, default=f.default)
 
 
+def token_from_file(path: str) -> str:
+    """The token a token file holds (stripped, a UTF-8 byte order mark too, as the clients read it); an empty file
+    or a token no client could send is a ValueError naming the file."""
+    token = Path(path).expanduser().read_text(encoding="utf-8-sig").strip()
+    if not token:
+        raise ValueError(f"{path} is empty")
+    if problem := token_problem(token):   # no client could send it: every request would be refused
+        raise ValueError(f"{path}: {problem}")
+    return token
+
+
 def _token(args) -> str | None:
     if args.token_file:
-        token = Path(args.token_file).expanduser().read_text(encoding="utf-8-sig").strip()
-        if not token:
-            raise ValueError(f"{args.token_file} is empty")
-        if problem := token_problem(token):   # no client could send it: every request would be refused
-            raise ValueError(f"{args.token_file}: {problem}")
-        return token
+        return token_from_file(args.token_file)
     return os.environ.get(TOKEN_ENV) or None
 
 

@@ -66,12 +66,12 @@ def app_builder(args: dict[str, Any]) -> Any:
     """For ``serve run engine.team.ray_app:app_builder KEY=VALUE ...``; the token comes from the environment
     (``DIFFUSION_LSP_ENGINE_TOKEN``) or ``token_file=PATH``."""
     import os
-    from pathlib import Path
+
+    from .cli import token_from_file
 
     args = dict(args)
     token_file = args.pop("token_file", None)
-    token = Path(token_file).read_text(encoding="utf-8").strip() if token_file else \
-        os.environ.get("DIFFUSION_LSP_ENGINE_TOKEN") or None
+    token = token_from_file(token_file) if token_file else os.environ.get("DIFFUSION_LSP_ENGINE_TOKEN") or None
     return build(TeamOptions.parse(args), token)
 
 
