@@ -41,3 +41,32 @@ def test_push_merges_and_null_restores_the_default():
     assert pushed.server.drafts is False and pushed.load.model == Settings().load.model
     kept, _ = parse_settings({"steps": 2}, held)                # keys not pushed keep what was held
     assert kept.fill.min_confidence == 0 and kept.server.drafts is True
+
+
+def test_the_protocol_table_names_every_setting_with_its_default_and_range():
+    """docs/PROTOCOL.md's settings table is what editors are told: every key the server takes, its default, and for
+    a number the range the server checks."""
+    import json
+    import re
+    from pathlib import Path
+
+    from lsp_server.settings import _RANGES, setting_fields
+
+    doc = (Path(__file__).parent.parent / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    table = doc.split("\n## Settings")[1].split("\n## ")[0]
+    documented = {}
+    for line in (row for row in table.splitlines() if row.startswith("| `")):
+        cells = line.split("|")
+        keys = re.findall(r"`(\w+)`", cells[1])
+        defaults = [json.loads(d.strip().strip("`")) for d in cells[3].split(" / ")]
+        for i, key in enumerate(keys):
+            documented[key] = (cells[2], defaults[min(i, len(defaults) - 1)])
+    fields = setting_fields()
+    assert set(documented) == set(fields)
+    for key, (kind, default) in documented.items():
+        field = fields[key][1]
+        assert default == field.default, key
+        if field.name in _RANGES:
+            lo, hi = _RANGES[field.name]
+            bounds = re.findall(r"\d+(?:\.\d+)?", kind)
+            assert bounds and float(bounds[0]) == lo and (len(bounds) == 1 or float(bounds[1]) == hi), (key, kind)
