@@ -65,7 +65,7 @@ The default is `diffusion-lsp-default-executable' when this file is loaded."
   :type '(repeat string))
 
 (defcustom diffusion-lsp-settings nil
-  "Server settings as a plist, e.g. (:model \"embedded\" :steps 16).
+  "Server settings as a plist, e.g. (:model \"embedded\" :drafts t).
 Keys are the ones of docs/PROTOCOL.md; nil leaves every default."
   :type 'plist)
 
