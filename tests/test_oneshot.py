@@ -110,3 +110,24 @@ def test_a_step_or_thread_count_the_settings_refuse_is_refused_before_the_model_
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and says in out.stderr and out.stdout == ""
     assert "loaded" not in out.stderr
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:99", "mps", "meta"])
+def test_a_device_torch_cannot_use_is_one_line_naming_it_and_what_there_is(tmp_path, device):
+    """``--device cuda`` on a torch without CUDA said only 'AssertionError: Torch not compiled with CUDA enabled'
+    (mps: 'RuntimeError: PyTorch is not linked with support for mps devices'; meta: an internal error at the first
+    fill); the load fails naming the device and the devices this torch has, before any weights load."""
+    import torch
+
+    from engine.backends.loading import available_devices
+
+    if device in available_devices():
+        pytest.skip(f"{device} is available here")
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n")
+    bad = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--device", device],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and f"diffusion-lsp: device {device!r} is not available (" in bad.stderr, bad.stderr
+    assert f"available here: {', '.join(available_devices())}" in bad.stderr
+    assert "cpu" in available_devices() and (torch.cuda.is_available() or "cuda" not in available_devices())
+    assert "AssertionError" not in bad.stderr and "Traceback" not in bad.stderr and bad.stdout == ""

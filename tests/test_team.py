@@ -481,6 +481,7 @@ def test_the_serve_command_refuses_what_it_cannot_serve_in_one_line(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
         for extra, says in ((["--model", str(tmp_path / "missing")], "no checkpoint at"),
                             (["--dtype", "float64"], "unknown dtype 'float64'"),
+                            (["--device", "cuda:99"], "device 'cuda:99' is not available"),
                             (["--certfile", str(garbage), "--keyfile", str(garbage)], "cannot use --certfile"),
                             (["--certfile", str(tmp_path / "no.pem"), "--keyfile", str(tmp_path / "no.key")],
                              "cannot use --certfile"),

@@ -42,14 +42,41 @@ def apply_threads(threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def available_devices() -> list[str]:
+    """The devices this torch can load a model on, as the ``device`` setting names them."""
+    cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return ["cpu", *(["cuda", *cuda] if cuda else []), *(["mps"] if _mps_available() else [])]
+
+
 def resolve_device(name: str) -> torch.device:
+    """``auto``: CUDA, else MPS, else the CPU. A device this torch cannot use (not compiled in, no GPU seen, an
+    index past the last GPU) is a ``ModelLoadError`` naming it and the devices there are, before any weights load."""
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        if _mps_available():
             return torch.device("mps")
         return torch.device("cpu")
-    return torch.device(name)
+    from ..requests import ModelLoadError
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ModelLoadError(f"unknown device {name!r} (available here: {', '.join(available_devices())})") from exc
+    usable = {"cpu": True, "mps": _mps_available(),
+              "cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()}
+    if not usable.get(device.type, False):
+        built = torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None   # ROCm: "cuda" too
+        why = ("this torch is built without CUDA" if device.type == "cuda" and not built
+               else "no such GPU" if device.type == "cuda" and torch.cuda.is_available()
+               else "torch sees no GPU" if device.type == "cuda" else f"torch cannot use {device.type} here")
+        raise ModelLoadError(f"device {name!r} is not available ({why}); available here: "
+                             f"{', '.join(available_devices())}")
+    return device
 
 
 def native_cpu_bf16() -> bool:
