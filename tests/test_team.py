@@ -407,6 +407,62 @@ def test_an_engine_url_that_is_some_other_web_server_says_so_at_once():
         web.shutdown()
 
 
+def test_an_engine_url_or_info_it_cannot_use_is_a_load_error_naming_what_is_wrong():
+    """'http://host:notaport' said only "ValueError: Port could not be cast to integer value as 'notaport'"; an
+    /v1/info with a field of the wrong type said "ValueError: invalid literal for int()" (a number) or was taken
+    ("false" read as true); each is a load error naming the URL and what is wrong."""
+    import http.server
+    import threading
+
+    for url, says in (("http://host:notaport", "engine URL 'http://host:notaport': the port must be a number 0..65535"),
+                      ("http://host:99999", "engine URL 'http://host:99999': the port must be a number 0..65535"),
+                      ("http://[::1", "engine URL 'http://[::1': Invalid IPv6 URL")):
+        engine = engine_for(url, engine_retries=0)
+        assert engine.state is EngineState.FAILED and says in engine.error and "ValueError" not in engine.error
+        engine.close()
+
+    served: dict = {}
+
+    class Info(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(served).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Info)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    info = {"version": 1, "name": "masked", "default_steps": 8, "max_positions": 512, "searches_lengths": True,
+            "takes_instruction": False, "scores_text": True, "scores_options": True, "model": "embedded"}
+    try:
+        for change, says in (({"default_steps": "eight"}, "sent default_steps 'eight' in /v1/info, which must be an "
+                                                          "integer"),
+                             ({"max_positions": 512.5}, "sent max_positions 512.5 in /v1/info, which must be an integer"),
+                             ({"scores_text": "false"}, "sent scores_text 'false' in /v1/info, which must be true or "
+                                                        "false"),
+                             ({"calibration": [1]}, "sent calibration [1] in /v1/info, which must be an object"),
+                             ({"default_steps": 0}, "sent default_steps 0 in /v1/info, which must be at least 1"),
+                             ({"tokenizer": "not a tokenizer"}, "sent a tokenizer this client cannot read")):
+            served.clear()
+            served.update(info | change)
+            engine = engine_for(f"http://127.0.0.1:{web.server_address[1]}", engine_retries=0)
+            assert engine.state is EngineState.FAILED and says in engine.error, (change, engine.error)
+            assert "ValueError" not in engine.error and "Exception" not in engine.error
+            engine.close()
+        served.clear()
+        served.update(info | {"tokenizer": None, "calibration": None})   # null: the server has none
+        engine = engine_for(f"http://127.0.0.1:{web.server_address[1]}", engine_retries=0)
+        assert engine.state is EngineState.READY and engine.backend.scores_text is True
+        engine.close()
+    finally:
+        web.shutdown()
+
+
 def test_an_unauthenticated_engine_binds_loopback_only():
     for host in ("127.0.0.1", "::1", "localhost"):
         check_bind(host, None)

@@ -81,6 +81,8 @@ def test_url_forms():
                 "vllm+http://host?timeout=-1", "vllm+http://host?steps=3", "vllm+http://host:99999"):
         with pytest.raises(ValueError):
             Endpoint.parse(bad)
+    with pytest.raises(ValueError, match=r"Invalid IPv6 URL in 'vllm\+http://\[::1'"):   # it named no URL
+        Endpoint.parse("vllm+http://[::1")
 
 
 def test_layout_pins_the_text_after_each_hole():

@@ -40,6 +40,13 @@ _CUT = (http.client.HTTPException, ConnectionError, TimeoutError, OSError)  # wh
 POLL = 0.05   # seconds between cancel checks while a fill waits on an engine that sends nothing (a full queue)
 
 
+_INFO_TYPES: dict[str, type] = {"name": str, "default_steps": int, "max_positions": int, "searches_lengths": bool,
+                                "takes_instruction": bool, "scores_text": bool, "scores_options": bool, "model": str,
+                                "tokenizer": str, "calibration": dict, "decoding": dict}
+_INFO_OPTIONAL = frozenset({"model", "tokenizer", "calibration", "decoding"})   # null: the server has none
+_KIND_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
+
+
 class _Retry(Exception):
     """Failed without an answer: the request may be sent again."""
 
@@ -48,12 +55,17 @@ class RemoteBackend:
     """A model on a team server, read through the same protocol as a local one."""
 
     def __init__(self, url: str, load: LoadConfig, token: str | None = None):
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:   # urllib: "Port could not be cast to integer value", "Invalid IPv6 URL"
+            why = "the port must be a number 0..65535" if "port" in str(exc).lower() else str(exc)
+            raise ModelLoadError(f"engine URL {url!r}: {why} (http://HOST[:PORT][/PATH] or https://...)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ModelLoadError(f"engine URL {url!r} must be http://HOST[:PORT][/PATH] or https://...")
         self.url = url
         self._https = parts.scheme == "https"
-        self._host, self._port = parts.hostname, parts.port or (443 if self._https else 80)
+        self._host, self._port = parts.hostname, port or (443 if self._https else 80)
         self._base = parts.path.rstrip("/")
         self._timeout, self._retries = load.engine_timeout, load.engine_retries
         self._token = token
@@ -73,10 +85,14 @@ class RemoteBackend:
         self.scores_text = bool(info["scores_text"])
         self.scores_options = bool(info.get("scores_options", False))  # a server from before options: not scored
         self.adapts = False  # the weights are on the team server (workspace adaptation is local)
-        self.remote_model = str(info.get("model", ""))
+        self.remote_model = str(info.get("model") or "")
         if info.get("tokenizer"):
             from tokenizers import Tokenizer
-            self._tokenizer = Tokenizer.from_str(info["tokenizer"])
+            try:
+                self._tokenizer = Tokenizer.from_str(info["tokenizer"])
+            except Exception as exc:  # noqa: BLE001 (tokenizers raises a bare Exception for a text it cannot read)
+                raise ModelLoadError(f"the engine at {self.url} sent a tokenizer this client cannot read: "
+                                     f"{str(exc)[:200]}") from None
         if info.get("calibration") or info.get("decoding"):  # beside "the checkpoint": a private folder of our own
             folder = self.model_dir = Path(tempfile.mkdtemp(prefix="diffusion-lsp-engine-"))
             if info.get("calibration"):
@@ -181,6 +197,16 @@ class RemoteBackend:
         missing = [k for k in wire.CAPABILITIES if k not in info]
         if missing:
             raise ModelLoadError(f"the engine at {self.url} did not say its {', '.join(missing)}")
+        for key, kind in _INFO_TYPES.items():   # bool("false") is True, int("8.0") a bare ValueError: checked here
+            value = info.get(key)
+            if key in info and not (isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
+                                    or value is None and key in _INFO_OPTIONAL):
+                raise ModelLoadError(f"the engine at {self.url} sent {key} {value!r} in /v1/info, which must be "
+                                     f"{_KIND_NAMES[kind]} (is it a diffusion-lsp team server of this version?)")
+        for key in ("default_steps", "max_positions"):
+            if info[key] < 1:
+                raise ModelLoadError(f"the engine at {self.url} sent {key} {info[key]!r} in /v1/info, which must be "
+                                     f"at least 1")
         return info
 
     # -- the Backend protocol ---------------------------------------------------------------

@@ -58,7 +58,10 @@ class Endpoint:
 
     @classmethod
     def parse(cls, url: str) -> Endpoint:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:   # urllib: "Invalid IPv6 URL", without the URL
+            raise ValueError(f"{exc} in {url!r}") from None
         scheme = SCHEMES.get(parts.scheme)
         if scheme is None:
             raise ValueError(f"not a vLLM URL: {url!r} (vllm+http://host:port[/model] or vllm+https://...)")
