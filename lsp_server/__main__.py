@@ -54,6 +54,14 @@ def _within(name: str) -> Callable[[str], int]:
     return parse
 
 
+def _minutes(text: str) -> float:
+    from .adapting import parse_minutes
+    try:
+        return parse_minutes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _size(text: str) -> int:
     from .transport import parse_size
     try:
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     adapt = sub.add_parser("adapt", help="fine-tune the model on a workspace's code (kept in the user cache, "
                                          "used only if it fills held-out lines better)")
     adapt.add_argument("workspace", nargs="?", default=None, help="the workspace folder (default: the current one)")
-    adapt.add_argument("--minutes", type=float, default=15.0, help="CPU minutes of training on one thread")
+    adapt.add_argument("--minutes", type=_minutes, default=15.0, help="CPU minutes of training on one thread")
     adapt.add_argument("--model", default="embedded", help="'embedded' or a masked-LM checkpoint directory")
     adapt.add_argument("--method", choices=("auto", "full", "lora"), default="auto",
                        help="train every weight or low-rank adapters only ('auto': adapters above 60M parameters)")

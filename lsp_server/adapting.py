@@ -31,6 +31,29 @@ QUIET_S = 2.0          # resume the adapter this long after the last keystroke o
 BACKGROUND_MINUTES = 15.0
 
 
+def parse_minutes(text: str) -> float:
+    """CPU minutes of adapting: a number above 0 (0, a negative number or nan trained nothing and still kept a
+    'not adopted' record, which stops the background adapter for the workspace; inf never ended)."""
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of minutes") from None
+    if not 0 < minutes < float("inf"):   # nan fails both comparisons
+        raise ValueError(f"minutes must be a number above 0, not {text!r}")
+    return minutes
+
+
+def _background_minutes() -> float:
+    text = os.environ.get("DIFFUSION_LSP_ADAPT_MINUTES") or ""
+    if not text:
+        return BACKGROUND_MINUTES
+    try:
+        return parse_minutes(text)
+    except ValueError as exc:   # the server still starts, with the default
+        log.warning("DIFFUSION_LSP_ADAPT_MINUTES: %s; adapting for %g minutes", exc, BACKGROUND_MINUTES)
+        return BACKGROUND_MINUTES
+
+
 def path_of(uri: str | None) -> str | None:
     if not uri:
         return None
@@ -49,7 +72,7 @@ class WorkspaceAdapter:
         self.paused = False
         self._asked = ""              # the last word written to the adapter (each keystroke need not repeat it)
         self.info: dict[str, Any] = {}
-        self.minutes = float(os.environ.get("DIFFUSION_LSP_ADAPT_MINUTES") or BACKGROUND_MINUTES)
+        self.minutes = _background_minutes()
         priority = os.environ.get("DIFFUSION_LSP_ADAPT_PRIORITY") or "idle"
         self.priority = priority if priority in ("idle", "nice", "normal") else "idle"
         self._proc: asyncio.subprocess.Process | None = None

@@ -391,3 +391,36 @@ def test_the_benchmark_summarises_adapter_logs_and_the_table_shows_them(tmp_path
     (tmp_path / "adapt.json").write_text(json.dumps(result))
     block = table.render(table.load_results(tmp_path), tmp_path)
     assert "### Workspace adaptation" in block and "| [adapt](adapt.json) | a | 100 | 15.0 | 200 | 30.0 | 6.0 |" in block
+
+
+@pytest.mark.parametrize("minutes, says", [("-1", "minutes must be a number above 0, not '-1'"),
+                                           ("nan", "minutes must be a number above 0, not 'nan'"),
+                                           ("0", "minutes must be a number above 0, not '0'"),
+                                           ("inf", "minutes must be a number above 0, not 'inf'"),
+                                           ("soon", "'soon' is not a number of minutes")])
+def test_adapt_minutes_that_train_nothing_or_never_end_are_refused_and_nothing_is_kept(tmp_path, cache, minutes,
+                                                                                        says):
+    """--minutes -1 or nan ran the adapter for 0 steps and kept a 'not adopted' record, which stops the background
+    adapter for the workspace until --remove; inf never ended. Refused before anything runs."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "adapt", str(ws), "--minutes", minutes], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and f"argument --minutes: {says}" in out.stderr, out.stderr
+    assert not (cache / "diffusion-lsp" / "adapt").exists()
+
+
+def test_a_bad_adapt_minutes_in_the_environment_is_a_warning_not_a_server_that_does_not_start(tmp_path, monkeypatch):
+    """$DIFFUSION_LSP_ADAPT_MINUTES=abc ended the server at start with a ValueError traceback; it is a warning in
+    the log and the default's minutes."""
+    from benchmarks.lsp_client import LspClient
+
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "abc")
+    log = tmp_path / "stderr.log"
+    with LspClient([sys.executable, "-m", "lsp_server"], stderr_path=log) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {},
+                                      "initializationOptions": {"threads": 1}})
+        assert client.request("diffusion/stats", {})["adapt"]["setting"] == "off"
+    text = log.read_text()
+    assert "DIFFUSION_LSP_ADAPT_MINUTES: 'abc' is not a number of minutes; adapting for 15 minutes" in text, text
+    assert "Traceback" not in text
