@@ -44,6 +44,11 @@ def spec_for(language_id: str) -> LanguageSpec:
     return _SPECS.get(_ALIASES.get(key, key), PLAIN)
 
 
+def grammar_languages() -> list[str]:
+    """The language ids with a grammar (their aliases aside): every other id is filled as plain text."""
+    return sorted(_SPECS)
+
+
 def language_for_path(path: str) -> str:
     return _EXTENSIONS.get(PurePath(path).suffix.lower(), "plaintext")
 

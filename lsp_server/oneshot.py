@@ -8,7 +8,7 @@ import sys
 import time
 
 from engine import Engine, EngineConfig, EngineError, InfillRequest, worklines
-from engine.languages import language_for_path
+from engine.languages import PLAIN, grammar_languages, language_for_path, spec_for
 
 from .documents import UTF32, Document
 
@@ -28,6 +28,9 @@ def run_infill(args) -> int:
         print(f"diffusion-lsp: cannot read {path}: {exc}", file=sys.stderr)
         return 2
     doc = Document(path, args.language or language_for_path(path), 0, text)
+    if args.language and spec_for(args.language) is PLAIN and args.language.lower() != PLAIN.name:
+        print(f"diffusion-lsp: language {args.language!r} is not supported: filled as plain text, without a syntax "
+              f"check (supported: {', '.join(grammar_languages())})", file=sys.stderr)
     if line > len(doc.line_starts()):
         print(f"diffusion-lsp: {path} has {len(doc.line_starts())} lines, not {line}", file=sys.stderr)
         return 2

@@ -131,3 +131,21 @@ def test_a_device_torch_cannot_use_is_one_line_naming_it_and_what_there_is(tmp_p
     assert f"available here: {', '.join(available_devices())}" in bad.stderr
     assert "cpu" in available_devices() and (torch.cuda.is_available() or "cuda" not in available_devices())
     assert "AssertionError" not in bad.stderr and "Traceback" not in bad.stderr and bad.stdout == ""
+
+
+def test_a_language_without_a_grammar_is_named_as_not_supported_and_filled_as_plain_text(tmp_path):
+    """``--language cobol`` (or a typo, ``pyhton``) said only 'no valid fill found', or printed a fill nothing had
+    checked: the user is told the language is not supported and which are; the fill is plain text's, as README says
+    of other languages."""
+    from engine.languages import grammar_languages
+
+    path = tmp_path / "sub.py"
+    path.write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a \n")
+    for language, noted in (("cobol", True), ("pyhton", True), ("plaintext", False), ("py", False)):
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:6:14", "--language", language,
+                              "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and isinstance(json.loads(out.stdout)["text"], str), out.stderr
+        note = (f"diffusion-lsp: language {language!r} is not supported: filled as plain text, without a syntax check "
+                f"(supported: {', '.join(grammar_languages())})")
+        assert (note in out.stderr) == noted, out.stderr
+    assert grammar_languages() == ["go", "javascript", "python", "rust", "typescript", "typescriptreact"]
