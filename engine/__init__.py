@@ -4,8 +4,8 @@ from typing import TYPE_CHECKING, Any
 
 from .config import EMBEDDED, EngineConfig, FillOptions, LoadConfig
 from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, FillRequest, FixRequest, Hole,
-                       HoleFill, HoleKind, InfillRequest, ModelLoadError, NotReady, Request, RewriteRequest,
-                       TextTooLong)
+                       HoleFill, HoleKind, InfillRequest, ModelChanged, ModelLoadError, NotReady, Request,
+                       RewriteRequest, TextTooLong)
 
 if TYPE_CHECKING:
     from .worker import Engine, EngineState, Job
@@ -22,5 +22,5 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineConfig", "EngineError", "EngineState",
            "EngineUnreachable", "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind",
-           "InfillRequest", "Job", "LoadConfig", "ModelLoadError", "NotReady", "Request", "RewriteRequest",
-           "TextTooLong"]
+           "InfillRequest", "Job", "LoadConfig", "ModelChanged", "ModelLoadError", "NotReady", "Request",
+           "RewriteRequest", "TextTooLong"]

@@ -183,6 +183,11 @@ class NotReady(EngineError):
     """The model is loading or failed to load."""
 
 
+class ModelChanged(EngineError):
+    """Adapted weights made for one model, asked to be swapped in after another was loaded (``Engine.swap_weights``
+    with the load they were made for): refused, the model keeps its own."""
+
+
 class Cancelled(EngineError):
     """The job was cancelled or superseded, possibly mid-denoising (``step`` is where it stopped)."""
 

@@ -22,7 +22,8 @@ from .config import EngineConfig, LoadConfig
 from .confidence import load_calibration
 from .decoding import Table, load_table
 from .memory import HeapTrimmer
-from .requests import Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelLoadError, NotReady, Request
+from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelChanged, ModelLoadError,
+                       NotReady, Request)
 from .serve import serve
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class _Load:
 @dataclass
 class _Swap:
     weights: Path | None   # adapted weights (engine/adapt), or None: the checkpoint's own
+    load: LoadConfig | None = None   # the load they were made for (None: whatever is loaded)
     future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
 
 
@@ -128,10 +130,12 @@ class Engine:
         self._queue.put(load)
         return load.future
 
-    def swap_weights(self, weights: Path | None) -> concurrent.futures.Future[None]:
+    def swap_weights(self, weights: Path | None, load: LoadConfig | None = None) -> concurrent.futures.Future[None]:
         """Use adapted weights (None: the checkpoint's own again). Queued like a job, so the swap happens on the
-        engine thread between two requests: a running fill finishes on the weights it started with."""
-        swap = _Swap(weights)
+        engine thread between two requests: a running fill finishes on the weights it started with. ``load``: the
+        load settings the weights were made for; a load queued before the swap (the user chose another model while
+        the adapter finished) makes it ``ModelChanged``, not weights of one model in another of the same shapes."""
+        swap = _Swap(weights, load)
         self._queue.put(swap)
         return swap.future
 
@@ -244,6 +248,9 @@ class Engine:
         try:
             if self.backend is None or self.state is not EngineState.READY:
                 raise NotReady(self._not_ready_message())
+            if task.load is not None and task.load != self.config.load:
+                raise ModelChanged(f"weights made for model {task.load.model} not used: {self.config.load.model} "
+                                   f"was loaded since")
             if not self.backend.adapts:
                 raise EngineError(f"the {self.backend.name} backend does not take adapted weights")
             self.backend.load_weights(task.weights)

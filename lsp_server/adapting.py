@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from engine import LoadConfig, ModelChanged
 from engine.adapt import store
 
 if TYPE_CHECKING:
@@ -107,34 +108,38 @@ class WorkspaceAdapter:
         """The model (re)loaded: adopt cached weights, or start adapting, as the setting says."""
         await self.stop()
         self.info = {}
-        if self.server.settings.load.adapt != "background":
+        load = self.server.settings.load   # the weights looked up, and swapped in only, for this model
+        if load.adapt != "background":
             self.state = "off"
             return
         if self.workspace is None:
             self.state = "no-workspace"
             return
-        if self.server.settings.load.engine:  # the weights live on a remote engine: nothing local to adapt
+        if load.engine:  # the weights live on a remote engine: nothing local to adapt
             self.info["error"] = "workspace adaptation needs a local model (the engine setting names a remote one)"
             self._set("failed")
             return
-        model_dir = self.server.settings.load.model_dir()
+        model_dir = load.model_dir()
         entry = await asyncio.to_thread(store.entry_dir, self.workspace, model_dir)
-        if not await self._adopt(entry):
+        if not await self._adopt(entry, load):
             record = store.read_record(entry)
             if record is not None:      # measured before and not better: not repeated until removed
                 self._show(record)
                 self._set("rejected")
                 return
-            await self._spawn(str(model_dir))
+            await self._spawn(str(model_dir), load)
 
-    async def _adopt(self, entry: Path) -> bool:
+    async def _adopt(self, entry: Path, load: LoadConfig) -> bool:
         weights = store.accepted_weights(entry)
         record = store.read_record(entry)
         engine = self.server.engine
         if weights is None or record is None or engine is None:
             return False
         try:
-            await asyncio.wrap_future(engine.swap_weights(weights))
+            await asyncio.wrap_future(engine.swap_weights(weights, load))
+        except ModelChanged as exc:   # another model was loaded meanwhile: its own engine_ready decides
+            log.info("%s", exc)
+            return True
         except Exception as exc:  # noqa: BLE001 (a bad entry is reported; the base model stays)
             self.info["error"] = str(exc)
             self._set("failed")
@@ -148,7 +153,7 @@ class WorkspaceAdapter:
                           "steps": record.steps, "cpu_seconds": record.cpu_seconds, "reason": record.reason,
                           "cache": str(store.entry_dir(record.workspace, record.model))})
 
-    async def _spawn(self, model: str) -> None:
+    async def _spawn(self, model: str, load: LoadConfig) -> None:
         assert self.workspace is not None
         cmd = [sys.executable, "-m", "engine.adapt", self.workspace, "--model", model, "--minutes",
                str(self.minutes), "--priority", self.priority, "--commands"]
@@ -158,11 +163,11 @@ class WorkspaceAdapter:
         self.paused, self._asked = False, ""
         self._set("measuring")
         log.info("adapting the model to %s (pid %s)", self.workspace, self._proc.pid)
-        self._task = asyncio.get_running_loop().create_task(self._follow(self._proc, model))
+        self._task = asyncio.get_running_loop().create_task(self._follow(self._proc, model, load))
         if self._fills:
             self._send("pause")
 
-    async def _follow(self, proc: asyncio.subprocess.Process, model: str) -> None:
+    async def _follow(self, proc: asyncio.subprocess.Process, model: str, load: LoadConfig) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         said: collections.deque[str] = collections.deque(maxlen=1)   # its last line on stderr: why it failed
 
@@ -199,7 +204,7 @@ class WorkspaceAdapter:
             self.info["error"] = f"the adapter exited with status {code}" + (f": {said[0]}" if said else "")
             self._set("failed")
             return
-        if not await self._adopt(entry):
+        if not await self._adopt(entry, load):
             self._show(record)
             self._set("rejected")
 

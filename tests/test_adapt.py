@@ -424,3 +424,38 @@ def test_a_bad_adapt_minutes_in_the_environment_is_a_warning_not_a_server_that_d
     text = log.read_text()
     assert "DIFFUSION_LSP_ADAPT_MINUTES: 'abc' is not a number of minutes; adapting for 15 minutes" in text, text
     assert "Traceback" not in text
+
+
+def _other_model(tmp_path: Path) -> Path:
+    """A checkpoint of the embedded model's shapes that is another model to the cache (its own digest)."""
+    other = tmp_path / "other-model"
+    other.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "confidence.json"):
+        (other / name).symlink_to(EMBEDDED_DIR / name)
+    (other / "note.json").write_text('{"another": "model"}\n')
+    assert store.model_digest(other) != store.model_digest(EMBEDDED_DIR)
+    return other
+
+
+def test_weights_made_for_one_model_are_not_swapped_into_the_model_loaded_after_it(tmp_path, cache):
+    """The adapter for model A finishes just as the user switches to model B: its swap was queued behind B's load
+    and put A's adapted weights into B (same shapes: no error), where they stayed. A swap names the load it was
+    made for; after another load it is ModelChanged and the model keeps its own weights."""
+    from engine import ModelChanged
+
+    weights = adopted_entry(make_workspace(tmp_path / "ws", n=1)) / store.WEIGHTS
+    engine = Engine(EngineConfig.of(threads=1))
+    try:
+        engine.start().result(300)
+        made_for = engine.config.load
+        reload = engine.reconfigure(EngineConfig.of(model=str(_other_model(tmp_path)), threads=1))   # B chosen
+        late = engine.swap_weights(weights, made_for)                 # A's result arrives just after, in order
+        reload.result(300)
+        with pytest.raises(ModelChanged, match="weights made for model embedded not used"):
+            late.result(300)
+        assert engine.stats()["adapted_weights"] is None
+        engine.swap_weights(weights, engine.config.load).result(300)   # made for the model loaded: taken
+        assert engine.stats()["adapted_weights"] == str(weights)
+    finally:
+        engine.close()
+
