@@ -11,8 +11,10 @@ of 3.4), and registers each folder's ``Workspace`` under its real path once coun
 names the workspace of the innermost folder that holds its document (a document outside every folder: the first
 folder's; ``InfillRequest.workspace``). Folders added or removed (``workspace/didChangeWorkspaceFolders``) are
 counted or forgotten on the same thread. A saved document is counted again with its saved text (and its
-folder's tables rebuilt) on the same thread, so the engine never waits for it. With a client that registers
-file watchers dynamically, the server asks it to watch the source files (``workspace/didChangeWatchedFiles``): a
+folder's tables rebuilt) on the same thread, so the engine never waits for it; a file the listing would not take
+(gitignored, vendored: ``engine.adapt.files.listed``) is not counted when saved or changed either. With a client
+that registers file watchers dynamically, the server asks it to watch the source files
+(``workspace/didChangeWatchedFiles``): a
 file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from disk,
 or forgotten, on the same thread; without one, such files count again at the next start. ``diffusion/stats``
 reports the state (``workspaceLines``: ``folders`` counted, ``files``, ``seconds``, ``error``).
@@ -26,12 +28,13 @@ import queue
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from engine import EngineState, worklines
-from engine.adapt.files import MAX_FILE_BYTES, MAX_TOTAL_BYTES
+from engine.adapt.files import MAX_FILE_BYTES, MAX_TOTAL_BYTES, listed
 from engine.languages import language_for_path, source_glob
 
 from .adapting import path_of
@@ -182,6 +185,7 @@ class WorkspaceLines:
                     return
                 changed.append(more)
             self._quiet.wait()
+            taken = self._taken(changed)
             touched: set[str] = set()
             for op, root, *rest in changed:
                 if op == "add":
@@ -190,6 +194,8 @@ class WorkspaceLines:
                     self._forget(root)
                 elif root in self._counted:
                     path, language, text = rest
+                    if language and path not in taken:
+                        language = ""   # gitignored or vendored: the listing does not take it, nor a save
                     if text is None and language:
                         text = _read(path)
                     workspace = self._counted[root]
@@ -201,6 +207,16 @@ class WorkspaceLines:
             for root in touched & set(self._counted):
                 self._counted[root].refresh()
             self._settle()
+
+    @staticmethod
+    def _taken(changed: list[tuple]) -> set[str]:
+        """The paths of the files saved or changed in ``changed`` that the folder's listing would take (one check
+        per folder: a checkout changes many files at once)."""
+        wanted: dict[str, dict[str, str]] = {}   # root -> relative '/'-separated path -> path
+        for op, root, *rest in changed:
+            if op == "file" and rest[1]:
+                wanted.setdefault(root, {})[PurePath(os.path.relpath(rest[0], root)).as_posix()] = rest[0]
+        return {paths[rel] for root, paths in wanted.items() for rel in listed(root, paths)}
 
     def _count(self, root: str) -> None:
         """Count one folder's files and register them (a folder no longer listed, or counted already: nothing)."""

@@ -102,6 +102,31 @@ def test_in_a_git_work_tree_the_files_are_what_git_lists(tmp_path):
     assert got == [p for p in EXPECTED if p != "c.ts"]
 
 
+@pytest.mark.parametrize("git", [False, True])
+def test_one_path_is_taken_or_not_by_the_listings_rules(tmp_path, git):
+    """``listed``: the listing's rules for given paths (documents saved in the editor), the same as the listing's
+    verdict for every file of the tree, git's (a tracked file whatever the patterns) or the walk's."""
+    from engine.adapt.files import listed
+
+    if git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _tree(tmp_path)
+    for rel in ("node_modules/left-pad/index.js", ".venv/lib/site.py", "sub/deep/target/x.rs"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "sub" / "deep" / ".gitignore").write_text("target/\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        subprocess.run(["git", "-C", str(tmp_path), "add", "-f", "build/gen.py"], check=True)   # tracked, ignored
+    taken = {f.path for f in workspace_files(tmp_path)}
+    every = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts]
+    every = [rel for rel in every if rel not in ("bad.py", "empty.py")]   # not UTF-8, empty: the reader's rules
+    assert listed(tmp_path, every) == taken
+    assert ("build/gen.py" in taken) == git and "sub/keep.py" in taken and "node_modules/left-pad/index.js" not in taken
+    assert listed(tmp_path, ["build/new.py", "sub/new.py", "sub/deep/target/new.rs", "sub/skip.py"]) == {"sub/new.py"}
+    assert listed(tmp_path, []) == set() and listed(tmp_path, ["notes.md"]) == set()
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

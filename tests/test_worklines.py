@@ -290,6 +290,44 @@ def test_a_saved_document_over_the_size_cap_is_not_counted_as_the_listing_would_
         assert stats["workspaceLines"]["files"] == 3   # a.py, small.py and b.py: grows.py is forgotten
 
 
+def test_a_saved_or_changed_file_the_listing_skips_is_not_counted_either(tmp_path):
+    """The listing skips gitignored and vendored files (``node_modules``, ``.venv``...); saving one in the editor
+    (didSave), or one changing on disk (didChangeWatchedFiles), counted it anyway: its lines were offered in every
+    file. Both follow the listing's rules now (``engine.adapt.files.listed``)."""
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".gitignore").write_text("build/\n")
+    (root / "a.py").write_text("import os\n")
+    vendored = root / "node_modules" / "pkg" / "index.js"
+    vendored.parent.mkdir(parents=True)
+    vendored.write_text("module.exports = 1;\n")
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready" and s)
+        assert client.request("diffusion/stats", {})["workspaceLines"]["files"] == 1
+        for path, language in ((root / "build" / "gen.py", "python"), (root / ".venv" / "lib" / "site.py", "python"),
+                               (vendored, "javascript"), (root / "small.py", "python")):
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": language,
+                                                                    "version": 1, "text": "y = 2\n"}})
+            client.notify("textDocument/didSave", {"textDocument": {"uri": path.as_uri()}})
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": vendored.as_uri(), "type": 2}]})
+        # one queue, in order: once a folder added after the saves is counted, the saves have been
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "b.py").write_text("z = 3\n")
+        client.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [{"uri": other.as_uri(), "name": "other"}], "removed": []}})
+        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["folders"] == 2
+                           and s)
+        assert stats["workspaceLines"]["files"] == 3   # a.py, small.py and b.py
+
+
 def test_every_workspace_folder_is_counted_and_a_document_gets_its_own_folders_lines(tmp_path):
     from benchmarks.lsp_client import LspClient
 

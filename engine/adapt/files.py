@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..languages import language_for_path
 
@@ -53,6 +54,17 @@ def _git_files(root: Path) -> list[str] | None:
     return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
+def _ignored(specs: list[tuple[str, Any]], rel: str, is_dir: bool) -> bool:
+    """Whether one of ``specs`` ((directory relative to root, its .gitignore)) excludes ``rel``."""
+    for base, spec in specs:
+        if base and not rel.startswith(base + "/"):
+            continue
+        sub = rel[len(base) + 1:] if base else rel
+        if spec.match_file(sub + "/" if is_dir else sub):
+            return True
+    return False
+
+
 def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] | None = None) -> list[str]:
     """Every file under ``root`` that no ``.gitignore`` on its way down excludes (gitignore semantics:
     a pattern is relative to the directory of the file that holds it), the first ``most`` in walk order."""
@@ -62,13 +74,7 @@ def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] 
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []   # (directory relative to root, its .gitignore)
 
     def ignored(rel: str, is_dir: bool) -> bool:
-        for base, spec in specs:
-            if base and not rel.startswith(base + "/"):
-                continue
-            sub = rel[len(base) + 1:] if base else rel
-            if spec.match_file(sub + "/" if is_dir else sub):
-                return True
-        return False
+        return _ignored(specs, rel, is_dir)
 
     for dirpath, dirnames, filenames in os.walk(root):
         if pause is not None:
@@ -95,6 +101,47 @@ def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] 
                 if len(out) >= most:
                     return out
     return out
+
+
+def listed(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` ('/'-separated, relative to ``root``) the listing (``iter_workspace_files``) takes by
+    their path: a language of the server's, no skipped directory (``node_modules``, ``.venv``...) on the way, and
+    not ignored: by git in a git work tree (``git check-ignore``, one call for all: a tracked file is taken whatever
+    the patterns say), else by the ``.gitignore`` files on the way down, as the walk reads them. Their size and
+    text are for the reader to check. For files saved or changed in the editor (the server's workspace lines)."""
+    candidates = [rel for rel in dict.fromkeys(paths) if language_for_path(rel) != "plaintext"
+                  and not any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1])]
+    base = Path(root).resolve()
+    if not candidates:
+        return set()
+    try:
+        checked = subprocess.run(["git", "-C", str(base), "check-ignore", "-z", "--stdin"], capture_output=True,
+                                 input="\0".join(candidates).encode("utf-8", "surrogateescape"), timeout=120)
+        if checked.returncode in (0, 1):   # 0: some are ignored, 1: none; 128: not a git work tree (or no verdict)
+            ignored = set(checked.stdout.decode("utf-8", "surrogateescape").split("\0"))
+            return {rel for rel in candidates if rel not in ignored}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {rel for rel in candidates if not _walk_ignores(base, rel)}
+
+
+def _walk_ignores(base: Path, rel: str) -> bool:
+    """Whether the walk (``_walk_files``) leaves out ``rel``: a ``.gitignore`` on its way down excludes it or one of
+    its directories."""
+    import pathspec
+
+    parts = PurePosixPath(rel).parts
+    specs: list[tuple[str, Any]] = []
+    for depth in range(len(parts)):
+        here = "/".join(parts[:depth])
+        try:
+            lines = (base / here / ".gitignore").read_text("utf-8", "replace").splitlines()
+            specs.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
+        except OSError:
+            pass
+        if _ignored(specs, "/".join(parts[:depth + 1]), is_dir=depth < len(parts) - 1):
+            return True
+    return False
 
 
 def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
