@@ -83,7 +83,7 @@ class StatusReporter:
                     types.MessageType.Error,
                     f"diffusion-lsp: the model could not be loaded: {error}. Completions are off until the "
                     + ("engine answers and a setting changes." if self.server.settings.load.engine else
-                       "'model' setting points to a valid checkpoint.")))
+                       "setting that fixes it changes (model, device, dtype, quantization).")))
 
     def _with_adapt(self, params: dict) -> dict:
         summary = self.server.adapter.summary()

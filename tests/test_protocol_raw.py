@@ -87,6 +87,22 @@ def test_a_failed_load_is_reported_once_and_the_server_stays_up(tmp_path):
         assert client.request("diffusion/stats", {}, 10)["state"] == "ready"
 
 
+def test_a_device_torch_cannot_use_is_reported_as_the_device_and_cpu_then_loads():
+    """The real server and model: ``device: cuda:99`` failed the load with torch's own words and the message told
+    the user to point the 'model' setting to a valid checkpoint; it names the device and the devices there are,
+    and switching the device loads the model without a restart."""
+    with LspClient(SERVER) as client:
+        client.initialize({"threads": 1, "device": "cuda:99"})
+        status = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
+        assert "device 'cuda:99' is not available" in status["message"] and "available here: cpu" in status["message"]
+        shown = client.wait_for("window/showMessage", lambda p: "could not be loaded" in p["message"], 60)["message"]
+        assert "could not be loaded: device 'cuda:99' is not available" in shown and "'model' setting" not in shown
+        assert shown.endswith("Completions are off until the setting that fixes it changes (model, device, dtype, "
+                              "quantization).")
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"device": "cpu"}}})
+        client.wait_for("diffusion/status", lambda p: p["state"] == "ready", 120)
+
+
 def test_a_quantization_the_model_cannot_take_is_reported_and_int8_then_loads(tmp_path):
     """The real server and model: ``quantization: fp8`` is DiffusionGemma's; for the embedded model the load fails
     with a message saying what it takes, and switching to ``int8`` loads it without a restart."""
