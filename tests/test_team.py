@@ -422,10 +422,15 @@ def test_an_engine_url_or_info_it_cannot_use_is_a_load_error_naming_what_is_wron
         engine.close()
 
     served: dict = {}
+    posted: dict = {}   # what /v1/tokenize and /v1/score answer
 
     class Info(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps(served).encode()
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.do_GET(posted)
+
+        def do_GET(self, answer=None):
+            body = json.dumps(served if answer is None else answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -458,6 +463,17 @@ def test_an_engine_url_or_info_it_cannot_use_is_a_load_error_naming_what_is_wron
         served.update(info | {"tokenizer": None, "calibration": None})   # null: the server has none
         engine = engine_for(f"http://127.0.0.1:{web.server_address[1]}", engine_retries=0)
         assert engine.state is EngineState.READY and engine.backend.scores_text is True
+        for answer, says in (({"counted": 3}, "answered /v1/tokenize without a number 'count'"),
+                             ({"count": "3"}, "answered /v1/tokenize without a number 'count'")):
+            posted.clear()
+            posted.update(answer)   # a fill counts its window's tokens there (no tokenizer in /v1/info)
+            with pytest.raises(EngineError, match=says) as failed:
+                engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
+            assert "internal error" not in str(failed.value)
+        posted.clear()
+        posted.update({"score": None})
+        with pytest.raises(EngineError, match="answered /v1/score without a number 'score'"):
+            engine.backend.score_text("a = ", "1", "\n")
         engine.close()
     finally:
         web.shutdown()

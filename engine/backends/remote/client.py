@@ -216,11 +216,19 @@ class RemoteBackend:
     def count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-        return int(self._call("POST", "/v1/tokenize", {"text": text})["count"])
+        return int(self._number("/v1/tokenize", self._call("POST", "/v1/tokenize", {"text": text}), "count", int))
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
-        return float(self._call("POST", "/v1/score", {"version": wire.VERSION, "prefix": prefix, "middle": middle,
-                                                      "suffix": suffix})["score"])
+        answer = self._call("POST", "/v1/score", {"version": wire.VERSION, "prefix": prefix, "middle": middle,
+                                                  "suffix": suffix})
+        return float(self._number("/v1/score", answer, "score", (int, float)))
+
+    def _number(self, path: str, answer: Any, key: str, kind: type | tuple[type, ...]) -> Any:
+        """``answer[key]`` when it is a number of ``kind``; else an EngineError naming the call, not a KeyError."""
+        value = answer.get(key) if isinstance(answer, dict) else None
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise EngineError(f"the engine at {self.url} answered {path} without a number {key!r} ({str(answer)[:80]})")
+        return value
 
     def fill(self, plan: FillPlan, control: Control) -> FillResult:
         job = uuid.uuid4().hex
