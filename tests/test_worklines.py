@@ -387,8 +387,10 @@ def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fa
                                           "initializationOptions": {"threads": 1, **options}})
             client.notify("initialized", {})
             client.wait_ready()
+            # the counting starts once the model is ready (a callback on the loop): until then the state is "off"
+            waiting = ("indexing",) if state == "off" else ("off", "indexing")
             stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"]
-                               not in ("indexing",) and s)
+                               not in waiting and s)
             assert stats["workspaceLines"]["state"] == state and stats["workspaceLines"]["files"] == 0
             if state == "failed":
                 assert "not a directory" in stats["workspaceLines"]["error"]
