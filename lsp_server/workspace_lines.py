@@ -22,6 +22,7 @@ reports the state (``workspaceLines``: ``folders`` counted, ``files``, ``seconds
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from .server import DiffusionServer
 
 log = logging.getLogger(__name__)
+_SESSIONS = itertools.count(1)   # a number per session: its folders' names in the process-wide registry
 
 
 class WorkspaceLines:
@@ -63,6 +65,13 @@ class WorkspaceLines:
         self._fills = 0
         self._quiet = threading.Event()    # set while no fill runs: counting waits for it (it holds the GIL)
         self._quiet.set()
+        # the registry (engine.worklines) is one per process, and over --tcp several sessions can count the same
+        # folder: each registers its own under a name of its own, so one client leaving (or removing the folder)
+        # never takes another's lines away
+        self._prefix = f"session-{next(_SESSIONS)}:"
+
+    def _name(self, root: str) -> str:
+        return self._prefix + root
 
     def wanted(self) -> bool:
         fill = self.server.settings.fill
@@ -97,8 +106,8 @@ class WorkspaceLines:
         if path:
             holder = _holder(os.path.realpath(path), list(self._counted))
             if holder is not None:
-                return holder
-        return next((root for root in self.roots if root in self._counted), None)
+                return self._name(holder)
+        return next((self._name(root) for root in self.roots if root in self._counted), None)
 
     def folders_changed(self, added: Sequence[types.WorkspaceFolder], removed: Sequence[types.WorkspaceFolder]
                         ) -> None:
@@ -163,7 +172,7 @@ class WorkspaceLines:
         self._quiet.set()
         self._queue.put(None)
         for root in list(self._counted):
-            worklines.unregister(root)
+            worklines.unregister(self._name(root))
 
     def stats(self) -> dict[str, Any]:
         return {"state": self.state, "files": self.files, "seconds": self.seconds, "error": self.error,
@@ -236,7 +245,7 @@ class WorkspaceLines:
             return
         self._failed.pop(root, None)
         self._counted[root] = workspace
-        worklines.register(root, workspace)
+        worklines.register(self._name(root), workspace)
         self.seconds = round((self.seconds or 0.0) + time.monotonic() - t0, 2)
         log.info("workspace lines: %d files of %s counted in %.1f s", workspace.files, root, time.monotonic() - t0)
 
@@ -244,7 +253,7 @@ class WorkspaceLines:
         """Forget a removed folder; the folders that failed are tried again (the cap may have room now)."""
         self._failed.pop(root, None)
         if self._counted.pop(root, None) is not None:
-            worklines.unregister(root)
+            worklines.unregister(self._name(root))
             for other in list(self._failed):
                 self._count(other)
 

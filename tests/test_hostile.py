@@ -190,6 +190,52 @@ def test_two_tcp_clients_each_have_their_own_session(tcp):
     assert tcp.proc.poll() is None
 
 
+def test_a_tcp_client_leaving_keeps_the_workspace_lines_of_another_on_the_same_folder(tcp, tmp_path):
+    # the lines' registry is one per process: the session that left unregistered the folder for every session
+    import subprocess
+    import time
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for name in ("a.py", "b.py"):
+        (root / name).write_text("import os\nfrom zorblax.handlers import register_quux_handler\n")
+    text = "import sys\nfrom zorblax.\n\n\ndef main():\n    return sys.argv\n"
+    ids = iter(range(10, 10_000))
+
+    def ask(wire, method, params):
+        rid = next(ids)
+        wire.send(request(rid, method, params))
+        return wire.answer(rid, timeout=120)
+
+    def start(wire, uri):
+        assert "result" in ask(wire, "initialize", {**INITIALIZE, "rootUri": root.as_uri(),
+                                                    "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        wire.send(notification("initialized", {}))
+        wire.send(notification("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}))
+        deadline = time.monotonic() + 180
+        while (s := ask(wire, STATS, {})["result"])["state"] != "ready" or s["workspaceLines"]["state"] != "ready":
+            assert time.monotonic() < deadline, s
+            time.sleep(0.2)
+
+    def offered(wire, uri):
+        got = ask(wire, "textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": {"line": 1, "character": len("from zorblax.")},
+            "context": {"triggerKind": 1}})["result"]
+        return [i["insertText"] for i in (got["items"] if isinstance(got, dict) else got or [])]
+
+    a, b = tcp.connect(), tcp.connect()
+    ua, ub = (root / "main.py").as_uri(), (root / "other.py").as_uri()
+    start(a, ua)
+    start(b, ub)
+    assert "handlers import register_quux_handler" in offered(a, ua)
+    assert "handlers import register_quux_handler" in offered(b, ub)
+    b.close()
+    tcp.wait_log("session has ended")
+    assert "handlers import register_quux_handler" in offered(a, ua)
+
+
 @pytest.mark.parametrize("tcp", [("--max-clients", "1")], indirect=True)
 def test_a_client_over_the_limit_is_refused_clearly(tcp):
     a, b = tcp.connect(), tcp.connect()
