@@ -77,7 +77,10 @@ class Gate:
 
     def admit(self, message: dict) -> tuple[int, str] | None:
         sent = _sent_token(message)
-        if self.token is not None and (sent is None or not hmac.compare_digest(sent.encode(), self.token)):
+        # surrogatepass: a lone surrogate (valid JSON, "\ud800") is a wrong token, not an exception that closes
+        # the connection unanswered
+        if self.token is not None and (sent is None or not hmac.compare_digest(
+                sent.encode("utf-8", "surrogatepass"), self.token)):
             return UNAUTHORIZED, ("diffusion-lsp: this TCP server needs its token as initializationOptions.token "
                                   "in the first message, initialize; it was missing or wrong")
         if self.sessions >= self.max_clients:

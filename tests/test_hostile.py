@@ -260,7 +260,7 @@ def token_file(tmp_path):
 def test_tcp_with_a_token(tmp_path, token_file):
     server = TcpServer(tmp_path / "server.log", "--token-file", str(token_file))
     try:
-        for options in ({}, {"token": "wrong"}):
+        for options in ({}, {"token": "wrong"}, {"token": "s3cret-token\ud800"}, {"token": 12345}):
             wire = server.connect()
             refused = _initialize(wire, options=options)
             assert refused["error"]["code"] == -32001 and "token" in refused["error"]["message"]
