@@ -118,6 +118,14 @@ def test_load_failures_raise_model_load_error(tmp_path, gemma_dir):
         load_backend(LoadConfig(model=str(broken)))
     with pytest.raises(ModelLoadError, match="dtype"):
         load_backend(LoadConfig(model=str(gemma_dir), dtype="int3"))
+    # the weights without the tokenizer's files: transformers makes a tokenizer of special tokens alone, which
+    # read every text as unknown tokens (the server said "ready" and filled noise)
+    no_tokenizer = tmp_path / "no_tokenizer"
+    no_tokenizer.mkdir()
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        (no_tokenizer / name).symlink_to(gemma_dir / name)
+    with pytest.raises(ModelLoadError, match="tokenizer files"):
+        load_backend(LoadConfig(model=str(no_tokenizer)))
 
 
 # --- pinning and rows ------------------------------------------------------------------------------

@@ -47,6 +47,20 @@ def sampling_for(model, config: LoadConfig) -> Sampling:
     return sampling
 
 
+TOKENIZER_PROBE = "def area(r):\n    return 3.14 * r * r\n"
+
+
+def check_tokenizer(tokenizer) -> None:
+    """Refuse a tokenizer that cannot read code: without its files (tokenizer.json, tokenizer.model) a
+    checkpoint directory still loads one, with the special tokens alone, that reads every text as unknown
+    tokens, so the model would see nothing of the document and every fill would be noise."""
+    ids = tokenizer.encode(TOKENIZER_PROBE, add_special_tokens=False)
+    unknown = tokenizer.unk_token_id
+    if not ids or (unknown is not None and unknown in ids):
+        raise ValueError(f"its tokenizer reads code as unknown tokens ({len(tokenizer)} tokens in all): are "
+                         "its tokenizer files (tokenizer.json, tokenizer.model) missing?")
+
+
 class DiffusionGemmaBackend:
     name = "diffusion_gemma"
     searches_lengths = True    # several hole lengths are rows of one batch: the engine need not retry
@@ -101,6 +115,7 @@ class DiffusionGemmaBackend:
             raise ModelLoadError(str(exc)) from None
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+            check_tokenizer(tokenizer)
             kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False,
                                       "experts_implementation": experts}
             if quantization is not None:
