@@ -126,6 +126,16 @@ def test_load_failures_raise_model_load_error(tmp_path, gemma_dir):
         (no_tokenizer / name).symlink_to(gemma_dir / name)
     with pytest.raises(ModelLoadError, match="tokenizer files"):
         load_backend(LoadConfig(model=str(no_tokenizer)))
+    # a generation_config.json that is not JSON: transformers dropped it silently (the library's 48 steps and
+    # temperatures replaced the checkpoint's)
+    broken_generation = tmp_path / "broken_generation"
+    broken_generation.mkdir()
+    for f in gemma_dir.iterdir():
+        if f.name != "generation_config.json":
+            (broken_generation / f.name).symlink_to(f)
+    (broken_generation / "generation_config.json").write_text('{"max_denoising_steps": 12, "t_min": 0.3')
+    with pytest.raises(ModelLoadError, match="generation_config.json"):
+        load_backend(LoadConfig(model=str(broken_generation)))
 
 
 # --- pinning and rows ------------------------------------------------------------------------------

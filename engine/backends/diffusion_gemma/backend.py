@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,6 +46,19 @@ def sampling_for(model, config: LoadConfig) -> Sampling:
     if config.t_max:
         sampling = replace(sampling, t_max=float(config.t_max))
     return sampling
+
+
+def check_generation_config(path: Path) -> None:
+    """A generation_config.json that is not JSON fails the load, naming the file: transformers drops such a file
+    without a word and the library's sampler defaults (steps, temperatures) would silently replace the
+    checkpoint's own."""
+    file = Path(path) / "generation_config.json"
+    if not file.is_file():
+        return
+    try:
+        json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"unreadable generation config {file}: {exc}") from None
 
 
 TOKENIZER_PROBE = "def area(r):\n    return 3.14 * r * r\n"
@@ -113,6 +127,7 @@ class DiffusionGemmaBackend:
             quantization = quantization_config(resolved)
         except OptionError as exc:
             raise ModelLoadError(str(exc)) from None
+        check_generation_config(path)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
             check_tokenizer(tokenizer)
