@@ -122,16 +122,18 @@ async def _session(new_session: Callable[[], JsonRPCServer], gate: Gate, max_mes
     connection = Connection(server, max_message, admit=admit)
     connection.on_exit = connection.close
     log.info("client %s connected", peer)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FIRST_MESSAGE_TIMEOUT   # for the whole first message, not for each read of it
     try:
         while not connection.closed:
-            first = FIRST_MESSAGE_TIMEOUT if connection.admit is not None else None
+            first = max(0.0, deadline - loop.time()) if connection.admit is not None else None
             data = await asyncio.wait_for(reader.read(CHUNK), first)
             if not data:
                 break
             await connection.receive(data)
             await writer.drain()
     except TimeoutError:
-        log.warning("client %s sent nothing for %.0f s: closed", peer, FIRST_MESSAGE_TIMEOUT)
+        log.warning("client %s sent no whole first message in %.0f s: closed", peer, FIRST_MESSAGE_TIMEOUT)
     except ConnectionError as exc:
         log.info("client %s: %s", peer, exc)
     finally:

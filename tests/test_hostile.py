@@ -618,3 +618,38 @@ def test_an_inline_progress_cancel_button_stops_the_fill(tmp_path):
         assert "result" in wire.answer(3, 120)
     finally:
         server.close()
+
+
+# -- TCP admission: the first message's time limit is for the whole message -------------------------------------
+
+async def test_a_tcp_client_trickling_its_first_message_is_closed_at_the_limit(monkeypatch):
+    # the limit applied to each read: a byte every so often kept an unadmitted connection open for ever
+    import asyncio
+
+    from lsp_server import tcp
+    from lsp_server.server import build_server
+    from lsp_server.transport import DEFAULT_MAX_MESSAGE
+
+    monkeypatch.setattr(tcp, "FIRST_MESSAGE_TIMEOUT", 1.0)
+    gate = tcp.Gate(None, 4)
+    listener = await asyncio.start_server(
+        lambda r, w: tcp._session(build_server, gate, DEFAULT_MAX_MESSAGE, r, w), "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(*listener.sockets[0].getsockname()[:2])
+    try:
+        closed = False
+        for byte in (b"Content-Length: 99999\r\n\r\n" * 4)[:100]:   # a byte every 0.2 s or more, 100 of them
+            try:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                closed = await asyncio.wait_for(reader.read(1), 0.2) == b""
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                closed = True
+            if closed:
+                break
+        assert closed and gate.sessions == 0
+    finally:
+        writer.close()
+        listener.close()
+        await listener.wait_closed()
