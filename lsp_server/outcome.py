@@ -46,5 +46,12 @@ def _fix(text: str, completion: Completion) -> str:
         if not f.text:
             return f"fixed the syntax error: deleted {old!r} on line {line}"
         return f"fixed the syntax error: replaced {old!r} with {f.text!r} on line {line}"
-    changed = sum(max(1, _breaks(x.text)) for x in completion.fills)
+    # the lines an edit touches: those it replaced or those it wrote, whichever are more (a fix that masked a whole
+    # statement and wrote one line in its place rewrote every line it took away)
+    changed = sum(max(_lines(text[x.start:x.end]), _lines(x.text)) for x in completion.fills)
     return f"fixed the syntax error: rewrote {changed} line{'s' if changed != 1 else ''} from line {line}"
+
+
+def _lines(text: str) -> int:
+    """The lines ``text`` spans (at least one; a final line break ends the last line, it starts no new one)."""
+    return max(1, _breaks(text) + (0 if not text or text.endswith(("\n", "\r")) else 1))

@@ -50,3 +50,14 @@ def test_fix_names_the_line_with_any_line_ending():
         body = completion(HoleFill(at, at, f"){eol}v = 4{eol}"))
         assert describe("fixSyntax", text, [], body) == "fixed the syntax error: rewrote 2 lines from line 5"
         assert describe("rewriteSelection", text, [], body) == "rewrote 2 lines"
+
+
+def test_a_fix_that_replaces_more_lines_than_it_writes_counts_the_lines_it_replaced():
+    """Seen with DiffusionGemma on a CRLF document: a fix that masked a whole function (3 lines, header included) and
+    wrote `ro` in its place said "rewrote 1 line from line 1"."""
+    for eol in ("\n", "\r\n"):
+        text = eol.join(["def f(x:", "    y = x", "    return y", "", "print(f(1))", ""])
+        whole = completion(HoleFill(0, text.index("    return y") + len("    return y"), "ro"))
+        assert describe("fixSyntax", text, [], whole) == "fixed the syntax error: rewrote 3 lines from line 1"
+        two = completion(HoleFill(0, text.index("    y"), f"def f(x):{eol}    z = 1{eol}"))
+        assert describe("fixSyntax", text, [], two) == "fixed the syntax error: rewrote 2 lines from line 1"
