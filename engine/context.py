@@ -114,14 +114,22 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     prev = _previous_code_line(text, line_start)
     nxt = _next_code_line(text, hole.end - 1) if hole.end > 0 else ""
     p = _indent(prev)
-    options = [p + "    "] if prev and _opens_block(spec, text, line_start, "") else []
+    # one level: a tab in a file indented with tabs (the previous line's indentation, else the document's first)
+    unit = "\t" if (p or _first_indent(text)).startswith("\t") else "    "
+    options = [p + unit] if prev and _opens_block(spec, text, line_start, "") else []
     if nxt:
         options.append(_indent(nxt))
     options.append(p)
-    while p.endswith("    "):  # dedents, nearest first
-        p = p[:-4]
+    while p.endswith(("    ", "\t")):  # dedents, nearest first
+        p = p[:-1] if p.endswith("\t") else p[:-4]
         options.append(p)
     return tuple(dict.fromkeys(options))
+
+
+def _first_indent(text: str) -> str:
+    """The indentation of the document's first indented code line ("" if none)."""
+    m = re.search(r"^([ \t]+)\S", text, re.MULTILINE)
+    return m.group(1) if m else ""
 
 
 def reindent(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:

@@ -89,6 +89,20 @@ def test_indent_options_at_column_zero_and_typed_indentation():
     assert indent_options(PY, "def f():\n  \n", typed) == ("  ",)
 
 
+def test_indent_options_in_a_tab_indented_file_are_tabs():
+    from engine.context import indent_options, reindent
+    text = "def f(xs):\n\tfor x in xs:\n\n\treturn xs\n"     # the cursor at column 0 of the empty body line
+    hole = decide_hole(PY, text, text.index("\n\n") + 1)
+    assert hole.kind is HoleKind.BLOCK and not hole.heal
+    options = indent_options(PY, text, hole)
+    assert options == ("\t\t", "\t", "")                        # the body, the next line's level, dedents
+    assert reindent("    y = x\n    z = y\n", options[0])[0] == "\t\ty = x\n\t\tz = y\n"
+    top = "class A:\n\tdef f(self):\n\t\treturn 1\n\ndef g():\n\n"  # a header at column 0: the file's unit
+    assert indent_options(PY, top, decide_hole(PY, top, len(top) - 1))[0] == "\t"
+    spaces = "def f(xs):\n    for x in xs:\n\n    return xs\n"
+    assert indent_options(PY, spaces, decide_hole(PY, spaces, spaces.index("\n\n") + 1)) == ("        ", "    ", "")
+
+
 def test_reindent_moves_following_lines_alike():
     from engine.context import reindent
     text, edits = reindent("        if x:\n            y()\n        z\n", "    ")
