@@ -155,7 +155,10 @@ def errors_in(spec: LanguageSpec, source: str) -> int:
 
 def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) -> bool:
     """No new ERROR/MISSING nodes in the window with the fill (compared with the baseline), and none
-    touching the fill itself: a fill must not carry an error the document already had elsewhere."""
+    touching the fill itself: a fill must not carry an error the document already had elsewhere. An error
+    that starts where the fill ends, over the code after it, is the fill's too: ``if (|) {`` (already an error,
+    the condition is missing) filled with ``x > 0)`` leaves the user's own ``)`` as the one error, one for one.
+    (Where that code was broken before the fill, the whole document's check, ``document_parses``, decides.)"""
     if baseline is None:
         return True
     tree = parse(spec, window.prefix + fill + window.suffix)
@@ -166,7 +169,7 @@ def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) 
         return False
     lo = len(window.prefix.encode("utf-8", "surrogatepass"))
     hi = lo + len(fill.encode("utf-8", "surrogatepass"))
-    return not any(start < max(hi, lo + 1) and end > lo for start, end in spans)
+    return not any(start < max(hi, lo + 1) and end > lo or start == hi < end for start, end in spans)
 
 
 def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baseline: int) -> bool:

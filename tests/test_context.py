@@ -118,6 +118,28 @@ def test_an_error_elsewhere_does_not_block_a_good_fill_nor_excuse_a_bad_one():
     assert not parses(PY, w, "w = (4 +\n", base)
 
 
+@pytest.mark.parametrize("language, prefix, suffix, closing, good", [
+    ("javascript", "function f(x) {\n  if (", ") {\n    return 1;\n  }\n}\n", "0 == 0)", "x > 0"),
+    ("typescript", "function first<T>(xs: T[]): T {\n  return xs[", "];\n}\n", "0]", "0"),
+    ("go", "package main\n\nfunc f(xs []int) int {\n\treturn xs[", "]\n}\n", "0]", "0"),
+    ("rust", "fn f(v: &[i32]) -> i32 {\n    let n = v[", "];\n    n\n}\n", "0]", "0"),
+])
+def test_a_fill_that_closes_what_the_code_after_the_cursor_closes_does_not_parse(language, prefix, suffix,
+                                                                                 closing, good):
+    """The user's line is broken at the cursor (``if ()``, ``xs[]``: the editor put in the closer), so the
+    window's baseline has an error; a fill that closes the bracket again moves that error onto the user's
+    closer, right after the fill: the count stays, and the edit would leave ``if (0 == 0)) {``."""
+    from engine.context import Window
+    from engine.validate import document_parses
+    spec = spec_for(language)
+    w = Window(prefix, suffix, 0, len(prefix) + len(suffix))
+    base = baseline_errors(spec, w, "")
+    assert base
+    assert not parses(spec, w, closing, base)
+    assert not document_parses(spec, prefix + suffix, len(prefix), len(prefix))(closing)
+    assert parses(spec, w, good, base)
+
+
 def test_python_parser_checks_the_whole_small_document():
     from engine.validate import python_check
     text = "def f(a):\n    \n    return a\n"
