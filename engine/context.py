@@ -102,11 +102,13 @@ def _next_code_line(text: str, offset: int) -> str:
 
 def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]:
     """Indentations the first line of a fill may be given instead of the model's own: the user's typed
-    indentation (always), or for an indentation-sensitive language at column 0, the levels around
-    the hole (the body of an opener, the next code line's, the previous line's, dedents)."""
+    indentation (always), or at column 0 the levels around the hole: for an indentation-sensitive language
+    the body of an opener, the next code line's, the previous line's, dedents; for a braces language (where
+    they are only tried for a fill indented with what the file does not use, ``foreign_indent``) the body of an
+    opener, else the previous code line's level, then the next code line's."""
     if hole.heal and not hole.heal.strip():
         return (hole.heal,)
-    if hole.heal or hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or spec.block_opener != ":":
+    if hole.heal or hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or not spec.block_opener:
         return ()
     line_start = text.rfind("\n", 0, hole.start) + 1
     if line_start != hole.start:
@@ -117,6 +119,8 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     # one level: a tab in a file indented with tabs (the previous line's indentation, else the document's first)
     unit = "\t" if (p or _first_indent(text)).startswith("\t") else "    "
     options = [p + unit] if prev and _opens_block(spec, text, line_start, "") else []
+    if spec.block_opener != ":":
+        return tuple(dict.fromkeys(options + [p] + ([_indent(nxt)] if nxt else [])))
     if nxt:
         options.append(_indent(nxt))
     options.append(p)
@@ -124,6 +128,18 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
         p = p[:-1] if p.endswith("\t") else p[:-4]
         options.append(p)
     return tuple(dict.fromkeys(options))
+
+
+def foreign_indent(fill: str, indents: tuple[str, ...]) -> bool:
+    """Is the fill's first line indented with spaces where the levels around the hole (``indents``) are tabs,
+    or the reverse? Then only its re-indented variants are offered: the model (trained mostly on
+    space-indented code) writes ``            b = b`` at column 0 of a tab-indented body."""
+    lead = _indent(fill.lstrip("\r\n"))
+    levels = "".join(indents)
+    if not lead or not levels:
+        return False
+    style = "\t" if "\t" in levels and " " not in levels else " " if " " in levels and "\t" not in levels else ""
+    return bool(style) and any(c != style for c in lead)
 
 
 def _first_indent(text: str) -> str:
@@ -147,6 +163,34 @@ def reindent(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:
             out.append(line)
         pos += len(line)
     return "".join(out), edits
+
+
+def restyle(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """``reindent`` for a fill indented with what the file does not use (``foreign_indent``): its first line at
+    ``indent``, and each following line that was at least as deep at ``indent`` plus its own extra levels in the
+    file's unit (a tab where ``indent`` is tabs, else four spaces; the fill's levels: its smallest step, a tab
+    counting four), so no line mixes the two."""
+    old = _indent(fill)
+    unit = "\t" if "\t" in indent or not indent and " " in old else "    "
+    lines = fill.splitlines(keepends=True)
+    extras = [_width(_indent(line)[len(old):]) for line in lines[1:] if line.startswith(old) and line.strip()]
+    step = min((e for e in extras if e), default=4)
+    out, edits, pos = [], [], 0
+    for i, line in enumerate(lines):
+        if i == 0 or (line.startswith(old) and line.strip()):
+            lead = _indent(line)
+            levels, rest = divmod(_width(lead[len(old):]), step)
+            new = indent + unit * levels + " " * rest
+            out.append(new + line[len(lead):])
+            edits.append((pos, len(lead), len(new)))
+        else:
+            out.append(line)
+        pos += len(line)
+    return "".join(out), edits
+
+
+def _width(lead: str) -> int:
+    return lead.count(" ") + 4 * lead.count("\t")
 
 
 def _boundary_rows(spec: LanguageSpec, snippet: str) -> set[int] | None:

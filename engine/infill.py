@@ -11,7 +11,7 @@ from . import doclines, lengths, worklines
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import offer
 from .config import FillOptions
-from .context import Hole, Window, decide_hole, indent_options, reindent, window
+from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
 from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
 from .model_text import REPLACEMENT, model_text
@@ -277,14 +277,19 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
-    ``indents`` (the user's typed indentation, the levels around)."""
+    ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
+    indented with what the file does not use, which is not offered as written: ``context.foreign_indent``)."""
     bad = 0
     # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote (the document's
     # own, or its lone surrogates, which the model reads as U+FFFD, may be copied)
     foreign = REPLACEMENT in candidate.texts[0] and REPLACEMENT not in model_text(win.prefix + win.suffix)
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
-        variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])]
-        variants += [reindent(option, indent) for indent in indents]
+        written = bool(hole.heal) or not foreign_indent(option, indents)
+        variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if written else []
+        if not written:
+            variants += [restyle(option, indent) for indent in indents]
+        elif hole.heal or spec.block_opener == ":":
+            variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill:

@@ -103,6 +103,47 @@ def test_indent_options_in_a_tab_indented_file_are_tabs():
     assert indent_options(PY, spaces, decide_hole(PY, spaces, spaces.index("\n\n") + 1)) == ("        ", "    ", "")
 
 
+@pytest.mark.parametrize("language, head", [
+    ("javascript", "function f(a, b) {"),
+    ("go", "package main\n\nfunc f(a, b int) int {"),
+    ("rust", "fn f(mut a: i32, mut b: i32) -> i32 {"),
+    ("typescriptreact", "function f(a: number, b: number): number {"),
+])
+def test_a_fill_indented_with_spaces_in_a_tab_indented_body_is_offered_with_tabs(language, head):
+    """At column 0 of a tab-indented body the model writes ``            b = a;`` (it learnt mostly from
+    space-indented code): the fill is offered at the levels around the hole in tabs, its deeper lines too."""
+    from engine.backends.base import Candidate
+    from engine.context import indent_options
+    from engine.infill import _first_valid
+    spec = spec_for(language)
+    text = head + "\n\tif (a > b) {\n\n\t}\n\treturn b;\n}\n"
+
+    def offered(text: str, raw: str) -> str | None:
+        at = text.index("\n\n", text.index("if (a > b)")) + 1   # the empty line in the if's body, column 0
+        hole = decide_hole(spec, text, at)
+        assert not hole.heal
+        win = window(spec, text, hole.start, hole.end, chars, 200, 200)
+        fill = _first_valid(Candidate((raw,), ((0.9,),), (((0, len(raw)),),), 0.0), hole, "", spec, win,
+                            baseline_errors(spec, win, ""), indent_options(spec, text, hole))[0]
+        return None if fill is None else fill.text
+    block = "            b = a;\n            if (b > 0) {\n                a = 1;\n            }"
+    assert offered(text, block) == "\t\tb = a;\n\t\tif (b > 0) {\n\t\t\ta = 1;\n\t\t}"   # the opener's body
+    after = text.replace("{\n\n\t}", "{\n\t\tb = a;\n\n\t}")
+    assert offered(after, "            a = b;") == "\t\ta = b;"   # after a statement: its level
+    assert offered(text.replace("\t", "    "), "            b = a;") == "            b = a;"  # spaces: as written
+
+
+def test_restyle_gives_every_moved_line_the_files_unit():
+    from engine.context import foreign_indent, restyle
+    assert foreign_indent("            b = b", ("\t", "")) and not foreign_indent("\tb = b", ("\t", ""))
+    assert foreign_indent("\t\tb = b", ("    ",)) and not foreign_indent("b = b", ("\t",))
+    assert not foreign_indent("    b", ("",))                                    # nothing tells the file's unit
+    text, edits = restyle("            if (x) {\n                y();\n\n            }\n", "\t")
+    assert text == "\tif (x) {\n\t\ty();\n\n\t}\n" and len(edits) == 3
+    assert restyle("\t\tif x:\n\t\t\ty()\n", "    ")[0] == "    if x:\n        y()\n"
+    assert restyle("  a(\n    b,\n     c)\n", "\t")[0] == "\ta(\n\t\tb,\n\t\t c)\n"   # its step: 2; the rest kept
+
+
 def test_reindent_moves_following_lines_alike():
     from engine.context import reindent
     text, edits = reindent("        if x:\n            y()\n        z\n", "    ")
