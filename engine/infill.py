@@ -278,15 +278,17 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
-    indented with what the file does not use, which is not offered as written: ``context.foreign_indent``)."""
+    indented with what the file does not use, which is not offered as written: ``context.foreign_indent``;
+    such a fill's deeper lines get the file's unit too, ``context.restyle``)."""
     bad = 0
     # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote (the document's
     # own, or its lone surrogates, which the model reads as U+FFFD, may be copied)
     foreign = REPLACEMENT in candidate.texts[0] and REPLACEMENT not in model_text(win.prefix + win.suffix)
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
-        written = bool(hole.heal) or not foreign_indent(option, indents)
-        variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if written else []
-        if not written:
+        foreign_lead = foreign_indent(option, indents)
+        variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if hole.heal or not foreign_lead \
+            else []
+        if foreign_lead:
             variants += [restyle(option, indent) for indent in indents]
         elif hole.heal or spec.block_opener == ":":
             variants += [reindent(option, indent) for indent in indents]

@@ -133,6 +133,21 @@ def test_a_fill_indented_with_spaces_in_a_tab_indented_body_is_offered_with_tabs
     assert offered(text.replace("\t", "    "), "            b = a;") == "            b = a;"  # spaces: as written
 
 
+def test_a_multi_line_fill_after_typed_tabs_gets_tabs_on_every_line():
+    from engine.backends.base import Candidate
+    from engine.context import indent_options
+    from engine.infill import _first_valid
+    text = "function f(a, b) {\n\tif (a > b) {\n\t\t\n\t}\n}\n"
+    at = text.index("\t\t\n") + 2                                  # after the indentation the editor typed
+    hole = decide_hole(JS, text, at)
+    assert hole.heal == "\t\t"
+    win = window(JS, text, hole.start, hole.end, chars, 200, 200)
+    raw = "        if (b > 0) {\n            a = 1;\n        }"
+    fill = _first_valid(Candidate((raw,), ((0.9,),), (((0, len(raw)),),), 0.0), hole, "", JS, win,
+                        baseline_errors(JS, win, ""), indent_options(JS, text, hole))[0]
+    assert fill is not None and fill.text == "if (b > 0) {\n\t\t\ta = 1;\n\t\t}"
+
+
 def test_restyle_gives_every_moved_line_the_files_unit():
     from engine.context import foreign_indent, restyle
     assert foreign_indent("            b = b", ("\t", "")) and not foreign_indent("\tb = b", ("\t", ""))
