@@ -3,6 +3,7 @@ cut at syntax boundaries within a token budget. Works in str offsets; tree-sitte
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,18 +117,27 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     prev = _previous_code_line(text, line_start)
     nxt = _next_code_line(text, hole.end - 1) if hole.end > 0 else ""
     p = _indent(prev)
-    # one level: a tab in a file indented with tabs (the previous line's indentation, else the document's first)
-    unit = "\t" if (p or _first_indent(text)).startswith("\t") else "    "
+    unit = _level(text, line_start, spec.name)   # one level: the document's (a tab, 2 or 4 spaces...)
     options = [p + unit] if prev and _opens_block(spec, text, line_start, "") else []
     if spec.block_opener != ":":
         return tuple(dict.fromkeys(options + [p] + ([_indent(nxt)] if nxt else [])))
     if nxt:
         options.append(_indent(nxt))
     options.append(p)
-    while p.endswith(("    ", "\t")):  # dedents, nearest first
-        p = p[:-1] if p.endswith("\t") else p[:-4]
+    while p.endswith((unit, "\t")):  # dedents, nearest first
+        p = p[:-len(unit)] if p.endswith(unit) else p[:-1]
         options.append(p)
     return tuple(dict.fromkeys(options))
+
+
+def _level(text: str, at: int, language: str) -> str:
+    """One level of indentation for the levels around a column-0 hole: ``indent_unit``, but where every indented
+    code line near ``at`` is at one depth of spaces (``def f():`` bodies two spaces deep: no step seen, so
+    ``indent_unit`` says four spaces) that depth."""
+    unit = indent_unit(text, at, language)
+    widths = {len(m.group(1)) for m in re.finditer(r"^( +)[^ \t\r\n*#/]", text[max(0, at - 20_000):at + 20_000],
+                                                   re.MULTILINE)}
+    return " " * widths.pop() if unit != "\t" and len(widths) == 1 else unit
 
 
 def foreign_indent(fill: str, indents: tuple[str, ...]) -> bool:
@@ -142,10 +152,28 @@ def foreign_indent(fill: str, indents: tuple[str, ...]) -> bool:
     return bool(style) and any(c != style for c in lead)
 
 
-def _first_indent(text: str) -> str:
-    """The indentation of the document's first indented code line ("" if none)."""
-    m = re.search(r"^([ \t]+)\S", text, re.MULTILINE)
-    return m.group(1) if m else ""
+def indent_unit(text: str, at: int, language: str | None = None) -> str:
+    """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
+    with tabs, else the commonest step between two code lines' space indentations there. Comment lines do not
+    count (a block comment's `` * `` lines step by one space), nor do lines at the first column (most of a Go
+    file's lines, gofmt's tabs notwithstanding). With no step seen: a tab in Go (gofmt), else 4 spaces (a
+    continuation line's hanging indent is rarer than a block's)."""
+    lo = max(0, at - 20_000)
+    widths: list[int | None] = []
+    tabs = indented = 0
+    for line in text[lo:at + 20_000].split("\n")[1:-1]:
+        code = line.strip()
+        if not code or code.startswith(("*", "/*", "//", "#")):
+            continue
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        indented += bool(indent)
+        tabs += indent.startswith("\t")
+        widths.append(len(indent) if "\t" not in indent else None)
+    if tabs * 2 > indented or (not indented and language == "go"):
+        return "\t"
+    steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None
+                                and a != b)
+    return " " * max(steps, key=lambda n: (steps[n], -n)) if steps else "    "
 
 
 def reindent(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:

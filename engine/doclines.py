@@ -36,6 +36,7 @@ from typing import NamedTuple
 from . import commonlines, worklines
 from .commonlines import Table
 from .context import Hole
+from .context import indent_unit as _indent_unit
 from .requests import HoleKind
 
 MOST = 64          # candidates per hole, the nearest lines first
@@ -307,30 +308,6 @@ def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
         if code:
             out.append((code, worklines.indent_width(line), line[:len(line) - len(line.lstrip(" \t"))]))
     return out
-
-
-def _indent_unit(text: str, at: int, language: str | None = None) -> str:
-    """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
-    with tabs, else the commonest step between two code lines' space indentations there. Comment lines do not
-    count (a block comment's `` * `` lines step by one space), nor do lines at the first column (most of a Go
-    file's lines, gofmt's tabs notwithstanding). With no step seen: a tab in Go (gofmt), else 4 spaces (a
-    continuation line's hanging indent is rarer than a block's)."""
-    lo = max(0, at - 20_000)
-    widths: list[int | None] = []
-    tabs = indented = 0
-    for line in text[lo:at + 20_000].split("\n")[1:-1]:
-        code = line.strip()
-        if not code or code.startswith(("*", "/*", "//", "#")):
-            continue
-        indent = line[:len(line) - len(line.lstrip(" \t"))]
-        indented += bool(indent)
-        tabs += indent.startswith("\t")
-        widths.append(len(indent) if "\t" not in indent else None)
-    if tabs * 2 > indented or (not indented and language == "go"):
-        return "\t"
-    steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None
-                                and a != b)
-    return " " * max(steps, key=lambda n: (steps[n], -n)) if steps else "    "
 
 
 def _stepped(indent: str, step: int, unit: str) -> str:

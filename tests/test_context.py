@@ -159,6 +159,15 @@ def test_restyle_gives_every_moved_line_the_files_unit():
     assert restyle("  a(\n    b,\n     c)\n", "\t")[0] == "\ta(\n\t\tb,\n\t\t c)\n"   # its step: 2; the rest kept
 
 
+def test_indent_options_step_by_the_documents_own_unit():
+    from engine.context import indent_options
+    text = "def f(xs):\n  total = 0\n  for x in xs:\n\n  return total\n"    # two-space indentation
+    hole = decide_hole(PY, text, text.index("\n\n") + 1)
+    assert indent_options(PY, text, hole) == ("    ", "  ", "")    # the loop's body two deeper, not six spaces
+    deep = "class A:\n  def f(self):\n    if self:\n      return 1\n\n"
+    assert indent_options(PY, deep, decide_hole(PY, deep, len(deep) - 1)) == ("      ", "    ", "  ", "")
+
+
 def test_reindent_moves_following_lines_alike():
     from engine.context import reindent
     text, edits = reindent("        if x:\n            y()\n        z\n", "    ")
