@@ -28,13 +28,26 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
             fill = fill.rstrip(" \t") + "\n"
 
     if hole.kind is HoleKind.INLINE:
+        spaced = fill
         fill = fill.rstrip()
         tail = rest_of_line.strip()
         if tail and fill.endswith(tail):  # never repeat the text after the cursor
-            fill = fill[: len(fill) - len(tail)].rstrip()
+            spaced = fill[: len(fill) - len(tail)]
+            fill = spaced.rstrip()
+        if _word(fill[-1:]) and _word(rest_of_line[:1]):
+            # the fill would run into the word after the cursor and change it (``b = |a`` filled with ``not a``
+            # is ``not`` once the repeated ``a`` goes: ``nota``): keep the model's space, else no fill
+            if len(spaced) == len(fill):
+                return None
+            fill += " "
     elif hole.kind is HoleKind.BLOCK:
         fill = fill.rstrip(" \t")
     return fill
+
+
+def _word(ch: str) -> bool:
+    """Is ``ch`` a character of a name or number (``$`` too: JavaScript's)?"""
+    return bool(ch) and (ch.isalnum() or ch in "_$")
 
 
 _PYTHON_CHECK_LIMIT = 200_000  # characters; beyond this only the tree-sitter window check runs

@@ -48,6 +48,24 @@ def test_inline_never_repeats_the_rest_of_the_line():
     assert tidy("x)", hole, ")") == "x"
 
 
+@pytest.mark.parametrize("language, text, cursor", [
+    ("python", "def f(a):\n    b = a\n    return b\n", "= a"),
+    ("typescript", "const counter: number = 1;\nconst doubled = counter * 2;\n", "= counter *"),
+    ("go", "package main\n\nfunc main() {\n\tcount := 0\n\tcount++\n}\n", "\tcount++"),
+])
+def test_an_inline_fill_never_runs_into_the_word_after_the_cursor(language, text, cursor):
+    """``b = |a`` filled with ``not a`` lost its repeated ``a`` and the space with it: ``b = nota`` parsed and was
+    offered; a fill glued onto the word after the cursor (``cou|nter`` + ``wn``: ``couwnnter``) renames it."""
+    at = text.index(cursor) + (2 if cursor.startswith("=") else 4)   # before the word, or inside it
+    rest = text[at:text.index("\n", at)]
+    hole = decide_hole(spec_for(language), text, at)
+    assert hole.kind is HoleKind.INLINE and rest[0].isalpha()
+    assert tidy("wn", hole, rest) is None and tidy("x", hole, rest) is None       # glued on: not offered
+    assert tidy("not ", hole, rest) == "not " and tidy("-", hole, rest) == "-"    # the model's space kept
+    assert tidy("not " + rest.strip(), hole, rest) == "not "                      # the repeat goes, the space stays
+    assert tidy("f(", hole, rest) == "f("
+
+
 def test_window_respects_budgets_and_cuts_at_lines():
     lines = [f"def f{i}(a):\n    return a + {i}\n" for i in range(200)]
     text = "".join(lines)

@@ -164,7 +164,7 @@ def test_a_fill_with_a_replacement_character_the_document_lacks_is_not_offered()
     ("python", 'def f(a):\n    return  + a\n', "return ", '"#1"', True),          # in a string: no comment
     ("javascript", "function f(a) {\n  return 1; /* a */\n}\n", "1; ", "// one", True),   # was a comment already
     ("python", "def f(a):\n    return a\n", "return a", "  # the sum", True),            # nothing after it
-    ("python", "x = 1  # note\n", "# no", "w: one", True),                               # inside a comment
+    ("python", "x = 1  # a note\n", "# a", " new", True),                               # inside a comment
 ])
 def test_a_fill_that_turns_the_code_after_the_cursor_into_a_comment_is_not_offered(language, text, at, answer, offered):
     cursor = text.index(at) + len(at)
