@@ -292,6 +292,34 @@ def _empty_blocks(tree: Any) -> int:
     return count
 
 
+_CLOSERS = ")]}"
+
+
+def reopens_closer(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a cursor fill close the bracket that the code after the cursor closes, leaving the user's closer as
+    text? ``${|}`` in a template filled with ``base}.{base}.{`` parses (the user's ``}`` is the template's text
+    now, after a ``{`` of the fill's), and so would any fill that ends a string or comment the user's closer
+    then falls in. The first character after the cursor on its line, where it is a closing bracket of the
+    user's code, must still be one with the fill."""
+    rest = suffix.split("\n", 1)[0]
+    at = len(rest) - len(rest.lstrip(" \t"))
+    if rest[at:at + 1] not in tuple(_CLOSERS):
+        return False
+    closer = rest[at]
+
+    def token_at(source: str, offset: int) -> str | None:
+        tree = parse(spec, source)
+        if tree is None:
+            return None
+        byte = len(source[:offset].encode("utf-8", "surrogatepass"))
+        node = tree.root_node.descendant_for_byte_range(byte, byte + 1)
+        return None if node is None else node.type
+
+    if token_at(prefix + suffix, len(prefix) + at) != closer:
+        return False   # not a bracket of the user's code (in a string, a comment): nothing to keep
+    return token_at(prefix + fill + suffix, len(prefix) + len(fill) + at) != closer
+
+
 def comments_out_rest(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
     """Does a cursor fill start a comment that runs over the code after it (``return |+ a`` filled with ``1  # one``
     leaves ``return 1  # one + a``, which parses)? Judged on the window; the code after the cursor may run into a

@@ -171,3 +171,23 @@ def test_a_fill_that_turns_the_code_after_the_cursor_into_a_comment_is_not_offer
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
                  InfillRequest(text, cursor, language), Control(lambda s: None))
     assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+TEMPLATE = "function url(base, id) {\n  return `${base}/items/${}`;\n}\n"
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the fill closes the substitution the user's `}` closes: that `}` is the template's text now
+    ("javascript", TEMPLATE, "/items/${", "base}.{base}.{", False),
+    ("typescript", TEMPLATE.replace("(base, id)", "(base: string, id: number)"), "/items/${", "id}.{", False),
+    ("javascript", TEMPLATE, "/items/${", "id", True),
+    ("javascript", TEMPLATE, "/items/${", "base}/${id", True),        # the user's `}` still closes one
+    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a}.{b", True),
+    ("javascript", 'const s = "a}";\n', '"a', "b", True),           # a `}` in a string closes nothing
+    ("go", "package m\n\nfunc f(xs []int) int {\n\treturn len(xs[])\n}\n", "xs[", "0", True),
+])
+def test_a_fill_that_leaves_the_users_closing_bracket_as_text_is_not_offered(language, text, at, answer, offered):
+    cursor = text.index(at) + len(at)
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                 InfillRequest(text, cursor, language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else []), answer
