@@ -106,13 +106,17 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     indentation (always), or at column 0 the levels around the hole: for an indentation-sensitive language
     the body of an opener, the next code line's, the previous line's, dedents; for a braces language (where
     they are only tried for a fill indented with what the file does not use, ``foreign_indent``) the body of an
-    opener, else the previous code line's level, then the next code line's."""
+    opener, else the previous code line's level, then the next code line's. After an opener on its line (a
+    body's hole), the body's level, also only for a fill indented with what the file does not use."""
     if hole.heal and not hole.heal.strip():
         return (hole.heal,)
     if hole.heal or hole.kind not in (HoleKind.LINE, HoleKind.BLOCK) or not spec.block_opener:
         return ()
     line_start = text.rfind("\n", 0, hole.start) + 1
     if line_start != hole.start:
+        if hole.kind is HoleKind.BLOCK:   # after the opener on its line: the body's level (``foreign_indent`` only)
+            line = text[line_start:hole.start]
+            return (_indent(line) + _level(text, line_start, spec.name),)
         return ()
     prev = _previous_code_line(text, line_start)
     nxt = _next_code_line(text, hole.end - 1) if hole.end > 0 else ""
@@ -197,15 +201,17 @@ def restyle(fill: str, indent: str) -> tuple[str, list[tuple[int, int, int]]]:
     """``reindent`` for a fill indented with what the file does not use (``foreign_indent``): its first line at
     ``indent``, and each following line that was at least as deep at ``indent`` plus its own extra levels in the
     file's unit (a tab where ``indent`` is tabs, else four spaces; the fill's levels: its smallest step, a tab
-    counting four), so no line mixes the two."""
-    old = _indent(fill)
-    unit = "\t" if "\t" in indent or not indent and " " in old else "    "
+    counting four), so no line mixes the two. A body written after the opener's line break (``{|`` filled with
+    ``\n        return 1;``) is restyled from its first line that has code."""
     lines = fill.splitlines(keepends=True)
-    extras = [_width(_indent(line)[len(old):]) for line in lines[1:] if line.startswith(old) and line.strip()]
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    old = _indent(lines[first]) if lines else ""
+    unit = "\t" if "\t" in indent or not indent and " " in old else "    "
+    extras = [_width(_indent(line)[len(old):]) for line in lines[first + 1:] if line.startswith(old) and line.strip()]
     step = min((e for e in extras if e), default=4)
     out, edits, pos = [], [], 0
     for i, line in enumerate(lines):
-        if i == 0 or (line.startswith(old) and line.strip()):
+        if i == first or (i > first and line.startswith(old) and line.strip()):
             lead = _indent(line)
             levels, rest = divmod(_width(lead[len(old):]), step)
             new = indent + unit * levels + " " * rest

@@ -290,7 +290,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             else []
         if foreign_lead:
             variants += [restyle(option, indent) for indent in indents]
-        elif hole.heal or spec.block_opener == ":":
+        elif hole.heal or spec.block_opener == ":" and (not win.prefix or win.prefix.endswith("\n")):
             variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)

@@ -166,6 +166,26 @@ def test_a_multi_line_fill_after_typed_tabs_gets_tabs_on_every_line():
     assert fill is not None and fill.text == "if (b > 0) {\n\t\t\ta = 1;\n\t\t}"
 
 
+@pytest.mark.parametrize("language, text, raw, expected", [
+    ("javascript", "function f(a) {\n\tif (a > 0) {\n\t}\n}\n", "\n        a = 1;\n        if (a) {\n            a--;\n        }",
+     "\n\t\ta = 1;\n\t\tif (a) {\n\t\t\ta--;\n\t\t}"),
+    ("python", "class A:\n\tdef add(self, a, b):\n", "\n    c = a + b\n    return c\n", "\n\t\tc = a + b\n\t\treturn c\n"),
+    ("javascript", "function f(a) {\n  if (a > 0) {\n  }\n}\n", "\n    a = 1;", "\n    a = 1;"),   # spaces: as written
+])
+def test_a_body_after_the_opener_in_a_tab_indented_file_is_offered_with_tabs(language, text, raw, expected):
+    from engine.backends.base import Candidate
+    from engine.context import indent_options
+    from engine.infill import _first_valid
+    spec = spec_for(language)
+    at = text.index(":\n", text.index("add")) + 1 if language == "python" else text.index("{\n", 20) + 1
+    hole = decide_hole(spec, text, at)
+    assert hole.kind is HoleKind.BLOCK and not hole.heal
+    win = window(spec, text, at, at, chars, 200, 200)
+    fill = _first_valid(Candidate((raw,), ((0.9,),), (((0, len(raw)),),), 0.0), hole, "", spec, win,
+                        baseline_errors(spec, win, ""), indent_options(spec, text, hole))[0]
+    assert fill is not None and fill.text == expected
+
+
 def test_restyle_gives_every_moved_line_the_files_unit():
     from engine.context import foreign_indent, restyle
     assert foreign_indent("            b = b", ("\t", "")) and not foreign_indent("\tb = b", ("\t", ""))
