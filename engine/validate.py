@@ -26,6 +26,8 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
             fill = fill[:cut + 1] if hole.keep_newline else fill[:cut].rstrip("\r")
         elif hole.keep_newline:  # a whole line inserted before code must end its own line
             fill = fill.rstrip(" \t") + "\n"
+        if hole.keep_newline:  # the typed indentation the hole regenerates was the code's: it goes back before it
+            fill += hole.heal
 
     if hole.kind is HoleKind.INLINE:
         spaced = fill

@@ -191,3 +191,20 @@ def test_a_fill_that_leaves_the_users_closing_bracket_as_text_is_not_offered(lan
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
                  InfillRequest(text, cursor, language), Control(lambda s: None))
     assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+@pytest.mark.parametrize("language,text,at,answer,result", [
+    ("javascript", "function f(x) {\n\treturn x;\n}\n", "return", "\tx++;\n", "function f(x) {\n\tx++;\n\treturn x;\n}\n"),
+    ("go", "package m\n\nfunc f(x int) int {\n\treturn x\n}\n", "return", "\tx++",
+     "package m\n\nfunc f(x int) int {\n\tx++\n\treturn x\n}\n"),
+    ("python", "def f(x):\n    return x\n", "return", "    y = x\n", "def f(x):\n    y = x\n    return x\n"),
+    ("rust", "fn f(x: i32) -> i32 {\r\n    x\r\n}\r\n", "x\r\n}", "    let y = x;\n",
+     "fn f(x: i32) -> i32 {\r\n    let y = x;\r\n    x\r\n}\r\n"),
+])
+def test_a_line_inserted_before_indented_code_leaves_that_code_indented(language, text, at, answer, result):
+    """The cursor after a line's indentation, before its code: the hole regenerates the indentation and the fill is
+    a whole line; the code after the cursor kept its indentation (it lost it: ``x++;`` then ``return x;`` at
+    column 0, and Python's ``return`` outside its function, so never a fill)."""
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                 InfillRequest(text, text.index(at), language), Control(lambda s: None))
+    assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == [result]
