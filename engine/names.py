@@ -47,7 +47,8 @@ _RUST = frozenset("""
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier, shorthand_field_identifier).
-_ID_TYPES = frozenset({"identifier"})
+# a name read or bound; the shorthand patterns bind one (``function C({ name })``, Rust's ``let Point { x, y } = p``)
+_ID_TYPES = frozenset({"identifier", "shorthand_property_identifier_pattern", "shorthand_field_identifier"})
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 

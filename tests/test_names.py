@@ -85,6 +85,12 @@ def test_empty_document_and_empty_fill():
     ("rust", "fn f(rows: &[i32]) -> usize {\n    <>\n}\n", "rows.len()", []),
     ("rust", "fn f(rows: &[i32]) -> usize {\n    <>\n}\n", "rowz.len()", ["rowz"]),
     ("plaintext", "hello <>", "anything", []),
+    # names a destructuring pattern binds: React's props, a struct pattern's shorthand fields
+    ("typescriptreact", "export function C({ name }: { name: string }) {\n  return <p>{<>}</p>;\n}\n", "name", []),
+    ("javascript", "function f({ rows, size }) {\n  <>\n}\n", "return rows.length * size;", []),
+    ("typescript", "function f(o: P) {\n  const { rows } = o;\n  <>\n}\n", "return rowz;", ["rowz"]),
+    ("javascript", "function f(o) {\n  <>\n  return n;\n}\n", "const { n } = o;", []),
+    ("rust", "fn f(p: Point) -> i32 {\n    let Point { x, y } = p;\n    <>\n}\n", "x + y", []),
 ])
 def test_other_languages(language, document, fill, expected):
     assert invented(fill, document, language) == expected
