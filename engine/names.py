@@ -46,9 +46,12 @@ _RUST = frozenset("""
     char str _""".split())
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
-# types: property_identifier, field_identifier, shorthand_field_identifier).
-# a name read or bound; the shorthand patterns bind one (``function C({ name })``, Rust's ``let Point { x, y } = p``)
-_ID_TYPES = frozenset({"identifier", "shorthand_property_identifier_pattern", "shorthand_field_identifier"})
+# types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
+# Rust's ``let Point { x, y } = p``), and a Go import's alias is one (``import str "strings"``).
+_ID_TYPES = frozenset({"identifier", "shorthand_property_identifier_pattern", "shorthand_field_identifier",
+                       "package_identifier"})
+_PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``b`` is read in ``a``, like a field
+_GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
@@ -174,9 +177,14 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             continue
         name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
         if blo <= node.start_byte and node.end_byte <= bhi:
+            parent = node.parent
+            if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
+                continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
             inside.append((node.start_byte, name, _binds(node)))
         else:
             outside.add(name)
+    if spec.name == "go":
+        outside |= _go_imports(tree.root_node, data)
     bound = {name for _, name, binds in inside if binds}
     prelude = _PRELUDES[spec.name]
     invented: list[str] = []
@@ -184,6 +192,24 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         if name not in outside and name not in bound and name not in prelude and name not in invented:
             invented.append(name)
     return invented
+
+
+def _go_imports(root, data: bytes) -> set[str]:
+    """The package names a Go file's imports bring in without an alias: the path's last element (the one before
+    a major version, ``github.com/x/y/v2``: ``y``; ``gopkg.in/yaml.v3``: ``yaml``)."""
+    names: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "import_spec":
+            path = node.child_by_field_name("path")
+            if node.child_by_field_name("name") is None and path is not None:
+                parts = data[path.start_byte:path.end_byte].decode("utf-8", "replace").strip('"`').split("/")
+                last = parts[-2] if len(parts) > 1 and _GO_VERSION.fullmatch(parts[-1]) else parts[-1]
+                names.add(re.sub(r"\.v\d+$", "", last).removeprefix("go-").replace("-", "_"))
+        elif node.type in ("source_file", "import_declaration", "import_spec_list"):
+            stack.extend(node.children)
+    return names
 
 
 def _binds(node) -> bool:

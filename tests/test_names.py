@@ -91,6 +91,15 @@ def test_empty_document_and_empty_fill():
     ("typescript", "function f(o: P) {\n  const { rows } = o;\n  <>\n}\n", "return rowz;", ["rowz"]),
     ("javascript", "function f(o) {\n  <>\n  return n;\n}\n", "const { n } = o;", []),
     ("rust", "fn f(p: Point) -> i32 {\n    let Point { x, y } = p;\n    <>\n}\n", "x + y", []),
+    # a Go package imported and not yet used; Rust's path segments after `::`, read in their path like fields
+    ("go", "package m\n\nimport \"fmt\"\n\nfunc f() {\n\t<>\n}\n", "fmt.Println(1)", []),
+    ("go", "package m\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"gopkg.in/yaml.v3\"\n\t\"github.com/x/y/v2\"\n)\n\n"
+           "func f() {\n\t<>\n}\n", "filepath.Join(os.Args[0]); yaml.Marshal(y.A)", []),
+    ("go", "package m\n\nimport str \"strings\"\n\nfunc f() {\n\t<>\n}\n", "str.ToUpper(strings.A)", ["strings"]),
+    ("go", "package m\n\nfunc f() {\n\t<>\n}\n", "fmt.Println(1)", ["fmt"]),
+    ("rust", "fn f() {\n    <>\n}\n", "let s = String::from(\"a\"); let m = std::cmp::max(1, 2);", []),
+    ("rust", "struct S;\nimpl S {\n    fn make() -> Self {\n        <>\n    }\n}\n", "Self::new()", []),
+    ("rust", "fn f() {\n    <>\n}\n", "Foo::new()", ["Foo"]),
 ])
 def test_other_languages(language, document, fill, expected):
     assert invented(fill, document, language) == expected
