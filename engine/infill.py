@@ -18,7 +18,7 @@ from .model_text import REPLACEMENT, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import (PARSES, Verdict, baseline_errors, comments_out_rest, document_parses, parses, python_check,
-                       reopens_closer, tidy)
+                       regroups_brackets, reopens_closer, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -311,9 +311,10 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             if baseline is not None and comments_out_rest(spec, win.prefix, fill, win.suffix):
                 bad += 1  # the code after the cursor would become a comment: it parses, and it is lost
                 continue
-            if baseline is not None and reopens_closer(spec, win.prefix, fill, win.suffix):
-                bad += 1  # the fill closes what the user's closer after the cursor closes: that one is text now
-                continue
+            if baseline is not None and (reopens_closer(spec, win.prefix, fill, win.suffix)
+                                         or regroups_brackets(spec, win.prefix, fill, win.suffix)):
+                bad += 1  # the fill closes what the user's closer after the cursor closes (that one is text now,
+                continue  # or closes a bracket the fill opened)
             return _hole_fill(candidate, hole, fill, edits), bad
     return None, bad
 

@@ -322,6 +322,59 @@ def reopens_closer(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> b
     return token_at(prefix + fill + suffix, len(prefix) + len(fill) + at) != closer
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def regroups_brackets(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a cursor fill close a bracket the user opened before the cursor and closed after it, and open
+    another that the user's closer then closes? ``if (xs.length) {|`` ... ``}`` filled with ``xs}\n\nops = {``
+    parses: the if's body is ``{xs}`` and the user's ``}`` closes an object now; ``foo(|)`` filled with
+    ``a), bar(b``. Every bracket pair around the cursor in the user's code (both brackets real tokens) must
+    still pair the same two brackets with the fill."""
+    before = parse(spec, prefix + suffix)
+    if before is None:
+        return False
+    at = len(prefix.encode("utf-8", "surrogatepass"))
+    pairs = _pairs_around(before, at)
+    if not pairs:
+        return False
+    after = parse(spec, prefix + fill + suffix)
+    if after is None:
+        return False
+    shift = len(fill.encode("utf-8", "surrogatepass"))
+    for opener, closer in pairs:
+        token = after.root_node.descendant_for_byte_range(opener, opener + 1)
+        both = None if token is None or token.parent is None else _brackets(token.parent)
+        if both is None or both[0].start_byte != opener or both[1].start_byte != closer + shift:
+            return True
+    return False
+
+
+def _brackets(node: Any) -> tuple[Any, Any] | None:
+    """A node's opening bracket (its first child that is one: ``v[i]``'s ``[``) and closing one (its last child,
+    the matching bracket), both real tokens; None for an ERROR node or a node without."""
+    if node.type == "ERROR" or node.child_count < 2:
+        return None
+    first = next((c for c in node.children if c.type in _PAIRS), None)
+    last = node.children[-1]
+    if first is None or last.type != _PAIRS[first.type] or first.is_missing or last.is_missing:
+        return None
+    return first, last
+
+
+def _pairs_around(tree: Any, at: int) -> list[tuple[int, int]]:
+    """The (opener, closer) start bytes of the bracketed nodes whose opener ends at or before ``at`` and whose
+    closer starts at or after it."""
+    out = []
+    node = tree.root_node.descendant_for_byte_range(at, at)
+    while node is not None:
+        both = _brackets(node)
+        if both is not None and both[0].end_byte <= at <= both[1].start_byte:
+            out.append((both[0].start_byte, both[1].start_byte))
+        node = node.parent
+    return out
+
+
 def comments_out_rest(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
     """Does a cursor fill start a comment that runs over the code after it (``return |+ a`` filled with ``1  # one``
     leaves ``return 1  # one + a``, which parses)? Judged on the window; the code after the cursor may run into a

@@ -182,7 +182,7 @@ TEMPLATE = "function url(base, id) {\n  return `${base}/items/${}`;\n}\n"
     ("typescript", TEMPLATE.replace("(base, id)", "(base: string, id: number)"), "/items/${", "id}.{", False),
     ("javascript", TEMPLATE, "/items/${", "id", True),
     ("javascript", TEMPLATE, "/items/${", "base}/${id", True),        # the user's `}` still closes one
-    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a}.{b", True),
+    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a", True),
     ("javascript", 'const s = "a}";\n', '"a', "b", True),           # a `}` in a string closes nothing
     ("go", "package m\n\nfunc f(xs []int) int {\n\treturn len(xs[])\n}\n", "xs[", "0", True),
 ])
@@ -208,3 +208,21 @@ def test_a_line_inserted_before_indented_code_leaves_that_code_indented(language
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
                  InfillRequest(text, text.index(at), language), Control(lambda s: None))
     assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == [result]
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the fill closes the user's bracket and opens one the user's closer then closes: it parses
+    ("javascript", "function f(xs) {\n\tif (xs.length) {\n\t}\n\treturn xs;\n}\n", "(xs.length) {", "xs}\n\nops = {\n",
+     False),
+    ("javascript", "foo();\n", "foo(", "a), bar(b", False),
+    ("go", "package m\n\nfunc f() {\n\tg(h())\n}\n", "g(h(", "1), k(2", False),
+    ("rust", "fn f(v: &[i32]) -> i32 {\n    v[]\n}\n", "v[", "0] + v[1", False),
+    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a}.{b", False),
+    ("typescriptreact", "const C = () => <p>{}</p>;\n", "<p>{", "1}{2", False),
+    ("javascript", "foo();\n", "foo(", "a, bar(b)", True),                        # its own pair, inside
+    ("javascript", "function f(xs) {\n\tif (xs.length) {\n\t}\n}\n", "(xs.length) {", "\n\t\tg({ a: [1] });", True),
+])
+def test_a_fill_that_regroups_the_brackets_around_the_cursor_is_not_offered(language, text, at, answer, offered):
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else []), answer
