@@ -330,10 +330,12 @@ def regroups_brackets(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -
     another that the user's closer then closes? ``if (xs.length) {|`` ... ``}`` filled with ``xs}\n\nops = {``
     parses: the if's body is ``{xs}`` and the user's ``}`` closes an object now; ``foo(|)`` filled with
     ``a), bar(b``. Every bracket pair around the cursor in the user's code (both brackets real tokens) must
-    still pair the same two brackets with the fill."""
+    still pair the same two brackets with the fill. Only where the user's code around the cursor parses
+    without errors."""
     before = parse(spec, prefix + suffix)
-    if before is None:
-        return False
+    if before is None or before.root_node.has_error:
+        return False   # the user's code is mid-edit (``t.Logf(|`` unclosed): its brackets pair by the parser's
+        #                recovery, not the user's, and a fill that closes them is what the user is typing
     at = len(prefix.encode("utf-8", "surrogatepass"))
     pairs = _pairs_around(before, at)
     if not pairs:

@@ -216,11 +216,19 @@ def test_a_line_inserted_before_indented_code_leaves_that_code_indented(language
      False),
     ("javascript", "foo();\n", "foo(", "a), bar(b", False),
     ("go", "package m\n\nfunc f() {\n\tg(h())\n}\n", "g(h(", "1), k(2", False),
-    ("rust", "fn f(v: &[i32]) -> i32 {\n    v[]\n}\n", "v[", "0] + v[1", False),
-    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a}.{b", False),
     ("typescriptreact", "const C = () => <p>{}</p>;\n", "<p>{", "1}{2", False),
     ("javascript", "foo();\n", "foo(", "a, bar(b)", True),                        # its own pair, inside
     ("javascript", "function f(xs) {\n\tif (xs.length) {\n\t}\n}\n", "(xs.length) {", "\n\t\tg({ a: [1] });", True),
+    # the user is typing an unclosed call: its brackets pair only by the parser's recovery, and closing it is the
+    # fill (two development holes' exact fills were rejected: ``t.Logf(`` -> ``"%s", out)``, ``_done(nu`` ->
+    # ``ll, body);``)
+    ("go", '\tout := buf.Bytes()\n\tif n != 4 {\n\t\tt.Errorf("found %d", n)\n\t\tt.Logf(\n\t}\n}\n\n'
+     'func TestB(t *testing.T) {\n', "t.Logf(", '"%s", out)', True),
+    ("typescript", "  app.addParser(\n    'json',\n    function (_, body, _done) {\n      _done(nu\n    },\n  );\n"
+     "  app.removeParser('form');\n  app.addParser(\n", "_done(nu", "ll, body);", True),
+    # so are an empty index or interpolation the user left to fill: closing it and opening another is a choice
+    ("rust", "fn f(v: &[i32]) -> i32 {\n    v[]\n}\n", "v[", "0] + v[1", True),
+    ("python", 'def f(a, b):\n    return f"{}"\n', 'f"{', "a}.{b", True),
 ])
 def test_a_fill_that_regroups_the_brackets_around_the_cursor_is_not_offered(language, text, at, answer, offered):
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
