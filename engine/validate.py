@@ -4,15 +4,37 @@ multi-hole fill that keeps the file parsing."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import pyparse
 from .context import Window
-from .languages import LanguageSpec, error_count, error_spans, has_grammar, parse
+from .languages import LanguageSpec, error_count, error_spans, has_grammar
+from .languages import parse as _parse_anew
 from .model_text import REPLACEMENT, model_text
 from .requests import Hole, HoleFill, HoleKind
 from .returns import returns_check
+
+
+_RECENT = threading.local()
+_KEEP = 8   # trees: a candidate's checks share its filled window's, and every candidate the window's own
+
+
+def parse(spec: LanguageSpec, source: str | bytes) -> Any:
+    """``languages.parse``, remembering this thread's last few trees: a cursor fill's checks (the re-parse, the
+    comment, closer and bracket checks) each read the window with the fill and the window as the user has it,
+    and these are the same texts for every check and, the user's, for every candidate. Trees are never edited
+    in place (``document_parses`` edits a copy)."""
+    recent: dict[tuple[str, str | bytes], Any] = _RECENT.__dict__.setdefault("trees", {})
+    key = (spec.name, source)
+    tree = recent.pop(key, None)
+    if tree is None:
+        tree = _parse_anew(spec, source)
+        if len(recent) >= _KEEP:
+            del recent[next(iter(recent))]
+    recent[key] = tree
+    return tree
 
 
 def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
@@ -147,7 +169,7 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
         edited = old.copy()
         edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=hi, start_point=start_point,
                     old_end_point=old_end_point, new_end_point=point(head + added))
-        tree = parse(spec, head + added + tail, edited)
+        tree = _parse_anew(spec, head + added + tail, edited)
         if tree is None:
             return True
         shift = hi - old_hi

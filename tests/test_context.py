@@ -421,3 +421,21 @@ def test_the_incremental_reparse_judges_as_a_whole_parse_does(fill):
             if e <= lo and s < lo or s >= lo + 2 and e > lo + 2}
     expected = all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in after)
     assert document_parses(go, text, start, cursor)(fill) == expected
+
+
+def test_the_checks_share_their_trees_and_never_see_an_edited_one():
+    """validate.parse remembers a thread's last trees (the checks of one fill read the same texts); the whole
+    document's check edits a copy, so a remembered tree still says what a fresh parse says."""
+    from engine import languages, validate
+    spec = spec_for("javascript")
+    user = "function f(a) {\n  return g(a);\n}\n"
+    first = validate.parse(spec, user)
+    assert validate.parse(spec, user) is first
+    accepts = validate.document_parses(spec, user, user.index("a);"), user.index("a);") + 1)
+    assert accepts is not None and accepts("a, 1") and not accepts("a +")
+    again = validate.parse(spec, user)
+    fresh = languages.parse(spec, user)
+    assert str(again.root_node) == str(fresh.root_node) and not again.root_node.has_error
+    for i in range(validate._KEEP):
+        validate.parse(spec, f"let x{i} = {i};\n")
+    assert validate.parse(spec, user) is not first   # forgotten after the last _KEEP texts
