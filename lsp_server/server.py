@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound,
+                              JsonRpcRequestCancelled)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -29,6 +30,8 @@ from .settings import SECTION, Settings, parse_settings
 from .workspace_lines import WorkspaceLines
 
 log = logging.getLogger(__name__)
+# the errors of a request the client got wrong: answered, not the server's failure
+_CLIENT_ERRORS = (JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound, JsonRpcRequestCancelled)
 EngineFactory = Callable[[EngineConfig], Engine]
 STATS = "diffusion/stats"
 
@@ -57,6 +60,18 @@ class DiffusionProtocol(LanguageServerProtocol):
                 return _Skip()
             self._lost_sync(data)
             raise
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """A request the client got wrong (an unknown document, a position past the end, an unknown command) is
+        answered with its error and logged as one line at info level. pygls logs each one with its traceback at
+        error level, which editors show as the server failing (Neovim's log writes stderr lines as [ERROR])."""
+        if not future.cancelled() and isinstance(future.exception(), _CLIENT_ERRORS):
+            self._request_futures.pop(msg_id, None)
+            exc = future.exception()
+            log.info("request %s answered with %s: %s", msg_id, type(exc).__name__, exc)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def _lost_sync(self, data: Any) -> None:
         """A didChange or didOpen that could not be decoded (a null version, a negative position) is a change

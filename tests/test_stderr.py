@@ -23,3 +23,36 @@ def test_a_normal_start_and_fill_write_nothing_on_stderr(tmp_path):
         assert "items" in answer
     assert client.proc.returncode == 0
     assert stderr.read_text() == ""
+
+
+def test_requests_the_client_got_wrong_are_answered_and_write_nothing_on_stderr(tmp_path):
+    """An unknown document, a position past the end, an unknown command: each is answered with its error, and
+    nothing goes to stderr (pygls logged each with a traceback at error level, which editors show as the server
+    failing)."""
+    import pytest
+
+    from benchmarks.lsp_client import LspResponseError
+    stderr = tmp_path / "stderr.txt"
+    with LspClient(SERVER, stderr_path=stderr) as client:
+        client.initialize({"threads": 1})
+        assert client.wait_ready(120)["state"] == "ready"
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": "file:///a.py", "languageId": "python", "version": 1, "text": "x = 1\n"}})
+        wrong = [
+            ("textDocument/inlineCompletion", {"textDocument": {"uri": "file:///unopened.py"},
+                                               "position": {"line": 0, "character": 0}, "context": {"triggerKind": 1}},
+             "unknown document"),
+            ("textDocument/inlineCompletion", {"textDocument": {"uri": "file:///a.py"},
+                                               "position": {"line": 9, "character": 0}, "context": {"triggerKind": 1}},
+             "past the end"),
+            ("textDocument/codeAction", {"textDocument": {"uri": "file:///a.py"},
+                                         "range": {"start": {"line": 0, "character": 0},
+                                                   "end": {"line": 5, "character": 0}}, "context": {"diagnostics": []}},
+             "past the end"),
+            ("workspace/executeCommand", {"command": "diffusion.nope", "arguments": []}, "unknown command"),
+        ]
+        for method, params, says in wrong:
+            with pytest.raises(LspResponseError, match=says):
+                client.request(method, params, 60)
+    assert client.proc.returncode == 0
+    assert stderr.read_text() == ""
