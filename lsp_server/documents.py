@@ -22,6 +22,23 @@ _CODECS: dict[str, tuple[str, int]] = {UTF8: ("utf-8", 1), UTF16: ("utf-16-le", 
 _BLOCK = 1024  # characters between checkpoints on a long line: a conversion counts at most this many
 
 
+_HIGH, _LOW = re.compile("[\ud800-\udbff]"), re.compile("[\udc00-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _joined(text: str) -> str:
+    """``text`` with each high surrogate followed by a low one made the astral character they are in UTF-16."""
+    if not _PAIR.search(text):
+        return text
+    return _PAIR.sub(lambda m: m.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le"), text)
+
+
+def _halves(ch: str) -> tuple[str, str]:
+    """An astral character's two UTF-16 code units, each a lone surrogate."""
+    cp = ord(ch) - 0x10000
+    return chr(0xD800 + (cp >> 10)), chr(0xDC00 + (cp & 0x3FF))
+
+
 class PositionError(ValueError):
     """A position that does not exist in the document."""
 
@@ -161,17 +178,37 @@ class Document:
     def range_at(self, start: int, end: int, encoding: str = UTF16) -> types.Range:
         return types.Range(self.position_at(start, encoding), self.position_at(end, encoding))
 
+    def _inside_pair(self, position: types.Position, offset: int, encoding: str) -> bool:
+        """Does a UTF-16 ``position`` (at str ``offset``) fall between the two halves of an astral character?"""
+        return (encoding == UTF16 and offset < len(self.text) and ord(self.text[offset]) > 0xFFFF
+                and position.character > self.position_at(offset, encoding).character)
+
     def apply(self, change: types.TextDocumentContentChangeEvent, encoding: str = UTF16) -> None:
+        """Apply one change as the client did: in UTF-16 an end between the halves of an astral character
+        splits it (the client keeps the half outside the range, a lone surrogate), and surrogate halves that
+        meet are one character again, as they are in the client's text (and in the same text sent whole)."""
         if isinstance(change, types.TextDocumentContentChangePartial):
             lo = self.offset_at(change.range.start, encoding)
             hi = self.offset_at(change.range.end, encoding)
-            if hi < lo:
+            split_lo = self._inside_pair(change.range.start, lo, encoding)
+            split_hi = self._inside_pair(change.range.end, hi, encoding)
+            if hi < lo or (hi == lo and split_lo and not split_hi):
                 raise PositionError("change range ends before it starts")
-            text = self.text[:lo] + change.text + self.text[hi:]
-            starts = None if self._starts is None else self._shifted_starts(text, lo, hi, len(change.text))
+            new = change.text
+            if split_lo:
+                new = _halves(self.text[lo])[0] + new
+            if split_hi:
+                new, hi = new + _halves(self.text[hi])[1], hi + 1
+            if lo > 0 and _HIGH.match(self.text, lo - 1):  # halves that may meet at the edges of the edit
+                lo, new = lo - 1, self.text[lo - 1] + new
+            if _LOW.match(self.text, hi):
+                hi, new = hi + 1, new + self.text[hi]
+            new = _joined(new)
+            text = self.text[:lo] + new + self.text[hi:]
+            starts = None if self._starts is None else self._shifted_starts(text, lo, hi, len(new))
             self.restore(text, starts)
         else:
-            self.restore(change.text, None)
+            self.restore(_joined(change.text), None)
 
     def restore(self, text: str, starts: list[int] | None) -> None:
         """Set the text (and its line starts, when known); unit tables of the old text are dropped."""

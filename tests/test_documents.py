@@ -1,6 +1,8 @@
 """Positions <-> offsets in every encoding, with CRLF, tabs, emoji, empty files; incremental sync."""
 
 import bisect
+import json
+import random
 
 import pytest
 from lsprotocol import types
@@ -165,3 +167,154 @@ def test_incremental_starts_with_many_line_breaks_inserted():
     store.change(change("file:///m.py", 2, types.TextDocumentContentChangePartial(
         types.Range(P(0, 1), P(0, 1)), inserted)), UTF16)  # the inserted CR meets the existing CRLF
     assert d.line_starts() == Document("u", "python", 1, d.text).line_starts()
+
+
+# -- incremental sync against a reference model of the spec ---------------------------------------------
+# The reference holds the client's text as the spec sees it: UTF-16 code units when positions are UTF-16, else
+# code points; a position's character is clamped to its line's length; a line past the last is an error (the
+# whole notification is refused and the document waits for a full text). Text travels as JSON, so surrogate
+# halves that meet are one character (the same text sent whole would be).
+
+_PIECES = ["a", " ", "\t", "\n", "\r", "\r\n", "😀", "\ud800", "\udc00", "\ud83d", "\ude00", "e\u0301", "é", "中",
+           "\u2028", "\x0c", ""]
+
+
+def _wire(text: str) -> str:
+    return json.loads(json.dumps(text))
+
+
+def _units(text: str, enc) -> list[str]:
+    if enc == UTF16:
+        data = text.encode("utf-16-le", "surrogatepass")
+        return [chr(data[i] | data[i + 1] << 8) for i in range(0, len(data), 2)]
+    return list(text)
+
+
+def _text(units: list[str]) -> str:
+    return _wire("".join(units))  # JSON joins a high half followed by a low half
+
+
+def _ref_lines(units: list[str]) -> list[tuple[int, int]]:
+    """(start, end of content) of each line: breaks at \\r\\n, \\r, \\n."""
+    out, start, i = [], 0, 0
+    while i < len(units):
+        if units[i] in "\r\n":
+            brk = 2 if units[i:i + 2] == ["\r", "\n"] else 1
+            out.append((start, i))
+            i += brk
+            start = i
+        else:
+            i += 1
+    return out + [(start, len(units))]
+
+
+def _ref_width(unit: str, enc) -> int:
+    return len(unit.encode("utf-8", "surrogatepass")) if enc == UTF8 else 1
+
+
+def _ref_offset(units: list[str], pos, enc) -> int:
+    lines = _ref_lines(units)
+    if pos.line >= len(lines):
+        raise PositionError(pos)
+    i, end, left = *lines[pos.line], pos.character
+    while i < end and 0 < _ref_width(units[i], enc) <= left:
+        left -= _ref_width(units[i], enc)
+        i += 1
+    return i
+
+
+def _ref_position(units: list[str], offset: int, enc):
+    line, (start, _) = max((n, s) for n, s in enumerate(_ref_lines(units)) if s[0] <= offset)
+    return P(line, sum(_ref_width(u, enc) for u in units[start:offset]))
+
+
+def _random_position(rng, units: list[str], enc):
+    lines = _ref_lines(units)
+    if rng.random() < 0.03:
+        return P(len(lines) + rng.randrange(2), 0)              # past the last line
+    line = rng.randrange(len(lines))
+    start, end = lines[line]
+    if rng.random() < 0.15:
+        return P(line, rng.randrange(3 * (end - start) + 5))     # often past the line's end: clamped
+    return _ref_position(units, rng.randrange(start, end + 1), enc)  # any unit (UTF-16: inside a pair too)
+
+
+def _fuzz_one(seed: int, enc) -> None:
+    rng = random.Random(seed)
+    piece = lambda n: _wire("".join(rng.choice(_PIECES) for _ in range(n)))  # noqa: E731
+    store, uri = DocumentStore(), "file:///fuzz.py"
+    d = store.open(types.TextDocumentItem(uri, "python", 1, piece(rng.randrange(30))))
+    ref = _units(d.text, enc)
+    if seed % 2:
+        d.line_starts()  # the starts are then kept up to date edit by edit
+    for version in range(2, 50):
+        changes, expected = [], list(ref)
+        for _ in range(rng.randrange(1, 4)):  # one notification, several changes applied in turn
+            if rng.random() < 0.1:
+                changes.append(types.TextDocumentContentChangeWholeDocument(piece(rng.randrange(12))))
+                if expected is not None:
+                    expected = _units(changes[-1].text, enc)
+                continue
+            a, b = sorted([_random_position(rng, expected or ref, enc) for _ in range(2)],
+                          key=lambda p: (p.line, p.character))
+            changes.append(types.TextDocumentContentChangePartial(types.Range(a, b), piece(rng.randrange(5))))
+            if expected is not None:
+                try:
+                    lo, hi = _ref_offset(expected, a, enc), _ref_offset(expected, b, enc)
+                    expected = _units(_text(expected[:lo] + _units(changes[-1].text, enc) + expected[hi:]), enc)
+                except PositionError:
+                    expected = None  # the reference refuses the notification
+        params = types.DidChangeTextDocumentParams(types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                                                   changes)
+        where = f"seed {seed}, {enc}, v{version}, {changes} on {d.text!r}"
+        if expected is None:
+            before = d.text
+            with pytest.raises(PositionError):
+                store.change(params, enc)
+            assert d.text == before and d.out_of_sync, where
+            text = piece(rng.randrange(20))
+            store.change(change(uri, version, types.TextDocumentContentChangeWholeDocument(text)), enc)
+            ref = _units(text, enc)
+            continue
+        store.change(params, enc)
+        ref = expected
+        assert d.text == _text(ref) and not d.out_of_sync, where
+        assert d.line_starts() == doc(d.text).line_starts(), where
+        units = 0  # every str offset's position (as answers are made), and back, against the reference's
+        for off in range(len(d.text) + 1):
+            pos = _ref_position(ref, units, enc)
+            assert d.position_at(off, enc) == pos, (where, off)
+            if d.text[off - 1:off + 1] != "\r\n":
+                assert d.offset_at(pos, enc) == off, (where, off)
+            units += len(_units(d.text[off:off + 1], enc))
+
+
+@pytest.mark.parametrize("enc", [UTF16, UTF8, UTF32])
+def test_incremental_sync_matches_a_reference_of_the_spec(enc):
+    for seed in range(60):
+        _fuzz_one(seed, enc)
+
+
+@pytest.mark.parametrize("text,start,end,new,expected", [
+    ("😀", P(0, 1), P(0, 2), "", "\ud83d"),                   # deleting the low half keeps the high one
+    ("😀", P(0, 0), P(0, 1), "", "\ude00"),
+    ("😀b", P(0, 1), P(0, 1), "x", "\ud83dx\ude00b"),         # inserting between the halves
+    ("😀😀", P(0, 1), P(0, 3), "", "😀"),                     # the two halves left meet: one emoji again
+    ("\ud83d", P(0, 1), P(0, 1), "\ude00", "😀"),            # halves that meet are one character
+    ("\ude00x\ud83d", P(0, 1), P(0, 2), "", "\ude00\ud83d"),  # a low then a high half are two lone ones
+])
+def test_utf16_edits_between_surrogate_halves(text, start, end, new, expected):
+    store = DocumentStore()
+    d = store.open(types.TextDocumentItem("file:///s.py", "python", 1, text))
+    store.change(change("file:///s.py", 2, types.TextDocumentContentChangePartial(types.Range(start, end), new)), UTF16)
+    assert d.text == _wire(expected) and len(d.text) == len(_wire(expected))
+    assert d.position_at(len(d.text), UTF8).character == len(d.text.encode("utf-8", "surrogatepass"))
+
+
+def test_a_range_reversed_inside_a_surrogate_pair_is_refused():
+    store = DocumentStore()
+    d = store.open(types.TextDocumentItem("file:///r.py", "python", 1, "😀"))
+    with pytest.raises(PositionError):
+        store.change(change("file:///r.py", 2, types.TextDocumentContentChangePartial(
+            types.Range(P(0, 1), P(0, 0)), "x")), UTF16)
+    assert d.text == "😀" and d.out_of_sync
