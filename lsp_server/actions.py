@@ -208,11 +208,12 @@ class Actions:
         request, ranges = spec.build(Target(text, doc.language_id, start, end, found, data.instruction,
                                             document_key(doc.uri, "action")))
         stream = None
-        if spec.streams:
-            stream = await DraftStream.for_action(ls, doc.uri, doc.version, data.action, data.title or spec.label,
-                                                  [range_json(doc.range_at(s, e, ls.encoding)) for s, e in ranges])
-            doc = _current(ls, data)
         try:
+            if spec.streams:
+                stream = await DraftStream.for_action(ls, doc.uri, doc.version, data.action,
+                                                      data.title or spec.label,
+                                                      [range_json(doc.range_at(s, e, ls.encoding)) for s, e in ranges])
+                doc = _current(ls, data)  # edited while the client took the progress token: its progress ends
             completion = await self._run(doc, request, stream)
             if completion is None:
                 _current(ls, data)

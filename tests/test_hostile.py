@@ -556,6 +556,49 @@ def test_an_inline_progress_ends_when_its_fill_is_dropped(tmp_path, how):
         server.close()
 
 
+def _created(wire, since=0):
+    """The server's next window/workDoneProgress/create request after message ``since`` (left unanswered)."""
+    return wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "window/workDoneProgress/create"
+                         and wire.index(m) >= since, 120)
+
+
+def test_an_action_progress_ends_when_the_document_changed_while_the_client_took_its_token(tmp_path):
+    """An action's progress begins as soon as the client accepts the token; an edit made while the client took
+    it answered the command with ContentModified, but the begun progress was never ended (a spinner for good)."""
+    caps = {**_CAPS, "window": {"workDoneProgress": True}}
+    server = StdioServer(tmp_path / "server.log")
+    try:
+        wire, uri = server.wire, "file:///taken.py"
+        wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": caps}))
+        wire.answer(1)
+        wire.send(notification("initialized", {}))
+        wire.send({"jsonrpc": "2.0", "id": _created(wire)["id"], "result": None})   # the load's token
+        wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                      and m["params"]["state"] == "ready", 120)
+        _open(wire, uri, "def area(r):\n    ...\n\n\ndef g():\n    pass\n")
+        whole = {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
+        wire.send(request(2, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": [], "triggerKind": 1}}))
+        (fill,) = [a for a in wire.answer(2, 120)["result"] if a["data"]["action"] == "fillHoles"]
+        since = len(wire.messages)
+        wire.send(request(3, "workspace/executeCommand", {"command": "diffusion.runAction",
+                                                          "arguments": [fill["data"]]}))
+        create = _created(wire, since)
+        end = {"line": 5, "character": 0}
+        wire.send(notification("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                                          "contentChanges": [{"range": {"start": end, "end": end},
+                                                                              "text": "#"}]}))
+        wire.send(request(4, STATS, {}))
+        wire.answer(4)  # the edit was applied before the client took the token
+        wire.send({"jsonrpc": "2.0", "id": create["id"], "result": None})
+        assert wire.answer(3, 120)["error"]["code"] == -32801  # ContentModified: nothing was edited
+        wire.send(request(5, STATS, {}))
+        wire.answer(5)
+        assert _progress(wire, create["params"]["token"]) == ["begin", "end"]
+    finally:
+        server.close()
+
+
 # -- a didChange that cannot be decoded (dropped, and the next answer went where the client had other text) ---
 
 @pytest.mark.parametrize("change", [
