@@ -29,6 +29,7 @@ class StatusReporter:
         self.client_supports_progress = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self._token: str | None = None
+        self._begun = False  # the token was accepted by the client and its progress began: only then is it ended
         self._reported_error: str | None = None
         self._load_began: float | None = None
         self._ready: dict | None = None        # the last ready status (resent when the adaptation moves on)
@@ -40,10 +41,13 @@ class StatusReporter:
         if self.client_supports_progress and self._token is None:
             token = self._token = f"diffusion-lsp/load/{uuid.uuid4().hex[:8]}"
 
-            def begin(*_):
-                if self._token == token:
-                    self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                        title="diffusion-lsp", message=f"loading model {model}", cancellable=False))
+            def begin(*_):  # called once the client accepted the token (never when it refused it)
+                if self._token != token:  # the load ended first: the token is not used
+                    self.server.work_done_progress.tokens.pop(token, None)
+                    return
+                self._begun = True
+                self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title="diffusion-lsp", message=f"loading model {model}", cancellable=False))
             self.server.work_done_progress.create(token, begin)
 
     def engine_state_changed(self, state: EngineState, error: str | None) -> None:
@@ -96,10 +100,15 @@ class StatusReporter:
             self._send(STATUS, self._with_adapt(self._ready))
 
     def _end_progress(self, message: str) -> None:
+        """End the load's progress if it began; a token the client refused or has not accepted yet is
+        dropped (it is never begun then)."""
         if self._token is not None:
-            token, self._token = self._token, None
+            token, self._token, begun, self._begun = self._token, None, self._begun, False
+            if not begun:
+                return
             try:
                 self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+                self.server.work_done_progress.tokens.pop(token, None)
             except Exception as exc:  # noqa: BLE001 (the client may not have created the token)
                 log.debug("progress end failed: %s", exc)
 

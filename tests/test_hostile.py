@@ -599,6 +599,31 @@ def test_an_action_progress_ends_when_the_document_changed_while_the_client_took
         server.close()
 
 
+@pytest.mark.parametrize("answer", [None, {"error": {"code": -32603, "message": "no progress here"}}],
+                         ids=["not-yet-answered", "refused"])
+def test_the_load_progress_is_not_ended_unless_it_began(tmp_path, answer):
+    """The model's load reported its end on a token the client refused, or had not yet accepted when the model
+    was ready (a fast load): a $/progress end with no begin, on a token that was never created."""
+    server = StdioServer(tmp_path / "server.log")
+    try:
+        wire = server.wire
+        wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": {"window": {"workDoneProgress": True}}}))
+        wire.answer(1)
+        wire.send(notification("initialized", {}))
+        create = _created(wire)
+        if answer is not None:
+            wire.send({"jsonrpc": "2.0", "id": create["id"], **answer})
+        wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                      and m["params"]["state"] == "ready", 120)
+        if answer is None:   # accepted once the model is ready: it is not begun then either
+            wire.send({"jsonrpc": "2.0", "id": create["id"], "result": None})
+        wire.send(request(2, STATS, {}))
+        assert wire.answer(2)["result"]["state"] == "ready"
+        assert _progress(wire, create["params"]["token"]) == []
+    finally:
+        server.close()
+
+
 # -- a didChange that cannot be decoded (dropped, and the next answer went where the client had other text) ---
 
 @pytest.mark.parametrize("change", [
