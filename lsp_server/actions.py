@@ -280,7 +280,8 @@ def _current(ls: DiffusionServer, data: ActionData) -> Document:
         raise JsonRpcContentModified(
             f"{data.uri} is at version {doc.version}, the action was computed for version {data.version}")
     if data.generation is not None and doc.generation != data.generation:
-        raise JsonRpcContentModified(f"{data.uri} was opened again since the action was offered")
+        raise JsonRpcContentModified(f"{data.uri} was opened again (or its version went back) since the action "
+                                     "was offered")
     return doc
 
 

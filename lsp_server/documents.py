@@ -241,6 +241,10 @@ class DocumentStore:
         doc = self._docs.get(params.text_document.uri)
         if doc is None:
             return None
+        if params.text_document.version <= doc.version:
+            # versions only increase (LSP): one that does not would make a result computed for an older text at
+            # that version look fresh, so the text is a new generation, as after a reopen
+            doc.generation = next(self._generations)
         text, starts = doc.text, doc._starts
         try:
             for change in params.content_changes:
@@ -262,7 +266,7 @@ class DocumentStore:
         return self._docs.get(uri)
 
     def moved_on(self, uri: str, generation: int, version: int) -> bool:
-        """Is the text a result was computed for (``generation``'s ``version`` of ``uri``) gone: edited,
-        closed, reopened (even at the same version), or out of sync?"""
+        """Is the text a result was computed for (``generation``'s ``version`` of ``uri``) gone: edited (even
+        back to the same version), closed, reopened (even at the same version), or out of sync?"""
         doc = self._docs.get(uri)
         return doc is None or doc.generation != generation or doc.version != version or doc.out_of_sync

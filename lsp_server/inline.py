@@ -26,9 +26,9 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
     doc = ls.document_or_error(uri)
     offset = ls.offset_or_error(doc, position)
     if ls.settings.server.debounce_ms:
-        version = doc.version
+        generation, version = doc.generation, doc.version
         await asyncio.sleep(ls.settings.server.debounce_ms / 1000)
-        if doc.version != version:
+        if ls.documents.moved_on(uri, generation, version):
             return None
     version = doc.version
 

@@ -318,3 +318,17 @@ def test_a_range_reversed_inside_a_surrogate_pair_is_refused():
         store.change(change("file:///r.py", 2, types.TextDocumentContentChangePartial(
             types.Range(P(0, 1), P(0, 0)), "x")), UTF16)
     assert d.text == "😀" and d.out_of_sync
+
+
+@pytest.mark.parametrize("versions", [(3, 5, 3), (3, 5, 4), (3, 3)], ids=["back-to-it", "back", "same"])
+def test_a_version_that_does_not_increase_is_a_new_text(versions):
+    """LSP versions only increase; a client whose version went back to the one a result was computed for made
+    that result look fresh for another text (an action offered for v3 was computed on the new v3)."""
+    store = DocumentStore()
+    d = store.open(types.TextDocumentItem("file:///v.py", "python", versions[0], "a = 1\n"))
+    computed_for = (d.generation, d.version)
+    for n, version in enumerate(versions[1:]):
+        store.change(change("file:///v.py", version, types.TextDocumentContentChangeWholeDocument(f"b = {n}\n")), UTF16)
+    assert d.version == versions[-1]
+    assert store.moved_on("file:///v.py", *computed_for)
+    assert not store.moved_on("file:///v.py", d.generation, d.version)  # the text now is fresh at its version

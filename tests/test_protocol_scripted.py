@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchmarks.lsp_client import LspClient
+from benchmarks.lsp_client import LspClient, LspResponseError
 from engine.config import EMBEDDED_DIR, FillOptions, LoadConfig
 from lsp_server.settings import setting_fields
 from tests.scripted import ANSWER, BROKEN_ANSWER, BROKEN_MARK, INVENTED_ANSWER, INVENTED_MARK, LENGTHS_MARK
@@ -215,3 +215,21 @@ def test_actions_carry_kinds_and_names_clients_match_on(server):
         "textDocument": {"uri": uri}, "range": whole,
         "context": {"diagnostics": [], "only": ["refactor.rewrite.rewriteSelection"]}}, 30)
     assert [a["arguments"][0]["action"] for a in only] == ["rewriteSelection"]
+
+
+def test_an_action_offered_before_the_version_went_back_is_not_run_on_the_new_text(server):
+    """LSP versions only increase; a client whose version went 3 -> 4 -> 3 had an action offered for the first
+    version 3 computed on the second one's text, and its edit sent for it."""
+    uri = "file:///backwards.py"
+    open_doc(server, uri, DOC, version=3)
+    at = {"line": 9, "character": 4}
+    offered = server.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}, 30)
+    (fill,) = [a for a in offered if a["arguments"][0]["action"] == "fillHoles"]
+    for version, text in ((4, "x = 1\n"), (3, DOC.replace("def g", "def h"))):
+        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                 "contentChanges": [{"text": text}]})
+    sent = len(server.notifications)
+    with pytest.raises(LspResponseError, match="version went back"):
+        server.request("workspace/executeCommand", {"command": fill["command"], "arguments": fill["arguments"]}, 30)
+    assert not [m for _, m, _ in server.notifications[sent:] if m == "workspace/applyEdit"]
