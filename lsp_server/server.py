@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import (JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound,
-                              JsonRpcRequestCancelled)
+from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest,
+                              JsonRpcMethodNotFound, JsonRpcRequestCancelled)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -58,6 +58,8 @@ class DiffusionProtocol(LanguageServerProtocol):
                 err = JsonRpcInvalidParams(f"invalid params for {data['method']}{detail}")
                 self._send_response(data["id"], None, err.to_response_error())
                 return _Skip()
+            if isinstance(data, dict) and "id" in data:
+                return self._unreadable_answer(data, exc)
             self._lost_sync(data)
             raise
 
@@ -72,6 +74,18 @@ class DiffusionProtocol(LanguageServerProtocol):
             self._send_response(msg_id, error=exc.to_response_error())
             return
         super()._send_handler_result(future, msg_id=msg_id)
+
+    def _unreadable_answer(self, data: dict[str, Any], exc: JsonRpcException) -> _Skip:
+        """A client's answer to one of our requests that does not decode (``workspace/applyEdit`` answered
+        with ``null``): the handler awaiting it gets an error instead of waiting for good (its own request would
+        never be answered)."""
+        future = self._request_futures.pop(data["id"], None)
+        cause = exc.__cause__
+        log.warning("the client's answer to request %r could not be read: %s", data["id"], cause or exc)
+        if future is not None and not future.done():
+            future.set_exception(JsonRpcInternalError(
+                f"the editor's answer to a request of the server could not be read{f': {cause}' if cause else ''}"))
+        return _Skip()
 
     def _lost_sync(self, data: Any) -> None:
         """A didChange or didOpen that could not be decoded (a null version, a negative position) is a change

@@ -233,3 +233,18 @@ def test_an_action_offered_before_the_version_went_back_is_not_run_on_the_new_te
     with pytest.raises(LspResponseError, match="version went back"):
         server.request("workspace/executeCommand", {"command": fill["command"], "arguments": fill["arguments"]}, 30)
     assert not [m for _, m, _ in server.notifications[sent:] if m == "workspace/applyEdit"]
+
+
+def test_an_apply_edit_answer_that_cannot_be_read_still_answers_the_command(server):
+    """This client answers every server request with ``null``, which is not an ApplyWorkspaceEditResult: pygls
+    logged it and the command waiting for it was never answered (an editor's command left running for good)."""
+    uri = "file:///null-answer.py"
+    open_doc(server, uri, DOC)
+    at = {"line": 9, "character": 4}
+    offered = server.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}, 30)
+    (fill,) = [a for a in offered if a["arguments"][0]["action"] == "fillHoles"]
+    with pytest.raises(LspResponseError, match="answer to a request of the server could not be read"):
+        server.request("workspace/executeCommand", {"command": fill["command"], "arguments": fill["arguments"]}, 60)
+    assert any(m == "workspace/applyEdit" for _, m, _ in server.notifications)
+    assert stats(server)["state"] == "ready"
