@@ -109,8 +109,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         return base, []
     if not isinstance(raw, dict):
         return base, [f"settings must be an object, got {type(raw).__name__}"]
-    if isinstance(raw.get(SECTION), dict):
+    if SECTION in raw:  # our section (other keys are other servers'); null: nothing set for this server
         raw = raw[SECTION]
+        if raw is None:
+            return base, []
+        if not isinstance(raw, dict):
+            return base, [f"'{SECTION}' must be an object, got {type(raw).__name__}"]
     known = setting_fields()
     by_snake = {f.name: (group, f) for group, f in known.values()}
     problems: list[str] = []

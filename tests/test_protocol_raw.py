@@ -194,3 +194,26 @@ def test_an_invalid_pushed_value_keeps_the_value_held_and_the_warning_says_so():
         inline(client, "file:///held.py", 1, 4)
         after = client.request("diffusion/stats", {}, 10)
         assert after["jobs"] == before["jobs"] + 1 and 0 < after["steps"] - before["steps"] <= 3
+
+
+@pytest.mark.parametrize("section,warning", [(None, None), ("fast", "'diffusionLsp' must be an object, got str"),
+                                             ([{"steps": 2}], "'diffusionLsp' must be an object, got list")])
+def test_a_pushed_section_that_is_not_an_object_keeps_the_settings_held(section, warning):
+    """``{"diffusionLsp": null}`` (a client with nothing set for this server) was warned about as "unknown
+    setting 'diffusionLsp'", naming the server's own section as a typo; other values of the section too."""
+    with LspClient(SCRIPTED) as client:
+        client.initialize({"threads": 1, "steps": 3})
+        client.wait_ready(120)
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": section}})
+        client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"drafts": True}}})
+        client.wait_for("diffusion/status", lambda p: p["state"] == "ready", 30)
+        assert client.request("diffusion/stats", {}, 10)["state"] == "ready"   # both pushes were handled
+        shown = [p["message"] for _, m, p in client.notifications if m == "window/showMessage"]
+        assert not any("unknown setting" in m for m in shown), shown
+        assert [m for m in shown if "invalid settings" in m] == ([f"diffusion-lsp: invalid settings, not applied: "
+                                                                  f"{warning}"] if warning else [])
+        open_doc(client, "file:///kept.py", "def f(a, b):\n    \n")
+        before = client.request("diffusion/stats", {}, 10)
+        inline(client, "file:///kept.py", 1, 4)
+        after = client.request("diffusion/stats", {}, 10)
+        assert 0 < after["steps"] - before["steps"] <= 3   # the steps set at start are still in force
