@@ -191,6 +191,8 @@ class WorkspaceAdapter:
                 self.info.update(steps=event["step"], cpu_seconds=event["cpu_seconds"], loss=event["loss"])
             elif kind == "measure" and event.get("phase") == "after":
                 self.state = "measuring"
+            elif kind == "waiting":   # another session's adapter adapts this workspace: its entry is taken
+                self.info["waiting_for"] = event.get("pid")
             elif kind in ("paused", "resumed"):
                 self.paused = kind == "paused"
         code = await proc.wait()
@@ -313,6 +315,8 @@ def describe(event: dict[str, Any]) -> str:
     if kind == "files":
         return (f"{event['train_files']} files to learn from, {event['held_out_files']} held out "
                 f"({event['holes']} one-line holes)")
+    if kind == "waiting":
+        return f"waiting for another adapter of this workspace (pid {event.get('pid')}), to take its outcome"
     if kind == "measured":
         return f"held-out one-line exact match before: {_pct(event)}"
     if kind == "step":
@@ -322,5 +326,6 @@ def describe(event: dict[str, Any]) -> str:
             f"not adopted: {event['reason']}"
         after = f" -> after: {_pct(event['after'])}" if event.get("after") else ""
         how = " of LoRA adapters" if event.get("method") == "lora" else ""
-        return f"done in {event['steps']} steps{how}{after}; {verdict}"
+        whose = "the other adapter: " if event.get("waited") else ""
+        return f"{whose}done in {event['steps']} steps{how}{after}; {verdict}"
     return json.dumps(event)

@@ -351,6 +351,94 @@ def test_in_the_background_the_server_runs_the_adapter_and_reports_the_verdict(t
     assert snapshot(ws) == before
 
 
+def _start_adapting(client, ws: Path) -> None:
+    client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {},
+                                  "initializationOptions": {"threads": 1, "adapt": "background"}})
+    client.notify("initialized", {})
+
+
+def _waiting_for(client, timeout: float = 600.0) -> int:
+    """The pid of the adapter the server's own adapter waits for (a guard against a hang, not a timing)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        adapt_stats = client.request("diffusion/stats", {})["adapt"]
+        if adapt_stats.get("waiting_for"):
+            return adapt_stats["waiting_for"]
+        assert adapt_stats["state"] in ("off", "measuring"), adapt_stats   # it must not adapt (or fail) itself
+        time.sleep(0.5)
+    raise AssertionError("the second adapter never waited for the first")
+
+
+def test_a_second_session_on_the_workspace_waits_for_the_first_adapter_and_takes_its_entry(tmp_path, cache,
+                                                                                          monkeypatch):
+    """Two servers with adapt "background" on one folder each started an adapter: twice the CPU for one entry, the
+    second publish replacing the first's entry under a session that had adopted it. The second now waits (no
+    measuring, no training) for the first, then adopts or rejects what that one published."""
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws")
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "0.02")
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_PRIORITY", "nice")
+    first = subprocess.Popen([sys.executable, "-m", "engine.adapt", str(ws), "--minutes", "0.02", "--priority",
+                              "nice", "--commands"], cwd=REPO, text=True, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)   # the first session's adapter (as the server starts it)
+    assert first.stdin is not None and first.stdout is not None
+    try:
+        for line in first.stdout:
+            if json.loads(line)["event"] == "measured":   # it holds the entry: hold it there
+                first.stdin.write("pause\n")
+                first.stdin.flush()
+                break
+        with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+            _start_adapting(client, ws)
+            assert _waiting_for(client) == first.pid
+            first.stdin.write("resume\n")
+            first.stdin.flush()
+            done = [json.loads(line) for line in first.stdout if '"event": "done"' in line]
+            assert first.wait(600) == 0 and done and not done[0].get("waited")
+            status = client.wait_for("diffusion/status",
+                                     lambda p: p.get("adapt", {}).get("state") in ("adopted", "rejected", "failed"),
+                                     600)
+            stats = client.request("diffusion/stats", {})["adapt"]
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert status["adapt"]["state"] == ("adopted" if done[0]["accepted"] else "rejected")
+    assert "loss" not in stats and stats["steps"] == done[0]["steps"]   # it trained no step of its own
+    record = store.read_record(store.entry_dir(ws, EMBEDDED_DIR))
+    assert record is not None and record.finished == done[0]["finished"]   # the first's entry, not replaced
+
+
+def test_when_the_adapter_a_session_waits_for_is_killed_it_adapts_itself(tmp_path, cache, monkeypatch):
+    """Two real servers on one folder: the second's adapter waits for the first's; the first's is killed (no
+    chance to clean anything up), and the lock it held goes with it: the second adapts and publishes."""
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws")
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_PRIORITY", "nice")
+    monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "60")       # the first would train for an hour
+    with LspClient([sys.executable, "-m", "lsp_server"]) as one:
+        _start_adapting(one, ws)
+        one.wait_for("diffusion/status", lambda p: p.get("adapt", {}).get("state") == "training", 600)
+        monkeypatch.setenv("DIFFUSION_LSP_ADAPT_MINUTES", "0.02")
+        with LspClient([sys.executable, "-m", "lsp_server"]) as two:
+            _start_adapting(two, ws)
+            holder = _waiting_for(two)
+            with open(f"/proc/{holder}/cmdline", "rb") as f:
+                assert b"engine.adapt" in f.read()
+            os.kill(holder, 9)
+            failed = one.wait_for("diffusion/status", lambda p: p.get("adapt", {}).get("state") == "failed", 300)
+            assert failed["state"] == "ready"                                 # the base model serves on
+            done = two.wait_for("diffusion/status",
+                                lambda p: p.get("adapt", {}).get("state") in ("adopted", "rejected", "failed"), 900)
+            stats = two.request("diffusion/stats", {})["adapt"]
+    assert done["adapt"]["state"] in ("adopted", "rejected"), stats
+    record = store.read_record(store.entry_dir(ws, EMBEDDED_DIR))
+    assert record is not None and record.steps >= 1 and stats["steps"] == record.steps
+
+
 def test_when_the_adapter_fails_the_server_says_why(tmp_path, cache):
     """The adapter's own words (its last line on stderr), not only its exit status: a workspace root that is not a
     folder (an editor started on a file) is named as such."""

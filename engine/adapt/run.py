@@ -29,7 +29,7 @@ from ..requests import EngineError, InfillRequest
 from . import lora
 from .files import SourceFile, held_out, workspace_files
 from .holes import LineHole, line_holes
-from .store import ADAPTER, WEIGHTS, AdaptRecord, Score, entry_dir, improves, model_digest, publish
+from .store import ADAPTER, WEIGHTS, AdaptRecord, Score, entry_dir, hold, improves, model_digest, publish, read_record
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -68,6 +68,10 @@ class Gate:
             self.waiting.clear()
             if self.on_wait:
                 self.on_wait(False)
+        self.check_stop()
+
+    def check_stop(self) -> None:
+        """Raise ``Stopped`` once stopped (paused or not)."""
         if self.stopped.is_set():
             raise Stopped()
 
@@ -266,16 +270,35 @@ def split(files: Sequence[SourceFile]) -> tuple[list[SourceFile], list[SourceFil
 def adapt(workspace: str | os.PathLike[str], load: LoadConfig, cfg: AdaptConfig, gate: Gate | None = None,
           progress: Progress | None = None, store: bool = True,
           on_snapshot: Callable[[dict[str, Any]], None] | None = None) -> AdaptRecord:
-    """Adapt the model ``load`` names to ``workspace``; with ``store``, publish the outcome to the cache."""
-    from ..backends import load_backend
-
+    """Adapt the model ``load`` names to ``workspace``; with ``store``, publish the outcome to the cache. With
+    ``store``, the run holds the cache entry's lock (``store.hold``): while another adapter of the same workspace
+    and model runs (a second editor's server), this one waits without working, then ends with the entry that
+    one published (a ``done`` event with ``waited``), or adapts itself when that one ended without publishing."""
     gate = gate or Gate()
     emit = progress or (lambda record: None)
-    t_wall, t_cpu = time.time(), time.process_time()
     ws = str(Path(workspace).resolve())
     model_path = load.model_dir()
     if not (model_path / "config.json").is_file():   # before the digest, which lists the directory
         raise ValueError(f"no checkpoint at {model_path} (config.json not found)")
+    if not store:
+        return _adapt(ws, load, cfg, gate, emit, store, on_snapshot)
+    if not Path(ws).is_dir():   # no lock file in the cache for what cannot be adapted
+        raise ValueError(f"{workspace}: not a directory")
+    entry = entry_dir(ws, model_path)
+    with hold(entry, lambda pid: emit({"event": "waiting", "pid": pid}), gate.check_stop) as waited:
+        other = read_record(entry) if waited else None
+        if other is not None:
+            emit({"event": "done", "waited": True, **other.to_json()})
+            return other
+        return _adapt(ws, load, cfg, gate, emit, store, on_snapshot)
+
+
+def _adapt(ws: str, load: LoadConfig, cfg: AdaptConfig, gate: Gate, emit: Progress, store: bool,
+           on_snapshot: Callable[[dict[str, Any]], None] | None) -> AdaptRecord:
+    from ..backends import load_backend
+
+    t_wall, t_cpu = time.time(), time.process_time()
+    model_path = load.model_dir()
     record = AdaptRecord(workspace=ws, model=str(model_path), model_digest=model_digest(model_path))
     entry = entry_dir(ws, model_path)
     files = workspace_files(ws)

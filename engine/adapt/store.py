@@ -6,18 +6,31 @@ An entry holds ``adapt.json`` (the record: before/after figures, whether the gat
 was accepted, either ``model.safetensors`` (fully fine-tuned weights, loaded over the base model's) or, for a
 large model adapted with LoRA (``engine/adapt/lora.py``), ``adapter.safetensors`` and ``adapter.json`` (the
 low-rank matrices and their rank, scale and modules, merged into the base weights when loaded).
+
+One adapter at a time adapts an entry: it holds ``<key>.lock`` beside the entry (``hold``: an ``flock``, which the
+kernel releases when the process ends, however it ends, so a crashed adapter never leaves a lock behind; the file
+goes with its holder). Another (a second editor's server on the same workspace) waits for it, then takes the entry
+it published.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:   # Windows: no lock (two adapters there may both run)
+    fcntl = None  # type: ignore[assignment]
 
 RECORD = "adapt.json"
 WEIGHTS = "model.safetensors"
@@ -154,6 +167,63 @@ def publish(entry: Path, record: AdaptRecord, write_weights: Any = None, name: s
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def lock_path(entry: Path) -> Path:
+    return entry.with_name(entry.name + ".lock")
+
+
+@contextlib.contextmanager
+def hold(entry: Path, on_wait: Callable[[int | None], None] | None = None,
+         check: Callable[[], None] | None = None, poll: float = 0.5) -> Iterator[bool]:
+    """Hold the entry's lock while adapting it; yields whether another process held it first (then its outcome
+    is in the cache). While another holds it: ``on_wait(its pid)`` once, then ``check()`` (which may raise, to
+    stop waiting) every ``poll`` s. The holder removes the lock file as it ends; a killed holder's file locks
+    nothing (the lock ended with its process) and goes with the next holder."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(entry)
+    waited = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not waited and on_wait is not None:
+                        on_wait(_holder(path))
+                    waited = True
+                    if check is not None:
+                        check()
+                    time.sleep(poll)
+            try:
+                mine = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:   # the holder we waited for removed it: lock the path's file anew
+                mine = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if mine:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield waited
+    finally:
+        try:
+            os.unlink(path)   # while locked: a waiter that locks the removed file sees it is gone and opens anew
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _holder(path: Path) -> int | None:
+    try:
+        return int(path.read_text("ascii").strip())
+    except (OSError, ValueError):
+        return None
 
 
 def remove(workspace: str | os.PathLike[str]) -> list[Path]:
