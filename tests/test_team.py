@@ -541,6 +541,57 @@ def test_the_serve_command_runs_a_plain_team_server(tmp_path):
         assert proc.wait(60) == 0
 
 
+def test_the_serve_command_stopped_with_fills_in_flight_ends_them_with_an_error_to_retry_and_exits_cleanly():
+    """SIGTERM while fills ran (and others queued) aborted the process (exit -6, "terminate called without an active
+    exception": torch still running on the batch thread at exit) after uvicorn's cancelled streams' tracebacks, and
+    each client saw its stream cut. Now each fill ends with an 'unavailable' error event (the client retries it),
+    the batch thread ends first, and the command exits 0 without a traceback."""
+    import http.client
+    import signal
+    import threading
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port),
+                             "--max-batch", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    finals: dict[int, object] = {}
+    started = threading.Semaphore(0)
+
+    def fill(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        plan = wire.plan_json(FillPlan(("def f(a):\n    ", HoleSpec(512), "\n"), 4000, 0.0))
+        conn.request("POST", "/v1/fill", json.dumps({"version": wire.VERSION, "id": f"j{i}", "plan": plan}))
+        response = conn.getresponse()
+        finals[i] = "cut"
+        while line := response.readline():
+            event = json.loads(line)
+            if event["event"] == "start":
+                started.release()
+            finals[i] = event
+        conn.close()
+
+    try:
+        assert f"http://127.0.0.1:{port}" in proc.stdout.readline(), proc.stderr.read()
+        clients = [threading.Thread(target=fill, args=(i,)) for i in range(3)]   # one runs, two wait their turn
+        for c in clients:
+            c.start()
+        for _ in clients:
+            assert started.acquire(timeout=120)
+        time.sleep(0.5)   # not a timing the test depends on: the fills run or wait either way
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 0, proc.stderr.read()
+        for c in clients:
+            c.join(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert all(finals[i] == {"event": "error", "kind": "unavailable", "message": "the team server is shutting down"}
+               for i in range(3)), finals
+    assert "Traceback" not in proc.stderr.read()
+
+
 def test_the_serve_command_refuses_what_it_cannot_serve_in_one_line(tmp_path):
     """A model that is not there, a dtype or certificate it cannot use, a port that is taken or no port: one
     line naming the cause and a non-zero exit, never a traceback (and never a server that half started)."""

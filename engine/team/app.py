@@ -79,6 +79,8 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
             return _error(404, f"no such endpoint: {request.method} {path}")
         data = await _body(request)
         if route[1] == "fill":
+            if denoiser.closing:   # the client sends it again (to another replica, or here once it is back)
+                return _error(503, "the team server is shutting down")
             if data.get("version") != wire.VERSION:
                 raise wire.WireError(f"a fill must say version {wire.VERSION}")
             job = Job(str(data.get("id") or ""), wire.plan_from_json(data.get("plan")), bool(data.get("drafts")),

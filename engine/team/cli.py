@@ -128,6 +128,8 @@ def _plain(args, options, token: str | None, scheme: str) -> int:
                          f"{exc.strerror or exc}") from None
     print(f"diffusion-lsp team server at {server.url}", flush=True)
     _wait()
+    denoiser.close()    # the fills in flight end with an error their clients retry, before the server stops:
+    collector.close()   # the model thread done, so the process ends cleanly (torch's threads ended before exit)
     server.stop()
     return 0
 

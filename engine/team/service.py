@@ -26,6 +26,7 @@ from ..requests import Cancelled
 
 log = logging.getLogger(__name__)
 REPLICA = f"{socket.gethostname()}:{os.getpid()}"  # which process served a fill (the stream's first event)
+SHUTTING_DOWN = {"event": "error", "kind": "unavailable", "message": "the team server is shutting down"}
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Denoiser:
         self.lock = threading.Lock()
         self.counters = Counters()
         self.running: dict[str, Job] = {}
+        self.closing = False
         self._info: dict[str, Any] | None = None
 
     @classmethod
@@ -122,6 +124,14 @@ class Denoiser:
             job.cancelled.set()
         return job is not None
 
+    def close(self) -> None:
+        """The server is stopping: the fills running stop at their next step and every fill not yet run is
+        refused, each ending with an ``unavailable`` error event (its client sends it again, to another replica
+        or to this server once it is back)."""
+        self.closing = True
+        for job in list(self.running.values()):
+            job.cancelled.set()
+
     def check_health(self) -> None:
         """Raise when the model cannot answer (Ray Serve restarts the replica)."""
         if self.backend is None:
@@ -134,6 +144,10 @@ class Denoiser:
     def run_batch(self, jobs: list[Job]) -> None:
         """Denoise ``jobs`` together (one batched forward per step where the backend allows) and finish each
         with its result or error event. Blocking: call it off the event loop."""
+        if self.closing:
+            for job in jobs:
+                job.finish(SHUTTING_DOWN)
+            return
         live = [j for j in jobs if not j.cancelled.is_set()]
         for job in jobs:
             if job.cancelled.is_set():
@@ -181,6 +195,9 @@ class Denoiser:
             job.finish({"event": "result", "result": wire.result_json(result)})
         elif isinstance(result, Cancelled):
             self.counters.cancelled += 1
+            if self.closing:
+                job.finish(SHUTTING_DOWN)
+                return
             job.finish({"event": "error", "kind": "cancelled", "message": str(result)})
         else:
             self.counters.failed += 1
@@ -197,14 +214,29 @@ class Collector:
     def __init__(self, denoiser: Denoiser, max_batch: int = 8, wait_ms: float = 5.0):
         self.denoiser, self.max_batch, self.wait = denoiser, max(1, max_batch), wait_ms / 1000
         self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="team-batches", daemon=True)
         self._thread.start()
 
     async def submit(self, job: Job) -> None:
-        self._queue.put(job)
+        if self._closed:
+            job.finish(SHUTTING_DOWN)
+        else:
+            self._queue.put(job)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Serve no more batches: wait for the one running (``Denoiser.close`` first stops it at its next step),
+        then end every fill still queued with an ``unavailable`` error event."""
+        self._closed = True
         self._queue.put(None)
+        self._thread.join(timeout)
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and not job.done:
+                job.finish(SHUTTING_DOWN)
 
     def _run(self) -> None:
         while (first := self._queue.get()) is not None:
