@@ -181,6 +181,40 @@ def test_a_remote_engine_answers_as_the_local_model_does(server, caplog):
     assert SECRET not in caplog.text  # no document text in the client's or the server's log
 
 
+def test_a_body_over_the_limit_is_refused_unread_with_413(server):
+    """A huge body (a client's bug, or anyone's) was read whole into memory, then tokenized under the model's lock
+    (a 12 MB text held every client's fills for 48 s and the server's memory grew by gigabytes). A body over
+    ``wire.MAX_BODY`` is refused with 413 and a message, whether its length is declared or it comes chunked."""
+    import http.client
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as s:
+        s.sendall(b"POST /v1/tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000\r\n\r\n{\"text\": \"")
+        answer = b""
+        while b"}" not in answer and (part := s.recv(4096)):
+            answer += part
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert json.loads(body) == {"error": f"a body of 100,000,000,000 bytes is over the {wire.MAX_BODY:,} a request may "
+                                         f"have"}
+
+    def chunks():
+        yield b'{"text": "'
+        for _ in range(wire.MAX_BODY // (1 << 20) + 1):
+            yield b"x" * (1 << 20)
+        yield b'"}'
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn.request("POST", "/v1/tokenize", body=chunks(), encode_chunked=True)
+    response = conn.getresponse()
+    assert response.status == 413
+    assert json.loads(response.read()) == {"error": f"a body over the {wire.MAX_BODY:,} bytes a request may have"}
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn.request("POST", "/v1/tokenize", json.dumps({"text": "x = 1\n"}))
+    assert json.loads(conn.getresponse().read())["count"] > 0   # and the server serves on
+    conn.close()
+
+
 def test_a_cancelled_job_stops_on_the_server(server, denoiser):
     engine = engine_for(server.url)
     before = denoiser.stats()["cancelled"]

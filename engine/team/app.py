@@ -48,9 +48,27 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+class BodyTooLarge(wire.WireError):
+    """A body over ``wire.MAX_BODY`` bytes (HTTP 413): not read further."""
+
+
+async def _read(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > wire.MAX_BODY:
+        raise BodyTooLarge(f"a body of {int(declared):,} bytes is over the {wire.MAX_BODY:,} a request may have")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > wire.MAX_BODY:
+            raise BodyTooLarge(f"a body over the {wire.MAX_BODY:,} bytes a request may have")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _body(request: Request) -> dict[str, Any]:
+    raw = await _read(request)
     try:
-        data = json.loads(await request.body())
+        data = json.loads(raw)
     except ValueError:
         raise wire.WireError("the body is not JSON") from None
     if not isinstance(data, dict):
@@ -97,6 +115,8 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
         if not (isinstance(prefix, str) and isinstance(middle, str) and isinstance(suffix, str)):
             raise wire.WireError("prefix, middle and suffix must be strings")
         return JSONResponse({"score": await asyncio.to_thread(denoiser.score, prefix, middle, suffix)})
+    except BodyTooLarge as exc:
+        return _error(413, str(exc))
     except wire.WireError as exc:
         return _error(400, str(exc))
 

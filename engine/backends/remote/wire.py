@@ -6,7 +6,8 @@ step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for)
 "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the capabilities, the
 tokenizer and the calibration; ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
 ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
-A request with another ``version`` is refused (HTTP 400) rather than misread.
+A request with another ``version`` is refused (HTTP 400) rather than misread; a body over ``MAX_BODY`` bytes is
+refused unread (HTTP 413).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
 
 VERSION = 1
+MAX_BODY = 64 << 20  # bytes of a request's body (HTTP 413 above): the language server's largest message by default
+                     # (``score`` sends a document's text: a fix-syntax repair is scored in its whole document)
 MAX_OPTIONS = 256   # plan.options a fill may carry (the engine sends at most doclines.MOST + worklines.MOST
                     # + commonlines.MOST)
 CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text",
