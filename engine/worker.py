@@ -256,7 +256,8 @@ class Engine:
             self.backend.load_weights(task.weights)
         except Exception as exc:  # noqa: BLE001 (reported to the caller; the weights in use stay)
             log.error("weights not swapped: %s", exc)
-            task.future.set_exception(exc if isinstance(exc, EngineError) else EngineError(str(exc)))
+            task.future.set_exception(exc if isinstance(exc, EngineError) else   # safetensors' words name no file
+                                      EngineError(f"cannot use the weights {task.weights}: {exc}"))
             return
         self.weights = task.weights
         log.info("weights: %s", task.weights or "the checkpoint's own")

@@ -455,6 +455,34 @@ def test_when_the_adapter_fails_the_server_says_why(tmp_path, cache):
         assert error == f"the adapter exited with status 2: adapt: {root}: not a directory"
 
 
+def test_a_truncated_adapted_weights_file_is_a_clear_error_and_the_base_model_serves(tmp_path, cache):
+    """An entry whose weights file was cut short (a full disk, a copy interrupted) said only safetensors' "Error while
+    deserializing header: incomplete metadata, file not fully covered", naming no file; it names the file now, and
+    the base model goes on serving; ``diffusion-lsp adapt --remove`` then clears the entry."""
+    from benchmarks.lsp_client import LspClient
+
+    ws = make_workspace(tmp_path / "ws", n=1)
+    weights = adopted_entry(ws) / store.WEIGHTS
+    weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:   # XDG_CACHE_HOME: the fixture's
+        _start_adapting(client, ws)
+        status = client.wait_for("diffusion/status", lambda p: p.get("adapt", {}).get("state") == "failed", 300)
+        assert status["state"] == "ready"
+        stats = client.request("diffusion/stats", {})
+        assert stats["adapt"]["error"].startswith(f"cannot use the weights {weights}: ") and \
+            stats["adapted_weights"] is None
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": (ws / "a.py").as_uri(), "languageId": "python",
+                                                                "version": 1, "text": FUNC.format(i=1)}})
+        answer = client.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": (ws / "a.py").as_uri()}, "position": {"line": 4, "character": 4},
+            "context": {"triggerKind": 1}}, 300)
+        assert answer is not None
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "adapt", str(ws), "--remove"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "removed 1 adapted model(s)" in out.stdout
+    assert not weights.parent.exists()
+
+
 def test_with_the_setting_off_the_server_neither_adapts_nor_adopts(tmp_path, cache):
     from benchmarks.lsp_client import LspClient
 
