@@ -10,7 +10,7 @@ import time
 from engine import Engine, EngineConfig, EngineError, InfillRequest, worklines
 from engine.languages import PLAIN, grammar_languages, language_for_path, spec_for
 
-from .documents import UTF32, Document
+from .documents import Document
 
 
 def _place(doc: Document, start: int, end: int) -> dict:
@@ -34,13 +34,13 @@ def run_infill(args) -> int:
     if line > len(doc.line_starts()):
         print(f"diffusion-lsp: {path} has {len(doc.line_starts())} lines, not {line}", file=sys.stderr)
         return 2
-    width = len(text.split("\n")[line - 1].rstrip("\r"))  # characters, as COL counts them
+    start = doc.line_starts()[line - 1]
+    width = doc._line_end(line - 1) - start  # characters, as COL counts them; a line ends at LF, CRLF or CR
     if col > width + 1:
         print(f"diffusion-lsp: line {line} of {path} has {width} characters: COL is 1..{width + 1}, not {col}",
               file=sys.stderr)
         return 2
-    from lsprotocol.types import Position
-    offset = doc.offset_at(Position(line - 1, col - 1), UTF32)  # COL counts characters, as compilers print
+    offset = start + col - 1  # COL counts characters, as compilers print
     config = EngineConfig.of(model=args.model, threads=args.threads, device=args.device, dtype=args.dtype,
                              quantization=args.quantization, **({"steps": args.steps} if args.steps else {}))
     workspace = None

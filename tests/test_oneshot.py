@@ -149,3 +149,28 @@ def test_a_language_without_a_grammar_is_named_as_not_supported_and_filled_as_pl
                 f"(supported: {', '.join(grammar_languages())})")
         assert (note in out.stderr) == noted, out.stderr
     assert grammar_languages() == ["go", "javascript", "python", "rust", "typescript", "typescriptreact"]
+
+
+@pytest.mark.parametrize("where, message", [
+    ("2:7", "line 2 of {path} has 5 characters: COL is 1..6, not 7"),
+    ("4:1", "{path} has 3 lines, not 4"),
+])
+def test_a_file_with_cr_only_line_ends_counts_its_lines_as_an_editor_does(tmp_path, where, message):
+    """A file whose lines end in a lone CR (old Mac OS): LINE 2 is an LSP line, but the column check split the text
+    at LF only, and `infill cr.py:2:5` ended in an IndexError traceback; now its lines are the LSP lines."""
+    path = tmp_path / "cr.py"
+    path.write_bytes(b"x = 1\ry = 2\r")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:{where}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and message.format(path=path) in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_a_fill_in_a_file_with_cr_only_line_ends_is_placed_on_its_line(tmp_path):
+    path = tmp_path / "cr.py"
+    path.write_bytes(b"x = 1\ry = \r")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert answer["start"] == {"line": 1, "character": 4}
