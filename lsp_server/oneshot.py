@@ -27,6 +27,7 @@ def run_infill(args) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"diffusion-lsp: cannot read {path}: {exc}", file=sys.stderr)
         return 2
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no character of line 1 (nor an editor's)
     doc = Document(path, args.language or language_for_path(path), 0, text)
     if args.language and spec_for(args.language) is PLAIN and args.language.lower() != PLAIN.name:
         print(f"diffusion-lsp: language {args.language!r} is not supported: filled as plain text, without a syntax "

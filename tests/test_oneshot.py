@@ -174,3 +174,14 @@ def test_a_fill_in_a_file_with_cr_only_line_ends_is_placed_on_its_line(tmp_path)
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
     assert answer["start"] == {"line": 1, "character": 4}
+
+
+def test_a_byte_order_mark_is_not_a_column_of_the_first_line(tmp_path):
+    """A UTF-8 file saved with a BOM (Windows editors): COL counted the invisible mark as line 1's first character,
+    so `bom.py:1:7` was taken for the end of "x = 1" and `1:6` was one character early; editors do not count it."""
+    path = tmp_path / "bom.py"
+    path.write_bytes("\ufeffx = 1\ny = 2\n".encode())
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:1:7"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "line 1 of" in out.stderr and "has 5 characters: COL is 1..6, not 7" in out.stderr
+    assert out.stdout == ""
