@@ -6,7 +6,9 @@ fills once and prints; ``diffusion-lsp demo`` shows a suggestion developing thro
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
 from collections.abc import Callable
 
@@ -70,6 +72,21 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _one_shot(run: Callable[[], int]) -> int:
+    """``infill`` and ``demo`` to the end: a reader that went away (``| head -c1``) or a full disk ends them with a
+    status and at most one line, never a traceback; what is left in stdout's buffer goes nowhere at exit."""
+    try:
+        status = run()
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is a message about an exception ignored
+        return status
+    except OSError as exc:  # writing stdout: EPIPE (the reader left: silent, as a tool SIGPIPE ends), ENOSPC, ...
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if exc.errno == errno.EPIPE:
+            return 141
+        print(f"diffusion-lsp: {exc}", file=sys.stderr)
+        return 1
+
+
 def _serve(args, p: argparse.ArgumentParser) -> int:
     """stdio, or --tcp with a session per connection (lsp_server/transport.py, lsp_server/tcp.py)."""
     from . import __version__
@@ -96,6 +113,14 @@ def _serve(args, p: argparse.ArgumentParser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C, while loading or filling too: one line and the shell's status for SIGINT
+        print("diffusion-lsp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="diffusion-lsp", description=__doc__)
     p.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
     p.add_argument("--tcp", action="store_true", help="listen on a TCP socket instead of stdio")
@@ -148,13 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         return run_cli(args)
     if args.command == "infill":
         from .oneshot import run_infill
-        return run_infill(args)
+        return _one_shot(lambda: run_infill(args))
     if args.command == "serve":
         from engine.team.cli import run as run_team
         return run_team(args)
     if args.command == "demo":
         from .demo import run_demo
-        return run_demo(args)
+        return _one_shot(lambda: run_demo(args))
     return _serve(args, p)
 
 

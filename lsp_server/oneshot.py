@@ -54,6 +54,7 @@ def run_infill(args) -> int:
             return 2
     engine = Engine(config)
     t0 = time.perf_counter()
+    wait = True
     try:
         engine.start().result()
         load_ms = (time.perf_counter() - t0) * 1000
@@ -62,8 +63,11 @@ def run_infill(args) -> int:
     except EngineError as exc:
         print(f"diffusion-lsp: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        wait = False  # a load or a fill in progress ends with the process: no waiting for it
+        raise
     finally:
-        engine.close()
+        engine.close(wait=wait)
     fill = completion.fills[0] if completion.fills else None
     if args.json:
         print(json.dumps({

@@ -1,5 +1,6 @@
 """``diffusion-lsp demo``: the scripted session against the real server and the embedded model."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,15 @@ def test_a_file_or_cursor_the_demo_cannot_use_is_one_line_before_a_server_starts
                              text=True, timeout=120)
         assert out.returncode == 2 and "diffusion-lsp demo: " in out.stderr and says in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and "loading model" not in out.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_demo_without_a_traceback():
+    """`diffusion-lsp demo | head -3` printed a BrokenPipeError traceback once head had its lines."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "demo"], cwd=ROOT, stdout=w, stderr=subprocess.PIPE,
+                             text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert out.returncode == 141 and out.stderr == "", out.stderr

@@ -1,6 +1,8 @@
 """``diffusion-lsp infill PATH:LINE:COL``: a place outside the file is a clear error, before any model loads."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +187,43 @@ def test_a_byte_order_mark_is_not_a_column_of_the_first_line(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "line 1 of" in out.stderr and "has 5 characters: COL is 1..6, not 7" in out.stderr
     assert out.stdout == ""
+
+
+def test_a_reader_that_goes_away_or_a_full_disk_ends_it_with_a_status_not_a_traceback(tmp_path):
+    """`infill ... | head -c1` (the reader gone before the answer) printed a BrokenPipeError traceback; with stdout on
+    a full disk, an OSError traceback. Now: a closed pipe ends it silently with 141 (as SIGPIPE would), a write
+    error is one line and status 1."""
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n")
+    r, w = os.pipe()
+    os.close(r)  # the reader has gone before anything is written
+    try:
+        gone = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--json"], cwd=ROOT,
+                              stdout=w, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert gone.returncode == 141 and gone.stderr == "", gone.stderr
+    if not os.path.exists("/dev/full"):
+        return
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", "--json"], cwd=ROOT,
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert out.returncode == 1 and out.stderr == "diffusion-lsp: [Errno 28] No space left on device\n", out.stderr
+
+
+def test_ctrl_c_is_one_line_and_the_status_of_an_interrupt(tmp_path):
+    """Ctrl-C while infill worked (loading, filling, reading) printed a KeyboardInterrupt traceback, and during the
+    load waited for it to finish. The file here is a FIFO, so the command is known to be reading it when the
+    interrupt comes."""
+    fifo = tmp_path / "slow.py"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "infill", f"{fifo}:1:1"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    writer = os.open(fifo, os.O_WRONLY)  # returns once infill has opened the file to read it
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(writer)
+    assert proc.returncode == 130 and err == "diffusion-lsp: interrupted\n" and out == "", err
