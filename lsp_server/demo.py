@@ -15,7 +15,11 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-EXAMPLE = '''import os
+from engine.languages import language_for_path
+
+from .documents import Document
+
+EXAMPLE = f'''import os
 
 
 def count_lines(path):
@@ -30,12 +34,13 @@ def largest_file(root):
     for dirpath, _, names in os.walk(root):
         for name in names:
             full = os.path.join(dirpath, name)
-
+{" " * 12}
             if size > best_size:
                 best, best_size = full, size
     return best
 '''
-EXAMPLE_CURSOR = (15, 12)  # 0-based: the indented empty line inside the inner loop
+EXAMPLE_CURSOR = (15, 12)  # 0-based: the end of the indented empty line inside the inner loop (12 spaces, spelt out
+#                            so that no whitespace cleanup strips them and leaves the cursor past the line's end)
 
 
 def _shade(tokens: list[dict], color: bool) -> str:
@@ -57,27 +62,39 @@ def restart_line(attempt: int, slots: int, kind: str | None) -> str:
     return f"  -- the draft starts again: attempt {attempt + 1}{size}{why}; the steps go on counting"
 
 
-def _source(args) -> tuple[str, str, int, int]:
-    """The text, URI and 0-based cursor of the session; ValueError saying what is wrong with --file or --at."""
+def _source(args) -> tuple[Document, int, int]:
+    """The document and the cursor (0-based line, character in the line); ValueError saying what is wrong with --file
+    or --at. COL counts characters, as ``infill``'s does; the lines are the LSP lines (LF, CRLF or a lone CR)."""
     if not args.file:
-        return EXAMPLE, "file:///demo/example.py", *EXAMPLE_CURSOR
+        return Document("file:///demo/example.py", "python", 1, EXAMPLE), *EXAMPLE_CURSOR
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
+        with open(args.file, encoding="utf-8", newline="") as f:
+            text = f.read().removeprefix("\ufeff")  # a byte order mark is no character, as in an editor
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {args.file}: {exc}") from None
     try:
         line, col = (int(x) for x in (args.at or "1:1").split(":"))
     except ValueError:
         raise ValueError(f"--at must be LINE:COL (two integers), not {args.at!r}") from None
-    lines = text.split("\n")
-    if not (1 <= line <= len(lines) and col >= 1):
-        raise ValueError(f"--at {args.at}: LINE is 1..{len(lines)} and COL 1 or more")
-    return text, Path(args.file).resolve().as_uri(), line - 1, col - 1
+    doc = Document(Path(args.file).resolve().as_uri(), language_for_path(args.file), 1, text)
+    starts = doc.line_starts()
+    if not 1 <= line <= len(starts):
+        raise ValueError(f"--at {args.at}: LINE is 1..{len(starts)}")
+    width = _line(doc, line - 1)[1] - starts[line - 1]
+    if not 1 <= col <= width + 1:
+        raise ValueError(f"--at {args.at}: line {line} has {width} characters: COL is 1..{width + 1}")
+    return doc, line - 1, col - 1
+
+
+def _line(doc: Document, line: int) -> tuple[int, int]:
+    """The offsets of the 0-based ``line``'s text, its line break left out."""
+    return doc.line_starts()[line], doc._line_end(line)
 
 
 async def _session(args) -> int:
-    text, uri, line, col = _source(args)
-    language = "python" if uri.endswith(".py") else Path(uri).suffix.lstrip(".")
+    doc, line, col = _source(args)
+    text, uri, language = doc.text, doc.uri, doc.language_id
+    at = doc.position_at(doc.line_starts()[line] + col)  # the cursor as LSP has it: UTF-16 units
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     client = LanguageClient("diffusion-lsp-demo", "1")
     drafts: list[dict] = []
@@ -118,14 +135,13 @@ async def _session(args) -> int:
         return 1
     shown = args.file or "example.py (built in)"
     print(f"ready in {time.monotonic() - t0:.1f} s. Document {shown}, cursor at line {line + 1}, column {col + 1}:\n")
-    lines = text.splitlines()
-    for i in range(max(0, line - 4), min(len(lines), line + 3)):
-        print(f"  {i + 1:>4} {'>' if i == line else ' '} {lines[i]}")
+    for i in range(max(0, line - 4), min(len(doc.line_starts()), line + 3)):
+        print(f"  {i + 1:>4} {'>' if i == line else ' '} {text[slice(*_line(doc, i))]}")
     print("\nthe suggestion developing, one line per denoising step:")
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
     t1 = time.monotonic()
-    items = await _ask(client, uri, line, col)
+    items = await _ask(client, uri, at)
     elapsed = (time.monotonic() - t1) * 1000
     await asyncio.sleep(0.1)
     count = len(drafts)
@@ -139,11 +155,11 @@ async def _session(args) -> int:
               "fills using a name the file defines nowhere (namesRule); the same request with both off, "
               "drafts not shown:")
         echo["on"] = False
-        withheld = await _ask(client, uri, line, col)
+        withheld = await _ask(client, uri, at)
         await asyncio.sleep(0.1)
-        _report(withheld, drafts, "shown only with minConfidence 0 and namesRule off: ")
+        _report(doc, withheld, drafts, "shown only with minConfidence 0 and namesRule off: ")
     else:
-        _report(items, drafts, "")
+        _report(doc, items, drafts, "")
     print(f"round trip {elapsed:.0f} ms, {count} drafts")
     await client.shutdown_async(None)
     client.exit(None)
@@ -151,14 +167,14 @@ async def _session(args) -> int:
     return 0
 
 
-async def _ask(client: LanguageClient, uri: str, line: int, col: int) -> list[types.InlineCompletionItem]:
+async def _ask(client: LanguageClient, uri: str, at: types.Position) -> list[types.InlineCompletionItem]:
     result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, col),
+        text_document=types.TextDocumentIdentifier(uri), position=at,
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
     return list(result.items) if isinstance(result, types.InlineCompletionList) else list(result or ())
 
 
-def _report(items: list[types.InlineCompletionItem], drafts: list[dict], prefix: str) -> None:
+def _report(doc: Document, items: list[types.InlineCompletionItem], drafts: list[dict], prefix: str) -> None:
     """The answer: ghost text with its range and the engine's estimate that it is exactly right."""
     final = next((d for d in reversed(drafts) if d["done"]), None)
     estimate = final.get("estimate") if final else None
@@ -167,7 +183,8 @@ def _report(items: list[types.InlineCompletionItem], drafts: list[dict], prefix:
     if not items or r is None:
         print("\nno suggestion passed validation here (the embedded model is small; try another spot)")
         return
-    print(f"\n{prefix}ghost text for {r.start.line + 1}:{r.start.character + 1}: {items[0].insert_text!r}{sure}")
+    column = doc.offset_at(r.start) - doc.line_starts()[r.start.line] + 1  # in characters, as --at
+    print(f"\n{prefix}ghost text for {r.start.line + 1}:{column}: {items[0].insert_text!r}{sure}")
     for other in items[1:]:
         print(f"  alternative: {other.insert_text!r}")
 

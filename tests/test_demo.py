@@ -51,3 +51,27 @@ def test_a_reader_that_goes_away_ends_the_demo_without_a_traceback():
     finally:
         os.close(w)
     assert out.returncode == 141 and out.stderr == "", out.stderr
+
+
+def test_the_demo_counts_col_in_characters_as_infill_does_and_refuses_one_past_the_line(tmp_path):
+    """--at's COL went to the server as a UTF-16 column and was never checked against the line: `--at 6:99` was shown
+    as "cursor at line 6, column 99" while the fill went at the line's end, and after an emoji every COL was one
+    unit early (the cursor inside the word before the end). Now COL counts characters, as `infill`'s does, and one
+    past the line's end is refused before a server starts."""
+    (tmp_path / "emoji.py").write_text("s = '😀'\n")
+    (tmp_path / "cr.py").write_bytes(b"x = 1\ry = 2\r")
+    for name, at, says in (("emoji.py", "1:9", "line 1 has 7 characters: COL is 1..8"),
+                           ("cr.py", "2:7", "line 2 has 5 characters: COL is 1..6")):
+        out = subprocess.run([sys.executable, "-m", "lsp_server", "demo", "--file", str(tmp_path / name), "--at", at],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and says in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and "loading model" not in out.stdout
+
+
+def test_the_built_in_examples_cursor_is_on_its_line():
+    """The example's cursor line lost its indentation to a whitespace cleanup: the cursor (16:13) lay past the end of
+    an empty line, the server moved it to column 1, and the demo still said "column 13"."""
+    from lsp_server.demo import EXAMPLE, EXAMPLE_CURSOR
+
+    line, col = EXAMPLE_CURSOR
+    assert EXAMPLE.split("\n")[line] == " " * col  # the end of the indented empty line in the inner loop
