@@ -135,13 +135,16 @@ def settings(args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tasks = load_tasks(args.data, args.limit)
-    if args.typed:
-        tasks = typed_tasks(tasks, auto_close=args.auto_close)
+    read = load_tasks(args.data, args.limit)
+    tasks = typed_tasks(read, auto_close=args.auto_close) if args.typed else read
     closed = bool(args.typed and args.auto_close)
     name = dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
     if not tasks:
-        print(f"no tasks in {args.data}", file=sys.stderr)
+        # --limit counts the holes read; --typed (--auto-close) then keeps those it can type (up to a bracket)
+        print(f"no tasks in {args.data}" if not read else
+              f"none of the {len(read)} tasks read from {args.data} can be typed"
+              f"{' up to an opening bracket or quote (--auto-close)' if closed else ' (--typed)'}: raise --limit",
+              file=sys.stderr)
         return 2
     workspaces = None
     if args.workspace_corpus:

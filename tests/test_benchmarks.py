@@ -783,3 +783,20 @@ def test_size_frontier_measures_quality_and_latency_of_each_model_and_names_the_
     assert size_frontier.main(["--model", "a=embedded", "--model", "a=embedded", "--out", str(out)]) == 2
     with pytest.raises(SystemExit):
         size_frontier.main(["--model", "x@int4=embedded", "--out", str(out)])
+
+
+def test_infill_says_when_limit_leaves_no_hole_it_can_type(tmp_path, capsys):
+    """`--limit 3 --typed --auto-close` (the cheap way to try a documented command) said "no tasks in DATA" of a file
+    of 1,000 holes: --limit counts the holes read, and none of those 3 had a bracket to type up to."""
+    from benchmarks import infill
+
+    data = tmp_path / "lines.jsonl"
+    data.write_text("".join(json.dumps({"task_id": f"a.py:{i}", "prompt": "def f(x):\n", "suffix": "",
+                                        "canonical_solution": "    x = 1\n"}) + "\n" for i in range(3)))
+    out = tmp_path / "out.json"
+    code = infill.main(["--data", str(data), "--limit", "3", "--no-tests", "--typed", "--auto-close",
+                        "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert f"none of the 3 tasks read from {data} can be typed up to an opening bracket or quote (--auto-close): " \
+           "raise --limit" in err
