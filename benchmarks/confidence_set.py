@@ -24,6 +24,7 @@ from benchmarks.fillers import apply_edits, make_fill
 from benchmarks.infill import engine_args, engine_config
 from benchmarks.metrics import exact_match
 from benchmarks.progress import progress
+from benchmarks.report import run_cli
 from benchmarks.sandbox import Limits, check_program, run_program
 from benchmarks.tasks import Task, load_tasks, typed_tasks
 
@@ -109,4 +110,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

@@ -31,7 +31,7 @@ class CorpusWorkspaces:
         self.corpus = Path(corpus)
         manifest = self.corpus / "manifest.jsonl"
         if not manifest.is_file():
-            raise ValueError(f"{corpus}: no manifest.jsonl (not a code corpus: scripts/build_corpus.sh)")
+            raise FileNotFoundError(f"{corpus}: no manifest.jsonl (not a code corpus: scripts/build_corpus.sh)")
         self.package: dict[str, str] = {}
         self.members: dict[str, list[str]] = defaultdict(list)
         with manifest.open(encoding="utf-8") as f:

@@ -800,3 +800,21 @@ def test_infill_says_when_limit_leaves_no_hole_it_can_type(tmp_path, capsys):
     assert code == 2 and not out.exists()
     assert f"none of the 3 tasks read from {data} can be typed up to an opening bracket or quote (--auto-close): " \
            "raise --limit" in err
+
+
+def test_a_workspace_corpus_that_is_not_there_is_one_line(tmp_path):
+    """The documented `--workspace-corpus runs/corpus`, on a checkout that has not built the corpus, ended
+    `benchmarks.infill` (and `benchmarks.confidence_set`) in a ValueError traceback."""
+    import subprocess
+
+    data = tmp_path / "lines.jsonl"
+    data.write_text(json.dumps({"task_id": "python:pypi:a/b.py:1", "prompt": "def f(x):\n", "suffix": "",
+                                "canonical_solution": "    return x\n"}) + "\n")
+    root = Path(__file__).resolve().parents[1]
+    for module, extra in (("benchmarks.infill", ["--no-tests"]), ("benchmarks.confidence_set", [])):
+        out = subprocess.run([sys.executable, "-m", module, "--data", str(data), "--limit", "1", *extra,
+                              "--workspace-corpus", str(tmp_path / "corpus"), "--out", str(tmp_path / "r.json")],
+                             cwd=root, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.strip().endswith(f"{tmp_path / 'corpus'}: no manifest.jsonl (not a code corpus: "
+                                           "scripts/build_corpus.sh)") and out.stderr.count("\n") == 1, out.stderr
