@@ -89,6 +89,11 @@ def run_infill(args) -> int:
         sys.stdout.write(completion.text)
         if completion.text and not completion.text.endswith("\n"):
             sys.stdout.write("\n")
-        if not completion.text:
+        if not completion.text and completion.considered:  # valid, but withheld (the server's rules, its defaults)
+            best = max(f.confidence or 0.0 for f in completion.considered)
+            print(f"diffusion-lsp: no fill offered: {len(completion.considered)} valid fill(s) withheld, as too unsure "
+                  f"(best estimate {best:.1%}; setting minConfidence) or using a name the file defines nowhere "
+                  f"(namesRule); --json lists them under 'considered'", file=sys.stderr)
+        elif not completion.text:
             print("diffusion-lsp: no valid fill found", file=sys.stderr)
     return 0

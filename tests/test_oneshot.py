@@ -227,3 +227,18 @@ def test_ctrl_c_is_one_line_and_the_status_of_an_interrupt(tmp_path):
     finally:
         os.close(writer)
     assert proc.returncode == 130 and err == "diffusion-lsp: interrupted\n" and out == "", err
+
+
+def test_a_fill_withheld_by_the_bar_is_not_called_no_valid_fill(tmp_path):
+    """When every valid fill was withheld (the confidence bar, the names rule), the plain output said "no valid fill
+    found", although --json listed the valid fills under 'considered'; it now says they were withheld, and why."""
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    \n\n\nprint(add(1, 2))\n")
+    both = [subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:2:5", *extra], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300) for extra in (["--json"], [])]
+    assert all(out.returncode == 0 for out in both), both[0].stderr + both[1].stderr
+    answer, plain = json.loads(both[0].stdout), both[1]
+    if answer["text"] or not answer["considered"]:
+        pytest.skip("this model offers a fill here, or finds none: nothing withheld to report")
+    assert plain.stdout == "" and "no valid fill found" not in plain.stderr
+    assert f"no fill offered: {len(answer['considered'])} valid fill(s) withheld" in plain.stderr
