@@ -65,7 +65,9 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
                 return None
             fill += " "
     elif hole.kind is HoleKind.BLOCK:
-        fill = fill.rstrip(" \t")
+        # Before a blank rest of the line, the line's own break ends the block: the fill's trailing breaks (and
+        # indentation after them) would be blank lines in a client that inserts the text as sent (Emacs, Helix).
+        fill = fill.rstrip() if not rest_of_line.strip() else fill.rstrip(" \t")
     return fill
 
 

@@ -169,7 +169,7 @@ def test_a_multi_line_fill_after_typed_tabs_gets_tabs_on_every_line():
 @pytest.mark.parametrize("language, text, raw, expected", [
     ("javascript", "function f(a) {\n\tif (a > 0) {\n\t}\n}\n", "\n        a = 1;\n        if (a) {\n            a--;\n        }",
      "\n\t\ta = 1;\n\t\tif (a) {\n\t\t\ta--;\n\t\t}"),
-    ("python", "class A:\n\tdef add(self, a, b):\n", "\n    c = a + b\n    return c\n", "\n\t\tc = a + b\n\t\treturn c\n"),
+    ("python", "class A:\n\tdef add(self, a, b):\n", "\n    c = a + b\n    return c\n", "\n\t\tc = a + b\n\t\treturn c"),
     ("javascript", "function f(a) {\n  if (a > 0) {\n  }\n}\n", "\n    a = 1;", "\n    a = 1;"),   # spaces: as written
 ])
 def test_a_body_after_the_opener_in_a_tab_indented_file_is_offered_with_tabs(language, text, raw, expected):

@@ -130,6 +130,27 @@ def test_crlf_documents_get_crlf_fills():
         eng.close()
 
 
+BLOCK_HOLES = [  # (document, the cursor after this): block holes before a blank rest of the line
+    ("def f(x):\n    if x is None:\n        \n    return x\n", "None:\n        "),
+    ("def f(x):\n    if x is None:\n    return x\n", "None:"),
+    ("def f(xs):\n    total = 0\n    for x in xs:\n        \n    return total\n", "xs:\n        "),
+    ("def main():\n    print('hi')\n\n\nif __name__ == '__main__':\n", "'__main__':"),
+]
+
+
+def test_block_fills_leave_no_blank_line_after_the_body(engine):
+    """Inserted as sent (Emacs, Helix), a block fill ending in a line break before the line's own one left a blank
+    line after the body: the model wrote ``return x\\n`` into the first hole's empty line."""
+    offered = 0
+    for text, at in BLOCK_HOLES:
+        c = engine.infill_sync(InfillRequest(text, text.index(at) + len(at), "python"), timeout=60)
+        assert c.kind is HoleKind.BLOCK
+        for fill in c.fills + c.alternatives:
+            offered += 1
+            assert fill.text == fill.text.rstrip(), (text, fill.text)
+    assert offered  # the model offers some block here (with no confidence bar): the check was not vacuous
+
+
 def test_drafts_start_at_the_cursor_when_indentation_is_regenerated(engine):
     drafts = []
     c = engine.infill_sync(InfillRequest(CODE, CURSOR, "python"), on_draft=drafts.append, timeout=60)

@@ -210,6 +210,33 @@ def test_a_line_inserted_before_indented_code_leaves_that_code_indented(language
     assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == [result]
 
 
+@pytest.mark.parametrize("language,text,at,answer,result", [
+    # an empty line in a body (the real model answered ``return x\n`` here)
+    ("python", "def f(x):\n    if x is None:\n        \n    return x\n", "None:\n        ", "return x\n",
+     "def f(x):\n    if x is None:\n        return x\n    return x\n"),
+    # after the opener on its line, blank lines and indentation after the body dropped too
+    ("python", "def f(x):\n    if x is None:\n    return x\n", "None:", "\n        return x\n\n    \n",
+     "def f(x):\n    if x is None:\n        return x\n    return x\n"),
+    ("python", "if __name__ == '__main__':\n", "'__main__':", "\n    main()\n\n",
+     "if __name__ == '__main__':\n    main()\n"),
+    ("javascript", "function f(x) {\n  if (x === null) {\n    \n  }\n}\n", "null) {\n    ", "return x;\n",
+     "function f(x) {\n  if (x === null) {\n    return x;\n  }\n}\n"),
+    ("go", "package m\r\n\r\nfunc f() error {\r\n\tif err != nil {\r\n\t}\r\n\treturn nil\r\n}\r\n", "nil {",
+     "\n\t\treturn err\n",
+     "package m\r\n\r\nfunc f() error {\r\n\tif err != nil {\r\n\t\treturn err\r\n\t}\r\n\treturn nil\r\n}\r\n"),
+    # the rest of the line is blank but for spaces: they stay where they were, after the fill
+    ("python", "def f(x):\n    if x:\n          \n    return x\n", "if x:\n        ", "x += 1\n",
+     "def f(x):\n    if x:\n        x += 1  \n    return x\n"),
+])
+def test_a_block_fill_before_a_blank_rest_of_the_line_leaves_no_blank_line(language, text, at, answer, result):
+    """A block fill ending in a line break, before the line's own break: inserted as sent (Emacs, Helix: Neovim's
+    and VS Code's clients dropped it themselves) it left a blank line after the body, so the server drops it."""
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert c.kind.value == "block"
+    assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == [result]
+
+
 @pytest.mark.parametrize("language,text,at,answer,offered", [
     # the fill closes the user's bracket and opens one the user's closer then closes: it parses
     ("javascript", "function f(xs) {\n\tif (xs.length) {\n\t}\n\treturn xs;\n}\n", "(xs.length) {", "xs}\n\nops = {\n",
