@@ -13,6 +13,7 @@ from .confidence import language_of
 from .decoding import Table, for_language
 from .infill import complete
 from .languages import spec_for
+from .lines import cr_only, lf_view, to_cr
 from .model_text import ModelText
 from .multifill import fill_blanks
 from .requests import Completion, FillRequest, FixRequest, InfillRequest, Request, RewriteRequest
@@ -29,17 +30,25 @@ def serve(backend: Backend, defaults: FillOptions, request: Request, control: Co
     if decoding:
         options = for_language(decoding, options, language_of(spec_for(request.language)))
     backend = ModelText(backend)  # the model reads no lone surrogate, whichever path the request takes
+    # a lone CR ends a line (LSP's rule, the editor's lines): every path reads it as LF, at the same offsets, and a
+    # CR-only document's fills go back with CR (engine/lines.py)
+    cr = cr_only(request.text)
+    view = lf_view(request.text)
+    if view is not request.text:
+        request = replace(request, text=view)
     if isinstance(request, InfillRequest):
-        return complete(backend, options, request, control)
-    if isinstance(request, FillRequest):
-        completion = fill_blanks(backend, options, request, control)
-    elif isinstance(request, RewriteRequest):
-        completion = rewrite(backend, options, request, control)
-    elif isinstance(request, FixRequest):
-        completion = fix_syntax(backend, options, request, control)
+        completion = complete(backend, options, request, control)
     else:
-        raise TypeError(f"not an engine request: {type(request).__name__}")
-    return keep_parsing(request, completion) if options.validate else completion
+        if isinstance(request, FillRequest):
+            completion = fill_blanks(backend, options, request, control)
+        elif isinstance(request, RewriteRequest):
+            completion = rewrite(backend, options, request, control)
+        elif isinstance(request, FixRequest):
+            completion = fix_syntax(backend, options, request, control)
+        else:
+            raise TypeError(f"not an engine request: {type(request).__name__}")
+        completion = keep_parsing(request, completion) if options.validate else completion
+    return to_cr(completion) if cr else completion
 
 
 def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion) -> Completion:

@@ -14,11 +14,13 @@ from .holes import (Source, enclosing, found_hole, function_types, header_blank,
                     scoped_blanks, statement_blank, statements)
 from .languages import error_spans as tree_errors
 from .languages import spec_for
+from .lines import lf_view
 from .requests import Hole
 
 _DEFINES = re.compile(r"\b(def|function|fn|func)\s*$")
 _lock = threading.Lock()
 _last: Source | None = None
+_last_text: str | None = None   # the text ``_last`` was made from
 _MAX_CALLERS = 3
 _STUB_LINES = 12  # a syntax error span larger than this falls back to the cursor's lines
 
@@ -36,11 +38,13 @@ class Survey:
 def survey(text: str, language: str, start: int, end: int) -> Survey:
     """Everything the actions need about ``[start, end)`` of ``text`` (``start == end``: a cursor).
     The last document parsed is kept: an editor asks again on every cursor move."""
-    global _last
+    global _last, _last_text
     with _lock:
         src = _last
-        if src is None or src.text is not text or src.spec.name != spec_for(language).name:
-            src = _last = Source(spec_for(language), text)
+        if src is None or _last_text is not text or src.spec.name != spec_for(language).name:
+            # a lone CR ends a line, as in the engine's requests (engine/lines.py; the offsets are the same)
+            src, _last_text = Source(spec_for(language), lf_view(text)), text
+            _last = src
         return _survey(src, start, end)
 
 

@@ -261,6 +261,36 @@ def test_the_model_reads_lf_in_a_crlf_document_and_the_edits_come_back_crlf():
     assert _applied(broken, fixed.fills) == broken.replace("    y = (x + 1 2 3", "    y = (x + 1, 2, 3)\r\n    z = y")
 
 
+
+def test_a_cr_only_document_is_read_as_lines_and_its_edits_come_back_with_cr():
+    """Old Mac line ends: a lone CR ends a line for LSP (the editor shows lines) and for Python, but the engine read
+    a CR-only file as one line, and tree-sitter a ``#`` comment as running to the end of the file: "Fill holes" and
+    "Complete body" wrote LF into the CR-only file (``def main():\\n    import itertools\\r``) and the TODO hole was
+    not found. The engine reads the file as LF (one character for one) and writes CR back."""
+    text = PY.replace("\n", "\r")
+    blanks = survey(text, "python", 0, len(text)).blanks
+    assert [(b.label, text[b.start:b.end]) for b in blanks] == [
+        ("...", "    ..."), ("pass", "    # TODO: two pi r\r    pass"), ("__", "__")]
+    backend = ScriptedBackend("return math.pi * r * r", "\n        return 2 * math.pi * r", "return r")
+    completion = _run(FillRequest(text, "python", blanks), backend)
+    assert not any("\r" in p for p in backend.plans[0].pieces if isinstance(p, str))
+    assert completion.fills and all("\n" not in f.text for f in completion.fills)
+    assert _applied(text, completion.fills) == _applied(PY, _run(FillRequest(PY, "python", survey(
+        PY, "python", 0, len(PY)).blanks), backend).fills).replace("\n", "\r")
+    moved = "def main(): ...\r\r\rprint(main())\r"   # a same-line body moves to its own line: with a CR
+    body = survey(moved, "python", 5, 5).body
+    assert body is not None
+    completion = _run(FillRequest(moved, "python", (body,)), ScriptedBackend("return 1"))
+    assert _applied(moved, completion.fills) == "def main():\r    return 1\r\r\rprint(main())\r"
+    broken = "def f(x):\r    y = (x + 1 2 3\r    return y\r\r\rprint(f(2))\r"
+    spans = survey(broken, "python", broken.index("y ="), broken.index("y =")).errors
+    fixer = ScriptedBackend("    y = (x + 1, 2, 3)\n    z = y")
+    fixed = _run(FixRequest(broken, "python", spans), fixer)
+    for plan in fixer.plans:
+        assert not any("\r" in (p if isinstance(p, str) else p.init or "") for p in plan.pieces)
+    assert _applied(broken, fixed.fills) == broken.replace("    y = (x + 1 2 3", "    y = (x + 1, 2, 3)\r    z = y")
+
+
 # -- end to end --------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -237,6 +237,30 @@ def test_a_block_fill_before_a_blank_rest_of_the_line_leaves_no_blank_line(langu
     assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == [result]
 
 
+@pytest.mark.parametrize("language,text,at,answer,result", [
+    # after an opener: the engine read the file as one line, so never a block (the fill was cut at its first LF)
+    ("python", "def f(x):\r    if x is None:\r    return x\r", "None:", "\n        x = 0\n        return x\n",
+     "def f(x):\r    if x is None:\r        x = 0\r        return x\r    return x\r"),
+    # tree-sitter read Go's `// c` as running to the end of the file: an unclosed string after `return b` was text in a
+    # comment, and offered
+    ("go", "package m\r\rfunc f(a int) int {\r\tb := a // c\r\treturn b\r}\r", "return b", '"', None),
+    ("go", "package m\r\rfunc f(a int) int {\r\tb := a // c\r\treturn b\r}\r", "return b", " + 1",
+     "package m\r\rfunc f(a int) int {\r\tb := a // c\r\treturn b + 1\r}\r"),
+    # a lone CR in a CRLF file ends its line too (the fill is CRLF's)
+    ("python", "def f(x):\r\n    if x is None:\r    return x\r\n", "None:", "\n        x = 0\n",
+     "def f(x):\r\n    if x is None:\r\n        x = 0\r    return x\r\n"),
+    # a typed line's rest in a CR-only file ends at the CR
+    ("python", "def f(x):\r    return \r\r\rprint(f(1))\r", "return ", "x + 1\n    y = 2",
+     "def f(x):\r    return x + 1\r\r\rprint(f(1))\r"),
+])
+def test_a_lone_cr_ends_a_line_and_a_cr_only_document_gets_cr_back(language, text, at, answer, result):
+    """Old Mac line ends (a lone CR: a line end for LSP, the editor and Python) are read as LF and written back."""
+    from engine.serve import serve
+    c = serve(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+              InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert [text[:f.start] + f.text + text[f.end:] for f in c.fills] == ([] if result is None else [result])
+
+
 @pytest.mark.parametrize("language,text,at,answer,offered", [
     # the fill closes the user's bracket and opens one the user's closer then closes: it parses
     ("javascript", "function f(xs) {\n\tif (xs.length) {\n\t}\n\treturn xs;\n}\n", "(xs.length) {", "xs}\n\nops = {\n",
