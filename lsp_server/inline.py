@@ -90,12 +90,27 @@ def register(server: DiffusionServer) -> None:
             return types.CompletionList(is_incomplete=True, items=[])
         doc, completion = result
         return types.CompletionList(is_incomplete=True, items=[
-            _completion_item(fill, doc.range_at(fill.start, fill.end, ls.encoding), rank)
-            for rank, fill in enumerate(offered(completion))])
+            _completion_item(doc, fill, ls.encoding, rank) for rank, fill in enumerate(offered(completion))])
 
 
-def _completion_item(fill: HoleFill, range_: types.Range, rank: int) -> types.CompletionItem:
-    first = next((line for line in fill.text.splitlines() if line.strip()), fill.text).strip()
+_WORD_MAX = 256  # characters of the word before a fill taken into its item, at most
+
+
+def typed_word_start(text: str, end: int) -> int:
+    """Where the word (letters, digits, ``_``) that ends at ``end`` starts; ``end`` when none does."""
+    start = end
+    while start > 0 and end - start < _WORD_MAX and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
+
+
+def _completion_item(doc: Document, fill: HoleFill, encoding: str, rank: int) -> types.CompletionItem:
+    """The fill as a completion item. Clients filter items by the word typed before the cursor (Helix, eglot: the
+    fill ``al`` after ``return tot`` was never shown), so the item takes that word in: its edit replaces the word
+    with itself and the fill (``total``)."""
+    start = typed_word_start(doc.text, fill.start)
+    text = doc.text[start:fill.start] + fill.text
+    first = next((line for line in text.splitlines() if line.strip()), text).strip()
     likely = f"{fill.confidence:.0%} likely right" if fill.confidence is not None else ""
     about = ", ".join(x for x in (f"alternative {rank}" if rank else "", likely) if x)
     return types.CompletionItem(
@@ -105,5 +120,5 @@ def _completion_item(fill: HoleFill, range_: types.Range, rank: int) -> types.Co
         data={"confidence": fill.confidence},
         documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),
         sort_text=str(rank),
-        text_edit=types.TextEdit(range_, fill.text),
+        text_edit=types.TextEdit(doc.range_at(start, fill.end, encoding), text),
     )

@@ -171,6 +171,22 @@ def test_alternatives_are_offered_best_first_each_with_its_range(server):
     configure(server, minConfidence=None)
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_completion_item_takes_in_the_word_typed_before_it(server, eol):
+    """Clients filter completion items by the word before the cursor (Helix, eglot): the fill ``0`` after ``x`` was an
+    item labelled ``0`` that they never showed (eglot: "No match"). The item now replaces ``x`` with ``x0`` (a range in
+    UTF-16 units: the emoji before it is two)."""
+    configure(server, minConfidence=0)
+    uri = f"file:///typed-word-{len(eol)}.py"
+    open_doc(server, uri, f'x0 = 5{eol}y = "😀" + x{eol}')
+    at = {"line": 1, "character": 12}
+    assert [(i["insertText"], i["range"]) for i in inline(server, uri, 1, 12)] == [("0", {"start": at, "end": at})]
+    items = server.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": at}, 30)["items"]
+    assert [(i["label"], i["textEdit"]) for i in items] == [
+        ("x0", {"range": {"start": {"line": 1, "character": 11}, "end": at}, "newText": "x0"})]
+    configure(server, minConfidence=None)
+
+
 def test_drafts_say_their_hole_kind_attempt_and_range_and_never_go_back_a_step(server):
     # the last draft is the answer: no bar, whatever the shipped calibration's (the bar is tested with the model)
     configure(server, drafts=True, draftIntervalMs=0, minConfidence=0)
