@@ -7,8 +7,10 @@
 ;; repository's .venv/bin/diffusion-lsp) through
 ;; `diffusion-lsp-eglot-setup', waits for diffusion/status "ready", then runs
 ;; completion-at-point after "return " and checks that the server's fill was inserted
-;; there and nothing else changed.  Exits non-zero on failure.  Needs eglot (Emacs 29+,
-;; or Debian's elpa-eglot).
+;; there and nothing else changed; then on the empty line of an `if' body (a block fill
+;; inserted as sent leaves no empty line after it) and after a typed word (eglot keeps the
+;; items that start with it).  Exits non-zero on failure.  Needs eglot (Emacs 29+, or
+;; Debian's elpa-eglot).
 
 ;;; Code:
 
@@ -53,10 +55,12 @@
     (princ "FAIL diffusion-lsp not found (set DIFFUSION_LSP)\n0 passed, 1 failed\n")
     (kill-emacs 1))
   (setq diffusion-lsp-command (list server)
-        ;; The embedded model is weak: without validation it always proposes something.
-        diffusion-lsp-settings '(:validate :json-false))
+        ;; The embedded model is weak: without validation and the confidence bar it always
+        ;; proposes something; one item, so that completion-at-point inserts it.
+        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :maxAlternatives 1))
   (with-temp-file file
-    (insert "def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n"))
+    (insert "def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n"
+            "\n\ndef check(x):\n    if x is None:\n        \n    return x\n\n\ntotal = 1\nvalue = tot\n"))
   (find-file file)
   (python-mode)
   (diffusion-lsp-eglot-setup)
@@ -83,6 +87,24 @@
                     "text before the cursor unchanged")
         (test-check (string-suffix-p (substring before (1- start)) (buffer-string))
                     "text after the cursor unchanged"))))
+  ;; A block fill on an empty line: the line's own break ends it, no empty line after it.
+  (goto-char (point-min))
+  (search-forward "if x is None:\n        ")
+  (let* ((start (point)) (tail (buffer-substring start (point-max))) (before (buffer-string)))
+    (completion-at-point)
+    (test-wait 20 (lambda () (not (equal (buffer-string) before))))
+    (let ((inserted (and (string-suffix-p tail (buffer-string))
+                         (buffer-substring start (- (point-max) (length tail))))))
+      (test-check (and inserted (> (length inserted) 0) (not (string-suffix-p "\n" inserted)))
+                  (format "a block fill leaves no empty line after it (%S)" inserted))))
+  ;; After a typed word: eglot keeps the items that start with it.
+  (goto-char (point-min))
+  (search-forward "value = tot")
+  ;; eglot sends the block's change from an idle timer, which batch mode never runs: send it now
+  (eglot--signal-textDocument/didChange)
+  (let ((found (all-completions "tot" (nth 2 (eglot-completion-at-point)))))
+    (test-check (and found (cl-every (lambda (c) (string-prefix-p "tot" c)) found))
+                (format "the item after a typed word starts with it (%S)" (mapcar #'substring-no-properties found))))
   (set-buffer-modified-p nil)
   (ignore-errors (eglot-shutdown (eglot-current-server)))
   (princ (format "%d passed, %d failed\n" test-passes test-failures))

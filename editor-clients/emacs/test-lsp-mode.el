@@ -49,8 +49,9 @@
         ;; Only diffusion-lsp: no other Python server is wanted in this test.
         lsp-disabled-clients '(pyls pylsp mspyls jedi semgrep-ls ruff-lsp pyright))
   (setq diffusion-lsp-command (list server)
-        ;; The embedded model is weak: without validation it always proposes something.
-        diffusion-lsp-settings '(:validate :json-false :draftIntervalMs 0))
+        ;; The embedded model is weak: without validation and the confidence bar it always
+        ;; proposes something.
+        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :draftIntervalMs 0))
   (diffusion-lsp-lsp-mode-setup)
   (advice-add 'diffusion-lsp--lsp-mode-draft :after
               (lambda (_workspace params)
