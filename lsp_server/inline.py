@@ -115,7 +115,7 @@ def _completion_item(doc: Document, fill: HoleFill, encoding: str, rank: int) ->
     about = ", ".join(x for x in (f"alternative {rank}" if rank else "", likely) if x)
     return types.CompletionItem(
         label=first[:80] or "(diffusion fill)",
-        kind=types.CompletionItemKind.Snippet,
+        kind=types.CompletionItemKind.Text,  # Helix reads a Snippet item's text as a snippet
         detail="diffusion fill" + (f" ({about})" if about else ""),
         data={"confidence": fill.confidence},
         documentation=types.MarkupContent(types.MarkupKind.Markdown, f"```\n{fill.text}\n```"),

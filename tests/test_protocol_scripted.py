@@ -184,6 +184,9 @@ def test_a_completion_item_takes_in_the_word_typed_before_it(server, eol):
     items = server.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": at}, 30)["items"]
     assert [(i["label"], i["textEdit"]) for i in items] == [
         ("x0", {"range": {"start": {"line": 1, "character": 11}, "end": at}, "newText": "x0"})]
+    # plain text: Helix parses the text of an item of kind Snippet (15) as a snippet, whatever its insertTextFormat
+    # (a fill's `${x}` or `$1` became a placeholder, a `\\` an escape)
+    assert [(i["kind"], i.get("insertTextFormat", 1)) for i in items] == [(1, 1)]
     configure(server, minConfidence=None)
 
 
