@@ -215,6 +215,41 @@ def test_a_body_over_the_limit_is_refused_unread_with_413(server):
     conn.close()
 
 
+def test_a_plan_the_model_cannot_run_is_refused_up_front_naming_the_field(server):
+    """A plan with no hole was answered 200 and then an 'invalid' event leaking "min() arg is an empty sequence"; a
+    canvas over the model's positions was accepted and then failed; a NaN, infinite or negative threshold was run.
+    Each is refused with HTTP 400 before the stream starts, naming the field, and a client says the server's words."""
+    import http.client
+
+    hole = {"hole": {"max_tokens": 4}}
+    for plan, says in (({"pieces": [{"text": "x = "}], "steps": 4}, "plan.pieces has no hole"),
+                       ({"pieces": [{"text": "x = 1\n" * 2000}, hole], "steps": 4},
+                        "over the model's 1024 positions"),
+                       ({"pieces": [{"text": "x = "}, hole], "steps": 4, "threshold": float("nan")},
+                        "plan.threshold must be a finite number >= 0, not nan"),
+                       ({"pieces": [{"text": "x = "}, hole], "steps": 4, "threshold": float("inf")},
+                        "plan.threshold must be a finite number >= 0, not inf"),
+                       ({"pieces": [{"text": "x = "}, hole], "steps": 4, "threshold": 10 ** 400},
+                        "plan.threshold must be a finite number >= 0"),
+                       ({"pieces": [{"text": "x = "}, hole], "steps": 4, "threshold": -0.5},
+                        "plan.threshold must be a finite number >= 0, not -0.5")):
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        conn.request("POST", "/v1/fill", json.dumps({"version": wire.VERSION, "id": "bad", "plan": plan}))
+        response = conn.getresponse()
+        answer = response.read().decode()
+        conn.close()
+        assert response.status == 400 and says in json.loads(answer)["error"], (plan.get("threshold"), answer)
+    backend = open_remote(server.url, LoadConfig())
+    try:
+        with pytest.raises(EngineError) as refused:
+            backend.fill(FillPlan(("x = 1\n" * 2000, HoleSpec(8)), 4, 0.0), Control(never))
+        assert str(refused.value) == (f"the engine at {server.url} answered HTTP 400: plan: its texts and holes take "
+                                      f"8000 tokens or more, over the model's 1024 positions")
+        assert backend.fill(FillPlan(("x = ", HoleSpec(4), "\n"), 4, 0.0), Control(never)).steps > 0
+    finally:
+        backend.close()
+
+
 def test_a_cancelled_job_stops_on_the_server(server, denoiser):
     engine = engine_for(server.url)
     before = denoiser.stats()["cancelled"]

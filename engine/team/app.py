@@ -101,9 +101,10 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
                 return _error(503, "the team server is shutting down")
             if data.get("version") != wire.VERSION:
                 raise wire.WireError(f"a fill must say version {wire.VERSION}")
-            job = Job(str(data.get("id") or ""), wire.plan_from_json(data.get("plan")), bool(data.get("drafts")),
-                      asyncio.get_running_loop())
-            return _stream(job, submit)
+            plan = wire.plan_from_json(data.get("plan"))
+            await asyncio.to_thread(denoiser.check_plan, plan)   # refused here (400), not after the stream began
+            return _stream(Job(str(data.get("id") or ""), plan, bool(data.get("drafts")), asyncio.get_running_loop()),
+                           submit)
         if route[1] == "cancel":
             return JSONResponse({"cancelled": denoiser.cancel(str(data.get("id", "")))})
         if route[1] == "tokenize":

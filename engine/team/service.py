@@ -21,7 +21,7 @@ from ..backends.remote import wire
 from ..config import LoadConfig
 from ..confidence import CALIBRATION_FILE, load_calibration
 from ..decoding import load_table
-from ..model_text import ModelText, model_plan
+from ..model_text import ModelText, model_plan, model_text
 from ..requests import Cancelled
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ class Denoiser:
         self.running: dict[str, Job] = {}
         self.closing = False
         self._info: dict[str, Any] | None = None
+        self._counter: Any = None   # a tokenizer of its own for check_plan (None: the backend's, under the lock)
+        self._counter_lock = threading.Lock()
 
     @classmethod
     def load(cls, load: LoadConfig) -> Denoiser:
@@ -109,6 +111,30 @@ class Denoiser:
             info["batches"] = hasattr(backend, "fill_many")
             self._info = info
         return self._info
+
+    def check_plan(self, plan: FillPlan) -> None:
+        """Refuse (``wire.WireError``: HTTP 400, before the stream starts) a plan whose canvas cannot fit the
+        model's positions: the tokens of its texts and its holes' slots (the special tokens a backend adds are not
+        counted, so no plan that fits is refused). Counted with a copy of the model's tokenizer, so the check does
+        not wait for the batch running under the model's lock."""
+        limit, size = self.backend.max_positions, 0
+        for piece in plan.pieces:
+            if isinstance(piece, str):
+                size += self._count(piece)
+            else:
+                size += max(piece.max_tokens, self._count(piece.init) if piece.init else 0)
+            if size > limit:
+                raise wire.WireError(f"plan: its texts and holes take {size} tokens or more, over the model's "
+                                     f"{limit} positions")
+
+    def _count(self, text: str) -> int:
+        if self._counter is None and self.info().get("tokenizer"):
+            from tokenizers import Tokenizer
+            self._counter = Tokenizer.from_str(self.info()["tokenizer"])
+        if self._counter is None:
+            return self.count_tokens(text)
+        with self._counter_lock:
+            return len(self._counter.encode(model_text(text), add_special_tokens=False).ids)
 
     def count_tokens(self, text: str) -> int:
         with self.lock:

@@ -143,6 +143,8 @@ class RemoteBackend:
         if response.status == 200:
             return response
         detail = response.read(2000).decode("utf-8", "replace").strip()
+        with contextlib.suppress(ValueError, AttributeError):   # a team server's {"error": why}: its words only
+            detail = str(json.loads(detail).get("error") or detail)
         self._drop()
         if response.status in _RETRY_STATUS or response.status == 500 and "replica" in detail.lower():
             raise _Retry(f"HTTP {response.status}")

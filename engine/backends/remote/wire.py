@@ -6,12 +6,14 @@ step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for)
 "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the capabilities, the
 tokenizer and the calibration; ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
 ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
-A request with another ``version`` is refused (HTTP 400) rather than misread; a body over ``MAX_BODY`` bytes is
-refused unread (HTTP 413).
+A request with another ``version`` is refused (HTTP 400) rather than misread, and so is a plan the model cannot run
+(no hole, a threshold that is not a finite number >= 0, a canvas over the model's positions: ``Denoiser.check_plan``);
+a body over ``MAX_BODY`` bytes is refused unread (HTTP 413).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
@@ -62,10 +64,16 @@ def plan_from_json(data: Any) -> FillPlan:
         pieces.append(HoleSpec(max_tokens, bool(hole.get("stop_at_newline", False)),
                                bool(hole.get("keep_newline", False)),
                                None if init is None else _expect(init, str, "hole.init")))
+    if not any(isinstance(p, HoleSpec) for p in pieces):
+        raise WireError("plan.pieces has no hole: a fill needs at least one")
     steps = _expect(data.get("steps"), int, "plan.steps")
     if not 1 <= steps <= 4096:
         raise WireError(f"plan.steps out of range: {steps}")
-    threshold = float(_expect(data.get("threshold", 0.0), (int, float), "plan.threshold"))
+    threshold = _expect(data.get("threshold", 0.0), (int, float), "plan.threshold")
+    if isinstance(threshold, int) and abs(threshold) < 1 << 64:
+        threshold = float(threshold)
+    if not (isinstance(threshold, float) and math.isfinite(threshold) and threshold >= 0):
+        raise WireError(f"plan.threshold must be a finite number >= 0, not {threshold!r}")
     instruction = data.get("instruction")
     options = tuple(_expect(o, str, "an option") for o in _expect(data.get("options", []), list, "plan.options"))
     if len(options) > MAX_OPTIONS:
