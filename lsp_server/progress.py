@@ -31,11 +31,13 @@ class StatusReporter:
         self._token: str | None = None
         self._begun = False  # the token was accepted by the client and its progress began: only then is it ended
         self._reported_error: str | None = None
+        self._unreachable = False   # an outage of a remote engine was reported: told once, until it answers
         self._load_began: float | None = None
         self._ready: dict | None = None        # the last ready status (resent when the adaptation moves on)
 
     def loading(self, model: str) -> None:
         self._load_began = time.monotonic()
+        self._unreachable = False
         self._send(STATUS, {"state": "loading", "model": model,
                             "message": "Suggestions start when it has loaded."})
         if self.client_supports_progress and self._token is None:
@@ -59,6 +61,7 @@ class StatusReporter:
         if state is EngineState.READY:
             self._end_progress("model ready")
             self._reported_error = None
+            self._unreachable = False
             message = "Suggestions are on." if self._load_began is None else \
                 f"Loaded in {time.monotonic() - self._load_began:.1f} s; suggestions are on."
             self._load_began = None  # a remote engine answering again is not a load
@@ -69,14 +72,16 @@ class StatusReporter:
             self._ready = {"state": "ready", "model": model, "message": message, "instructions": follows}
             self._send(STATUS, self._with_adapt(self._ready))
         elif state is EngineState.UNREACHABLE:
+            if self._unreachable:   # each request of an outage fails again (in its own words): said once
+                return
+            self._unreachable = True
             why = (error or "no answer").rstrip(".")
             self._send(STATUS, {"state": "error", "model": model, "message":
                                 f"{why}; each new request tries it again."})
-            if error != self._reported_error:
-                self._reported_error = error
-                self.server.window_show_message(types.ShowMessageParams(
-                    types.MessageType.Error, f"diffusion-lsp: {why}. Suggestions resume when it answers."))
+            self.server.window_show_message(types.ShowMessageParams(
+                types.MessageType.Error, f"diffusion-lsp: {why}. Suggestions resume when it answers."))
         elif state is EngineState.FAILED:
+            self._unreachable = False
             self._end_progress("model failed to load")
             why = (error or "unknown error").rstrip(".")
             self._send(STATUS, {"state": "error", "model": model, "message":

@@ -728,6 +728,37 @@ def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(d
             again.stop()
 
 
+def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
+    """Every request that failed while the team server was down sent the editor another identical 'error' status
+    (and another window/showMessage whenever the failure's words changed: a stream cut, then a refused connection):
+    an outage is now said once, and its end once."""
+    from benchmarks.lsp_client import LspClient, LspResponseError
+
+    first = PlainServer(make_app(denoiser)).start()
+    uri = "file:///outage.py"
+    params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.initialize({"engine": first.url, "engineRetries": 0, "minConfidence": 0, "threads": 1})
+        client.wait_ready(120)
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": CODE}})
+        first.stop()
+        for _ in range(3):
+            with pytest.raises(LspResponseError, match="unreachable"):
+                client.request("textDocument/inlineCompletion", params, 120)
+        again = PlainServer(make_app(denoiser), port=first.port).start()
+        try:
+            client.request("textDocument/inlineCompletion", params, 120)
+            client.request("textDocument/inlineCompletion", params, 120)
+            told = [(m, p.get("state")) for _, m, p in list(client.notifications)
+                    if m in ("diffusion/status", "window/showMessage")]
+            assert told == [("diffusion/status", "loading"), ("diffusion/status", "ready"),
+                            ("diffusion/status", "error"), ("window/showMessage", None),
+                            ("diffusion/status", "ready")], told
+        finally:
+            again.stop()
+
+
 def test_a_cancelled_job_stops_on_its_ray_serve_replica(team_engine):
     """Through Ray Serve's proxy: the client going away cancels the job on the replica that runs it."""
     import json
