@@ -120,12 +120,17 @@ class Engine:
 
     def reconfigure(self, config: EngineConfig, force: bool = False) -> concurrent.futures.Future[None]:
         """Adopt ``config``: its fill options at once; a reload when any load setting changed (or the model is
-        not loaded)."""
+        not loaded). A reload cancels the jobs running and queued: they would end on the model (or remote engine)
+        the user just left, and their answers would arrive as if from the new one."""
         if config.load == self.config.load and not force and self.state in _SERVING:
             self.config = config
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
             return done
+        with self._lock:
+            for job in self._latest.values():
+                job.cancel()
+            self._latest.clear()
         load = _Load(config)
         self._queue.put(load)
         return load.future

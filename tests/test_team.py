@@ -26,7 +26,8 @@ from engine.backends.remote import wire
 from engine.backends.remote.client import TOKEN_ENV
 from engine.config import LoadConfig
 from engine.team.app import PlainServer, check_bind, make_app
-from engine.team.service import Denoiser, Job
+from engine.team.service import Collector, Denoiser, Job
+from benchmarks.lsp_client import LspClient
 from lsp_server.settings import parse_settings
 
 CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for name in os.listdir(root):\n        \n    return result\n"
@@ -757,6 +758,73 @@ def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
                             ("diffusion/status", "ready")], told
         finally:
             again.stop()
+
+
+def _slow(denoiser: Denoiser, seconds: float):
+    """A team server's submit whose jobs wait ``seconds`` before each step (a loaded or distant server)."""
+    collector = Collector(denoiser)
+
+    async def submit(job: Job) -> None:
+        check = job.check
+
+        def slowly(step: int) -> None:
+            time.sleep(seconds)
+            check(step)
+        job.check = slowly  # type: ignore[method-assign]
+        await collector.submit(job)
+    return submit
+
+
+def _send(client, method: str, params):
+    """A request sent without waiting for its answer: (its id, the future of its answer)."""
+    from concurrent.futures import Future
+
+    rid = next(client._ids)
+    answer: Future = Future()
+    client._pending[rid] = answer
+    client._send({"id": rid, "method": method, "params": params})
+    return rid, answer
+
+
+def test_a_fill_running_when_the_engine_setting_changes_is_dropped_not_answered_from_the_old_engine(denoiser):
+    """The user pointed ``engine`` at another team server while a fill streamed from the first: the fill ran on to
+    its end on the old server (seconds on a slow one) and its answer was sent after the status had already said the
+    new engine was loading, as if it came from there. A reload now cancels the jobs running and queued: the old
+    server stops the job, the request answers nothing, and the next one is the new engine's."""
+    import urllib.request
+
+    before, after = Denoiser(denoiser.backend, "embedded"), Denoiser(denoiser.backend, "embedded")
+    before.lock = after.lock = denoiser.lock   # counters of their own, the model used by one batch at a time
+    old = PlainServer(make_app(before, submit=_slow(before, 0.3))).start()
+    new = PlainServer(make_app(after)).start()
+    uri = "file:///switch.py"
+    params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
+
+    def stats(url: str) -> dict:
+        with urllib.request.urlopen(url + "/v1/stats", timeout=30) as response:
+            return json.loads(response.read())
+    try:
+        with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+            client.initialize({"engine": old.url, "minConfidence": 0, "threads": 1, "drafts": True,
+                               "draftIntervalMs": 0})
+            client.wait_ready(120)
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python",
+                                                                    "version": 1, "text": CODE}})
+            _, answer = _send(client, "textDocument/inlineCompletion", params)
+            client.wait_for("diffusion/draft", timeout=120)    # the fill streams from the old server
+            client.notify("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"engine": new.url}}})
+            _, message = answer.result(120)
+            assert message["result"] == {"items": []}, message
+            deadline = time.monotonic() + 60
+            while stats(old.url)["cancelled"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert stats(old.url)["cancelled"] == 1 and stats(old.url)["completed"] == 0
+            client.wait_for("diffusion/status", lambda p: p["state"] == "ready" and p["model"] == new.url, 120)
+            assert client.request("textDocument/inlineCompletion", params, 120)["items"]
+            assert stats(new.url)["completed"] >= 1 and stats(old.url)["completed"] == 0
+    finally:
+        old.stop()
+        new.stop()
 
 
 def test_a_cancelled_job_stops_on_its_ray_serve_replica(team_engine):
