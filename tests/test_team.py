@@ -283,6 +283,32 @@ def test_a_token_is_required_and_accepted(denoiser, tmp_path):
         guarded.stop()
 
 
+def test_a_token_rotated_in_its_file_while_the_session_runs_is_used_without_a_restart(denoiser, tmp_path):
+    """The team's token was changed (the server restarted with a new one, the file rewritten): the client kept
+    sending the token it read at connect, and every request failed with "refused the token (set engineTokenFile)"
+    although engineTokenFile already held the right one, until the editor restarted. A refused token is now read
+    again from the file and the request sent once more with it."""
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    first = PlainServer(make_app(denoiser, "first-token"), token="first-token").start()
+    engine = engine_for(first.url, engine_token_file=str(token), engine_retries=1)
+    try:
+        assert engine.state is EngineState.READY, engine.error
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        first.stop()
+        again = PlainServer(make_app(denoiser, "second-token"), port=first.port, token="second-token").start()
+        try:
+            with pytest.raises(EngineError, match="refused the token"):   # the file not rewritten yet
+                engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
+            token.write_text("second-token\n")
+            assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+            assert engine.state is EngineState.READY
+        finally:
+            again.stop()
+    finally:
+        engine.close()
+
+
 def _self_signed(tmp_path):
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization

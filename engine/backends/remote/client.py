@@ -68,7 +68,7 @@ class RemoteBackend:
         self._host, self._port = parts.hostname, port or (443 if self._https else 80)
         self._base = parts.path.rstrip("/")
         self._timeout, self._retries = load.engine_timeout, load.engine_retries
-        self._token = token
+        self._load, self._token = load, token
         self._ssl: ssl.SSLContext | None = None
         if self._https:
             self._ssl = tls_context(load)
@@ -126,8 +126,9 @@ class RemoteBackend:
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
-    def _send(self, method: str, path: str, body: Any = None) -> http.client.HTTPResponse:
-        """The response (status 200), or _Retry / EngineError."""
+    def _send(self, method: str, path: str, body: Any = None, fresh: bool = False) -> http.client.HTTPResponse:
+        """The response (status 200), or _Retry / EngineError. A refused token is read again from
+        ``engineTokenFile`` (rotated on disk while the session runs) and the request sent once more with it."""
         data = None if body is None else json.dumps(body).encode()
         try:
             conn = self._connection()
@@ -149,8 +150,25 @@ class RemoteBackend:
         if response.status in _RETRY_STATUS or response.status == 500 and "replica" in detail.lower():
             raise _Retry(f"HTTP {response.status}")
         if response.status == 401:
+            if not fresh and self._token_changed():
+                return self._send(method, path, body, fresh=True)
             raise EngineError(f"the engine at {self.url} refused the token (set engineTokenFile)")
         raise EngineError(f"the engine at {self.url} answered HTTP {response.status}: {detail[:300]}")
+
+    def _token_changed(self) -> bool:
+        """Whether ``engineTokenFile`` now holds another token than the one sent (then it is used from now on)."""
+        if not self._load.engine_token_file:
+            return False
+        try:
+            token = read_token(self._load, TOKEN_ENV)
+        except ModelLoadError as exc:   # being rewritten, or gone: the refusal stands
+            log.info("engineTokenFile not read again: %s", exc)
+            return False
+        if token == self._token:
+            return False
+        log.info("engine %s: engineTokenFile holds a new token; sending it", self.url)
+        self._token = token
+        return True
 
     def _call(self, method: str, path: str, body: Any = None, check: Any = None) -> Any:
         """A JSON request/answer with retries (these calls have no side effects)."""
