@@ -291,7 +291,7 @@ def test_a_token_rotated_in_its_file_while_the_session_runs_is_used_without_a_re
     token = tmp_path / "token"
     token.write_text("first-token\n")
     first = PlainServer(make_app(denoiser, "first-token"), token="first-token").start()
-    engine = engine_for(first.url, engine_token_file=str(token), engine_retries=1)
+    engine = engine_for(first.url, engine_token_file=str(token), engine_retries=0)
     try:
         assert engine.state is EngineState.READY, engine.error
         assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
@@ -464,6 +464,26 @@ def test_an_engine_that_goes_away_is_reported_and_comes_back(denoiser):
     finally:
         engine.close()
         again.stop()
+
+
+def test_the_first_request_after_the_engine_restarted_is_not_an_outage(denoiser):
+    """The client sent its first request after a team server restart on the connection the old server had closed:
+    with engineRetries 0 it failed as 'unreachable (BrokenPipeError ...)' and the editor was told of an outage while
+    the engine was up (with retries, it cost a backoff and a counted retry). A kept-alive connection the engine
+    closed is now replaced before it is used."""
+    first = PlainServer(make_app(denoiser)).start()
+    engine = engine_for(first.url, engine_retries=0)
+    try:
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        first.stop()
+        again = PlainServer(make_app(denoiser), port=first.port).start()
+        try:
+            assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+            assert engine.state is EngineState.READY and engine.stats()["remote_failures"] == 0
+        finally:
+            again.stop()
+    finally:
+        engine.close()
 
 
 def test_an_engine_that_never_answers_is_a_clear_load_error():

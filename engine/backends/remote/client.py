@@ -15,6 +15,7 @@ import contextlib
 import http.client
 import json
 import logging
+import select
 import shutil
 import socket
 import ssl
@@ -111,6 +112,11 @@ class RemoteBackend:
         return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
 
     def _connection(self) -> http.client.HTTPConnection:
+        sock = getattr(self._conn, "sock", None)
+        if sock is not None and select.select([sock], [], [], 0)[0]:
+            # an idle kept-alive connection that is readable was closed by the engine (it restarted, or dropped idle
+            # connections): a request sent on it would fail as if the engine were down, so a new one is opened
+            self._drop()
         if self._conn is None:  # one kept-alive connection: the engine thread sends one request at a time
             self._conn = self._new_connection()
         return self._conn
