@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from engine import LoadConfig, ModelChanged
 from engine.adapt import store
+from engine.config import model_dir
 
 if TYPE_CHECKING:
     from .server import DiffusionServer
@@ -285,7 +286,7 @@ def run_cli(args: argparse.Namespace) -> int:
     """``diffusion-lsp adapt [WORKSPACE] [--minutes N] [--model M] [--method auto|full|lora] [--remove]``."""
     workspace = str(Path(args.workspace or ".").resolve())
     if args.remove:
-        removed = store.remove(workspace)
+        removed = store.remove(workspace, [model_dir(args.model)])
         print(f"removed {len(removed)} adapted model(s) of {workspace}" +
               "".join(f"\n  {p}" for p in removed))
         return 0

@@ -226,6 +226,18 @@ def test_remove_deletes_the_workspace_entries_only(tmp_path, cache):
     assert "removed 1" in out.stdout and not entry.exists() and store.accepted_weights(kept) is not None
 
 
+def test_remove_deletes_an_entry_whose_record_cannot_be_read(tmp_path, cache):
+    """A broken record (a crash while writing, a disk filled) says nothing of its workspace, but the entry's path
+    does: ``adapt --remove`` for the model in question deletes it too."""
+    ws = make_workspace(tmp_path / "ws", n=1)
+    entry = adopted_entry(ws)
+    (entry / store.RECORD).write_text("{not json")
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "adapt", "--remove", str(ws)], cwd=REPO, env=env,
+                         capture_output=True, text=True, check=True)
+    assert "removed 1" in out.stdout and not entry.exists()
+
+
 def test_a_model_that_is_not_a_checkpoint_is_one_clear_line_and_nothing_is_kept(tmp_path, cache):
     ws = make_workspace(tmp_path / "ws")             # enough held-out holes: the model is loaded
     garbage = tmp_path / "garbage"

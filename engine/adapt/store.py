@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,15 +226,20 @@ def _holder(path: Path) -> int | None:
         return None
 
 
-def remove(workspace: str | os.PathLike[str]) -> list[Path]:
-    """Delete every cache entry of ``workspace`` (whatever base model it was adapted from); the removed paths."""
+def remove(workspace: str | os.PathLike[str], model_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Delete every cache entry of ``workspace`` (whatever base model it was adapted from; the entries of the
+    base models in ``model_dirs`` even where their record cannot be read, since their path says whose they are);
+    the removed paths."""
     root = cache_root()
     target = str(Path(workspace).resolve())
+    named = {entry_dir(target, d) for d in model_dirs if Path(d).is_dir()}
     removed = []
     if root.is_dir():
         for entry in sorted(root.iterdir()):
+            if not entry.is_dir():
+                continue
             record = read_record(entry)
-            if record is not None and record.workspace == target:
+            if entry in named or record is not None and record.workspace == target:
                 shutil.rmtree(entry)
                 removed.append(entry)
     return removed
