@@ -3,9 +3,9 @@
 from typing import TYPE_CHECKING, Any
 
 from .config import EMBEDDED, EngineConfig, FillOptions, LoadConfig
-from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, FillRequest, FixRequest, Hole,
-                       HoleFill, HoleKind, InfillRequest, ModelChanged, ModelLoadError, NotReady, Request,
-                       RewriteRequest, TextTooLong)
+from .requests import (Cancelled, Completion, Draft, EngineChanged, EngineError, EngineUnreachable, FillRequest,
+                       FixRequest, Hole, HoleFill, HoleKind, InfillRequest, ModelChanged, ModelLoadError, NotReady,
+                       Request, RewriteRequest, TextTooLong)
 
 if TYPE_CHECKING:
     from .worker import Engine, EngineState, Job
@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineConfig", "EngineError", "EngineState",
-           "EngineUnreachable", "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill", "HoleKind",
-           "InfillRequest", "Job", "LoadConfig", "ModelChanged", "ModelLoadError", "NotReady", "Request",
+__all__ = ["EMBEDDED", "Cancelled", "Completion", "Draft", "Engine", "EngineChanged", "EngineConfig", "EngineError",
+           "EngineState", "EngineUnreachable", "FillOptions", "FillRequest", "FixRequest", "Hole", "HoleFill",
+           "HoleKind", "InfillRequest", "Job", "LoadConfig", "ModelChanged", "ModelLoadError", "NotReady", "Request",
            "RewriteRequest", "TextTooLong"]

@@ -204,6 +204,16 @@ class EngineUnreachable(EngineError):
     """A remote engine (the ``engine`` setting) did not answer after its retries; the next request tries again."""
 
 
+class EngineChanged(EngineError):
+    """A remote engine now serves another model (name, tokenizer, positions, calibration or decoding: its
+    ``/v1/info`` digest) than the one read when it connected. The request fails; the engine reads ``/v1/info``
+    again before its next job (``Engine``), so no fill runs half on the old and half on the new."""
+
+    def __init__(self, message: str, model: str = ""):
+        super().__init__(message)
+        self.model = model   # what the engine says it serves now ("" when it did not say)
+
+
 class TextTooLong(EngineError, ValueError):
     """A text that does not fit the model's positions (``Backend.score_text`` of a middle longer than
     ``max_positions``)."""

@@ -1,7 +1,9 @@
 """Engine: one thread owns the model; jobs queue up with a future and a cancel event each.
 
 The newest job per key wins: submitting a job cancels the older one with the same key, before it
-reaches the model if it is still queued, or within one denoising step if it is running.
+reaches the model if it is still queued, or within one denoising step if it is running. A remote engine that
+now serves another model (``EngineChanged``) fails the job that met it and is loaded again, from the same
+configuration, before the next job is taken.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from .config import EngineConfig, LoadConfig
 from .confidence import load_calibration
 from .decoding import Table, load_table
 from .memory import HeapTrimmer
-from .requests import (Cancelled, Completion, Draft, EngineError, EngineUnreachable, ModelChanged, ModelLoadError,
-                       NotReady, Request)
+from .requests import (Cancelled, Completion, Draft, EngineChanged, EngineError, EngineUnreachable, ModelChanged,
+                       ModelLoadError, NotReady, Request)
 from .serve import serve
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,7 @@ class Engine:
         self._latest: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[EngineState, str | None], None]] = []
+        self._notice_listeners: list[Callable[[str], None]] = []
         self._counters = Counters()
         self.decoding: Table = {}              # the loaded model's decoding per language (engine/decoding.py)
         self.weights: Path | None = None       # the adapted weights in use (None: the checkpoint's own)
@@ -113,6 +116,11 @@ class Engine:
     def on_state(self, listener: Callable[[EngineState, str | None], None]) -> None:
         """Call ``listener(state, error)`` (from the engine thread) whenever the state changes."""
         self._listeners.append(listener)
+
+    def on_notice(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(message)`` (from the engine thread) when the engine has news for the user beyond its state:
+        a remote engine now serves another model (called once it is loaded again, before the state is ready)."""
+        self._notice_listeners.append(listener)
 
     def start(self) -> concurrent.futures.Future[None]:
         """Load ``self.config``'s model on the engine thread."""
@@ -218,7 +226,7 @@ class Engine:
                 if self._queue.empty():
                     self._heap.busy()
 
-    def _do_load(self, task: _Load) -> None:
+    def _do_load(self, task: _Load, changed: bool = False) -> None:
         self._set_state(EngineState.LOADING)
         if self.backend is not None:
             self.backend.close()
@@ -242,6 +250,13 @@ class Engine:
             task.future.set_exception(ModelLoadError(message))
             return
         self.config = task.config
+        if changed:   # the remote engine serves another model: the user is told which, once
+            served = getattr(self.backend, "remote_model", "") or self.backend.name
+            for listener in list(self._notice_listeners):
+                try:
+                    listener(f"the team server at {task.config.load.engine} now serves {served}")
+                except Exception:  # a listener's bug must not kill the engine thread
+                    log.exception("notice listener failed")
         quantized = getattr(self.backend, "quantization", "none")   # resolved: auto is what the model states
         log.info("model %s loaded (%s backend%s%s)", task.config.load.model, self.backend.name,
                  "" if quantized == "none" else f", {quantized} weights",
@@ -270,6 +285,7 @@ class Engine:
 
     def _do_job(self, job: Job) -> None:
         counters = self._counters
+        changed = False
         if not job.future.set_running_or_notify_cancel():
             counters.cancelled += 1
             counters.last_cancelled_at_step = 0
@@ -296,6 +312,10 @@ class Engine:
             log.warning("%s", exc)
             self._set_state(EngineState.UNREACHABLE, str(exc))
             job.future.set_exception(exc)
+        except EngineChanged as exc:   # what the backend read when it connected is not what the engine serves now
+            counters.failed += 1
+            job.future.set_exception(exc)
+            changed = True
         except EngineError as exc:
             counters.failed += 1
             job.future.set_exception(exc)
@@ -307,6 +327,8 @@ class Engine:
                 with self._lock:
                     if self._latest.get(job.request.key) is job:
                         del self._latest[job.request.key]
+        if changed:   # loaded again here, before the next job: no job runs half on the old info, half on the new
+            self._do_load(_Load(self.config), changed=True)
 
     @staticmethod
     def _draft_forwarder(job: Job) -> Callable[..., None]:

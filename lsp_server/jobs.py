@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine import Cancelled, Completion, Draft, NotReady, Request
+from engine import Cancelled, Completion, Draft, EngineChanged, NotReady, Request
 
 from .documents import Document
 
@@ -37,7 +37,8 @@ class JobRunner:
     async def run(self, doc: Document, request: Request,
                   on_draft: Callable[[Draft], None] | None = None) -> Completion | None:
         """The completion for ``doc`` as it is now, or None if the model is not ready, the job was
-        superseded or cancelled, or the document changed meanwhile. Engine errors propagate."""
+        superseded or cancelled, the document changed meanwhile, or the remote engine turned out to serve another
+        model (it is loaded again before the next job; the status tells the user). Engine errors propagate."""
         engine = self.server.engine
         documents = self.server.documents
         generation, version = doc.generation, doc.version
@@ -59,7 +60,7 @@ class JobRunner:
         except Cancelled as exc:  # superseded or cancelled while denoising
             log.debug("job for %s stopped: %s", request.key, exc)
             return None
-        except NotReady as exc:
+        except (NotReady, EngineChanged) as exc:
             log.info("no completion: %s", exc)
             return None
         finally:

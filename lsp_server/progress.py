@@ -34,6 +34,7 @@ class StatusReporter:
         self._unreachable = False   # an outage of a remote engine was reported: told once, until it answers
         self._load_began: float | None = None
         self._ready: dict | None = None        # the last ready status (resent when the adaptation moves on)
+        self._notice: str | None = None        # news for the next ready status (a team server's new model)
 
     def loading(self, model: str) -> None:
         self._load_began = time.monotonic()
@@ -56,6 +57,12 @@ class StatusReporter:
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._on_state, state, error)
 
+    def engine_notice(self, message: str) -> None:
+        """The engine's news (``Engine.on_notice``: the team server now serves another model), told with the ready
+        status that follows it, once."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(setattr, self, "_notice", message)
+
     def _on_state(self, state: EngineState, error: str | None) -> None:
         model = self.server.settings.load.engine or self.server.settings.load.model
         if state is EngineState.READY:
@@ -64,6 +71,9 @@ class StatusReporter:
             self._unreachable = False
             message = "Suggestions are on." if self._load_began is None else \
                 f"Loaded in {time.monotonic() - self._load_began:.1f} s; suggestions are on."
+            notice, self._notice = self._notice, None
+            if notice is not None:   # read again after a team server restarted with another model: said once
+                message = f"{notice[0].upper()}{notice[1:]}; suggestions are on."
             self._load_began = None  # a remote engine answering again is not a load
             # instructions: whether "Rewrite selection" may ask for an instruction (the backend declares
             # ``takes_instruction``; none of today's does, so clients offer no instruction prompt)
@@ -71,6 +81,9 @@ class StatusReporter:
             follows = bool(engine is not None and engine.backend is not None and engine.backend.takes_instruction)
             self._ready = {"state": "ready", "model": model, "message": message, "instructions": follows}
             self._send(STATUS, self._with_adapt(self._ready))
+            if notice is not None:
+                self.server.window_show_message(types.ShowMessageParams(types.MessageType.Info,
+                                                                        f"diffusion-lsp: {notice}."))
         elif state is EngineState.UNREACHABLE:
             if self._unreachable:   # each request of an outage fails again (in its own words): said once
                 return

@@ -277,6 +277,7 @@ def build_server(engine_factory: EngineFactory = Engine) -> DiffusionServer:
             ls.warn("invalid settings, not applied: " + "; ".join(ls.startup_problems))
         ls.engine = ls.engine_factory(ls.settings.engine_config())
         ls.engine.on_state(ls.status.engine_state_changed)
+        ls.engine.on_notice(ls.status.engine_notice)
         loop = asyncio.get_running_loop()
 
         def adapt_when_ready(state: EngineState, error: str | None) -> None:

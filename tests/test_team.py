@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("starlette", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 pytest.importorskip("uvicorn", reason="the team server needs ray[serve] (starlette, uvicorn): pip install -e .[team]")
 
-from engine import (Cancelled, Engine, EngineConfig, EngineError, EngineState, EngineUnreachable, HoleKind,
-                    InfillRequest, ModelLoadError)
+from engine import (Cancelled, Engine, EngineChanged, EngineConfig, EngineError, EngineState, EngineUnreachable,
+                    HoleKind, InfillRequest, ModelLoadError)
 from engine.backends import open_remote
 from engine.backends.base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from engine.backends.remote import wire
@@ -486,6 +486,64 @@ def test_the_first_request_after_the_engine_restarted_is_not_an_outage(denoiser)
         engine.close()
 
 
+def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_is_read_again(denoiser):
+    """What a client read from /v1/info at connect (tokenizer, positions, calibration, decoding, model) was kept for
+    good, whatever the server at that address served later. Each request now carries the digest the client
+    connected to: a server serving another refuses it (HTTP 409), a stream's first event and an answer state theirs,
+    and the client raises EngineChanged; the engine fails that job, reads /v1/info again before the next, and says
+    what the server now serves, once."""
+    import http.client
+    import threading
+
+    first = PlainServer(make_app(denoiser)).start()
+    remote = open_remote(first.url, LoadConfig(engine_retries=0))
+    engine = engine_for(first.url, engine_retries=0)
+    notices: list[str] = []
+    engine.on_notice(notices.append)
+    other = Denoiser(denoiser.backend, "another-model")   # the same weights, another name: another digest
+    other.lock = denoiser.lock
+    try:
+        info = _get(first.url + "/v1/info")
+        assert remote.digest == info["digest"] == wire.info_digest(info) == engine.stats()["remote_digest"]
+        assert other.info()["digest"] != info["digest"]
+        assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+        first.stop()
+        again = PlainServer(make_app(other), port=first.port).start()
+        try:
+            with pytest.raises(EngineChanged, match="now serves another-model, not the model it served when this "
+                                                    "editor connected \\(embedded\\)") as changed:
+                remote.fill(PLANS[0], Control(never))
+            assert changed.value.model == "another-model"
+            with pytest.raises(EngineChanged):
+                remote.score_text("def f():\n", "    return 1\n", "")
+            remote.digest = None   # connected to a server from before digests: nothing sent to refuse, and the
+            with pytest.raises(EngineChanged):   # stream's first event states another digest
+                remote.fill(PLANS[0], Control(never))
+            # an old client, which sends no digest, is served as before
+            conn = http.client.HTTPConnection("127.0.0.1", again.port, timeout=120)
+            conn.request("POST", "/v1/fill", json.dumps({"version": wire.VERSION, "id": "old",
+                                                         "plan": wire.plan_json(PLANS[0])}))
+            events = [json.loads(line) for line in conn.getresponse().read().splitlines()]
+            assert events[0]["digest"] == other.info()["digest"] and events[-1]["event"] == "result"
+            conn.close()
+
+            ready = threading.Event()
+            engine.on_state(lambda state, error: state is EngineState.READY and ready.set())
+            with pytest.raises(EngineChanged):   # the job that met the change fails: it ran on the old info
+                engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
+            assert ready.wait(120) and engine.state is EngineState.READY
+            assert engine.stats()["remote_model"] == "another-model"
+            assert engine.stats()["remote_digest"] == other.info()["digest"]
+            assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
+            assert notices == [f"the team server at {first.url} now serves another-model"]
+            assert engine.stats()["failed"] == 1
+        finally:
+            again.stop()
+    finally:
+        remote.close()
+        engine.close()
+
+
 def test_an_engine_that_never_answers_is_a_clear_load_error():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -568,7 +626,8 @@ def test_an_engine_url_or_info_it_cannot_use_is_a_load_error_naming_what_is_wron
                                                         "false"),
                              ({"calibration": [1]}, "sent calibration [1] in /v1/info, which must be an object"),
                              ({"default_steps": 0}, "sent default_steps 0 in /v1/info, which must be at least 1"),
-                             ({"tokenizer": "not a tokenizer"}, "sent a tokenizer this client cannot read")):
+                             ({"tokenizer": "not a tokenizer"}, "sent a tokenizer this client cannot read"),
+                             ({"digest": 5}, "sent digest 5 in /v1/info, which must be a string")):
             served.clear()
             served.update(info | change)
             engine = engine_for(f"http://127.0.0.1:{web.server_address[1]}", engine_retries=0)
@@ -972,3 +1031,78 @@ def test_ray_serves_app_builder_reads_its_token_file_as_the_serve_command_does(t
         with pytest.raises(ValueError, match=says) as raised:
             app_builder({"model": "embedded", "token_file": str(path)})
         assert str(path) in str(raised.value)
+
+
+def _serve_plain(port: int, *extra: str) -> subprocess.Popen:
+    """``diffusion-lsp serve --plain`` on ``port``, returned once it listens."""
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()   # printed once it listens
+    if f"http://127.0.0.1:{port}" not in line:
+        proc.kill()
+        raise AssertionError(f"the team server did not start: {line!r} {proc.stderr.read()[-2000:]}")
+    return proc
+
+
+def _get(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_told_once(tmp_path):
+    """The team server was restarted on the same port with another model (a tiny BERT: another tokenizer, 128
+    positions): the language server kept the /v1/info it read at connect, so its windows were cut with the old
+    tokenizer and positions (the new server refused the plans as over its positions), diffusion/stats still named
+    the old model, and nothing told the user. The server now states a digest of what it serves; the fill that
+    meets another one fails, the engine reads /v1/info again before the next job, the user is told once, and the
+    next fills are the new model's."""
+    from tests.bert_checkpoint import write_tiny_bert
+
+    texts = ["def add(a, b):\n    return a + b\n", "for x in range(10):\n    print(x)\n"] * 50
+    bert = write_tiny_bert(tmp_path / "tiny-bert", texts, hidden=32, layers=1, intermediate=64, max_positions=128)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    # a document whose window, cut for the embedded model, is far over the tiny BERT's 128 positions
+    code = "".join(f"def helper_{i}(values, offset):\n    total = sum(values) + offset * {i}\n    return total\n\n\n"
+                   for i in range(12)) + CODE
+    uri = "file:///restarted.py"
+    line = code[:code.index("        \n")].count("\n")
+    params = {"textDocument": {"uri": uri}, "position": {"line": line, "character": 8}, "context": {"triggerKind": 1}}
+    team = _serve_plain(port)
+    try:
+        with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+            client.initialize({"engine": url, "minConfidence": 0, "threads": 1})
+            client.wait_ready(120)
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                    "text": code}})
+            client.request("textDocument/inlineCompletion", params, 120)
+            assert client.request("diffusion/stats", {}, 60)["remote_model"] == "embedded"
+            team.terminate()
+            assert team.wait(60) == 0
+            team = _serve_plain(port, "--model", str(bert))
+            served = _get(url + "/v1/info")
+            assert served["max_positions"] == 128 and served["model"] == str(bert)
+            # the first request meets the change: it answers nothing (or the new model's fill), never an error
+            client.request("textDocument/inlineCompletion", params, 120)
+            told = client.wait_for("window/showMessage", lambda p: "now serves" in p["message"], 120)
+            assert str(bert) in told["message"]
+            status = client.wait_for("diffusion/status", lambda p: "now serves" in p.get("message", ""), 120)
+            assert status["state"] == "ready" and str(bert) in status["message"]
+            for _ in range(2):   # the next fills complete on the new model, with its tokenizer and positions
+                client.request("textDocument/inlineCompletion", params, 120)
+            stats = client.request("diffusion/stats", {}, 60)
+            assert stats["state"] == "ready" and stats["remote_model"] == str(bert)
+            assert stats["remote_digest"] == served["digest"] and stats["failed"] == 1, stats
+            team_stats = _get(url + "/v1/stats")
+            assert team_stats["completed"] >= 2 and team_stats["failed"] == 0, team_stats
+            notes = [(m, p) for _, m, p in list(client.notifications)
+                     if m in ("diffusion/status", "window/showMessage") and "now serves" in p.get("message", "")]
+            assert sorted(m for m, _ in notes) == ["diffusion/status", "window/showMessage"], notes   # told once
+    finally:
+        team.terminate()
+        team.wait(60)

@@ -96,6 +96,12 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
         if request.method != "POST" or route[1] not in ("fill", "score", "tokenize", "cancel"):
             return _error(404, f"no such endpoint: {request.method} {path}")
         data = await _body(request)
+        digest = denoiser.info()["digest"]
+        if "digest" in data and data["digest"] != digest:   # the client's tokenizer, positions... are another model's
+            return JSONResponse({"error": f"this team server now serves {denoiser.model or 'another model'} "
+                                          f"(digest {digest}), not what the client read from /v1/info (digest "
+                                          f"{data['digest']!r}): read /v1/info again",
+                                 "digest": digest, "model": denoiser.model}, status_code=409)
         if route[1] == "fill":
             if denoiser.closing:   # the client sends it again (to another replica, or here once it is back)
                 return _error(503, "the team server is shutting down")
@@ -104,25 +110,26 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
             plan = wire.plan_from_json(data.get("plan"))
             await asyncio.to_thread(denoiser.check_plan, plan)   # refused here (400), not after the stream began
             return _stream(Job(str(data.get("id") or ""), plan, bool(data.get("drafts")), asyncio.get_running_loop()),
-                           submit)
+                           submit, digest)
         if route[1] == "cancel":
             return JSONResponse({"cancelled": denoiser.cancel(str(data.get("id", "")))})
         if route[1] == "tokenize":
             text = data.get("text")
             if not isinstance(text, str):
                 raise wire.WireError("text must be a string")
-            return JSONResponse({"count": await asyncio.to_thread(denoiser.count_tokens, text)})
+            return JSONResponse({"count": await asyncio.to_thread(denoiser.count_tokens, text), "digest": digest})
         prefix, middle, suffix = (data.get(k) for k in ("prefix", "middle", "suffix"))
         if not (isinstance(prefix, str) and isinstance(middle, str) and isinstance(suffix, str)):
             raise wire.WireError("prefix, middle and suffix must be strings")
-        return JSONResponse({"score": await asyncio.to_thread(denoiser.score, prefix, middle, suffix)})
+        return JSONResponse({"score": await asyncio.to_thread(denoiser.score, prefix, middle, suffix),
+                             "digest": digest})
     except BodyTooLarge as exc:
         return _error(413, str(exc))
     except wire.WireError as exc:
         return _error(400, str(exc))
 
 
-def _stream(job: Job, submit: Submit) -> StreamingResponse:
+def _stream(job: Job, submit: Submit, digest: str) -> StreamingResponse:
     async def run() -> None:
         try:
             await submit(job)
@@ -136,7 +143,7 @@ def _stream(job: Job, submit: Submit) -> StreamingResponse:
         _RUNNING.add(task)
         task.add_done_callback(_RUNNING.discard)
         try:
-            yield json.dumps({"event": "start", "replica": REPLICA}) + "\n"
+            yield json.dumps({"event": "start", "replica": REPLICA, "digest": digest}) + "\n"
             while True:
                 event = await job.events.get()
                 yield json.dumps(event) + "\n"

@@ -95,7 +95,7 @@ class Denoiser:
         return cls(backend, load.model)
 
     def info(self) -> dict[str, Any]:
-        """Capabilities, tokenizer and calibration for ``GET /v1/info`` (computed once)."""
+        """Capabilities, tokenizer, calibration, decoding and their digest for ``GET /v1/info`` (computed once)."""
         if self._info is None:
             backend = self.backend
             info: dict[str, Any] = {"version": wire.VERSION, "model": self.model}
@@ -109,6 +109,7 @@ class Denoiser:
             info["decoding"] = {lang: {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
                                 for lang, values in load_table(backend.model_dir).items()}
             info["batches"] = hasattr(backend, "fill_many")
+            info["digest"] = wire.info_digest(info)   # what this server serves: clients check it (wire.py)
             self._info = info
         return self._info
 

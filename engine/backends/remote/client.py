@@ -1,7 +1,9 @@
 """``RemoteBackend``: the Backend protocol over HTTP(S) to a team server (``engine.team``), wire format ``wire.py``.
 
 Only canvases travel: the local server keeps documents, tree-sitter, validation, drafts and actions. The engine's
-capabilities, its tokenizer (token counts stay local) and its calibration come once, from ``GET /v1/info``. A fill
+capabilities, its tokenizer (token counts stay local) and its calibration come once, from ``GET /v1/info``, with
+their digest: each request sends it and each answer is checked against it, so an engine restarted with another
+model is ``EngineChanged`` (the ``Engine`` then reads ``/v1/info`` again), never fills cut for the old one. A fill
 streams one event per step, so a cancelled job is noticed within a step, and within ``POLL`` while the engine sends
 nothing (its queue is full): the connection is closed (the server stops the job when its client goes) and
 ``/v1/cancel`` names it too. A fill is a pure computation, so one that
@@ -29,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...config import SERVING_FILE, LoadConfig
-from ...requests import Cancelled, EngineError, EngineUnreachable, ModelLoadError
+from ...requests import Cancelled, EngineChanged, EngineError, EngineUnreachable, ModelLoadError
 from ..base import Control, FillPlan, FillResult
 from ..credentials import read_token, tls_context
 from . import wire
@@ -43,8 +45,8 @@ POLL = 0.05   # seconds between cancel checks while a fill waits on an engine th
 
 _INFO_TYPES: dict[str, type] = {"name": str, "default_steps": int, "max_positions": int, "searches_lengths": bool,
                                 "takes_instruction": bool, "scores_text": bool, "scores_options": bool, "model": str,
-                                "tokenizer": str, "calibration": dict, "decoding": dict}
-_INFO_OPTIONAL = frozenset({"model", "tokenizer", "calibration", "decoding"})   # null: the server has none
+                                "tokenizer": str, "calibration": dict, "decoding": dict, "digest": str}
+_INFO_OPTIONAL = frozenset({"model", "tokenizer", "calibration", "decoding", "digest"})   # null: the server has none
 _KIND_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
 
 
@@ -87,6 +89,7 @@ class RemoteBackend:
         self.scores_options = bool(info.get("scores_options", False))  # a server from before options: not scored
         self.adapts = False  # the weights are on the team server (workspace adaptation is local)
         self.remote_model = str(info.get("model") or "")
+        self.digest: str | None = info.get("digest")   # what it serves; None: a server from before digests
         if info.get("tokenizer"):
             from tokenizers import Tokenizer
             try:
@@ -150,6 +153,9 @@ class RemoteBackend:
         if response.status == 200:
             return response
         detail = response.read(2000).decode("utf-8", "replace").strip()
+        if response.status == 409:   # the engine serves another model than the /v1/info this client read
+            self._drop()
+            raise self._changed(str(self._json_field(detail, "model") or ""))
         with contextlib.suppress(ValueError, AttributeError):   # a team server's {"error": why}: its words only
             detail = str(json.loads(detail).get("error") or detail)
         self._drop()
@@ -160,6 +166,30 @@ class RemoteBackend:
                 return self._send(method, path, body, fresh=True)
             raise EngineError(f"the engine at {self.url} refused the token (set engineTokenFile)")
         raise EngineError(f"the engine at {self.url} answered HTTP {response.status}: {detail[:300]}")
+
+    @staticmethod
+    def _json_field(text: str, key: str) -> Any:
+        with contextlib.suppress(ValueError, AttributeError):
+            return json.loads(text).get(key)
+        return None
+
+    def _changed(self, model: str = "") -> EngineChanged:
+        """The engine now serves another model (``model``, when it said) than the ``/v1/info`` read at connect."""
+        log.warning("engine %s: it now serves %s (digest %s when connected): /v1/info is read again", self.url,
+                    model or "another model", self.digest)
+        return EngineChanged(f"the engine at {self.url} now serves {model or 'another model'}, not the model it "
+                             f"served when this editor connected ({self.remote_model or self.name})", model)
+
+    def _check(self, answer: Any) -> None:
+        """An answer (or a stream's first event) stating another digest than the one connected to: EngineChanged.
+        One that states none comes from a server from before digests, and is not checked."""
+        digest = answer.get("digest") if isinstance(answer, dict) else None
+        if digest is not None and digest != self.digest:
+            raise self._changed()
+
+    def _body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with the digest this client connected to (the engine refuses it with 409 if it serves another)."""
+        return body if self.digest is None else {**body, "digest": self.digest}
 
     def _token_changed(self) -> bool:
         """Whether ``engineTokenFile`` now holds another token than the one sent (then it is used from now on)."""
@@ -242,11 +272,14 @@ class RemoteBackend:
     def count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-        return int(self._number("/v1/tokenize", self._call("POST", "/v1/tokenize", {"text": text}), "count", int))
+        answer = self._call("POST", "/v1/tokenize", self._body({"text": text}))
+        self._check(answer)
+        return int(self._number("/v1/tokenize", answer, "count", int))
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
-        answer = self._call("POST", "/v1/score", {"version": wire.VERSION, "prefix": prefix, "middle": middle,
-                                                  "suffix": suffix})
+        answer = self._call("POST", "/v1/score", self._body({"version": wire.VERSION, "prefix": prefix,
+                                                             "middle": middle, "suffix": suffix}))
+        self._check(answer)
         return float(self._number("/v1/score", answer, "score", (int, float)))
 
     def _number(self, path: str, answer: Any, key: str, kind: type | tuple[type, ...]) -> Any:
@@ -258,7 +291,8 @@ class RemoteBackend:
 
     def fill(self, plan: FillPlan, control: Control) -> FillResult:
         job = uuid.uuid4().hex
-        body = {"version": wire.VERSION, "id": job, "plan": wire.plan_json(plan), "drafts": control.draft is not None}
+        body = self._body({"version": wire.VERSION, "id": job, "plan": wire.plan_json(plan),
+                           "drafts": control.draft is not None})
         self.counters["remote_fills"] += 1
         shown = 0  # the last step whose draft went out: a retried fill's drafts resume after it
         last = ""
@@ -343,6 +377,7 @@ class RemoteBackend:
                         control.draft(step, texts, confidences, pieces)
                 elif kind == "start":
                     self.replica = str(event.get("replica", ""))
+                    self._check(event)   # a client connected to a server from before digests sent none to refuse
                 elif kind == "result":
                     if response.readline():  # the stream ends after its result; anything else is a broken peer
                         self._drop()
@@ -377,7 +412,7 @@ class RemoteBackend:
             conn.close()
 
     def stats(self) -> dict[str, object]:
-        return {"engine": self.url, "remote_model": self.remote_model, **self.counters}
+        return {"engine": self.url, "remote_model": self.remote_model, "remote_digest": self.digest, **self.counters}
 
     def close(self) -> None:
         self._drop()

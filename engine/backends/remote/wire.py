@@ -1,18 +1,28 @@
 """The team server's wire format, version 1: JSON for plans, results, drafts and capabilities (no torch here).
 
 ``POST /v1/fill`` takes ``{"version", "id", "plan", "drafts"}`` and answers newline-delimited JSON events:
-``{"event": "start", "replica"}`` (the process serving it), one ``{"event": "step", "step"}`` per denoising
-step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for), then ``{"event": "result",
-"result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the capabilities, the
-tokenizer and the calibration; ``POST /v1/score`` ``{"prefix", "middle", "suffix"}`` -> ``{"score"}``;
-``POST /v1/tokenize`` ``{"text"}`` -> ``{"count"}``; ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
+``{"event": "start", "replica", "digest"}`` (the process serving it, what it serves), one ``{"event": "step",
+"step"}`` per denoising step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for), then
+``{"event": "result", "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the
+capabilities, the tokenizer, the calibration, the decoding and their ``digest``; ``POST /v1/score`` ``{"prefix",
+"middle", "suffix"}`` -> ``{"score", "digest"}``; ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count", "digest"}``;
+``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
 A request with another ``version`` is refused (HTTP 400) rather than misread, and so is a plan the model cannot run
 (no hole, a threshold that is not a finite number >= 0, a canvas over the model's positions: ``Denoiser.check_plan``);
 a body over ``MAX_BODY`` bytes is refused unread (HTTP 413).
+
+``digest`` (``info_digest``) names what a server serves: everything of ``/v1/info`` a client reads once and keeps
+(model, capabilities, positions, tokenizer, calibration, decoding). A client sends the digest it connected to with
+each fill, score and tokenize request; a server serving another refuses it with HTTP 409 ``{"error", "digest",
+"model"}`` (the client reads ``/v1/info`` again), and a client also checks the digest of a stream's first event and
+of an answer. The field is optional within version 1, so clients and servers from before it work together as they
+did: a server that sends no digest is not checked, and a request without one is served.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import Any
 
@@ -29,6 +39,14 @@ CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "t
 
 class WireError(ValueError):
     """A message that does not follow this format."""
+
+
+def info_digest(info: dict[str, Any]) -> str:
+    """The digest of what a ``/v1/info`` states (all of it but ``digest`` and ``batches``, which no client keeps):
+    16 hex digits of the SHA-256 of its canonical JSON. The same for every replica serving the same model."""
+    kept = {k: v for k, v in info.items() if k not in ("digest", "batches")}
+    canonical = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _hole_json(hole: HoleSpec) -> dict[str, Any]:
