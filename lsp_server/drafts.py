@@ -1,7 +1,8 @@
 """The one draft stream: a request's developing text while the model denoises, as ``diffusion/draft``
 notifications (when the client opted in) and ``$/progress`` reports (when there is a progress token),
-throttled on the engine thread; the final draft is always sent and equals the answer. Inline requests
-stream one hole at the cursor; code actions stream every hole they fill."""
+throttled on the engine thread; the final draft is always sent and equals the answer (a request that ends
+without one clears the drafts it sent with an empty final draft). Inline requests stream one hole at the
+cursor; code actions stream every hole they fill."""
 
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ class DraftStream:
         self.token, self.title = token, title
         self._last = 0.0
         self._began = False
+        self._sent = False  # a draft notification went out: the client paints it until a final one
+        self._step = 0      # the last step notified: a final draft never goes back a step
         self._over = False  # finished or closed: a draft still on its way to the loop is dropped
         self.task = asyncio.current_task()  # the request's: the progress's cancel button cancels it
         opened = server.documents.get(uri)
@@ -123,7 +126,10 @@ class DraftStream:
         self._over = True
 
     def close(self) -> None:
-        """End the progress without a final draft (the request failed, was cancelled or dropped)."""
+        """The request failed, was cancelled or dropped: drafts sent are cleared by an empty final draft (no
+        holes), and a progress begun is ended."""
+        if not self._over and self._sent:
+            self._notify(self._step, [], True)
         self._over = True
         if self._began:
             self._end(None)
@@ -134,21 +140,27 @@ class DraftStream:
             return  # a draft the engine sent before it saw the cancel: the progress has ended
         if not done and self.server.documents.moved_on(self.uri, self.generation, self.version):
             return  # a draft of text the client no longer has (edited, or reopened at the same version)
-        first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}
         if self.server.settings.server.drafts:
-            params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
-                      "range": first["range"], "text": first["text"], "tokens": first["tokens"]}
-            if "fillConfidence" in first:
-                params["fillConfidence"] = first["fillConfidence"]
-            if kind is not None:
-                params["kind"] = kind
-            params.update(about or {})
-            if self.action is not None:
-                params.update(action=self.action, holes=holes)
-            self.server.protocol.notify(DRAFT, params)
+            self._notify(step, holes, done, kind, about)
         if self.token is not None:
             line = next((h["text"].strip().splitlines()[0] for h in holes if h["text"].strip()), "")
             self._progress(step, line[:_MESSAGE_CHARS], done)
+
+    def _notify(self, step: int, holes: list[dict[str, Any]], done: bool, kind: str | None = None,
+                about: dict[str, Any] | None = None) -> None:
+        first = holes[0] if holes else {"range": self.ranges[0] if self.ranges else None, "text": "", "tokens": []}
+        step = max(step, self._step)
+        params = {"uri": self.uri, "version": self.version, "id": self.id, "step": step, "done": done,
+                  "range": first["range"], "text": first["text"], "tokens": first["tokens"]}
+        if "fillConfidence" in first:
+            params["fillConfidence"] = first["fillConfidence"]
+        if kind is not None:
+            params["kind"] = kind
+        params.update(about or {})
+        if self.action is not None:
+            params.update(action=self.action, holes=holes)
+        self.server.protocol.notify(DRAFT, params)
+        self._sent, self._step = True, step
 
     def _progress(self, step: int, line: str, done: bool) -> None:
         assert self.token is not None

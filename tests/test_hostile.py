@@ -438,7 +438,8 @@ def test_a_reopen_during_an_inline_fill_never_answers_with_the_old_range(tmp_pat
         assert items == []
         reopened = wire.index(wire.answer(4))
         assert not [m for m in wire.messages[reopened:] if isinstance(m, dict) and m.get("method") == "diffusion/draft"
-                    and m["params"]["uri"] == uri]  # no draft of the old text after the reopen either
+                    and m["params"]["uri"] == uri and m["params"]["text"]]  # no draft of the old text after the reopen
+        # either: only the final draft that clears those shown (empty, done)
         wire.send(request(3, STATS, {}))  # after the answer: the engine counted the job by then
         stats = wire.answer(3)["result"]
         assert stats["cancelled"] == 1 and stats["last_cancelled_at_step"] >= 1  # the model stopped too
@@ -545,7 +546,7 @@ def test_an_inline_progress_ends_when_its_fill_is_dropped(tmp_path, how):
         if how == "cancel":
             assert answer["error"]["code"] == -32800, answer
         else:
-            assert answer["result"]["items"] == [], answer
+            assert answer.get("result", {}).get("items") == [], answer
         for rid in range(3, 10_000):  # until the engine counted the stop: every draft it made is on the wire by then
             wire.send(request(rid, STATS, {}))
             if wire.answer(rid)["result"]["cancelled"] >= 1:
@@ -721,3 +722,59 @@ async def test_a_tcp_client_trickling_its_first_message_is_closed_at_the_limit(m
         writer.close()
         listener.close()
         await listener.wait_closed()
+
+
+# -- drafts of a request that ends without an answer (a draft left painted in the editor) --------------------
+
+HOLES = "def area(r):\n    ...\n\n\ndef perimeter(r):\n    ...\n\n\ndef volume(r):\n    ...\n"
+
+
+def _drafts_of(wire, rid):
+    return [m["params"] for m in wire.messages if isinstance(m, dict) and m.get("method") == "diffusion/draft"
+            and m["params"]["id"] == rid]
+
+
+@pytest.mark.parametrize("how", ["cancel", "superseded", "action-cancel", "shutdown"])
+def test_the_drafts_of_a_request_ended_without_an_answer_are_cleared(tmp_path, how):
+    """A cancelled, superseded or shut-down request had its drafts painted by the client and never sent the final
+    (``done``) draft that clears them: VS Code kept an action's draft on screen until the next edit."""
+    server = _ready_server(tmp_path, _CAPS, _SLOW)
+    try:
+        wire, uri = server.wire, "file:///ended.py"
+        _open(wire, uri, HOLES if how == "action-cancel" else OLD)
+        since = len(wire.messages)
+        if how == "action-cancel":
+            whole = {"start": {"line": 0, "character": 0}, "end": {"line": 10, "character": 0}}
+            wire.send(request(9, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                             "context": {"diagnostics": [], "triggerKind": 1}}))
+            (fill,) = [a for a in wire.answer(9, 120)["result"] if a["data"]["action"] == "fillHoles"]
+            since = len(wire.messages)
+            wire.send(request(2, "codeAction/resolve", fill))
+        else:
+            wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                      "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))
+        _denoising(wire, uri, since)
+        first = next(m["params"] for m in wire.messages[since:] if isinstance(m, dict)
+                     and m.get("method") == "diffusion/draft")
+        if how == "superseded":  # a newer request for the same document: the older one is dropped
+            wire.send(request(3, "textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                      "position": {"line": 1, "character": 0}, "context": {"triggerKind": 1}}))
+        elif how == "shutdown":
+            wire.send(request(3, "shutdown", None))
+        else:
+            wire.send(notification("$/cancelRequest", {"id": 2}))
+        answer = wire.answer(2, 120)
+        if how == "superseded":
+            assert answer["result"]["items"] == [], answer
+        else:  # a shutdown cancels what is running, as $/cancelRequest does
+            assert answer["error"]["code"] == -32800, answer
+        final = wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                              and m["params"]["id"] == first["id"] and m["params"]["done"], 60)["params"]
+        drafts = _drafts_of(wire, first["id"])
+        assert drafts[-1] is final and [d["done"] for d in drafts].count(True) == 1  # the last one, once
+        assert final["text"] == "" and final["uri"] == uri and final["version"] == 1
+        assert final["step"] >= max(d["step"] for d in drafts)  # a request's steps never go back
+        if how == "action-cancel":
+            assert final["action"] == "fillHoles" and final["holes"] == []
+    finally:
+        server.close()
