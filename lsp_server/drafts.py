@@ -140,8 +140,8 @@ class DraftStream:
             return  # a draft the engine sent before it saw the cancel: the progress has ended
         if not done and self.server.documents.moved_on(self.uri, self.generation, self.version):
             return  # a draft of text the client no longer has (edited, or reopened at the same version)
-        if self.server.settings.server.drafts:
-            self._notify(step, holes, done, kind, about)
+        if self.server.settings.server.drafts or (done and self._sent):  # drafts turned off meanwhile: the
+            self._notify(step, holes, done, kind, about)                 # final one still clears those sent
         if self.token is not None:
             line = next((h["text"].strip().splitlines()[0] for h in holes if h["text"].strip()), "")
             self._progress(step, line[:_MESSAGE_CHARS], done)

@@ -778,3 +778,28 @@ def test_the_drafts_of_a_request_ended_without_an_answer_are_cleared(tmp_path, h
             assert final["action"] == "fillHoles" and final["holes"] == []
     finally:
         server.close()
+
+
+def test_drafts_turned_off_during_a_request_still_end_with_the_final_draft(tmp_path):
+    """The user turned ``drafts`` off while a fill denoised: its drafts stopped, and so did its final draft, which
+    alone clears the one still painted (VS Code kept an action's, Neovim an inline one for its stale timer)."""
+    server = _ready_server(tmp_path, options=_SLOW)
+    try:
+        wire, uri = server.wire, "file:///turned-off.py"
+        _open(wire, uri, OLD)
+        since = len(wire.messages)
+        wire.send(request(2, "textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                  "position": {"line": 0, "character": 9}, "context": {"triggerKind": 1}}))
+        _denoising(wire, uri, since)
+        wire.send(notification("workspace/didChangeConfiguration", {"settings": {"diffusionLsp": {"drafts": False}}}))
+        wire.send(request(3, STATS, {}))
+        off = wire.index(wire.answer(3))  # the setting is in force from here on
+        wire.answer(2, 120)
+        rid = next(m["params"]["id"] for m in wire.messages[since:] if isinstance(m, dict)
+                   and m.get("method") == "diffusion/draft")
+        drafts = _drafts_of(wire, rid)
+        assert drafts[-1]["done"], drafts[-1]  # the one painted is cleared (or replaced by the answer)
+        assert not [m for m in wire.messages[off:] if isinstance(m, dict) and m.get("method") == "diffusion/draft"
+                    and not m["params"]["done"]]  # and no draft after the setting went off
+    finally:
+        server.close()
