@@ -239,6 +239,30 @@ H.test('draft: the handler paints the current draft, skips stale ones, clears on
   draft.buffers = saved
 end)
 
+H.test('draft: only a final draft with a suggestion sets the last suggestion\'s confidence', function()
+  local bufnr = scratch({ 'def f():', '    ' })
+  local saved = draft.buffers
+  draft.buffers = function()
+    return { bufnr }
+  end
+  local status = require('diffusion_lsp.status')
+  status.handler(nil, { state = 'ready', model = 'embedded', message = '' }, { client_id = 9100 })
+  local uri = vim.uri_from_bufnr(bufnr)
+  vim.lsp.util.buf_versions[bufnr] = 3
+  local function send(id, step, text, confidence)
+    draft.handler(nil, { uri = uri, version = 3, id = id, step = step, done = true, fillConfidence = confidence,
+      range = { start = { line = 1, character = 4 }, ['end'] = { line = 1, character = 4 } }, text = text,
+      tokens = {} }, { client_id = 9100 })
+  end
+  send('20', 4, 'return 1', 0.42)
+  H.eq(0.42, status.get(9100).confidence, 'an answered suggestion')
+  send('21', 2, '') -- the next request was cancelled: its final draft only clears what was painted
+  H.eq(0.42, status.get(9100).confidence, 'kept after a request ended without a suggestion')
+  send('22', 5, 'return 2', 0.1)
+  H.eq(0.1, status.get(9100).confidence, 'the next suggestion')
+  draft.buffers = saved
+end)
+
 H.test('draft: drawn where the final text lands: one-line fills cut at their end, trailing breaks dropped, a regenerated fragment in place', function()
   local bufnr = scratch({ 'def f(path):', '    return su', '', 'for w in ws:', '    ', 'x = 1' })
   local function place(range, text, kind)

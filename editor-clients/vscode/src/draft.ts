@@ -155,6 +155,15 @@ export function meanConfidence(draft: Draft): number | undefined {
   return known.reduce((sum, t) => sum + t.confidence, 0) / known.length;
 }
 
+/**
+ * True for the final draft of a request answered with a suggestion: its `fillConfidence` is the last
+ * suggestion's. A final draft without text (nothing found, or the request ended without an answer:
+ * cancelled, superseded, the document changed) only clears what was painted.
+ */
+export function isFinalSuggestion(draft: Draft): boolean {
+  return draft.done && draft.text !== '';
+}
+
 export type DraftAction = { kind: 'show'; draft: Draft } | { kind: 'clear'; uri: string } | { kind: 'ignore' };
 
 /**

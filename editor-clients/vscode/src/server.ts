@@ -14,7 +14,7 @@ import {
   ServerOptions,
   State,
 } from 'vscode-languageclient/node';
-import { DraftBoard, isDraft } from './draft';
+import { DraftBoard, isDraft, isFinalSuggestion } from './draft';
 import { protocolInlineContext } from './inlineContext';
 import { distinctItems, normalizeItem } from './inlineItems';
 import { RestartPolicy } from './restartPolicy';
@@ -227,7 +227,7 @@ export class ServerController implements vscode.Disposable {
   private showDraft(client: LanguageClient, params: Parameters<DraftBoard['receive']>[0]): void {
     const uri = client.protocol2CodeConverter.asUri(params.uri);
     const document = vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
-    if (params.done) {
+    if (isFinalSuggestion(params)) {
       this.status.update((model) => model.suggestion(params.fillConfidence));
     }
     const action = this.board.receive(params, document?.version);

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { bucketOf, Draft, DraftBoard, draftSegments, isDraft, meanConfidence } from '../src/draft';
+import { bucketOf, Draft, DraftBoard, draftSegments, isDraft, isFinalSuggestion, meanConfidence } from '../src/draft';
 
 const NBSP = '\u00a0';
 
@@ -147,5 +147,15 @@ describe('DraftBoard', () => {
     assert.equal(board.receive(draft({ uri: 'file:///b.py', step: 1 }), 7).kind, 'show');
     board.forget('file:///a.py');
     assert.equal(board.receive(draft({ step: 1 }), 7).kind, 'show');
+  });
+});
+
+describe('isFinalSuggestion', () => {
+  it('is the final draft of an answered request only', () => {
+    assert.equal(isFinalSuggestion(draft({ done: true, text: 'return a', fillConfidence: 0.4 })), true);
+    assert.equal(isFinalSuggestion(draft({ done: false })), false, 'still denoising');
+    // nothing found, or the request ended without an answer (cancelled, superseded, the document changed):
+    // the final draft only clears what was painted, and the last suggestion's confidence stays
+    assert.equal(isFinalSuggestion(draft({ done: true, text: '', tokens: [] })), false);
   });
 });

@@ -213,7 +213,9 @@ function M.handler(_, params, ctx)
   if version ~= nil and params.version ~= nil and version ~= params.version then
     return
   end
-  if params.done then
+  if params.done and type(params.text) == 'string' and params.text ~= '' then
+    -- a suggestion's final draft; one without text (nothing found, or the request ended without an
+    -- answer) only clears what was painted
     require('diffusion_lsp.status').suggestion(ctx.client_id, params.fillConfidence)
   end
   local id = tostring(params.id)
