@@ -707,4 +707,38 @@ H.test('a server that dies by itself is shown as failed and restarted, every buf
   H.eq({ 1 }, rows_of(fill_holes_edits(client, other)), 'and the hidden buffer edited while it was down')
 end)
 
+H.test('after a restart the new server\'s drafts are painted, though its request ids start again', function()
+  -- The plugin kept the last draft's request id per buffer and ignored drafts of "older" ones; a new
+  -- server numbers its requests from 1 again, so its drafts went unpainted in every buffer that had
+  -- shown one, until its ids caught up with the old server's.
+  reset_buffer()
+  drafts = {}
+  trigger()
+  local before = 0
+  for _, d in ipairs(drafts) do
+    before = math.max(before, tonumber(d.id) or 0)
+  end
+  H.ok(before >= 1, 'the old server\'s drafts came: ' .. vim.inspect(drafts))
+  H.feed('<Esc>')
+  local old = client
+  vim.cmd('DiffusionRestart')
+  client = ready_client(old.id)
+  compat.notify(client, 'workspace/didChangeConfiguration',
+    { settings = { diffusionLsp = { drafts = true, validate = false, draftIntervalMs = 0, minConfidence = 0 } } })
+  H.sleep(200)
+  reset_buffer()
+  drafts = {}
+  trigger()
+  local painted = 0
+  for _, d in ipairs(drafts) do
+    if not d.done and d.painted then
+      painted = painted + 1
+    end
+  end
+  H.ok(#drafts > 0 and tonumber(drafts[1].id) <= before, 'the new server\'s first ids are the old one\'s again: '
+    .. vim.inspect(drafts[1]))
+  H.ok(painted > 0, ('a draft of the new server was painted (%d drafts, %d painted)'):format(#drafts, painted))
+  H.eq(0, #H.marks(bufnr, draft.ns), 'and cleared once the suggestion is shown')
+end)
+
 H.run(420000)

@@ -198,6 +198,11 @@ export class DraftBoard {
   forget(uri: string): void {
     this.latest.delete(uri);
   }
+
+  /** The server stopped: a new one numbers its requests from 1 again, so none of its drafts is older. */
+  forgetAll(): void {
+    this.latest.clear();
+  }
 }
 
 /** Request ids are opaque strings; numeric ones compare as numbers, others never count as older. */

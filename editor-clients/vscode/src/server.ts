@@ -96,6 +96,7 @@ export class ServerController implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     this.drafts.clearAll();
+    this.board.forgetAll();
     if (client?.needsStop()) {
       await client.stop();
     }
@@ -218,6 +219,7 @@ export class ServerController implements vscode.Disposable {
         this.status.update((model) => model.running());
       } else if (event.newState === State.Stopped) {
         this.drafts.clearAll();
+        this.board.forgetAll(); // a restarted server numbers its requests from 1 again
         this.status.update((model) => model.stopped());
       }
     });

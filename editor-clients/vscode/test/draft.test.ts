@@ -148,6 +148,15 @@ describe('DraftBoard', () => {
     board.forget('file:///a.py');
     assert.equal(board.receive(draft({ step: 1 }), 7).kind, 'show');
   });
+
+  it('forgets every request when the server stops: a new one numbers its requests from 1 again', () => {
+    const board = new DraftBoard();
+    board.receive(draft({ id: '40', step: 3, done: true }), 7);
+    board.receive(draft({ uri: 'file:///b.py', id: '41', step: 2 }), 7);
+    board.forgetAll();
+    assert.equal(board.receive(draft({ id: '1', step: 1 }), 7).kind, 'show');
+    assert.equal(board.receive(draft({ uri: 'file:///b.py', id: '2', step: 1 }), 7).kind, 'show');
+  });
 });
 
 describe('isFinalSuggestion', () => {

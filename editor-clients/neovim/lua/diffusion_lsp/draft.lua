@@ -180,6 +180,13 @@ function M.clear(bufnr)
   render.clear(bufnr, M.ns)
 end
 
+--- The server stopped: clear `bufnr`'s draft and forget its requests (a new server numbers them
+--- from 1 again, and none of its drafts is older than the old server's).
+function M.forget(bufnr)
+  M.clear(bufnr)
+  shown[bufnr] = nil
+end
+
 --- True while a draft is painted in `bufnr`.
 function M.visible(bufnr)
   local entry = shown[bufnr]

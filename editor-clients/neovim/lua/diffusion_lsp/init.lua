@@ -245,7 +245,7 @@ local function client_config(root)
         for bufnr, client_id in pairs(M.attached) do
           if client_id == id then
             ghost.dismiss(bufnr)
-            draft.clear(bufnr)
+            draft.forget(bufnr)
           end
         end
         -- Asked to stop, or ended as Neovim's client counts a clean end (code 0, SIGTERM).
@@ -297,7 +297,7 @@ function M.stop(done)
   cancel_restart()
   for bufnr in pairs(M.attached) do
     ghost.detach(bufnr)
-    draft.clear(bufnr)
+    draft.forget(bufnr)
   end
   local ids = {}
   for _, client in ipairs(running_clients()) do
