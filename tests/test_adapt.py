@@ -127,6 +127,29 @@ def test_one_path_is_taken_or_not_by_the_listings_rules(tmp_path, git):
     assert listed(tmp_path, []) == set() and listed(tmp_path, ["notes.md"]) == set()
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_listing_a_git_workspace_runs_no_program_its_own_git_config_names(tmp_path):
+    """A workspace's .git/config is the workspace's (an unpacked archive, a shared folder): a ``core.fsmonitor``
+    program there must not run when the server or the adapter lists the folder, and nothing is written in it."""
+    from engine.adapt.files import listed
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "a.py"], check=True)
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\necho ran >> '{marker}'\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "-C", str(root), "config", "core.fsmonitor", str(hook)], check=True)
+    before = snapshot(root)
+    assert [f.path for f in workspace_files(root)] == ["a.py"]
+    assert listed(root, ["a.py", "b.py"]) == {"a.py", "b.py"}
+    assert not marker.exists()
+    assert snapshot(root) == before
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

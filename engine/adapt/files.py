@@ -38,15 +38,21 @@ def held_out(path: str, percent: int = HELD_OUT_PERCENT) -> bool:
     return int.from_bytes(digest[:4], "big") % 100 < percent
 
 
+def _git(root: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``git args`` run in ``root``, to read it only: with ``core.fsmonitor`` off, since a workspace's own
+    ``.git/config`` (an unpacked archive, a shared folder) can name a program there that git would run for
+    ``ls-files`` and ``check-ignore``, as the user, as soon as the folder is opened."""
+    return subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", str(root), *args], capture_output=True,
+                          **kwargs)
+
+
 def _git_files(root: Path) -> list[str] | None:
     """Tracked and untracked-but-not-ignored files, when ``root`` is inside a git work tree; else None."""
     try:
-        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
-                                capture_output=True, text=True, timeout=30)
+        inside = _git(root, "rev-parse", "--is-inside-work-tree", text=True, timeout=30)
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return None
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, timeout=120)
+        listed = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=120)
     except (OSError, subprocess.SubprocessError):
         return None
     if listed.returncode != 0:
@@ -115,8 +121,8 @@ def listed(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
     if not candidates:
         return set()
     try:
-        checked = subprocess.run(["git", "-C", str(base), "check-ignore", "-z", "--stdin"], capture_output=True,
-                                 input="\0".join(candidates).encode("utf-8", "surrogateescape"), timeout=120)
+        checked = _git(base, "check-ignore", "-z", "--stdin",
+                       input="\0".join(candidates).encode("utf-8", "surrogateescape"), timeout=120)
         if checked.returncode in (0, 1):   # 0: some are ignored, 1: none; 128: not a git work tree (or no verdict)
             ignored = set(checked.stdout.decode("utf-8", "surrogateescape").split("\0"))
             return {rel for rel in candidates if rel not in ignored}
