@@ -57,10 +57,16 @@ def _background_minutes() -> float:
 
 
 def path_of(uri: str | None) -> str | None:
+    """The local path a ``file:`` URI names (percent-decoded); None for another scheme (``untitled:``...), a host
+    other than this one (``file://server/share/x.py`` is no local ``/share/x.py``) or a path no file can have (a
+    NUL byte: every call on it would raise)."""
     if not uri:
         return None
     parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else None
+    if parsed.scheme != "file" or parsed.netloc.lower() not in ("", "localhost"):
+        return None
+    path = unquote(parsed.path)
+    return path if path and "\0" not in path else None
 
 
 class WorkspaceAdapter:
@@ -279,7 +285,8 @@ def workspace_of(params: Any) -> str | None:
         path = path_of(folder.uri)
         if path:
             return path
-    return path_of(getattr(params, "root_uri", None)) or getattr(params, "root_path", None) or None
+    root = path_of(getattr(params, "root_uri", None)) or getattr(params, "root_path", None) or None
+    return root if root and "\0" not in root else None
 
 
 def run_cli(args: argparse.Namespace) -> int:

@@ -374,6 +374,50 @@ def test_every_workspace_folder_is_counted_and_a_document_gets_its_own_folders_l
         assert not any("beta" in t for t in offered("beta")) and "alpha import only_in_alpha" in offered("beta")
 
 
+def test_uris_that_name_no_local_file_are_no_files_and_never_fail_a_request(tmp_path):
+    """A folder or document URI with a NUL byte (%00) names no file: it failed initialize outright (ValueError:
+    embedded null byte, a server with no session), dropped the good folders added beside it and failed each
+    inline request of its document. A ``file://host/...`` URI is another machine's file, not this one's."""
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    other = tmp_path / "other ünïcode"
+    for folder in (root, other):
+        folder.mkdir()
+    (root / "a.py").write_text("import os\nfrom zorblax.alpha import only_in_alpha\n")
+    (other / "b.py").write_text("from zorblax.beta import only_in_beta\n")
+    nul = root.as_uri() + "/x%00y"
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                                      "workspaceFolders": [{"uri": nul, "name": "nul"},
+                                                           {"uri": root.as_uri(), "name": "ws"}],
+                                      "capabilities": {}, "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        stats = lambda: client.request("diffusion/stats", {})["workspaceLines"]   # noqa: E731
+        wait_until(lambda: stats()["state"] == "ready" and stats()["folders"] == 1)
+        client.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [{"uri": nul + "z", "name": "nul"}, {"uri": other.as_uri() + "/", "name": "other"}],
+            "removed": []}})
+        wait_until(lambda: stats()["state"] == "ready" and stats()["folders"] == 2 and stats()["files"] == 2)
+        text = "import sys\nfrom zorblax.\n"
+        for uri in (root.as_uri() + "/main%00.py", "file://elsewhere" + str(root / "c.py")):
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                    "text": text}})
+            got = client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": {"line": 1, "character": len("from zorblax.")},
+                "context": {"triggerKind": 1}})
+            items = got["items"] if isinstance(got, dict) else (got or [])
+            assert "alpha import only_in_alpha" in [i["insertText"] for i in items]   # the first folder's lines
+            client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri, "type": 1}]})
+            client.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": "from zorblax.g import x\n"})
+        # a file changed after them (the queue is in order): counted, and the other machine's c.py was not
+        (root / "d.py").write_text("from zorblax.delta import only_in_delta\n")
+        client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": (root / "d.py").as_uri(), "type": 1}]})
+        assert wait_until(lambda: stats()["files"] >= 3) and stats()["files"] == 3
+        assert client.proc.poll() is None
+
+
 def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fails_clearly(tmp_path):
     from benchmarks.lsp_client import LspClient
 
