@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from engine import EngineState, worklines
-from engine.adapt.files import MAX_FILE_BYTES, MAX_TOTAL_BYTES, listed
+from engine.adapt.files import MAX_FILE_BYTES, MAX_TOTAL_BYTES, listed, read_text
 from engine.languages import language_for_path, source_glob
 
 from .adapting import path_of
@@ -206,7 +206,7 @@ class WorkspaceLines:
                     if language and path not in taken:
                         language = ""   # gitignored or vendored: the listing does not take it, nor a save
                     if text is None and language:
-                        text = _read(path)
+                        text = read_text(path)   # the listing's rules: a regular UTF-8 file, not too large
                     workspace = self._counted[root]
                     if text is None or not language:
                         workspace.remove(path)
@@ -272,13 +272,3 @@ def _holder(path: str, roots: Sequence[str]) -> str | None:
     return max(inside, key=len) if inside else None
 
 
-def _read(path: str) -> str | None:
-    """A source file's text as the workspace listing reads it (a regular file, UTF-8, at most the adapter's
-    ``MAX_FILE_BYTES``); None when it is gone or not such a file."""
-    try:
-        if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None

@@ -150,6 +150,51 @@ def test_listing_a_git_workspace_runs_no_program_its_own_git_config_names(tmp_pa
     assert snapshot(root) == before
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_listing_never_reads_out_of_the_folder_through_a_linked_directory(tmp_path):
+    """git lists the index's paths whatever the disk holds now: a tracked ``lib/x.py`` whose ``lib`` became a link
+    to a directory elsewhere (a home directory's secrets) must not be read through it; nor a linked file."""
+    outside = tmp_path / "outside"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "lib" / "x.py").write_text('SECRET_TOKEN = "hunter2"\n')
+    (outside / "secret.py").write_text('API_KEY = "hunter3"\n')
+    root = tmp_path / "ws"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "x.py").write_text("x = 1\n")
+    (root / "a.py").write_text("a = 1\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "lib", "a.py"], check=True)
+    shutil.rmtree(root / "lib")
+    (root / "lib").symlink_to(outside / "lib")
+    (root / "secret.py").symlink_to(outside / "secret.py")
+    (root / "up").symlink_to(tmp_path)   # a link to the folder above: the walk must not go there either
+    before = snapshot(root)
+    assert [(f.path, f.text) for f in workspace_files(root)] == [("a.py", "a = 1\n")]
+    assert snapshot(root) == before
+    shutil.rmtree(root / ".git")   # the walk
+    assert [(f.path, f.text) for f in workspace_files(root)] == [("a.py", "a = 1\n")]
+
+
+def test_a_file_is_read_only_as_a_regular_file_within_the_cap_as_it_is_read(tmp_path):
+    """What was listed may be replaced before it is read: a FIFO answers None at once (no writer is waited for),
+    a link is not followed, and a file larger than the cap when read (it grew) is not read past it."""
+    from engine.adapt.files import read_text
+
+    fifo = tmp_path / "x.py"
+    os.mkfifo(fifo)
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(read_text(fifo)), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive() and got == [None]
+    (tmp_path / "a.py").write_text("a = 1\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
+    assert read_text(tmp_path / "a.py") == "a = 1\n" and read_text(tmp_path / "link.py") is None
+    assert read_text(tmp_path / "a.py", max_bytes=5) is None and read_text(tmp_path / "a.py", max_bytes=6) == "a = 1\n"
+    (tmp_path / "bad.py").write_bytes(b"\xff\xfe")
+    assert read_text(tmp_path / "bad.py") is None and read_text(tmp_path / "gone.py") is None
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -177,17 +178,58 @@ def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
         language = language_for_path(rel)
         if language == "plaintext" or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
             continue
-        path = base / rel
+        path = os.path.join(base, rel)
         if pause is not None:
             pause()
-        try:
-            if path.is_symlink() or not path.is_file():
+        try:   # a link, or a path through a linked directory (git lists the index's paths whatever the disk has
+            if os.path.realpath(path) != path:   # now): never read out of the folder
                 continue
-            size = path.stat().st_size
-            if size == 0 or size > max_file_bytes or total + size > max_total_bytes:
-                continue
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            size = os.stat(path).st_size
+        except (OSError, ValueError):
             continue
-        total += size
+        if size == 0 or size > max_file_bytes or total + size > max_total_bytes:
+            continue
+        data = _read_bytes(path, min(max_file_bytes, max_total_bytes - total))   # it may have grown since
+        if not data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        total += len(data)
         yield SourceFile(rel, language, text)
+
+
+def read_text(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """A source file's text as the listing reads it (``_read_bytes``, UTF-8); None when it is no such file."""
+    data = _read_bytes(path, max_bytes)
+    try:
+        return data.decode("utf-8") if data is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
+    """The bytes of the regular file at ``path``, or None: a link (not followed), a FIFO, a socket or a device (opened
+    without waiting for a writer, and checked once open: what was listed may have been replaced since), one that
+    cannot be read, or one of more than ``max_bytes`` bytes as it is read (not as it was listed: it may grow)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
