@@ -195,6 +195,41 @@ def test_a_file_is_read_only_as_a_regular_file_within_the_cap_as_it_is_read(tmp_
     assert read_text(tmp_path / "bad.py") is None and read_text(tmp_path / "gone.py") is None
 
 
+@pytest.mark.parametrize("git", [False, True])
+def test_the_walk_reads_gitignore_files_as_git_does(tmp_path, git):
+    """Without git, the walk decides as git would: a .gitignore saved with a byte order mark and CRLF line ends
+    (Windows editors) still ignores its first pattern's files, and a ``!name`` in a subdirectory's .gitignore takes
+    back what the one above excluded (the innermost .gitignore with a matching pattern decides)."""
+    from engine.adapt.files import listed
+
+    if git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tmp_path / ".gitignore").write_bytes("\ufeffbuild/\r\n*.gen.py\r\n".encode())
+    for rel in ("a.py", "build/b.py", "x.gen.py", "sub/keep.gen.py", "sub/other.gen.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "sub" / ".gitignore").write_text("!keep.gen.py\n")
+    if git:   # git's own verdict: the reference
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    expected = ["a.py", "sub/keep.gen.py"]
+    assert [f.path for f in workspace_files(tmp_path)] == expected
+    assert listed(tmp_path, ["a.py", "build/b.py", "x.gen.py", "sub/keep.gen.py", "sub/other.gen.py"]) == set(expected)
+
+
+def test_a_fifo_named_gitignore_does_not_block_the_walk(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("a = 1\n")
+    fifo = tmp_path / "sub" / ".gitignore"
+    os.mkfifo(fifo)
+    got: list = []
+    walker = threading.Thread(target=lambda: got.append([f.path for f in workspace_files(tmp_path)]), daemon=True)
+    walker.start()
+    walker.join(60)
+    if walker.is_alive():   # blocked opening the FIFO: a writer that closes at once lets it go
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not walker.is_alive() and got == [["sub/a.py"]]
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

@@ -21,6 +21,7 @@ from ..languages import language_for_path
 
 MAX_FILE_BYTES = 200_000        # a larger file is generated or data more often than code
 MAX_TOTAL_BYTES = 30_000_000    # the whole selection
+MAX_GITIGNORE_BYTES = 1_000_000  # a .gitignore's patterns, at most
 MAX_WALKED = 200_000            # files listed by the walk (no git), at most: a home directory is not a project
 HELD_OUT_PERCENT = 12           # files whose path hash falls below this share are held out
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
@@ -62,14 +63,29 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def _ignored(specs: list[tuple[str, Any]], rel: str, is_dir: bool) -> bool:
-    """Whether one of ``specs`` ((directory relative to root, its .gitignore)) excludes ``rel``."""
-    for base, spec in specs:
+    """Whether ``specs`` ((directory relative to root, its .gitignore), the outermost first) exclude ``rel``: as
+    git decides, the innermost .gitignore with a pattern that matches it (its last such pattern), so a ``!name``
+    in a subdirectory takes back what a pattern above excluded."""
+    for base, spec in reversed(specs):
         if base and not rel.startswith(base + "/"):
             continue
         sub = rel[len(base) + 1:] if base else rel
-        if spec.match_file(sub + "/" if is_dir else sub):
-            return True
+        verdict = spec.check_file(sub + "/" if is_dir else sub).include
+        if verdict is not None:
+            return bool(verdict)
     return False
+
+
+def _gitignore(directory: Path) -> Any:
+    """The patterns of ``directory``'s .gitignore (a UTF-8 byte order mark skipped, as git does; CRLF or LF), or
+    None when it has none that can be read: read as a source file is (``_read_bytes``: a FIFO named .gitignore
+    must not block the walk, nor a link or a huge one be read)."""
+    import pathspec
+
+    data = _read_bytes(directory / ".gitignore", MAX_GITIGNORE_BYTES)
+    if data is None:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8-sig", "replace").splitlines())
 
 
 def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] | None = None) -> list[str]:
@@ -89,12 +105,8 @@ def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] 
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir
         specs = [(b, s) for b, s in specs if not rel_dir or rel_dir == b or rel_dir.startswith(b + "/") or not b]
-        if ".gitignore" in filenames:
-            try:
-                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except OSError:
-                pass
+        if ".gitignore" in filenames and (spec := _gitignore(Path(dirpath))) is not None:
+            specs.append((rel_dir, spec))
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
@@ -135,17 +147,12 @@ def listed(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
 def _walk_ignores(base: Path, rel: str) -> bool:
     """Whether the walk (``_walk_files``) leaves out ``rel``: a ``.gitignore`` on its way down excludes it or one of
     its directories."""
-    import pathspec
-
     parts = PurePosixPath(rel).parts
     specs: list[tuple[str, Any]] = []
     for depth in range(len(parts)):
         here = "/".join(parts[:depth])
-        try:
-            lines = (base / here / ".gitignore").read_text("utf-8", "replace").splitlines()
-            specs.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
-        except OSError:
-            pass
+        if (spec := _gitignore(base / here)) is not None:
+            specs.append((here, spec))
         if _ignored(specs, "/".join(parts[:depth + 1]), is_dir=depth < len(parts) - 1):
             return True
     return False
