@@ -110,6 +110,7 @@ class Workspace:
         self._tables: dict[str, Table | None] = {}
         self._stale: set[str] = set()
         self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
+        self._bytes = 0                             # their sum
 
     def update(self, path: str, language: str, text: str) -> None:
         """Count (again) the file at ``path`` (any key unique per file) with its current ``text``."""
@@ -124,7 +125,8 @@ class Workspace:
             self._drop(path)
             self._files[path] = (name, lines)
             self._steps[path] = steps
-            self._sizes[path] = len(text.encode("utf-8", "surrogatepass"))
+            self._sizes[path] = size = len(text.encode("utf-8", "surrogatepass"))
+            self._bytes += size
             counts, ordered = self._counts[name], self._ordered.get(name)
             if ordered is not None:
                 for line in lines:
@@ -155,7 +157,7 @@ class Workspace:
             return
         name, lines = old
         self._steps.pop(path, None)
-        self._sizes.pop(path, None)
+        self._bytes -= self._sizes.pop(path, 0)
         counts, ordered = self._counts[name], self._ordered.get(name)
         counts.subtract(lines)
         for line in lines:
@@ -230,7 +232,11 @@ class Workspace:
     @property
     def bytes(self) -> int:
         """The bytes of the files counted (UTF-8), for a cap over several workspaces."""
-        return sum(self._sizes.values())
+        return self._bytes
+
+    def size(self, path: str) -> int:
+        """The bytes of the file at ``path`` as counted (UTF-8), 0 when it is not counted."""
+        return self._sizes.get(path, 0)
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)

@@ -12,7 +12,8 @@ names the workspace of the innermost folder that holds its document (a document 
 folder's; ``InfillRequest.workspace``). Folders added or removed (``workspace/didChangeWorkspaceFolders``) are
 counted or forgotten on the same thread. A saved document is counted again with its saved text (and its
 folder's tables rebuilt) on the same thread, so the engine never waits for it; a file the listing would not take
-(gitignored, vendored: ``engine.adapt.files.listed``) is not counted when saved or changed either. With a client
+(gitignored, vendored: ``engine.adapt.files.listed``) is not counted when saved or changed either, nor one
+that would take the folders past the 30 MB. With a client
 that registers file watchers dynamically, the server asks it to watch the source files
 (``workspace/didChangeWatchedFiles``): a
 file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from disk,
@@ -208,6 +209,8 @@ class WorkspaceLines:
                     if text is None and language:
                         text = read_text(path)   # the listing's rules: a regular UTF-8 file, not too large
                     workspace = self._counted[root]
+                    if text is not None and language and self._over_cap(workspace, path, text):
+                        text = None   # the folders' counted lines hold the bytes counted at most: not this one
                     if text is None or not language:
                         workspace.remove(path)
                     else:
@@ -226,6 +229,13 @@ class WorkspaceLines:
             if op == "file" and rest[1]:
                 wanted.setdefault(root, {})[PurePath(os.path.relpath(rest[0], root)).as_posix()] = rest[0]
         return {paths[rel] for root, paths in wanted.items() for rel in listed(root, paths)}
+
+    def _over_cap(self, workspace: worklines.Workspace, path: str, text: str) -> bool:
+        """Whether counting ``text`` for ``path`` (instead of what ``workspace`` counts for it) would take the
+        bytes of every folder past ``MAX_TOTAL_BYTES``: the cap holds for files created, changed or saved after the
+        count as it does for the count (a checkout bringing a large branch in)."""
+        counted = sum(w.bytes for w in self._counted.values()) - workspace.size(path)
+        return counted + len(text.encode("utf-8", "surrogatepass")) > MAX_TOTAL_BYTES
 
     def _count(self, root: str) -> None:
         """Count one folder's files and register them (a folder no longer listed, or counted already: nothing)."""

@@ -549,3 +549,46 @@ def test_the_folders_of_initialize_and_one_byte_cap_for_all_the_folders(tmp_path
     finally:
         lines.close()
     assert worklines.lookup(b_key) is None
+
+
+def test_files_created_changed_or_saved_after_the_count_stay_within_the_byte_cap(tmp_path, monkeypatch):
+    """The 30 MB cap for all the folders held for the count only: files a checkout created afterwards, or saved
+    ones, were all counted, whatever their bytes. Now one that does not fit is not counted (or no longer)."""
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from lsp_server import workspace_lines
+    from lsp_server.settings import Settings
+
+    first, fits = "alpha_line = 1\n" * 3, "beta_line = 2\n" * 2
+    (tmp_path / "a.py").write_text(first)
+    monkeypatch.setattr(workspace_lines, "MAX_TOTAL_BYTES", len(first) + len(fits))
+    lines = workspace_lines.WorkspaceLines(SimpleNamespace(settings=Settings(),
+                                                           engine=SimpleNamespace(state=EngineState.READY)))
+    lines.roots = [str(tmp_path)]
+    lines.start()
+
+    def changed(name: str, kind: types.FileChangeType = types.FileChangeType.Created) -> None:
+        lines.files_changed([types.FileEvent(uri=(tmp_path / name).as_uri(), type=kind)])
+
+    try:
+        wait_until(lambda: lines.state == "ready", timeout=30)
+        (tmp_path / "b.py").write_text(fits)
+        changed("b.py")
+        wait_until(lambda: lines.files == 2, timeout=30)
+        (tmp_path / "c.py").write_text("gamma_line = 3\n")
+        changed("c.py")                                               # no room left: neither is counted
+        lines.saved((tmp_path / "d.py").as_uri(), "delta_line = 4\n")
+        (tmp_path / "a.py").unlink()
+        changed("a.py", types.FileChangeType.Deleted)                 # handled after them (the queue is in order)
+        wait_until(lambda: lines.files != 2, timeout=30)
+        assert lines.files == 1 and worklines.lookup(lines.key()).table("python").lines == ["beta_line = 2"]
+        (tmp_path / "b.py").write_text(fits * 3)                      # grows past the cap: forgotten
+        changed("b.py", types.FileChangeType.Changed)
+        wait_until(lambda: lines.files == 0, timeout=30)
+        changed("c.py", types.FileChangeType.Changed)                 # room again
+        wait_until(lambda: lines.files == 1, timeout=30)
+        assert worklines.lookup(lines.key()).table("python").lines == ["gamma_line = 3"]
+    finally:
+        lines.close()
