@@ -151,6 +151,22 @@ def test_listing_a_git_workspace_runs_no_program_its_own_git_config_names(tmp_pa
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_listing_lists_the_folder_not_the_repository_the_editors_environment_names(tmp_path, monkeypatch):
+    """An editor started from a git hook or alias has GIT_DIR set: git would list that repository's index over the
+    folder (its tracked secret.py read, though the folder's own .gitignore excludes it), not the folder's."""
+    root, other = tmp_path / "ws", tmp_path / "other"
+    for repo, name in ((root, "mine.py"), (other, "secret.py")):
+        repo.mkdir()
+        (repo / name).write_text("x = 1\n")
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "add", name], check=True)
+    (root / ".gitignore").write_text("secret.py\n")      # the folder's own rule: its secret.py is not read
+    (root / "secret.py").write_text('TOKEN = "hunter2"\n')
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))   # (git then takes the current folder as the work tree)
+    assert [f.path for f in workspace_files(root)] == ["mine.py"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_listing_never_reads_out_of_the_folder_through_a_linked_directory(tmp_path):
     """git lists the index's paths whatever the disk holds now: a tracked ``lib/x.py`` whose ``lib`` became a link
     to a directory elsewhere (a home directory's secrets) must not be read through it; nor a linked file."""

@@ -43,9 +43,16 @@ def held_out(path: str, percent: int = HELD_OUT_PERCENT) -> bool:
 def _git(root: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
     """``git args`` run in ``root``, to read it only: with ``core.fsmonitor`` off, since a workspace's own
     ``.git/config`` (an unpacked archive, a shared folder) can name a program there that git would run for
-    ``ls-files`` and ``check-ignore``, as the user, as soon as the folder is opened."""
+    ``ls-files`` and ``check-ignore``, as the user, as soon as the folder is opened. Without the editor's
+    ``GIT_DIR``, ``GIT_WORK_TREE`` and the like (an editor started from a git hook or a ``git`` alias has them),
+    which would list another repository than the folder's."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION}
     return subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", str(root), *args], capture_output=True,
-                          **kwargs)
+                          env=env, **kwargs)
+
+
+_GIT_LOCATION = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+                 "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"}
 
 
 def _git_files(root: Path) -> list[str] | None:
