@@ -18,7 +18,7 @@ from .model_text import REPLACEMENT, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import (PARSES, Verdict, baseline_errors, comments_out_rest, document_parses, parses, python_check,
-                       regroups_brackets, reopens_closer, tidy)
+                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -294,8 +294,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
-            if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill:
-                bad += 1
+            if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill \
+                    or repeats_neighbour(win.prefix, fill, win.suffix):
+                bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant)
                 continue
             # Python's parser on the whole document is the authority when it accepts the document as a
             # whole: the window can start inside a docstring, where tree-sitter sees errors everywhere.

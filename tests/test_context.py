@@ -439,3 +439,27 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
     for i in range(validate._KEEP):
         validate.parse(spec, f"let x{i} = {i};\n")
     assert validate.parse(spec, user) is not first   # forgotten after the last _KEEP texts
+
+
+@pytest.mark.parametrize("prefix, fill, suffix, repeats", [
+    # an empty line's fill that copies the header above into its own body
+    ("for x in xs:\n    ", "for x in xs:", "\n    total += x\n", True),
+    # ... or the line below, inserted before it
+    ("def f(a):\n    ", "return a\n    ", "return a\n", True),
+    # typed: the line the fill completes becomes the line above
+    ("self.status = status\nself.", "status = status", "\n", True),
+    # a multi-line fill that repeats its own line
+    ("def f():\n", "    g()\n    g()\n", "", True),
+    # the nearest code line counts across blank lines
+    ("x = 1\n\n\n", "x = 1", "\n", True),
+    # different lines, closers and rows of data may repeat
+    ("for x in xs:\n    ", "total += x", "\n", False),
+    ("        }\n    ", "}", "\n", False),
+    ("table = [\n    0,\n    ", "0,", "\n]\n", False),
+    # the repeat is the user's own, not the fill's
+    ("a = 1\na = 1\n", "b = 2", "\n", False),
+    ("a = 1\na = ", "", "1\n", False),
+])
+def test_a_fill_that_copies_the_code_line_next_to_it(prefix, fill, suffix, repeats):
+    from engine.validate import repeats_neighbour
+    assert repeats_neighbour(prefix, fill, suffix) is repeats

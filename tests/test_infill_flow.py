@@ -285,3 +285,21 @@ def test_a_fill_that_regroups_the_brackets_around_the_cursor_is_not_offered(lang
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
                  InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
     assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # an empty line's fill that copies the line above (they parse: development fills did this, never rightly)
+    ("python", "class A:\n    def __init__(self, status):\n        self.status = status\n        \n", "= status\n        ",
+     "self.status = status", False),
+    ("go", "package m\n\nfunc f(xs []int) {\n\tfor _, x := range xs {\n\t\tuse(x)\n\t\t\n\t}\n}\n", "use(x)\n\t\t",
+     "use(x)", False),
+    # a line inserted before the same line
+    ("javascript", "function f(a) {\n  \n  return a;\n}\n", "{\n  ", "return a;", False),
+    # a different line is offered
+    ("python", "def f(xs):\n    total = 0\n    for x in xs:\n        \n        total += x\n", "xs:\n        ",
+     "x = x * 2", True),
+])
+def test_a_fill_that_copies_the_code_line_next_to_it_is_not_offered(language, text, at, answer, offered):
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert bool(c.fills) is offered and all(answer in f.text for f in c.fills), [f.text for f in c.fills]
