@@ -108,6 +108,7 @@ class Engine:
         self._counters = Counters()
         self.decoding: Table = {}              # the loaded model's decoding per language (engine/decoding.py)
         self.weights: Path | None = None       # the adapted weights in use (None: the checkpoint's own)
+        self._load_again = False               # a remote engine was unreachable at its load: the next job tries again
         self._heap = HeapTrimmer()
         self._thread = threading.Thread(target=self._run, name="diffusion-engine", daemon=True)
         self._thread.start()
@@ -226,8 +227,13 @@ class Engine:
                 if self._queue.empty():
                     self._heap.busy()
 
-    def _do_load(self, task: _Load, changed: bool = False) -> None:
-        self._set_state(EngineState.LOADING)
+    def _do_load(self, task: _Load, changed: bool = False, again: bool = False) -> None:
+        """Load ``task``'s model. A remote engine that does not answer (a team server restarting, or not yet up
+        when the editor starts) leaves the engine ``unreachable``, not failed: each new job tries the load again
+        (``again``: no loading state for that, the outage is told once) until it answers."""
+        self._load_again = False
+        if not again:
+            self._set_state(EngineState.LOADING)
         if self.backend is not None:
             self.backend.close()
             self.backend = None
@@ -239,6 +245,15 @@ class Engine:
                 load_calibration(self.backend.model_dir)
             if getattr(self.backend, "scores_options", False):   # read now (0.2 s), not on a first typed line
                 commonlines.preload()
+        except EngineUnreachable as exc:
+            if self.backend is not None:
+                self.backend.close()
+                self.backend = None
+            log.warning("%s", exc)
+            self.config, self._load_again = task.config, True
+            self._set_state(EngineState.UNREACHABLE, str(exc))
+            task.future.set_exception(exc)
+            return
         except Exception as exc:  # noqa: BLE001 (any load failure is reported once, the engine stays up)
             if self.backend is not None:   # loaded, but its directory's decoding is broken: not half ready
                 self.backend.close()
@@ -291,8 +306,12 @@ class Engine:
             counters.last_cancelled_at_step = 0
             return  # cancelled while queued: never reaches the model
         counters.jobs += 1
+        if self.backend is None and self._load_again:   # the remote engine was down when it was to be loaded
+            self._do_load(_Load(self.config), again=True)
         try:
             if self.backend is None:
+                if self.state is EngineState.UNREACHABLE:
+                    raise EngineUnreachable(self.error or "the engine is unreachable")
                 raise NotReady(self._not_ready_message())
             control = Control(job.check, self._draft_forwarder(job) if job.on_draft else None)
             completion = serve(self.backend, self.config.fill, job.request, control, self.decoding)

@@ -85,6 +85,7 @@ class StatusReporter:
                 self.server.window_show_message(types.ShowMessageParams(types.MessageType.Info,
                                                                         f"diffusion-lsp: {notice}."))
         elif state is EngineState.UNREACHABLE:
+            self._end_progress("engine unreachable")   # (a load that found it down: each request tries again)
             if self._unreachable:   # each request of an outage fails again (in its own words): said once
                 return
             self._unreachable = True

@@ -84,7 +84,7 @@ def engine_for(url: str, **settings) -> Engine:
     engine = Engine(EngineConfig.of(engine=url, min_confidence=0, **settings))
     try:
         engine.start().result(60)
-    except ModelLoadError:
+    except (ModelLoadError, EngineUnreachable):
         pass
     return engine
 
@@ -544,11 +544,18 @@ def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_
         engine.close()
 
 
-def test_an_engine_that_never_answers_is_a_clear_load_error():
+def test_an_engine_that_never_answers_is_an_outage_with_a_clear_message():
+    """Unreachable at its load: the engine is ``unreachable`` (each job tries the load again), not failed."""
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         engine = engine_for(f"http://127.0.0.1:{s.getsockname()[1]}", engine_retries=1, engine_timeout=2)
-    assert engine.state is EngineState.FAILED and "unreachable" in engine.error and "127.0.0.1" in engine.error
+    try:
+        assert engine.state is EngineState.UNREACHABLE and "unreachable" in engine.error and "127.0.0.1" in engine.error
+        with pytest.raises(EngineUnreachable, match="127.0.0.1"):
+            engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
+        assert engine.state is EngineState.UNREACHABLE
+    finally:
+        engine.close()
 
 
 def test_an_engine_url_that_is_some_other_web_server_says_so_at_once():
@@ -832,6 +839,40 @@ def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(d
             assert states[-2:] == ["error", "ready"]
         finally:
             again.stop()
+
+
+def test_an_engine_down_when_the_editor_starts_is_an_outage_that_ends_when_it_answers(denoiser):
+    """A team server not yet up (or restarting) when the editor starts was a load error: suggestions stayed off
+    until a setting changed. It is an outage now: told once, and the first request after it is up loads it."""
+    import socket
+
+    from benchmarks.lsp_client import LspClient, LspResponseError
+
+    with socket.socket() as probe:   # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    uri = "file:///late.py"
+    params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.initialize({"engine": url, "engineRetries": 0, "minConfidence": 0, "threads": 1})
+        down = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 120)
+        assert "unreachable" in down["message"] and "each new request tries it again" in down["message"], down
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": CODE}})
+        with pytest.raises(LspResponseError, match="unreachable"):
+            client.request("textDocument/inlineCompletion", params, 120)
+        server = PlainServer(make_app(denoiser), port=port).start()
+        try:
+            client.request("textDocument/inlineCompletion", params, 120)
+            told = [(m, p.get("state")) for _, m, p in list(client.notifications)
+                    if m in ("diffusion/status", "window/showMessage")]
+            assert told == [("diffusion/status", "loading"), ("diffusion/status", "error"),
+                            ("window/showMessage", None), ("diffusion/status", "ready")], told
+            stats = client.request("diffusion/stats", {}, 60)
+            assert stats["state"] == "ready" and stats["completed"] == 1, stats
+        finally:
+            server.stop()
 
 
 def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):

@@ -244,6 +244,8 @@ class RemoteBackend:
     def _info(self) -> dict[str, Any]:
         try:
             info = self._call("GET", "/v1/info")
+        except EngineUnreachable:   # down for now (restarting, not yet started): the engine tries again
+            raise
         except EngineError as exc:
             raise ModelLoadError(str(exc)) from None
         version = info.get("version") if isinstance(info, dict) else None
