@@ -28,6 +28,20 @@ SCORE_ROWS = 32                      # score_text's masked rows per forward
 MASK_GLYPH = "▒"
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """A fill's first forward, kept for the next fill with the same text around its holes (``context``)."""
+
+    context: tuple
+    forward: kv_cache_mod.Prefix      # every layer's keys and values of the whole canvas
+    positions: torch.Tensor           # (N,) the slots the forward was asked for
+    logits: torch.Tensor              # (N, V) its answer there
+
+    def same(self, ids: torch.Tensor, positions: torch.Tensor) -> bool:
+        """The very canvas and slots of the kept forward: its answer is this forward's."""
+        return torch.equal(self.forward.ids, ids) and torch.equal(self.positions, positions)
+
+
 @dataclass
 class _Row:
     """One plan laid out on its canvas, ready to denoise."""
@@ -61,7 +75,7 @@ class MaskedBackend:
         self.cache_refresh = cache_refresh
         self.model_dir: Path | None = None  # set by load()
         self.passes = {"full": 0, "tail": 0, "partial": 0}
-        self._prefix: tuple[tuple, kv_cache_mod.Prefix] | None = None  # the last fill's, by its text
+        self._prefix: _Kept | None = None  # the last full first forward, by its text
         self._merged: dict[str, torch.Tensor] = {}   # a merged LoRA adapter's layers: their original weights
         self._overwritten = False                      # a full set of adapted weights was loaded over the checkpoint
         self.mask_id = tokenizer.mask_token_id
@@ -169,10 +183,12 @@ class MaskedBackend:
                  ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         """``logits_at`` for one fill. With the KV cache: the first step runs a full forward, or, when the
         previous fill had the same text around its holes (``context``: another length tried for the same
-        hole), reuses that forward's keys and values up to the first hole and computes only the rest; a
-        refresh every ``cache_refresh`` steps recomputes the holes and the text after the first hole
-        (the prefix keeps its first-step keys and values); the steps between compute the hole slots
-        only. Without the cache, full forwards."""
+        hole), reuses that forward's keys and values up to the first hole and computes only the rest; on the
+        very canvas it was kept from (a request asked again) it reuses the whole forward, so the fill is the
+        cold fill bit for bit (a forward over the rest alone differs in the last bits, and with int8 weights,
+        whose activation scale is set per forward, in its text); a refresh every ``cache_refresh`` steps
+        recomputes the holes and the text after the first hole (the prefix keeps its first-step keys and
+        values); the steps between compute the hole slots only. Without the cache, full forwards."""
         if not self.kv_cache:
             return self._logits_at
         cache = kv_cache_mod.DualCache(self.model)
@@ -188,14 +204,19 @@ class MaskedBackend:
             first, refresh = step == 0, bool(self.cache_refresh and step % self.cache_refresh == 0)
             step += 1
             ids = ids.to(self.device)
-            kept = self._prefix
-            seeded = first and kept is not None and kept[0] == context and torch.equal(kept[1].ids, ids[:lo])
+            kept = self._prefix if first and self._prefix is not None and self._prefix.context == context else None
+            if kept is not None and kept.same(ids, positions):
+                cache.seed(kept.forward, T)
+                return kept.logits.clone()                                                   # (N, V)
+            seeded = kept is not None and torch.equal(kept.forward.ids[:lo], ids[:lo])
             if seeded and kept is not None:
-                cache.seed(kept[1], T)
+                cache.seed(kept.forward.head(lo), T)
             if first and not seeded:
                 self.passes["full"] += 1
                 hidden = cache.forward(ids, None)[positions.to(self.device)]                # (N, H)
-                self._prefix = (context, cache.prefix(ids, lo)) if context else None
+                logits = self.model.decoder(self.model.head(hidden)).cpu()                 # (N, V)
+                self._prefix = _Kept(context, cache.prefix(ids, T), positions.clone(), logits.clone())
+                return logits
             elif first or refresh:
                 self.passes["tail"] += 1
                 hidden = cache.forward(ids, tail)[(positions - lo).to(self.device)]          # (N, H)

@@ -29,6 +29,11 @@ class Prefix:
     keys: tuple[torch.Tensor, ...]    # per layer (1, heads, P, head_dim)
     values: tuple[torch.Tensor, ...]
 
+    def head(self, length: int) -> Prefix:
+        """The first ``length`` tokens' keys and values (views)."""
+        return Prefix(self.ids[:length], tuple(k[:, :, :length] for k in self.keys),
+                      tuple(v[:, :, :length] for v in self.values))
+
 
 class DualCache:
     def __init__(self, model):
