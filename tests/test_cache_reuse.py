@@ -266,3 +266,32 @@ def test_fill_many_gives_each_plan_its_fill_and_a_cancelled_one_stops_alone(load
             assert len(a.options) == len(t.options) and all(
                 (x is None) == (y is None) and (x is None or (x.texts == y.texts and abs(x.score - y.score) <= 2e-4))
                 for x, y in zip(a.options, t.options))
+
+
+def test_a_full_set_of_weights_that_does_not_fit_is_refused_before_anything_changes(tmp_path):
+    """A file with a tensor the model lacks, one missing or one of another shape (or no safetensors at all) is a
+    clear ``ModelLoadError`` and the weights in use stay: the next fill, kept forward and all, is the one before."""
+    from safetensors.torch import save_file
+
+    from engine.requests import ModelLoadError
+
+    backend = load_backend(LoadConfig(device="cpu", dtype="float32", threads=1, kv_cache=True))
+    plan = Editor(0).plan(steps=8)
+    before = outcome(backend.fill(plan, Control(never)))
+    generator = torch.Generator().manual_seed(0)
+    own = {name: (t + 0.05 * torch.randn(t.shape, generator=generator) if t.is_floating_point() else t).contiguous()
+           for name, t in backend._weights.state_dict().items() if name != "decoder.weight"}   # tied: saved once
+    layer = next(name for name in own if ".layers.0." in name and name.endswith(".weight"))
+    bad = {"extra tensor": {**own, "extra.weight": torch.zeros(1)},
+           "missing tensor": {n: t for n, t in own.items() if n != layer},
+           "other shape": {**own, layer: torch.zeros(3, 3)}}
+    for why, tensors in bad.items():
+        path = tmp_path / f"{why}.safetensors"
+        save_file(tensors, str(path))
+        with pytest.raises(ModelLoadError, match="do not fit this model"):
+            backend.load_weights(path)
+        assert outcome(backend.fill(plan, Control(never))) == before, why
+    (tmp_path / "junk.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(ModelLoadError, match="junk.safetensors"):
+        backend.load_weights(tmp_path / "junk.safetensors")
+    assert outcome(backend.fill(plan, Control(never))) == before

@@ -235,22 +235,26 @@ class MaskedBackend:
         ``safetensors.torch.save_model``, or a LoRA adapter (``adapter.safetensors``, engine/adapt/lora.py) merged
         into the base weights (W += scale * B @ A); None: the checkpoint's own. An adapter is checked before
         anything changes (a bad one raises ``ModelLoadError`` and the weights in use stay); the adapted layers'
-        original weights are kept (on the CPU), so taking an adapter off or changing it reloads nothing."""
+        original weights are kept (on the CPU), so taking an adapter off or changing it reloads nothing. A full set
+        is checked too (its tensors' names and shapes) before anything is loaded."""
         from ...adapt import lora
 
-        if path is not None and lora.is_adapter(path):
-            adapter = lora.read_adapter(path, self._weights)
-            self._base_weights()
-            self._merged = lora.merge(adapter)
-        elif path is None:
-            self._base_weights()
-        else:
-            self._unmerge()
-            self._overwritten = True   # from here until the checkpoint is reloaded, even if this load fails
-            self._load_file(path)
-        self._weights.eval()
-        self.model = quantize_masked(self._weights, self.quantization)   # int8: quantized again from the new weights
-        self.weights_changed()
+        try:
+            if path is not None and lora.is_adapter(path):
+                adapter = lora.read_adapter(path, self._weights)
+                self._base_weights()
+                self._merged = lora.merge(adapter)
+            elif path is None:
+                self._base_weights()
+            else:
+                self._check_file(path)
+                self._unmerge()
+                self._overwritten = True   # from here until the checkpoint is reloaded, even if this load fails
+                self._load_file(path)
+        finally:  # also after a load that failed half way: nothing computed from the old weights is used again
+            self._weights.eval()
+            self.model = quantize_masked(self._weights, self.quantization)   # int8: quantized again from them
+            self.weights_changed()
 
     def _unmerge(self) -> None:
         if self._merged:
@@ -269,17 +273,41 @@ class MaskedBackend:
         self._load_file(self.model_dir / "model.safetensors")
         self._overwritten = False
 
+    def _check_file(self, source: Path) -> None:
+        """A full set of weights fits the model (the same tensors, of the same shapes; of tied tensors one is
+        enough, and the decoder may be left out), read from the file's header before anything is loaded, so a set
+        that does not fit changes nothing."""
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(source), framework="pt") as f:
+                shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+        except (OSError, ValueError, SafetensorError) as exc:   # safetensors' words name no file
+            raise ModelLoadError(f"cannot use the weights {source}: {exc}") from exc
+        state = self._weights.state_dict()
+        own = {name: tuple(t.shape) for name, t in state.items()}
+        storage = {name: t.untyped_storage().data_ptr() for name, t in state.items()}   # tied tensors share one
+        present = {storage[n] for n in shapes if n in storage}
+        missing = sorted(n for n in own if n not in shapes and "decoder" not in n and storage[n] not in present)
+        unexpected = sorted(n for n in shapes if n not in own)
+        other = sorted(n for n in shapes if n in own and shapes[n] != own[n])
+        if missing or unexpected or other:
+            raise ModelLoadError(f"{source}: weights do not fit this model (missing {missing[:3]}, "
+                                 f"unexpected {unexpected[:3]}, other shapes {other[:3]})")
+
     def _load_file(self, source: Path) -> None:
+        from safetensors import SafetensorError
         from safetensors.torch import load_model
 
         try:
             with torch.no_grad():
                 missing, unexpected = load_model(self._weights, str(source), strict=False, device=str(self.device))
-        except (OSError, RuntimeError, ValueError) as exc:
+        except (OSError, RuntimeError, ValueError, SafetensorError) as exc:
             raise ModelLoadError(f"cannot load weights from {source}: {exc}") from exc
-        if unexpected or [m for m in missing if "decoder" not in m]:
+        missing = sorted(m for m in missing if "decoder" not in m)
+        if unexpected or missing:
             raise ModelLoadError(f"{source}: weights do not fit this model (missing {missing[:3]}, "
-                                 f"unexpected {unexpected[:3]})")
+                                 f"unexpected {sorted(unexpected)[:3]})")
 
     def stats(self) -> dict[str, object]:
         return {"kv_cache": self.kv_cache, "full_forwards": self.passes["full"],
