@@ -502,6 +502,21 @@ def _waiting_for(client, timeout: float = 600.0) -> int:
     raise AssertionError("the second adapter never waited for the first")
 
 
+def test_a_model_served_int8_is_adapted_on_its_float_weights(tmp_path, cache):
+    """A checkpoint whose serving.json states int8 (as a shipped model may) was adapted through its int8 copy:
+    training ended in a traceback ('expected scalar type Float but found BFloat16'). It trains the float weights."""
+    model = tmp_path / "model"
+    shutil.copytree(EMBEDDED_DIR, model)
+    (model / "serving.json").write_text('{"quantization": "int8"}')
+    ws = make_workspace(tmp_path / "ws")
+    out = subprocess.run([sys.executable, "-m", "engine.adapt", str(ws), "--model", str(model), "--minutes", "0.02",
+                          "--priority", "nice"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    done = [e for e in events if e["event"] == "done"]
+    assert done and done[0]["steps"] > 0, events[-3:]
+
+
 def test_a_second_session_on_the_workspace_waits_for_the_first_adapter_and_takes_its_entry(tmp_path, cache,
                                                                                           monkeypatch):
     """Two servers with adapt "background" on one folder each started an adapter: twice the CPU for one entry, the

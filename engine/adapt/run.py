@@ -330,8 +330,10 @@ def _adapt(ws: str, load: LoadConfig, cfg: AdaptConfig, gate: Gate, emit: Progre
     if len(holes) < 10:
         return finish(f"only {len(holes)} one-line holes in the held-out files: too few to measure a gain")
     torch.set_num_threads(1)
+    # float weights, whatever the model's serving.json states: training runs through the model the fills run, and
+    # an int8 copy has no float weights to train (the server quantizes the adapted weights again as it loads them)
     backend: Any = load_backend(LoadConfig(model=load.model, device="cpu", dtype="float32", threads=1,
-                                      kv_cache=load.kv_cache, cache_refresh=load.cache_refresh))
+                                      kv_cache=load.kv_cache, cache_refresh=load.cache_refresh, quantization="none"))
     if not getattr(backend, "adapts", False):
         return finish(f"the {backend.name} backend does not adapt")
     model, tokenizer = backend.model, backend.tokenizer
