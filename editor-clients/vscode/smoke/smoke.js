@@ -132,6 +132,22 @@ async function main() {
   check(record.statusTexts[record.statusTexts.length - 1].includes('warning'), 'status bar shows the missing server');
   await extension.deactivate();
 
+  // A server that exits at start (a broken install: a traceback on stderr, exit status 1), at a path
+  // with a space: restarted a bounded number of times, then one notification, not one per attempt.
+  record.messages.length = 0;
+  const broken = path.join(dir, 'broken install', 'diffusion-lsp');
+  fs.mkdirSync(path.dirname(broken));
+  fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: no module named torch" >&2\nexit 1\n', { mode: 0o755 });
+  stub.__config['diffusionLsp.server.path'] = broken;
+  await extension.activate(context());
+  const gaveUp = await waitFor(30000, () => /not restarted again/.test(record.tooltip || ''));
+  await sleep(500);
+  const errors = record.messages.filter((m) => m[0] === 'error');
+  check(gaveUp && record.statusTexts[record.statusTexts.length - 1].includes('error'), `a server that exits at start ends red, not restarted again (${JSON.stringify(record.tooltip)})`);
+  check(errors.length === 1 && errors[0].includes('Restart'), `...and the user is told once, offered Restart (${errors.map((m) => m[1]).join(' | ')})`);
+  check(record.output.lines.some((l) => l.includes('ImportError: no module named torch')), "...and the server's stderr is in the log");
+  await extension.deactivate();
+
   if (record.missing.size > 0) console.log(`(stub members the extension asked for but the stub lacks: ${[...record.missing].join(', ')})`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed > 0 ? 1 : 0);

@@ -53,3 +53,16 @@ export class RestartPolicy {
     this.crashes = [];
   }
 }
+
+/**
+ * vscode-jsonrpc's codes for a connection that is gone (MessageWriteError, MessageReadError,
+ * PendingResponseRejected, ConnectionInactive): a server that exits while it starts fails the start
+ * with one of them, and the client's close handler then decides (restart, or give up and say so once).
+ */
+const CONNECTION_LOST = new Set([-32099, -32098, -32097, -32096]);
+
+/** True when `error` (a failed start or request) says the server's connection went away. */
+export function connectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'number' && CONNECTION_LOST.has(code);
+}

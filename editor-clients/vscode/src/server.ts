@@ -17,7 +17,7 @@ import {
 import { DraftBoard, isDraft, isFinalSuggestion } from './draft';
 import { protocolInlineContext } from './inlineContext';
 import { distinctItems, normalizeItem } from './inlineItems';
-import { RestartPolicy } from './restartPolicy';
+import { connectionLost, RestartPolicy } from './restartPolicy';
 import { DraftView } from './draftView';
 import { notInstalledMessage, resolveServerCommand } from './serverCommand';
 import { configurationChangeParams, SERVER_SETTING_KINDS, ServerSettings, toServerSettings } from './settings';
@@ -84,6 +84,9 @@ export class ServerController implements vscode.Disposable {
       const message = `Diffusion LSP failed to start: ${error instanceof Error ? error.message : String(error)}`;
       this.output.appendLine(message);
       this.status.update((model) => model.failed(message));
+      if (connectionLost(error)) {
+        return; // the server exited while starting: the close handler restarts it, or gives up and says so once
+      }
       void vscode.window.showErrorMessage(message, 'Show Log').then((choice) => {
         if (choice) {
           this.output.show(true);
@@ -151,6 +154,12 @@ export class ServerController implements vscode.Disposable {
       ]),
       initializationOptions: (this.sent = this.readSettings()),
       outputChannel: this.output,
+      // The library's default shows the error (and "Server initialization failed.") as notifications on
+      // every failed start; the log has it, the status bar and the close handler tell the user.
+      initializationFailedHandler: (error) => {
+        this.output.appendLine(`Server initialization failed: ${error instanceof Error ? error.message : String(error)}`);
+        return false;
+      },
       // A server that dies is shown as failed and restarted (bounded); the client re-opens every
       // open document in the new one, with its current text.
       errorHandler: {
@@ -188,7 +197,7 @@ export class ServerController implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient(SECTION, 'Diffusion LSP', serverOptions, clientOptions);
+    const client = new QuietClient(SECTION, 'Diffusion LSP', serverOptions, clientOptions);
     // textDocument/inlineCompletion is a proposed (LSP 3.18) feature in vscode-languageclient 9:
     // without this the client neither announces nor uses it, and no ghost text appears.
     client.registerProposedFeatures();
@@ -247,6 +256,18 @@ export class ServerController implements vscode.Disposable {
     } else if (choice === 'Show Log') {
       this.output.show(true);
     }
+  }
+}
+
+/**
+ * A LanguageClient that logs its own start and restart failures instead of forcing a notification
+ * for each: a server that exits at start would otherwise pop up "couldn't create connection to
+ * server" and "Restarting server failed" on every automatic restart. The extension tells the user
+ * (start(), the close handler: once per failure); the log keeps every line.
+ */
+class QuietClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, showNotification === 'force' ? false : showNotification);
   }
 }
 

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { RestartPolicy } from '../src/restartPolicy';
+import { connectionLost, RestartPolicy } from '../src/restartPolicy';
 
 describe('RestartPolicy', () => {
   it('restarts a dead server a bounded number of times, then stops and says how to go on', () => {
@@ -32,5 +32,18 @@ describe('RestartPolicy', () => {
     const decision = new RestartPolicy(0).died(0);
     assert.equal(decision.restart, false);
     assert.match(decision.message, /not restarted automatically/);
+  });
+});
+
+describe('connectionLost', () => {
+  it('knows the errors of a server that went away, and nothing else', () => {
+    // What vscode-languageclient 9 rejects start() with when the server exits while starting.
+    assert.ok(connectionLost({ code: -32099, message: 'Cannot call write after a stream was destroyed' }));
+    assert.ok(connectionLost({ code: -32097, message: 'Pending response rejected since connection got disposed' }));
+    assert.ok(connectionLost({ code: -32096, message: 'Client is not running' }));
+    // A spawn failure (no close follows) and a server's own error answer are not.
+    assert.ok(!connectionLost(new Error('Launching server using command x failed. Error: spawn x EACCES')));
+    assert.ok(!connectionLost({ code: -32603, message: 'Internal error' }));
+    assert.ok(!connectionLost(undefined));
   });
 });
