@@ -31,6 +31,18 @@ async function waitFor(ms, cond) {
   const end = Date.now() + ms;
   for (;;) { const v = cond(); if (v || Date.now() > end) return v; await sleep(50); }
 }
+// The diffusion-lsp processes this test started (children of this process; Linux's /proc).
+function serverProcesses() {
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('diffusion-lsp')) found.push(Number(pid));
+    } catch { /* gone meanwhile */ }
+  }
+  return found;
+}
 function context() {
   const memento = { get: () => undefined, update: async () => {}, keys: () => [] };
   return { subscriptions: [], extensionPath: path.resolve(__dirname, '..'), asAbsolutePath: (p) => path.resolve(__dirname, '..', p),
@@ -121,8 +133,23 @@ async function main() {
   doc.version = 1;
   check(record.applied.length === before && record.messages.some((m) => m[0] === 'warning' && /no longer applies/.test(m[1])),
     `an edit made for a version the document has moved past is not applied (${record.applied.length - before} edits; ${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  // "Restart Server" twice in a row (or two setting changes that each restart it): the second waits for
+  // the first; one server runs, the commands reach it, and deactivating stops it.
+  const restarting = [record.commands['diffusionLsp.restart'](), (async () => { await sleep(50); return record.commands['diffusionLsp.restart'](); })()];
+  const outcomes = await Promise.allSettled(restarting);
+  check(outcomes.every((o) => o.status === 'fulfilled'), `two restarts in a row both succeed (${outcomes.map((o) => o.reason && o.reason.message).join('; ')})`);
+  await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+  if (fs.existsSync('/proc/self/stat')) {
+    check(serverProcesses().length === 1, `...and leave one server running (${serverProcesses().length})`);
+  }
+  record.messages.length = 0;
+  await record.commands['diffusionLsp.completeBody']();
+  check(!record.messages.some((m) => /not running/.test(m[1])), `...which the commands reach (${record.messages.map((m) => m.join(': ')).join('; ')})`);
   stub.window.activeTextEditor = undefined;
   await extension.deactivate();
+  if (fs.existsSync('/proc/self/stat')) {
+    check(await waitFor(10000, () => serverProcesses().length === 0), `deactivating stops the server (${serverProcesses().length} left)`);
+  }
 
   // A server that is not there: one error naming the setting, a warning in the status bar.
   record.messages.length = 0;

@@ -39,6 +39,8 @@ export class ServerController implements vscode.Disposable {
   private readonly restarts = new RestartPolicy();
   /** The settings the running server was last given (start or push): a key removed since goes as null. */
   private sent: ServerSettings = {};
+  /** The start / stop / restart under way (see exclusive). */
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly output: vscode.OutputChannel,
@@ -51,7 +53,37 @@ export class ServerController implements vscode.Disposable {
     return this.client?.state === State.Running ? this.client : undefined;
   }
 
-  async start(): Promise<void> {
+  /** Starts the server (after any start, stop or restart still under way). */
+  start(): Promise<void> {
+    return this.exclusive(() => this.startNow());
+  }
+
+  /** Stops the server (after any start, stop or restart still under way). */
+  stop(): Promise<void> {
+    return this.exclusive(() => this.stopNow());
+  }
+
+  /** Stops and starts the server; a restart asked for while one is under way runs after it. */
+  restart(): Promise<void> {
+    return this.exclusive(async () => {
+      this.restarts.reset();
+      await this.stopNow();
+      await this.startNow();
+    });
+  }
+
+  /**
+   * Runs `op` after the start / stop / restart before it has finished. Two of them interleaved (a
+   * restart asked for while the server starts, two setting changes that each restart it) would start
+   * a server the controller no longer holds: it kept running, unreachable by commands and by stop.
+   */
+  private exclusive(op: () => Promise<void>): Promise<void> {
+    const run = this.queue.then(op);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async startNow(): Promise<void> {
     const config = vscode.workspace.getConfiguration(SECTION);
     const configured = config.get<string>('server.path', 'diffusion-lsp');
     const resolution = resolveServerCommand(configured, {
@@ -95,20 +127,21 @@ export class ServerController implements vscode.Disposable {
     }
   }
 
-  async stop(): Promise<void> {
+  private async stopNow(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.drafts.clearAll();
     this.board.forgetAll();
-    if (client?.needsStop()) {
-      await client.stop();
+    if (client?.state === State.Starting) {
+      // vscode-languageclient cannot stop a client while it starts (its automatic restart after a
+      // crash included): let the start settle first.
+      await client.start().catch(() => undefined);
     }
-  }
-
-  async restart(): Promise<void> {
-    this.restarts.reset();
-    await this.stop();
-    await this.start();
+    if (client?.needsStop()) {
+      await client.stop().catch((error: unknown) => {
+        this.output.appendLine(`Stopping the server failed: ${error instanceof Error ? error.message : String(error)}`);
+      });
+    }
   }
 
   /** Sends the current settings as `workspace/didChangeConfiguration`. */
