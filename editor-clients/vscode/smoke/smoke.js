@@ -145,6 +145,28 @@ async function main() {
   record.messages.length = 0;
   await record.commands['diffusionLsp.completeBody']();
   check(!record.messages.some((m) => /not running/.test(m[1])), `...which the commands reach (${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  // A setting changed at runtime reaches the server (workspace/didChangeConfiguration), and still holds
+  // after the server died and was restarted automatically: drafts off, so no draft is painted.
+  const paintedDrafts = async () => {
+    const registrations = record.providers.registerInlineCompletionItemProvider || [];
+    const latest = registrations[registrations.length - 1][1];
+    const mark = decorations.length;
+    await latest.provideInlineCompletionItems(doc, new stub.Position(2, 15), { triggerKind: 0 }, new stub.CancellationTokenSource().token);
+    return decorations.slice(mark).filter((d) => d.ranges.length > 0).length;
+  };
+  stub.__config['diffusionLsp.drafts'] = false;
+  stub.__fireConfigurationChange(['diffusionLsp.drafts']);
+  await sleep(500);
+  let paintedNow = await paintedDrafts();
+  check(paintedNow === 0, `drafts turned off at runtime: none painted (${paintedNow})`);
+  if (fs.existsSync('/proc/self/stat')) {
+    for (const pid of serverProcesses()) process.kill(pid, 'SIGKILL');
+    await waitFor(10000, () => /restarting it/.test(record.tooltip || ''));
+    const back = await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+    paintedNow = back ? await paintedDrafts() : -1;
+    check(paintedNow === 0, `...and still off once the server died and was restarted (${paintedNow} drafts painted)`);
+  }
+  delete stub.__config['diffusionLsp.drafts'];
   stub.window.activeTextEditor = undefined;
   await extension.deactivate();
   if (fs.existsSync('/proc/self/stat')) {

@@ -196,3 +196,7 @@ module.exports.__record = record;
 module.exports.__config = config;
 module.exports.__document = document;
 module.exports.__openDocuments = openDocuments;
+// What VS Code does when the user changes settings: `keys` are the ones changed, e.g. 'diffusionLsp.drafts'.
+module.exports.__fireConfigurationChange = (keys) => onDidChangeConfiguration.fire({
+  affectsConfiguration: (section) => keys.some((key) => key === section || key.startsWith(`${section}.`)),
+});

@@ -185,7 +185,9 @@ export class ServerController implements vscode.Disposable {
         { scheme: 'file', language },
         { scheme: 'untitled', language },
       ]),
-      initializationOptions: (this.sent = this.readSettings()),
+      // Read at each initialize, the automatic restart after a crash included: the settings as they
+      // are now, not as they were when the client was made (a change pushed since would be lost).
+      initializationOptions: () => (this.sent = this.readSettings()),
       outputChannel: this.output,
       // The library's default shows the error (and "Server initialization failed.") as notifications on
       // every failed start; the log has it, the status bar and the close handler tell the user.
