@@ -116,6 +116,21 @@ async function main() {
   check(!record.messages.some((m) => m[0] === 'error'), `rewrite selection ran without an error (${record.messages.map((m) => m.join(': ')).join('; ')})`);
   check(record.applied.length > applied || record.messages.some((m) => m[0] === 'info' || m[0] === 'warning'),
     `the rewrite came back as a workspace edit or a message (${record.applied.length - applied} edits)`);
+  // A document the server was never given (a language not in diffusionLsp.languages, a notebook cell):
+  // the commands say why instead of sending it and showing the server's "unknown document" error.
+  const markdown = stub.__document(path.join(dir, 'notes.md'), 'markdown', '# Notes\n\ndef f(): ...\n');
+  const cell = stub.__document(path.join(dir, 'book.ipynb'), 'python', 'def f():\n    ...\n');
+  cell.uri = new stub.Uri('vscode-notebook-cell', cell.uri.path);
+  for (const [other, expected] of [[markdown, /not started for markdown.*diffusionLsp\.languages/], [cell, /notebook cell/]]) {
+    for (const command of ['diffusionLsp.fillHoles', 'diffusionLsp.rewriteSelection']) {
+      record.messages.length = 0;
+      stub.window.activeTextEditor = { document: other, selection: new stub.Selection(new stub.Position(0, 0), new stub.Position(2, 5)) };
+      await record.commands[command]();
+      const said = record.messages.map((m) => m.join(': ')).join('; ');
+      check(record.messages.length === 1 && record.messages[0][0] === 'info' && expected.test(said),
+        `${command} on a ${other.uri.scheme} ${other.languageId} document says why it does not run (${said})`);
+    }
+  }
   // An action's edit is for the version it was computed on. "Complete body" once as is, then again
   // with the document moved on while the server works (the user typed; the didChange is still on its
   // way, so the server computes for the old version): the second edit must not be applied.

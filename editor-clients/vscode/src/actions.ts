@@ -117,3 +117,22 @@ export function staleDocuments(edit: unknown, versionOf: (uri: string) => number
   }
   return stale;
 }
+
+/** The URI schemes of the documents the server is given (the client's documentSelector). */
+export const SERVED_SCHEMES: readonly string[] = ['file', 'untitled'];
+
+/**
+ * Why the server cannot act on a document with this language id and URI scheme (the client never
+ * opened it there: the server would answer "unknown document"), or undefined when it can.
+ * `languages` is the `diffusionLsp.languages` setting.
+ */
+export function notServedReason(languageId: string, scheme: string, languages: readonly string[]): string | undefined {
+  if (!SERVED_SCHEMES.includes(scheme)) {
+    const what = scheme === 'vscode-notebook-cell' ? 'a notebook cell' : `a ${scheme}: document`;
+    return `the server does not see ${what}, only files and untitled documents`;
+  }
+  if (!languages.includes(languageId)) {
+    return `the server is not started for ${languageId} (add it to diffusionLsp.languages)`;
+  }
+  return undefined;
+}

@@ -11,7 +11,8 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
 } from 'vscode-languageclient/node';
-import { ACTIONS, ActionName, pickAction, REWRITE_COMMAND, rewriteArgument, staleDocuments } from './actions';
+import { ACTIONS, ActionName, notServedReason, pickAction, REWRITE_COMMAND, rewriteArgument, staleDocuments } from './actions';
+import { SECTION } from './server';
 
 type ClientSource = () => LanguageClient | undefined;
 
@@ -23,6 +24,12 @@ function activeEditor(getClient: ClientSource): { editor: vscode.TextEditor; cli
     return undefined;
   }
   if (!editor) {
+    return undefined;
+  }
+  const languages = vscode.workspace.getConfiguration(SECTION).get<string[]>('languages', []);
+  const reason = notServedReason(editor.document.languageId, editor.document.uri.scheme, languages);
+  if (reason) {
+    void vscode.window.showInformationMessage(`Diffusion: ${reason}.`);
     return undefined;
   }
   return { editor, client };

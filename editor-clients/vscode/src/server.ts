@@ -14,6 +14,7 @@ import {
   ServerOptions,
   State,
 } from 'vscode-languageclient/node';
+import { SERVED_SCHEMES } from './actions';
 import { DraftBoard, isDraft, isFinalSuggestion } from './draft';
 import { protocolInlineContext } from './inlineContext';
 import { distinctItems, normalizeItem } from './inlineItems';
@@ -181,10 +182,7 @@ export class ServerController implements vscode.Disposable {
     // which diffusion-lsp does not take; a plain Executable talks over stdio anyway.
     const serverOptions: ServerOptions = { command, args };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: languages.flatMap((language) => [
-        { scheme: 'file', language },
-        { scheme: 'untitled', language },
-      ]),
+      documentSelector: languages.flatMap((language) => SERVED_SCHEMES.map((scheme) => ({ scheme, language }))),
       // Read at each initialize, the automatic restart after a crash included: the settings as they
       // are now, not as they were when the client was made (a change pushed since would be lost).
       initializationOptions: () => (this.sent = this.readSettings()),

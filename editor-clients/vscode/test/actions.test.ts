@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { kindMatches, pickAction, rewriteArgument, staleDocuments } from '../src/actions';
+import { kindMatches, notServedReason, pickAction, rewriteArgument, staleDocuments } from '../src/actions';
 
 // As the server sends them today: plain kinds and data.action (titles deliberately misleading).
 const today = [
@@ -96,5 +96,22 @@ describe('staleDocuments', () => {
     assert.deepEqual(staleDocuments({ documentChanges: [{ kind: 'create', uri: 'file:///c.py' }] }, open), []);
     assert.deepEqual(staleDocuments({ changes: { 'file:///a.py': [] } }, open), []);
     assert.deepEqual(staleDocuments(undefined, open), []);
+  });
+});
+
+describe('notServedReason', () => {
+  const languages = ['python', 'rust'];
+  it('serves files and untitled documents of the configured languages', () => {
+    assert.equal(notServedReason('python', 'file', languages), undefined);
+    assert.equal(notServedReason('rust', 'untitled', languages), undefined);
+  });
+
+  it('names the language the server is not started for, and the setting', () => {
+    assert.match(notServedReason('markdown', 'file', languages) ?? '', /not started for markdown.*diffusionLsp\.languages/);
+  });
+
+  it('says the server does not see a notebook cell or another scheme, whatever its language', () => {
+    assert.match(notServedReason('python', 'vscode-notebook-cell', languages) ?? '', /notebook cell/);
+    assert.match(notServedReason('python', 'git', languages) ?? '', /git: document/);
   });
 });
