@@ -148,6 +148,15 @@ async function main() {
   doc.version = 1;
   check(record.applied.length === before && record.messages.some((m) => m[0] === 'warning' && /no longer applies/.test(m[1])),
     `an edit made for a version the document has moved past is not applied (${record.applied.length - before} edits; ${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  // The server restarted while a command runs: the command says so in words, not with the library's
+  // "Pending response rejected since connection got disposed" or "Starting server failed".
+  record.messages.length = 0;
+  const during = [record.commands['diffusionLsp.completeBody'](), record.commands['diffusionLsp.restart']()];
+  await Promise.allSettled(during);
+  const told = record.messages.map((m) => m.join(': ')).join('; ');
+  check(!record.messages.some((m) => m[0] === 'error') && record.messages.some((m) => /server stopped or restarted while it ran|completed/.test(m[1])),
+    `a command the server restarted under says so (${told})`);
+  await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
   // "Restart Server" twice in a row (or two setting changes that each restart it): the second waits for
   // the first; one server runs, the commands reach it, and deactivating stops it.
   const restarting = [record.commands['diffusionLsp.restart'](), (async () => { await sleep(50); return record.commands['diffusionLsp.restart'](); })()];

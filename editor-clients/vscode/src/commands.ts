@@ -12,6 +12,7 @@ import {
   LanguageClient,
 } from 'vscode-languageclient/node';
 import { ACTIONS, ActionName, notServedReason, pickAction, REWRITE_COMMAND, rewriteArgument, staleDocuments } from './actions';
+import { connectionLost } from './restartPolicy';
 import { SECTION } from './server';
 
 type ClientSource = () => LanguageClient | undefined;
@@ -77,7 +78,7 @@ export async function rewriteSelection(getClient: ClientSource, takesInstruction
       client.sendRequest(ExecuteCommandRequest.type, { command: REWRITE_COMMAND, arguments: [argument] }),
     );
   } catch (error) {
-    void vscode.window.showErrorMessage(`Diffusion: rewrite failed: ${messageOf(error)}`);
+    reportFailure('rewrite', error, client, getClient);
   }
 }
 
@@ -124,7 +125,23 @@ export async function runAction(getClient: ClientSource, name: ActionName): Prom
       }
     });
   } catch (error) {
-    void vscode.window.showErrorMessage(`Diffusion: ${spec.progress.toLowerCase()} failed: ${messageOf(error)}`);
+    reportFailure(spec.progress.toLowerCase(), error, client, getClient);
+  }
+}
+
+/**
+ * A command's request failed. When the server went away meanwhile (it died, or was restarted: the
+ * connection's errors, or the client it was sent to is no longer the running one) the library's words
+ * ("Pending response rejected since connection got disposed", "Starting server failed") mean nothing
+ * to the user: say what happened instead.
+ */
+function reportFailure(what: string, error: unknown, client: LanguageClient, getClient: ClientSource): void {
+  if (connectionLost(error) || getClient() !== client) {
+    void vscode.window.showWarningMessage(
+      `Diffusion: ${what} stopped: the server stopped or restarted while it ran (see the status bar); run it again.`,
+    );
+  } else {
+    void vscode.window.showErrorMessage(`Diffusion: ${what} failed: ${messageOf(error)}`);
   }
 }
 
