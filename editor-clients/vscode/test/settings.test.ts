@@ -122,6 +122,28 @@ describe('package.json', () => {
     assert.ok(shown.includes('steps') && shown.includes('suffixTokens'), 'the table was read');
   });
 
+  it('bounds every numeric setting as docs/PROTOCOL.md does, so the Settings editor flags what the server refuses', () => {
+    const protocol = readFileSync(path.join(__dirname, '..', '..', '..', '..', 'docs', 'PROTOCOL.md'), 'utf8');
+    const table = protocol.split('\n## Settings')[1].split('\n## ')[0];
+    const checked: string[] = [];
+    for (const line of table.split('\n').filter((l) => l.startsWith('| `'))) {
+      const cells = line.split('|');
+      const type = cells[2];
+      const range = /(\d+(?:\.\d+)?)\.\.(\d+(?:\.\d+)?)/.exec(type) ?? /\[(\d+), (\d+)\]/.exec(type);
+      const atLeast = />= (\d+(?:\.\d+)?)/.exec(type);
+      if (!range && !atLeast) {
+        continue;
+      }
+      for (const key of [...cells[1].matchAll(/`(\w+)`/g)].map((m) => m[1])) {
+        const property = properties[`diffusionLsp.${key}`] as { minimum?: number; maximum?: number };
+        const expected = range ? [Number(range[1]), Number(range[2])] : [Number(atLeast![1]), undefined];
+        assert.deepEqual([property.minimum, property.maximum], expected, `diffusionLsp.${key} (${type.trim()})`);
+        checked.push(key);
+      }
+    }
+    assert.ok(checked.includes('threads') && checked.includes('engineTimeout') && checked.includes('minConfidence'), checked.join());
+  });
+
   it('contributes every command the extension registers', () => {
     const commands = (manifest.contributes.commands as { command: string }[]).map((c) => c.command).sort();
     assert.deepEqual(commands, [
