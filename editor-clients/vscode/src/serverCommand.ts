@@ -35,7 +35,8 @@ function executableNames(name: string, platform: NodeJS.Platform): string[] {
 
 /**
  * Resolves the configured server command:
- * - a path with a directory part is used as is (relative paths against the first workspace folder);
+ * - a path with a directory part is used as is (relative paths against the first workspace folder,
+ *   `~/` against the home directory);
  * - a bare name is looked up on PATH, then in the workspace's `.venv` / `venv`, then in
  *   `~/.local/bin` (where scripts/setup.sh links it; VS Code started from a desktop menu may not
  *   have that directory on its PATH).
@@ -52,7 +53,9 @@ export function resolveServerCommand(configured: string, env: LookupEnvironment)
   const hasDirectory = name.includes('/') || (env.platform === 'win32' && name.includes('\\'));
   if (hasDirectory) {
     const base = env.workspaceFolders[0];
-    const absolute = p.isAbsolute(name) || base === undefined ? name : p.resolve(base, name);
+    // `~/...` is the user's home, as in a shell (nothing between VS Code and the spawn expands it).
+    const home = /^~(?=[/\\])/.test(name) && env.homeDir !== undefined ? p.join(env.homeDir, name.slice(2)) : undefined;
+    const absolute = home ?? (p.isAbsolute(name) || base === undefined ? name : p.resolve(base, name));
     for (const candidate of executableNames(absolute, env.platform)) {
       const found = tryFile(candidate);
       if (found) {

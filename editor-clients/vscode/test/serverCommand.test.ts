@@ -19,6 +19,17 @@ describe('resolveServerCommand', () => {
     assert.equal(found.command, '/usr/local/bin/diffusion-lsp');
   });
 
+  it('expands ~/ in a configured path to the home directory, as a shell would', () => {
+    const found = resolveServerCommand('~/.local/bin/diffusion-lsp', env(['/home/me/.local/bin/diffusion-lsp'], { homeDir: '/home/me' }));
+    assert.equal(found.command, '/home/me/.local/bin/diffusion-lsp');
+    assert.equal(
+      resolveServerCommand('~\\bin\\diffusion-lsp.exe', env(['C:\\Users\\me\\bin\\diffusion-lsp.exe'], { platform: 'win32', homeDir: 'C:\\Users\\me' })).command,
+      'C:\\Users\\me\\bin\\diffusion-lsp.exe',
+    );
+    // Only a leading ~ followed by a separator: "~user/..." and a "~" inside the path are left alone.
+    assert.deepEqual(resolveServerCommand('tools/~/diffusion-lsp', env([], { homeDir: '/home/me' })).searched, ['/home/me/project/tools/~/diffusion-lsp']);
+  });
+
   it('falls back to the workspace virtual environment', () => {
     const found = resolveServerCommand('diffusion-lsp', env(['/home/me/project/.venv/bin/diffusion-lsp']));
     assert.equal(found.command, '/home/me/project/.venv/bin/diffusion-lsp');
