@@ -442,8 +442,11 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
 
 
 @pytest.mark.parametrize("prefix, fill, suffix, repeats", [
-    # an empty line's fill that copies the header above into its own body
-    ("for x in xs:\n    ", "for x in xs:", "\n    total += x\n", True),
+    # an empty line's fill that copies the line above, at its indentation
+    ("for x in xs:\n    total += x\n    ", "total += x", "\n", True),
+    # the same words at another indentation are another line (an if's return before the function's)
+    ("def f(x):\n    if x is None:\n        ", "return x", "\n    return x\n", False),
+    ("for x in xs:\n    ", "for x in xs:", "\n    total += x\n", False),
     # ... or the line below, inserted before it
     ("def f(a):\n    ", "return a\n    ", "return a\n", True),
     # typed: the line the fill completes becomes the line above
