@@ -118,7 +118,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             rest = remainder(code)
             if rest is not None:
                 out.setdefault(rest, (prior, source))
-    for line in _nearby(text, line_start, line_end):
+    for line in _nearby(text, line_start, line_end, key):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
             continue
@@ -138,22 +138,59 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
 
 
-def _nearby(text: str, lo: int, hi: int) -> Iterator[str]:
+def _nearby(text: str, lo: int, hi: int, containing: str = "") -> Iterator[str]:
     """The lines around the cursor's line ``text[lo:hi]`` (not it), nearest first, the line above before the line
-    below at the same distance, at most ``SPAN`` on each side; a line's ``\\r`` is kept (callers strip)."""
-    up, down = lo, hi   # up: the start of the nearest line above not yet given; down: the end of the one below
-    for _ in range(SPAN):
-        if up <= 0 and down >= len(text):
-            return
-        if up > 0:
-            start = text.rfind("\n", 0, up - 1) + 1
-            yield text[start:up - 1]
-            up = start
-        if down < len(text):
-            end = text.find("\n", down + 1)
-            end = len(text) if end < 0 else end
-            yield text[down + 1:end]
-            down = end
+    below at the same distance, at most ``SPAN`` on each side; a line's ``\\r`` is kept (callers strip).
+    ``containing``: only the lines that contain it (the others are dropped in one pass over each side)."""
+    up, down = _lines(text, lo, True, SPAN), _lines(text, hi, False, SPAN)
+    if containing:
+        ups = [i for i, line in enumerate(up) if containing in line]
+        downs = [i for i, line in enumerate(down) if containing in line]
+    else:
+        ups, downs = list(range(len(up))), list(range(len(down)))
+    i = j = 0
+    while i < len(ups) or j < len(downs):   # at one distance the line above first
+        if j >= len(downs) or (i < len(ups) and ups[i] <= downs[j]):
+            yield up[ups[i]]
+            i += 1
+        else:
+            yield down[downs[j]]
+            j += 1
+
+
+_CHUNK = 16_384   # characters split into lines at once by ``_chunks`` (doubling each time)
+
+
+def _chunks(text: str, at: int, up: bool) -> Iterator[list[str]]:
+    """The lines above the line starting at ``at`` (``up``, nearest first) or below the line ending at ``at`` (its
+    break, or the end), split in growing chunks: a caller that needs the nearest few reads little of a huge file,
+    and each line costs a ``str.split``, not a step of a Python loop."""
+    size = _CHUNK
+    if up:
+        end = at - 1
+        while end >= 0:
+            lo = text.rfind("\n", 0, max(0, end - size)) + 1
+            chunk = text[lo:end].split("\n")
+            chunk.reverse()
+            yield chunk
+            end, size = lo - 1, size * 2
+    else:
+        start, n = at + 1, len(text)
+        while start <= n:
+            hi = text.find("\n", min(n, start + size))
+            hi = n if hi < 0 else hi
+            yield text[start:hi].split("\n")
+            start, size = hi + 1, size * 2
+
+
+def _lines(text: str, at: int, up: bool, most: int) -> list[str]:
+    """The first ``most`` lines of ``_chunks``, nearest first."""
+    out: list[str] = []
+    for chunk in _chunks(text, at, up):
+        out += chunk[:most - len(out)]
+        if len(out) >= most:
+            break
+    return out
 
 
 def empty_line(hole: Hole, rest_of_line: str, line_start: int) -> bool:
@@ -258,9 +295,10 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     line below, {step: times} of each side, times after the line above in the document]; and the line above and
     the line below (stripped, indentation width, indentation), or None. ``start``: the workspace's lines only if
     they start with it (``Workspace.neighbours``)."""
-    before = _code_lines(text, line_start, up=True)            # nearest first
-    after = _code_lines(text, line_end, up=False)
-    above, below = (before[0] if before else None), (after[0] if after else None)
+    before, before_lines = _code_runs(text, line_start, up=True)            # nearest first
+    after, after_lines = _code_runs(text, line_end, up=False)
+    above = (before[0], worklines.indent_width(before_lines[0]), _indentation(before_lines[0])) if before else None
+    below = (after[0], worklines.indent_width(after_lines[0]), _indentation(after_lines[0])) if after else None
     seen: dict[str, list] = {}   # code -> [after-above count, before-below count, {step: count} of each side,
                                  # after-above count in the document]
     if above is None and below is None:
@@ -272,12 +310,18 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
         entry[2 + side][step] += n
         entry[4] += in_document
 
-    for run in (before[::-1], after):      # the pairs of each side apart: never the one across the hole
-        for (a, wa, _), (b, wb, _) in zip(run, run[1:]):
+    first, last = above and above[0], below and below[0]
+    for codes, lines in ((before[::-1], before_lines[::-1]), (after, after_lines)):   # the pairs of each side
+        # apart (never the one across the hole); only the pairs with a neighbour in them need their indentation
+        pairs = sorted({i for i, code in enumerate(codes[:-1]) if code == first}
+                       | {i - 1 for i, code in enumerate(codes) if i and code == last})
+        for i in pairs:
+            a, b = codes[i], codes[i + 1]
+            wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[i + 1])
             step = (wb > wa) - (wb < wa)
-            if above is not None and a == above[0]:
+            if a == first:
                 add(b, 0, step, 1, in_document=1)
-            if below is not None and b == below[0]:
+            if b == last:
                 add(a, 1, -step, 1)
     if workspace is not None and language:
         follows, precedes = workspace.neighbours(language, above and above[0], below and below[0], start=start)
@@ -290,24 +334,25 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
 def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
     """The code lines above the line starting at ``at`` (``up``, nearest first) or below the line ending at
     ``at``, at most ``SPAN``: each (stripped, indentation width, indentation)."""
-    out: list[tuple[str, int, str]] = []
-    pos = at
-    while len(out) < SPAN:
-        if up:
-            if pos <= 0:
-                break
-            lo = text.rfind("\n", 0, pos - 1) + 1
-            line, pos = text[lo:pos - 1], lo
-        else:
-            if pos >= len(text):
-                break
-            hi = text.find("\n", pos + 1)
-            hi = len(text) if hi < 0 else hi
-            line, pos = text[pos + 1:hi], hi
-        code = line.strip()
-        if code:
-            out.append((code, worklines.indent_width(line), line[:len(line) - len(line.lstrip(" \t"))]))
-    return out
+    codes, lines = _code_runs(text, at, up)
+    return [(code, worklines.indent_width(line), _indentation(line)) for code, line in zip(codes, lines)]
+
+
+def _code_runs(text: str, at: int, up: bool) -> tuple[list[str], list[str]]:
+    """``_code_lines``' lines as two lists: each stripped, and as it is."""
+    codes: list[str] = []
+    lines: list[str] = []
+    for chunk in _chunks(text, at, up):
+        kept = [line for line in chunk if line.strip()]
+        lines += kept[:SPAN - len(lines)]
+        if len(lines) >= SPAN:
+            break
+    codes = [line.strip() for line in lines]
+    return codes, lines
+
+
+def _indentation(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
 
 
 def _stepped(indent: str, step: int, unit: str) -> str:

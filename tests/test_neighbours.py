@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import replace
 
-from engine import InfillRequest, worklines
+from engine import InfillRequest, doclines, worklines
 from engine.backends.base import Control
 from engine.config import FillOptions
 from engine.confidence import features
@@ -440,3 +440,45 @@ def test_the_pools_probe_scores_the_documents_lines_and_the_line_that_binds_a_wa
     written = json.loads(result.read_text())
     assert written["benchmark"] == "neighbour-pools" and written["note"] == "a note"
     assert "a note" not in written["command"] and written["all"] == fitted["all"]
+
+
+def test_a_large_documents_neighbours_measure_the_indentation_of_their_own_pairs_only(monkeypatch):
+    """On a 12,000-line document an empty line's neighbours read SPAN code lines each side, but only the pairs with
+    a neighbour in them need their indentation: measuring every line cost ~20 ms of CPU per request."""
+    body = "".join(f"    value_{i} = compute({i})\n" for i in range(3000))
+    far = "def e():\n    if ready:\n        elsewhere()\n" + body + body   # beyond SPAN code lines
+    text = (far + "def f():\n    if ready:\n        start()\n    stop()\n" + body
+            + "def g():\n    if ready:\n\n    stop()\n" + body
+            + "def h():\n    if ready:\n        start()\n        go()\n    stop()\n")
+    widths: list[str] = []
+    measure = worklines.indent_width
+    monkeypatch.setattr(worklines, "indent_width", lambda line: widths.append(line) or measure(line))
+    at = text.index("    if ready:\n\n", text.index("def g")) + len("    if ready:\n")
+    hole, opts = options_at(PY, text, at)
+    # "start()" after "if ready:" (twice) and before "stop()" (once); "elsewhere()" is beyond SPAN
+    assert opts.texts[:2] == ("        start()", "        go()") and opts.sources[:2] == (BETWEEN, NEIGHBOUR)
+    assert not any("elsewhere" in t for t in opts.texts)
+    assert len(widths) <= 12     # the neighbours, and the two lines of each pair they are in
+    monkeypatch.setattr(worklines, "indent_width", measure)
+    assert options_at(PY, text, at)[1] == opts
+
+
+def test_the_lines_around_the_cursor_are_read_alike_in_chunks_of_any_size(monkeypatch):
+    text = "if a:\r\n\tx = 1\r\n\r\n\n  \n\ty = 2\n\rz\n\nreturn x\n\n"
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    ends = [text.find("\n", s) if text.find("\n", s) >= 0 else len(text) for s in starts]
+    expect = {(s, up): doclines._code_lines(text, s if up else e, up)
+              for s, e in zip(starts, ends) for up in (True, False)}
+    nearby = {s: list(doclines._nearby(text, s, e)) for s, e in zip(starts, ends)}
+    for size in (1, 2, 3, 7):
+        monkeypatch.setattr(doclines, "_CHUNK", size)
+        for s, e in zip(starts, ends):
+            assert doclines._code_lines(text, s, True) == expect[(s, True)]
+            assert doclines._code_lines(text, e, False) == expect[(s, False)]
+            assert list(doclines._nearby(text, s, e)) == nearby[s]
+            assert list(doclines._nearby(text, s, e, "x")) == [line for line in nearby[s] if "x" in line]
+    # nearest first, the line above before the one below; blank lines are no code lines; a line's \r is kept
+    at = text.index("  \n")
+    assert nearby[at][:6] == ["", "\ty = 2", "\r", "\rz", "\tx = 1\r", ""]
+    assert [c for c, _, _ in doclines._code_lines(text, at, True)] == ["x = 1", "if a:"]
+    assert doclines._code_lines(text, at + 2, False)[0] == ("y = 2", 4, "\t")
