@@ -86,19 +86,22 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
 
 
 def _python(document: str, lo: int, hi: int) -> list[str]:
-    try:
-        tree = pyparse.parse(document)
-    except (SyntaxError, ValueError):
-        return []
-    lines = _line_starts(document)
-    defined, star = _bindings(tree)
+    with pyparse.collection_paused():   # the whole tree is made and walked: no collection meanwhile
+        try:
+            tree = pyparse.parse(document)
+        except (SyntaxError, ValueError):
+            return []
+        defined, star, reads = _scan(tree)
+        del tree
     if star:
         return []
+    lines = _line_starts(document)
     invented: list[str] = []
-    for node, params in _walk_with_params(tree, frozenset()):
-        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
-            continue
-        at = lines[node.lineno - 1] + _char_col(document, lines[node.lineno - 1], node.col_offset)
+    for node, params in reads:
+        line = lines[node.lineno - 1]
+        if line >= hi or line + node.col_offset < lo:
+            continue   # the name starts at most ``col_offset`` characters into its line: not in the fill
+        at = line + _char_col(document, line, node.col_offset)
         if not lo <= at < hi or node.id in _PY_BUILTINS or node.id in defined or node.id in params:
             continue
         if node.id not in invented:
@@ -106,53 +109,78 @@ def _python(document: str, lo: int, hi: int) -> list[str]:
     return invented
 
 
+def _scan(tree: ast.AST) -> tuple[set[str], bool, list[tuple[ast.Name, frozenset[str]]]]:
+    """``_bindings`` and the names read, each with the parameter names visible at it (its enclosing functions' and
+    lambdas'), in document order (each node before its children, in field order): one walk of the tree, without a
+    generator per level (a large file's tree is walked for each fill)."""
+    names: set[str] = set()
+    star = False
+    reads: list[tuple[ast.Name, frozenset[str]]] = []
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
+    while stack:
+        node, params = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads.append((node, params))
+        else:
+            star = _bind(node, names) or star
+        children = []
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                children.append(value)
+            elif isinstance(value, list):
+                children += [item for item in value if isinstance(item, ast.AST)]
+        for child in reversed(children):
+            stack.append((child, _with_params(child, params)))
+    return names, star, reads
+
+
 def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
     """Every name bound anywhere except as a parameter, and whether a star import is present."""
     names: set[str] = set()
     star = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                star = star or alias.name == "*"
-                names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
+        star = _bind(node, names) or star
     return names, star
 
 
-def _walk_with_params(node: ast.AST, params: frozenset[str]):
-    """Every node with the parameter names visible at it (its enclosing functions' and lambdas')."""
-    for child in ast.iter_child_nodes(node):
-        inner = params
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            a = child.args
-            inner = params | {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {
-                x.arg for x in (a.vararg, a.kwarg) if x is not None}
-        yield child, inner
-        yield from _walk_with_params(child, inner)
+def _bind(node: ast.AST, names: set[str]) -> bool:
+    """Add the names ``node`` binds (not as a parameter) to ``names``; is it a star import?"""
+    star = False
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        names.add(node.id)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(node.name)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            star = star or alias.name == "*"
+            names.add(alias.asname or alias.name.split(".")[0])
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        names.update(node.names)
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        names.add(node.name)
+    elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        names.add(node.name)
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        names.add(node.rest)
+    return star
+
+
+def _with_params(child: ast.AST, params: frozenset[str]) -> frozenset[str]:
+    """The parameter names visible inside ``child`` (its parent's ``params``, and its own for a function)."""
+    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = child.args
+        return params | {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {
+            x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    return params
+
+
+_BREAK = re.compile(r"\r\n?|\n")
 
 
 def _line_starts(text: str) -> list[int]:
     """Offsets where each line starts, as ``ast`` counts lines (``\\n``, ``\\r\\n`` and ``\\r`` end one)."""
-    starts, i = [0], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\r" and text[i + 1:i + 2] == "\n":
-            i += 1
-        if ch in "\r\n":
-            starts.append(i + 1)
-        i += 1
-    return starts
+    return [0] + [m.end() for m in _BREAK.finditer(text)]
 
 
 def _char_col(text: str, line_start: int, byte_col: int) -> int:

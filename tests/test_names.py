@@ -110,3 +110,35 @@ def test_a_large_document_is_checked_by_words_not_parsed():
     assert len(body) > 200_000
     assert invented("return rowz + f3(rows)", body) == ["rowz"]
     assert invented("return len(rows).real", body) == []
+
+
+def test_a_python_document_near_the_parse_limit_is_walked_once_without_the_collector(monkeypatch):
+    """A 190 KB file has ~25,000 AST nodes: the check walked them twice (bindings, then reads with a generator
+    per level), placed every read name in the document (only those near the fill can be in it), and ran the
+    collector many times over the process's objects (a loaded model's hundreds of thousands), each fill."""
+    import gc
+
+    from engine import names
+
+    body = "".join(f"def f{i}(x, lone\r=\r1):\n    return x * lone + f{i - 1}(x) + g\n\n" for i in range(1, 2_000))
+    doc = "g = 1\n" + body + "def h(rows):\n    <>\n"
+    assert 100_000 < len(doc) < names.MAX_PARSED
+    placed: list[int] = []
+    char_col = names._char_col
+    monkeypatch.setattr(names, "_char_col", lambda text, start, col: placed.append(col) or char_col(text, start, col))
+    collections: list[str] = []
+
+    def count(phase: str, info: dict) -> None:
+        collections.append(phase)
+    gc.callbacks.append(count)
+    try:
+        assert invented("return rowz + f3(rows) + lone + x + g", doc) == ["rowz", "lone", "x"]
+    finally:
+        gc.callbacks.remove(count)
+    assert len(placed) <= 10 and collections.count("start") <= 1   # (one, young, once it is on again)
+    assert invented("return f2000(rows)", doc) == ["f2000"] and gc.isenabled()
+    gc.disable()   # the user's choice stands
+    try:
+        assert invented("return f1998(rows)", doc) == [] and not gc.isenabled()
+    finally:
+        gc.enable()
