@@ -93,13 +93,35 @@ def _line_above(text: str, at: int) -> str:
     return ""
 
 
+class Document:
+    """What the features read of the document a hole's fills go into, each computed once however many fills (and
+    how many times each: ``offer`` assesses the competing fills, then the pool of alternatives) ask: the document's
+    stripped lines and each fill's invented names (``engine.names`` parses the filled document)."""
+
+    def __init__(self, text: str, spec: LanguageSpec):
+        self.text, self.spec = text, spec
+        self._invented: dict[tuple[int, int, str], bool] = {}
+
+    @functools.cached_property
+    def lines(self) -> frozenset[str]:
+        return frozenset(line.strip() for line in self.text.splitlines()) - {""}
+
+    def invents(self, fill: HoleFill) -> bool:
+        key = (fill.start, fill.end, fill.text)
+        if key not in self._invented:
+            self._invented[key] = bool(invented_names(self.spec, self.text, fill.start, fill.text, fill.end))
+        return self._invented[key]
+
+
 def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: LanguageSpec,
-             kind: HoleKind) -> dict[str, float]:
-    """The features of ``fill`` (one of the valid fills of a hole in ``text``; ``others`` the rest)."""
+             kind: HoleKind, document: Document | None = None) -> dict[str, float]:
+    """The features of ``fill`` (one of the valid fills of a hole in ``text``; ``others`` the rest). ``document``:
+    ``text``'s ``Document``, kept between the fills of one hole."""
+    document = document if document is not None else Document(text, spec)
     logs = [math.log(max(c, 1e-9)) for c in fill.confidences] or [math.log(1e-9)]
     ordered = sorted(logs)
     body = fill.text.strip()
-    lines = {line.strip() for line in text.splitlines()} - {""}
+    lines = document.lines
     above = _line_above(text, fill.start)
     language = language_of(spec)
     mean_log = sum(logs) / len(logs)
@@ -116,7 +138,7 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         "valid_lengths": float(1 + len(others)),
         "repeats_line": float(body in lines),
         "repeats_above": float(bool(body) and body == above),
-        "invented": float(bool(invented_names(spec, text, fill.start, fill.text, fill.end))),
+        "invented": float(document.invents(fill)),
         "kind_inline": float(kind is HoleKind.INLINE),
         "kind_block": float(kind in (HoleKind.BLOCK, HoleKind.SPAN)),
         **{f"lang_{name}": float(language == name) for name in LANGUAGES[1:]},
@@ -133,11 +155,13 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
 
 
 def assess(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKind,
-           calibration: Calibration | None) -> list[tuple[HoleFill, dict[str, float]]]:
+           calibration: Calibration | None, document: Document | None = None
+           ) -> list[tuple[HoleFill, dict[str, float]]]:
     """Each valid fill of one hole with its estimate (``HoleFill.confidence``) and features."""
+    document = document if document is not None else Document(text, spec)
     out = []
     for i, fill in enumerate(fills):
-        feats = features(fill, [f for j, f in enumerate(fills) if j != i], text, spec, kind)
+        feats = features(fill, [f for j, f in enumerate(fills) if j != i], text, spec, kind, document)
         p = calibration.probability(feats) if calibration else None
         out.append((replace(fill, confidence=None if p is None else round(p, 4)), feats))
     return out
@@ -208,7 +232,8 @@ def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKi
     the user asked for it) always gets its best fill. ``model_dir``: where the backend's checkpoint (and
     its calibration) lives; None: no calibration."""
     calibration = load_calibration(model_dir) if model_dir is not None else None
-    assessed = assess(fills, text, spec, kind, calibration)
+    document = Document(text, spec)
+    assessed = assess(fills, text, spec, kind, calibration, document)
     considered = tuple(f for f, _ in assessed)
     first = copy_first(assessed, options.names_rule)
     if kind is not HoleKind.SPAN:
@@ -217,7 +242,7 @@ def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKi
         chosen = min(assessed, key=_rank(options.names_rule, first))[0] if assessed else None
     if chosen is None or options.max_alternatives <= 1:
         return chosen, considered, ()
-    pool = [item for item in assess([*fills, *others], text, spec, kind, calibration)
+    pool = [item for item in assess([*fills, *others], text, spec, kind, calibration, document)
             if item[0].text != chosen.text or (item[0].start, item[0].end) != (chosen.start, chosen.end)]
     if kind is not HoleKind.SPAN:
         pool = [item for item in pool if choose([item], calibration, options.min_confidence, options.names_rule)]

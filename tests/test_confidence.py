@@ -175,3 +175,26 @@ def test_a_broken_calibration_fails_the_load_once_with_its_name_not_every_fill(t
         assert engine.infill_sync(InfillRequest(code, len(code) - 1, "python")).steps > 0
     finally:
         engine.close()
+
+
+def test_offer_checks_each_fills_names_and_reads_the_documents_lines_once(monkeypatch):
+    """``offer`` assesses the competing fills, then the pool of alternatives with them: each fill's invented names
+    (a parse of the whole filled document) and the document's lines were computed again for every assessment."""
+    from engine import confidence
+    from engine.config import FillOptions
+
+    checked: list[str] = []
+    invented = confidence.invented_names
+    monkeypatch.setattr(confidence, "invented_names",
+                        lambda spec, text, start, fill, end=None: checked.append(fill) or invented(spec, text, start,
+                                                                                                   fill, end))
+    fills = [fill("    s = len(rows)\n", 0.9), fill("    s = sum(rows)\n", 0.8)]
+    others = [fill("    s = rowz\n", 0.7)]
+    chosen, considered, alternatives = confidence.offer(fills, DOC, PY, HoleKind.LINE, FillOptions(), None, others)
+    assert chosen is not None and chosen.text == "    s = len(rows)\n"
+    assert [f.text for f in alternatives] == ["    s = sum(rows)\n"]   # the invented name is not offered alone
+    assert sorted(checked) == sorted(f.text for f in fills + others)   # once each
+    document = confidence.Document(DOC, PY)
+    assert features(fills[0], fills[1:], DOC, PY, HoleKind.LINE, document) == features(fills[0], fills[1:], DOC, PY,
+                                                                                        HoleKind.LINE)
+    assert document.lines == {"def total(rows):", "s = 0", "return s"}
