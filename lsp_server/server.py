@@ -9,6 +9,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -122,6 +123,28 @@ class DiffusionProtocol(LanguageServerProtocol):
     def _forget_future(self, key: Any, future: Any) -> None:
         if self._request_futures.get(key) is future:
             del self._request_futures[key]
+
+    def send_request(self, method: str, params: Any | None = None, callback: Callable[[Any], None] | None = None,
+                     msg_id: Any = None) -> Any:
+        """A request to the client whose waiter gives up (the 2 s a client has to accept a progress token:
+        the awaiting task is cancelled, and so is this future) is forgotten then: pygls kept its future and result
+        type until an answer came (for good when none came), and an answer that came later set a result on the
+        cancelled future (InvalidStateError, logged as the server failing)."""
+        msg_id = msg_id if msg_id is not None else str(uuid.uuid4())
+        future = super().send_request(method, params, callback, msg_id)
+        future.add_done_callback(functools.partial(self._forget_request, msg_id))
+        return future
+
+    def _forget_request(self, msg_id: Any, future: Any) -> None:
+        if future.cancelled():
+            self._result_types.pop(msg_id, None)
+            self._forget_future(msg_id, future)
+
+    def _handle_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        """pygls drops a request's result type when its answer has a result, never when it is an error (a client
+        refusing a progress token): one entry per refused request, kept for good."""
+        self._result_types.pop(msg_id, None)
+        super()._handle_response(msg_id, result, error)
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):

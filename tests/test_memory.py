@@ -1,12 +1,15 @@
 """Memory held by the server per message (issue 18, item 1): what a storm of edits must not leave behind."""
 
+import asyncio
 import ctypes
+import json
 import time
 
 import pytest
 
 from engine import Engine, EngineConfig, InfillRequest
 from engine.memory import HeapTrimmer, resident_bytes
+from lsp_server import drafts
 from lsp_server.server import build_server
 
 URI = "file:///memory/doc.py"
@@ -97,3 +100,47 @@ def test_the_engine_trims_once_its_queue_is_quiet():
         assert engine.stats()["heap_trims"] >= 1
     finally:
         engine.close()
+
+
+class _Sent:
+    """A writer for the protocol: keeps each message the server sends."""
+
+    def __init__(self):
+        self.messages: list[dict] = []
+
+    def write(self, data: bytes) -> None:
+        self.messages.append(json.loads(data))
+
+
+async def test_progress_tokens_refused_or_never_answered_leave_no_request_behind(monkeypatch):
+    """An action's progress token is asked for with window/workDoneProgress/create; pygls kept the result type of
+    each one the client refused (an error answer) and the future and result type of each one it never answered
+    (the server stops waiting after 2 s), for good; one answered after the server stopped waiting raised
+    InvalidStateError."""
+    monkeypatch.setattr(drafts, "_CREATE_TIMEOUT", 0.05)
+    server = build_server()
+    protocol, sent = server.protocol, _Sent()
+    protocol.set_writer(sent, include_headers=False)
+    server.status.client_supports_progress = True
+    _feed(server, "textDocument/didOpen",
+          {"textDocument": {"uri": URI, "languageId": "python", "version": 1, "text": "x = 1\n"}})
+
+    async def offer_one():
+        return await drafts.DraftStream.for_action(server, URI, 1, "fill", "Fill", [])
+
+    for cycle in range(30):
+        asked = len(sent.messages)
+        task = asyncio.ensure_future(offer_one())
+        while len(sent.messages) == asked:
+            await asyncio.sleep(0)
+        create = sent.messages[-1]
+        assert create["method"] == "window/workDoneProgress/create"
+        if cycle % 3 == 0:    # refused
+            protocol.handle_message(protocol.structure_message(
+                {"jsonrpc": "2.0", "id": create["id"], "error": {"code": -32603, "message": "no progress here"}}))
+        assert await task is None          # refused or never answered: no token, and no drafts asked for
+        if cycle % 3 == 1:    # answered after the server stopped waiting
+            protocol.handle_message(protocol.structure_message(
+                {"jsonrpc": "2.0", "id": create["id"], "result": None}))
+    assert protocol._request_futures == {} and protocol._result_types == {}
+    assert server.work_done_progress.tokens == {}
