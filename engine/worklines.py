@@ -99,13 +99,15 @@ class Workspace:
         self._files: dict[str, tuple[str, frozenset[str]]] = {}     # path -> (table language, its lines)
         self._counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self._ordered: dict[str, list[str]] = {}    # a language's counted lines, sorted (once it has a table)
-        # neighbour pairs (``steps_of``): each code line has an id (``_ids``, ``_strings``: never forgotten), a
-        # file keeps its pairs as sorted int64 keys (``_key``), and ``refresh`` builds per language the sorted
-        # distinct keys with their file counts, by the line before (``_pairs[name][0]``) and the line after ([1]),
-        # and where each line id sits among the language's lines in code point order (a typed start's lines)
+        # neighbour pairs (``steps_of``): each code line has an id (``_ids``, ``_strings``; the ids of lines no file
+        # pairs any more are forgotten by ``refresh`` once the ids doubled, ``_compact``), a file keeps its pairs as
+        # sorted int64 keys (``_key``), and ``refresh`` builds per language the sorted distinct keys with their file
+        # counts, by the line before (``_pairs[name][0]``) and the line after ([1]), and where each line id sits
+        # among the language's lines in code point order (a typed start's lines), with the ids they were built with
         self._steps: dict[str, np.ndarray] = {}
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
+        self._live = 0                              # the ids in use after the last ``_compact``
         self._pairs: dict[str, _Pairs] = {}
         self._tables: dict[str, Table | None] = {}
         self._stale: set[str] = set()
@@ -169,6 +171,9 @@ class Workspace:
 
     def refresh(self) -> None:
         """Rebuild the tables of the languages whose files changed since the last refresh."""
+        with self._lock:
+            if len(self._strings) > max(2 * self._live, _COMPACT_FROM):
+                self._compact()
         for name in self._take_stale():
             with self._lock:
                 counts = self._counts[name]
@@ -176,10 +181,30 @@ class Workspace:
                     self._ordered[name] = sorted(counts)
                 table = table_of(counts, self.min_files, self._ordered[name])
                 keys = [self._steps[path] for path, (lang, _) in self._files.items() if lang == name]
-                known = len(self._strings)    # every id in ``keys`` is below this
+                ids, strings = self._ids, self._strings
+                known = len(strings)    # every id in ``keys`` is below this
             self._tables[name] = table
             lines = table.lines if table is not None else []
-            self._pairs[name] = _Pairs(*_pair_tables(keys), lines, _places(lines, self._ids, known))
+            self._pairs[name] = _Pairs(*_pair_tables(keys), lines, _places(lines, ids, known), ids, strings)
+
+    def _compact(self) -> None:
+        """Forget the ids of the lines no counted file pairs any more (lock held). A line typed and saved gets an
+        id at each save where it reads differently, and ids were never forgotten: the tables grew with every save of
+        a day's editing (and each refresh's ``_places`` with them). The ids kept keep their order (a tie goes to
+        the first counted); every language's pairs are rebuilt, and a lookup meanwhile reads the last ones built
+        with the ids they were built with."""
+        every = np.concatenate(list(self._steps.values())) if self._steps else _NO_KEYS
+        mask = (1 << _ID_BITS) - 1
+        used = np.unique(np.concatenate((every >> (_ID_BITS + 2), (every >> 2) & mask)))
+        new = np.full(len(self._strings), -1, dtype=np.int64)
+        new[used] = np.arange(len(used))
+        self._strings = [self._strings[i] for i in used.tolist()]
+        self._ids = {line: i for i, line in enumerate(self._strings)}
+        for path, keys in self._steps.items():   # the order of a file's keys holds: the ids keep theirs
+            self._steps[path] = (new[keys >> (_ID_BITS + 2)] << (_ID_BITS + 2)) | (new[(keys >> 2) & mask] << 2) \
+                | (keys & 3)
+        self._live = len(used)
+        self._stale.update(self._pairs)
 
     def _take_stale(self) -> set[str]:
         with self._lock:
@@ -201,13 +226,13 @@ class Workspace:
         tables = self._pairs.get(name)
         if tables is None:
             return [], []
-        ids = [self._ids.get(line) if line else None for line in (above, below)]
+        ids = [tables.ids.get(line) if line else None for line in (above, below)]
         # each side's pairs: the other lines' ids, the steps, the files
         sides = [_side(table, line) for table, line in zip((tables.forward, tables.backward), ids)]
         if start:   # the lines in code point order from ``start`` up to the last that starts with it
             lo = bisect.bisect_left(tables.lines, start)
             hi = bisect.bisect_left(tables.lines, start + "\U0010ffff", lo)
-            same = self._ids.get(start, -1)   # the typed code itself is no candidate (lines are stripped: no
+            same = tables.ids.get(start, -1)   # the typed code itself is no candidate (lines are stripped: no
             kept = []                         # other line that starts with it is as short)
             for side in sides:
                 place = tables.places[side[0]]
@@ -222,7 +247,7 @@ class Workspace:
                 both = np.flatnonzero(np.isin(lines, other))
                 both = both[np.argsort(-files[both], kind="stable")][:most]
                 top = np.concatenate([top, np.setdiff1d(both, top, assume_unique=True)])
-            out.append([(self._strings[int(lines[i])], int(steps[i]), int(files[i])) for i in top])
+            out.append([(tables.strings[int(lines[i])], int(steps[i]), int(files[i])) for i in top])
         return out[0], out[1]
 
     @property
@@ -240,6 +265,7 @@ class Workspace:
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
+_COMPACT_FROM = 4096   # line ids: below this many, none is forgotten
 _ID_BITS = 30   # line ids below 2**30: a key is (first id, second id, step + 1) in 62 bits
 
 
@@ -267,6 +293,8 @@ class _Pairs(NamedTuple):
     backward: tuple[np.ndarray, np.ndarray]
     lines: list[str]
     places: np.ndarray
+    ids: dict[str, int]       # the line ids these were built with (``Workspace._compact`` makes new ones)
+    strings: list[str]
 
 
 def _places(lines: list[str], ids: dict[str, int], known: int) -> np.ndarray:

@@ -482,3 +482,29 @@ def test_the_lines_around_the_cursor_are_read_alike_in_chunks_of_any_size(monkey
     assert nearby[at][:6] == ["", "\ty = 2", "\r", "\rz", "\tx = 1\r", ""]
     assert [c for c, _, _ in doclines._code_lines(text, at, True)] == ["x = 1", "if a:"]
     assert doclines._code_lines(text, at + 2, False)[0] == ("y = 2", 4, "\t")
+
+
+def test_a_file_saved_at_each_keystroke_keeps_as_many_line_ids_as_its_lines_need(monkeypatch):
+    """Each save of a line being typed (an editor's auto-save) gave the line as it then read an id, and ids were
+    never forgotten: a day's editing of one file grew the tables (and each refresh's work) without bound. The
+    ids no file pairs any more are forgotten once the ids doubled; the answers stay those of a fresh count."""
+    monkeypatch.setattr(worklines, "_COMPACT_FROM", 64, raising=False)   # (4096 in use) a shorter day
+    base = "".join(f"def f{i}(x):\n    return g{i}(x)\n" for i in range(40))
+    typed = "".join(f"    value_{k} = compute(alpha_{k}, beta)\n" for k in range(40))   # the code being written
+    ws = worklines.Workspace()
+    ws.update("/b.py", "python", "def f3(x):\n    return g3(x)\n    value_7 = compute(alpha_7, beta)\n")
+    for k in range(len(typed)):
+        ws.update("/a.py", "python", base + typed[:k + 1])
+        if k % 10 == 0:   # the server rebuilds once per batch of saves
+            ws.refresh()
+    ws.refresh()
+    fresh = worklines.Workspace()
+    fresh.update("/b.py", "python", "def f3(x):\n    return g3(x)\n    value_7 = compute(alpha_7, beta)\n")
+    fresh.update("/a.py", "python", base + typed)
+    fresh.refresh()
+    assert len(ws._strings) <= 2 * max(len(fresh._strings), 64)   # 1,036 ids before: one per save or so
+    for above, below, start in [("def f3(x):", None, ""), ("return g3(x)", "value_8 = compute(alpha_8, beta)", ""),
+                                ("value_7 = compute(alpha_7, beta)", None, "value"), (None, "return g9(x)", "")]:
+        got, want = ws.neighbours("python", above, below, start=start), fresh.neighbours("python", above, below,
+                                                                                          start=start)
+        assert [sorted(side) for side in got] == [sorted(side) for side in want] and got != ([], [])
