@@ -58,9 +58,14 @@ class WorkspaceLines:
         self.error: str | None = None
         self._counted: dict[str, worklines.Workspace] = {}   # root -> its workspace, once counted (registered)
         self._failed: dict[str, str] = {}                     # root -> why it could not be counted
-        # ("file", root, path, language, text): count it with this text; text None: read it from disk (a missing
-        # or unreadable file is forgotten); language "": forget it. ("add", root) / ("remove", root): a folder.
+        # ("file", path): count it again as ``_pending[path]`` says when taken; ("add", root) / ("remove", root): a
+        # folder
         self._queue: queue.Queue[tuple | None] = queue.Queue()
+        # path -> (root, language, text): its last save or change not counted yet (a file saved again meanwhile is
+        # counted once, with its last text); text None: read it from disk (a missing or unreadable file is
+        # forgotten); language "": forget it
+        self._pending: dict[str, tuple[str, str, str | None]] = {}
+        self._pending_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.watch = False                 # the client registers file watchers dynamically (initialize)
         self._fills = 0
@@ -136,7 +141,7 @@ class WorkspaceLines:
         found = self._source(uri)
         if found is not None:
             large = len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES
-            self._queue.put(("file", *found, "" if large else language_for_path(found[1]), None if large else text))
+            self._file(*found, "" if large else language_for_path(found[1]), None if large else text)
 
     def files_changed(self, changes: Sequence[types.FileEvent]) -> None:
         """Files created, changed or deleted outside the editor (``workspace/didChangeWatchedFiles``): read again
@@ -145,7 +150,25 @@ class WorkspaceLines:
             found = self._source(change.uri)
             if found is not None:
                 deleted = change.type == types.FileChangeType.Deleted
-                self._queue.put(("file", *found, "" if deleted else language_for_path(found[1]), None))
+                self._file(*found, "" if deleted else language_for_path(found[1]), None)
+
+    def _file(self, root: str, path: str, language: str, text: str | None) -> None:
+        """Count a file again (or forget it) on the thread. The queue held every save's text until the thread took
+        it, and counting waits while fills run: typing with auto-save kept a text per keystroke (a 200 KB file: 200
+        KB each) and counted each in turn. Now a file waits once, with its last save or change."""
+        with self._pending_lock:
+            queued = path in self._pending
+            self._pending[path] = (root, language, text)
+        if not queued:
+            self._queue.put(("file", path))
+
+    def _take(self, item: tuple) -> tuple:
+        """A queued item as counted: a file's with its last save or change."""
+        if item[0] != "file":
+            return item
+        with self._pending_lock:
+            root, language, text = self._pending.pop(item[1])
+        return "file", root, item[1], language, text
 
     def _source(self, uri: str) -> tuple[str, str] | None:
         """The folder and real path of a source file under one of the folders at ``uri`` while the lines are
@@ -195,6 +218,7 @@ class WorkspaceLines:
                     return
                 changed.append(more)
             self._quiet.wait()
+            changed = [self._take(item) for item in changed]   # the last text of a file saved while it waited
             taken = self._taken(changed)
             touched: set[str] = set()
             for op, root, *rest in changed:

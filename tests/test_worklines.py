@@ -592,3 +592,35 @@ def test_files_created_changed_or_saved_after_the_count_stay_within_the_byte_cap
         assert worklines.lookup(lines.key()).table("python").lines == ["gamma_line = 3"]
     finally:
         lines.close()
+
+
+def test_a_document_saved_at_each_keystroke_while_fills_run_waits_once_with_its_last_text(tmp_path):
+    """Counting waits while a fill runs, and the queue kept every save's text meanwhile: typing with auto-save and
+    inline fills held one text per keystroke (up to 200 KB each) and counted each of them in turn once the fills
+    stopped. A file now waits once, with its last text."""
+    from types import SimpleNamespace
+
+    from lsp_server.settings import Settings
+    from lsp_server.workspace_lines import WorkspaceLines
+
+    (tmp_path / "a.py").write_text("alpha_line = 1\n")
+    (tmp_path / "b.py").write_text("beta_line = 2\n")
+    lines = WorkspaceLines(SimpleNamespace(settings=Settings(), engine=SimpleNamespace(state=EngineState.READY)))
+    lines.roots = [str(tmp_path)]
+    lines.start()
+    try:
+        wait_until(lambda: lines.state == "ready", timeout=30)
+        lines.fill_started()                                 # the user types; each keystroke's fill runs
+        body = "".join(f"padding_{i} = {i}\n" for i in range(400))
+        for k in range(300):                                 # and the editor saves at each keystroke
+            lines.saved((tmp_path / "a.py").as_uri(), f"{body}typed_{k} = {k}\n")
+            lines.saved((tmp_path / "b.py").as_uri(), f"beta_line = {k}\n")
+        assert lines._queue.qsize() <= 2 and len(lines._pending) == 2   # one each, not 300 texts each
+        lines.fill_finished()
+        wait_until(lambda: lines._queue.empty() and not lines._pending and lines.state == "ready", timeout=30)
+        wait_until(lambda: "typed_299 = 299" in worklines.lookup(lines.key()).table("python").lines, timeout=30)
+        table = worklines.lookup(lines.key()).table("python").lines
+        assert "beta_line = 299" in table and not any(line.startswith("typed_") and line != "typed_299 = 299"
+                                                      for line in table)
+    finally:
+        lines.close()
