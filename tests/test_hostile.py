@@ -803,3 +803,48 @@ def test_drafts_turned_off_during_a_request_still_end_with_the_final_draft(tmp_p
                     and not m["params"]["done"]]  # and no draft after the setting went off
     finally:
         server.close()
+
+
+async def test_an_ended_tcp_session_leaves_nothing_of_it_alive():
+    """pygls cached each message type with ``lru_cache`` on the protocol's method, keyed by the protocol too: the
+    last 128 (session, method) pairs kept their sessions alive, and with them each ended session's server,
+    documents, engine and model (22 MiB each with the embedded model: 30 sessions of a --tcp server, 1.1 GB)."""
+    import asyncio
+    import gc
+    import weakref
+
+    from lsp_server import tcp
+    from lsp_server.server import build_server
+    from lsp_server.transport import DEFAULT_MAX_MESSAGE
+
+    sessions = []
+
+    def new_session():
+        server = build_server()
+        sessions.append(weakref.ref(server))
+        return server
+
+    gate = tcp.Gate(None, 4)
+    listener = await asyncio.start_server(
+        lambda r, w: tcp._session(new_session, gate, DEFAULT_MAX_MESSAGE, r, w), "127.0.0.1", 0)
+    try:
+        for k in range(6):
+            reader, writer = await asyncio.open_connection(*listener.sockets[0].getsockname()[:2])
+            writer.write(frame(request(1, "initialize", INITIALIZE)) + frame(notification(
+                "textDocument/didOpen", {"textDocument": {"uri": f"file:///s/{k}.py", "languageId": "python",
+                                                          "version": 1, "text": "x = 1\n" * 1000}}))
+                         + frame(request(2, STATS, {})) + frame(request(3, "shutdown")))
+            answers = b""
+            while answers.count(b'"id": 3') + answers.count(b'"id":3') == 0:
+                answers += await asyncio.wait_for(reader.read(65536), 30)
+            writer.close()
+        for _ in range(100):   # each session's end runs once the server saw its client go
+            if len(sessions) == 6 and gate.sessions == 0:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
+        gc.collect()
+        assert len(sessions) == 6 and [ref() for ref in sessions] == [None] * 6
+    finally:
+        listener.close()
+        await listener.wait_closed()
