@@ -214,7 +214,10 @@ class Engine:
             except queue.Empty:  # no job for a while: hand the jobs' freed memory back (engine/memory.py)
                 self._heap.quiet()
                 continue
-            if task is None:
+            if task is None:   # closed: the model goes now (a --tcp session's end), not when the Engine is collected
+                if self.backend is not None:
+                    self.backend.close()
+                    self.backend = None
                 self._set_state(EngineState.CLOSED)
                 return
             if isinstance(task, _Load):

@@ -144,3 +144,15 @@ async def test_progress_tokens_refused_or_never_answered_leave_no_request_behind
                 {"jsonrpc": "2.0", "id": create["id"], "result": None}))
     assert protocol._request_futures == {} and protocol._result_types == {}
     assert server.work_done_progress.tokens == {}
+
+
+def test_a_closed_engine_lets_its_model_go():
+    """A closed engine kept its backend: over --tcp each ended session's model (and a remote engine's downloaded
+    tokenizer directory) stayed until the Engine itself was collected, which a session's reference cycles put off
+    to a full collection (22 MiB a session with the embedded model, a 26B model's weights on a GPU)."""
+    engine = Engine(EngineConfig.of(model="embedded", threads=1))
+    engine.start().result(timeout=120)
+    backend = engine.backend
+    engine.infill_sync(InfillRequest(text="def f(x):\n    return \n", offset=21, language="python"), timeout=120)
+    engine.close()
+    assert engine.state.value == "closed" and engine.backend is None and backend.model is None
