@@ -20,6 +20,10 @@
   (package-initialize))
 (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name)))
 (require 'diffusion-lsp)
+;; A fill on a busy machine (CI runs the tests on 2 loaded cores) can take longer than jsonrpc's 10 s default,
+;; after which eglot's synchronous completion request gives up and returns nothing.
+(require 'jsonrpc)
+(setq jsonrpc-default-request-timeout 120)
 
 (defvar test-failures 0)
 (defvar test-passes 0)
