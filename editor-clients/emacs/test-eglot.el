@@ -60,8 +60,11 @@
     (kill-emacs 1))
   (setq diffusion-lsp-command (list server)
         ;; The embedded model is weak: without validation and the confidence bar it always
-        ;; proposes something; one item, so that completion-at-point inserts it.
-        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :maxAlternatives 1))
+        ;; proposes something; one item, so that completion-at-point inserts it.  No workspace
+        ;; lines: whether the folder was counted before a fill (a race) would change what the
+        ;; fills write, and the later checks depend on the earlier fills' text.
+        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :maxAlternatives 1
+                                 :workspaceLines :json-false))
   (with-temp-file file
     (insert "def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n"
             "\n\ndef check(x):\n    if x is None:\n        \n    return x\n\n\ntotal = 1\nvalue = tot\n"))
