@@ -18,12 +18,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import commonlines
+from . import commonlines, memory
 from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
 from .confidence import load_calibration
 from .decoding import Table, load_table
 from .memory import HeapTrimmer
+from .pyparse import collection_paused
 from .requests import (Cancelled, Completion, Draft, EngineChanged, EngineError, EngineUnreachable, ModelChanged,
                        ModelLoadError, NotReady, Request)
 from .serve import serve
@@ -215,6 +216,7 @@ class Engine:
                 self._heap.quiet()
                 continue
             if task is None:   # closed: the model goes now (a --tcp session's end), not when the Engine is collected
+                memory.model_unloading()
                 if self.backend is not None:
                     self.backend.close()
                     self.backend = None
@@ -237,17 +239,22 @@ class Engine:
         self._load_again = False
         if not again:
             self._set_state(EngineState.LOADING)
+        memory.model_unloading()
         if self.backend is not None:
             self.backend.close()
             self.backend = None
         self.weights = None
         try:
-            self.backend = self._loader(task.config.load)
-            self.decoding = load_table(getattr(self.backend, "model_dir", None))   # the model's, per language
-            if getattr(self.backend, "model_dir", None) is not None:   # read by every fill: a broken one fails here
-                load_calibration(self.backend.model_dir)
-            if getattr(self.backend, "scores_options", False):   # read now (0.2 s), not on a first typed line
-                commonlines.preload()
+            # The collector paused meanwhile: importing torch and building the model make hundreds of thousands of
+            # objects, and each full collection on the way walked them all (7 of them, 2.2 s of a 2-core machine's
+            # load). Their garbage is collected after the load (memory.model_loaded, or the next full collection).
+            with collection_paused():
+                self.backend = self._loader(task.config.load)
+                self.decoding = load_table(getattr(self.backend, "model_dir", None))   # the model's, per language
+                if getattr(self.backend, "model_dir", None) is not None:   # read by every fill: a broken one fails
+                    load_calibration(self.backend.model_dir)
+                if getattr(self.backend, "scores_options", False):   # read now (0.2 s), not on a first typed line
+                    commonlines.preload()
         except EngineUnreachable as exc:
             if self.backend is not None:
                 self.backend.close()
@@ -279,6 +286,7 @@ class Engine:
         log.info("model %s loaded (%s backend%s%s)", task.config.load.model, self.backend.name,
                  "" if quantized == "none" else f", {quantized} weights",
                  f", decoding tuned for {', '.join(sorted(self.decoding))}" if self.decoding else "")
+        memory.model_loaded()   # before READY: the first fill does not wait behind the collection
         self._set_state(EngineState.READY)
         task.future.set_result(None)
 

@@ -89,6 +89,8 @@ def _one_shot(run: Callable[[], int]) -> int:
 
 def _serve(args, p: argparse.ArgumentParser) -> int:
     """stdio, or --tcp with a session per connection (lsp_server/transport.py, lsp_server/tcp.py)."""
+    from engine import memory
+
     from . import __version__
     from .server import build_server
     from .transport import DEFAULT_MAX_MESSAGE, serve_stdio
@@ -98,6 +100,7 @@ def _serve(args, p: argparse.ArgumentParser) -> int:
     if not args.tcp:
         if args.token_file:
             p.error("--token-file needs --tcp (stdio is the editor's own pipe)")
+        memory.freeze_after_loads()   # one editor's server, one model at a time (engine/memory.py)
         serve_stdio(build_server(), max_message)
         return 0
     from .tcp import check_loopback, read_token, serve_tcp

@@ -156,3 +156,41 @@ def test_a_closed_engine_lets_its_model_go():
     engine.infill_sync(InfillRequest(text="def f(x):\n    return \n", offset=21, language="python"), timeout=120)
     engine.close()
     assert engine.state.value == "closed" and engine.backend is None and backend.model is None
+
+
+def test_a_long_lived_server_freezes_its_model_out_of_full_collections():
+    """A full collection walked the loaded model's ~360,000 objects: 370-400 ms, a stall in whatever fill ran.
+    With ``freeze_after_loads`` (the stdio server, the plain team server) they are frozen after each load; a
+    reload thaws them first, so the model left is collected (its cycles too), and closing thaws everything."""
+    import gc
+    import weakref
+
+    from engine import memory
+
+    assert gc.get_freeze_count() == 0
+    memory.freeze_after_loads()
+    try:
+        collections: list[int] = []
+        gc.callbacks.append(counted := lambda phase, info: collections.append(info["generation"])
+                            if phase == "start" else None)
+        try:
+            engine = Engine(EngineConfig.of(model="embedded", threads=1))
+            engine.start().result(timeout=120)
+        finally:
+            gc.callbacks.remove(counted)
+        assert [g for g in collections if g] == [2]   # none while loading (paused), one full before the freeze
+        assert gc.get_freeze_count() > 100_000       # the model, torch's and the engine's objects
+        first = weakref.ref(engine.backend)
+        engine.reconfigure(EngineConfig.of(model="embedded", threads=1, steps=8), force=True).result(timeout=120)
+        assert gc.get_freeze_count() > 100_000
+        gc.collect()
+        assert first() is None                         # the model left was not kept frozen
+        completion = engine.infill_sync(InfillRequest(text="def f(x):\n    return \n", offset=21,
+                                                      language="python"), timeout=120)
+        assert completion.steps <= 8                   # the reloaded model serves
+        engine.close()
+        assert gc.get_freeze_count() == 0
+    finally:
+        memory.freeze_after_loads(False)
+        gc.unfreeze()
+    assert memory._freezing == [False]

@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from .. import memory
 from ..backends.credentials import token_problem
 from ..backends.remote.client import TOKEN_ENV
 from ..requests import EngineError
@@ -119,6 +120,8 @@ def _plain(args, options, token: str | None, scheme: str) -> int:
     except (EngineError, ValueError, RuntimeError) as exc:   # a model not there or that does not load, a bad
                                                              # setting (torch: a device it does not know)
         raise SystemExit(f"diffusion-lsp serve: the model could not be loaded: {exc}") from None
+    memory.freeze_after_loads()   # one model for the process' life: full collections skip it (engine/memory.py)
+    memory.model_loaded()
     collector = Collector(denoiser, options.max_batch, options.batch_wait_ms)
     try:
         server = PlainServer(make_app(denoiser, token, collector.submit), args.host, args.port, token,
