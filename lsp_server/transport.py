@@ -1,12 +1,17 @@
 """The wire under one session: framed JSON-RPC read from a byte stream, and an answer for everything pygls
-would leave unanswered (framing errors, invalid JSON, batches, requests after shutdown); every other
-message goes to the session's pygls protocol. ``serve_stdio`` runs it over stdin/stdout.
+would leave unanswered or serve against LSP's lifecycle (framing errors, invalid JSON, batches, requests before
+``initialize`` or after ``shutdown``, a second ``initialize``); every other message goes to the session's pygls
+protocol. ``serve_stdio`` runs it over stdin/stdout.
 
 JSON-RPC 2.0 rules applied here (LSP uses no batches): bytes that are not a framed message or not JSON get
 one Parse error (-32700, id null); a JSON value that is not a request, notification or response gets
 Invalid Request (-32600, with its id when it has a usable one); a batch array is answered, per JSON-RPC 2.0,
 with an array holding an Invalid Request error for each element that is not a notification (none of them
-runs); a request after ``shutdown`` gets Invalid Request, as LSP asks.
+runs); a request after ``shutdown`` gets Invalid Request, as LSP asks. Before ``initialize`` (LSP's lifecycle), a
+request gets ServerNotInitialized (-32002) and a notification is dropped, but for ``exit`` and the server's own
+``diffusion/stats`` (a status probe, answered at any time); a second ``initialize`` gets Invalid Request and a
+second ``initialized`` is dropped (pygls ran them again: the settings and folders replaced, a second model loaded
+beside the first).
 
 Messages are handled in the order sent, even when one read holds several: after each message the loop runs
 once, so a request's handler starts (and reads the document at the position it names) before the next
@@ -32,7 +37,8 @@ from .framing import Framer, FramingError
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE = 64 * 2**20
-PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR = -32700, -32600, -32603
+PARSE_ERROR, INVALID_REQUEST, INTERNAL_ERROR, SERVER_NOT_INITIALIZED = -32700, -32600, -32603, -32002
+BEFORE_INITIALIZE = {"exit", "diffusion/stats"}   # the messages served before ``initialize``
 CHUNK = 1 << 16
 _SIZE = re.compile(r"(\d+)\s*([kmg]?)i?b?", re.IGNORECASE)
 
@@ -77,6 +83,8 @@ class Connection:
         self.admit = admit  # checks the first message (TCP: token, capacity); an error closes the connection
         self.on_exit = on_exit  # `exit` ends this connection only (TCP); None: pygls ends the process
         self.closed = False
+        self.initialize_seen = False   # LSP's lifecycle: what comes before ``initialize`` is refused
+        self.initialized_seen = False
 
     async def receive(self, data: bytes) -> None:
         self.framer.feed(data)
@@ -147,14 +155,41 @@ class Connection:
             self.send_error(_usable_id(message), INVALID_REQUEST,
                             f"Invalid Request: {method} after shutdown (only exit is accepted now)")
             return
+        if method is not None and not self._in_lifecycle(method, is_request, message):
+            return
         try:
             self.protocol.handle_message(self.protocol.structure_message(message))
         except ConnectionError:  # the client is gone (a broken pipe): the loop ends the session
             raise
         except Exception as exc:  # pygls could not decode or route it: say so to a waiting client
             log.exception("could not handle %s", method or "a response")
+            if method == "initialize" and is_request:
+                self.initialize_seen = False   # not initialized: the client may try again
             if is_request:
                 self.send_error(_usable_id(message), INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _in_lifecycle(self, method: str, is_request: bool, message: dict) -> bool:
+        """Whether ``method`` may run now (LSP's lifecycle); when not, it is answered (a request) or dropped."""
+        if method == "initialize" and is_request:
+            if self.initialize_seen:
+                log.warning("a second initialize: answered with Invalid Request")
+                self.send_error(_usable_id(message), INVALID_REQUEST,
+                                "Invalid Request: initialize may only be sent once per session")
+                return False
+            self.initialize_seen = True
+        elif not self.initialize_seen and method not in BEFORE_INITIALIZE:
+            log.warning("%s before initialize: %s", method, "answered with ServerNotInitialized" if is_request
+                        else "dropped")
+            if is_request:
+                self.send_error(_usable_id(message), SERVER_NOT_INITIALIZED,
+                                f"Server not initialized: {method} before initialize")
+            return False
+        elif method == "initialized" and not is_request:
+            if self.initialized_seen:
+                log.warning("a second initialized notification: dropped")
+                return False
+            self.initialized_seen = True
+        return True
 
 
 def _error(rid: Any, code: int, message: str) -> dict:

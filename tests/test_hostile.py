@@ -107,6 +107,50 @@ def test_requests_after_shutdown_get_invalid_request(stdio):
     assert stdio.proc.wait(30) == 0
 
 
+def test_requests_before_initialize_get_server_not_initialized(stdio):
+    """LSP's lifecycle: a completion sent before ``initialize`` was served (an empty answer, a code action
+    "canceled"), a didOpen before it kept, ``shutdown`` before it accepted, a second ``initialize`` served again
+    (its settings and folders replacing the first's) and a second ``initialized`` loaded a second model. Now a
+    request before initialize gets ServerNotInitialized (-32002), a notification is dropped, a second initialize
+    gets Invalid Request and a second initialized is dropped; ``diffusion/stats`` and ``exit`` are served at any
+    time."""
+    wire = stdio.wire
+    at = {"textDocument": {"uri": "file:///early.py"}, "position": {"line": 1, "character": 4}}
+    wire.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": "file:///early.py", "languageId": "python", "version": 1, "text": "def f():\n    \n"}}))
+    wire.send(request(1, "textDocument/completion", at))
+    wire.send(request(2, "textDocument/inlineCompletion", {**at, "context": {"triggerKind": 1}}))
+    wire.send(request(3, "textDocument/codeAction", {"textDocument": at["textDocument"], "range": {
+        "start": at["position"], "end": at["position"]}, "context": {"diagnostics": []}}))
+    wire.send(request(4, "shutdown"))
+    wire.send(request(5, STATS, {}))
+    for rid in (1, 2, 3, 4):
+        error = wire.answer(rid)["error"]
+        assert error["code"] == -32002 and "before initialize" in error["message"]
+    assert wire.answer(5)["result"]["state"] == "idle"
+    wire.send(request(6, "initialize", INITIALIZE))
+    assert "capabilities" in wire.answer(6)["result"]
+    wire.send(request(7, "initialize", {**INITIALIZE, "initializationOptions": {"threads": 1, "steps": 3}}))
+    assert wire.answer(7)["error"]["code"] == -32600
+    wire.send(notification("initialized", {}))
+    wire.send(notification("initialized", {}))
+    wire.send(request(8, "textDocument/completion", at))   # the didOpen sent before initialize was dropped
+    assert "unknown document" in wire.answer(8)["error"]["message"]
+    wire.send(request(9, STATS, {}))
+    wire.answer(9)   # both initialized were handled by then: one load began, not two
+    assert sum(isinstance(m, dict) and m.get("method") == "diffusion/status" and m["params"]["state"] == "loading"
+               for m in wire.messages) == 1
+    wire.send(request(10, "shutdown"))
+    assert wire.answer(10)["result"] is None
+    wire.send(notification("exit"))
+    assert stdio.proc.wait(30) == 0
+
+
+def test_exit_before_initialize_ends_the_process_with_1(stdio):
+    stdio.wire.send(notification("exit"))
+    assert stdio.proc.wait(30) == 1
+
+
 def test_the_message_size_limit_is_configurable(tmp_path):
     server = StdioServer(tmp_path / "server.log", "--max-message-size", "1K")
     try:
