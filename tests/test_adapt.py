@@ -246,6 +246,46 @@ def test_a_fifo_named_gitignore_does_not_block_the_walk(tmp_path):
     assert not walker.is_alive() and got == [["sub/a.py"]]
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("where", ["sub/.gitignore", ".git/info/exclude"])
+def test_a_fifo_git_would_read_does_not_block_the_listing_in_a_git_work_tree(tmp_path, where):
+    """git reads each .gitignore (and info/exclude) with a plain open(): a FIFO there held ``git ls-files`` (and
+    ``git check-ignore`` for a saved file's path) until their 120 s timeout, the workspace lines and the adapter
+    waiting with them. Now the listing sees the FIFO first and walks the folder; a saved file's verdict is the
+    walk's."""
+    from engine.adapt.files import listed
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("a = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("b = 1\n")
+    (tmp_path / ".gitignore").write_text("skip.py\n")
+    (tmp_path / "skip.py").write_text("s = 1\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.py"], check=True)
+    fifo = tmp_path / where
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    got: list = []
+
+    def listing() -> None:
+        got.append([f.path for f in workspace_files(tmp_path)])
+        got.append(listed(tmp_path, ["a.py", "skip.py", "sub/b.py"]))
+
+    lister = threading.Thread(target=listing, daemon=True)
+    lister.start()
+    lister.join(60)   # half of git's timeout: the listing does not wait for it
+    blocked = lister.is_alive()
+    while lister.is_alive():   # let git go: a writer that closes at once ends its read
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:   # no reader yet
+            pass
+        lister.join(0.1)
+    assert not blocked
+    assert got == [["a.py", "sub/b.py"], {"a.py", "sub/b.py"}]
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

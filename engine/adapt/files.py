@@ -9,15 +9,18 @@ so the split is the same on every run and never depends on the file's content.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..languages import language_for_path
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 200_000        # a larger file is generated or data more often than code
 MAX_TOTAL_BYTES = 30_000_000    # the whole selection
@@ -55,11 +58,17 @@ _GIT_LOCATION = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIREC
                  "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"}
 
 
-def _git_files(root: Path) -> list[str] | None:
-    """Tracked and untracked-but-not-ignored files, when ``root`` is inside a git work tree; else None."""
+def _git_files(root: Path, pause: Callable[[], object] | None = None) -> list[str] | None:
+    """Tracked and untracked-but-not-ignored files, when ``root`` is inside a git work tree; else None. None too when
+    git would block reading an exclude file (``_blocking_excludes``): the walk lists them then."""
     try:
-        inside = _git(root, "rev-parse", "--is-inside-work-tree", text=True, timeout=30)
-        if inside.returncode != 0 or inside.stdout.strip() != "true":
+        inside = _git(root, "rev-parse", "--is-inside-work-tree", "--git-path", "info/exclude", text=True, timeout=30)
+        lines = inside.stdout.splitlines()
+        if inside.returncode != 0 or not lines or lines[0].strip() != "true":
+            return None
+        if (blocking := _blocking_excludes(root, lines[1:2], pause)) is not None:
+            log.warning("%s is not a regular file, git would wait on it: the folder's files are listed by walking it",
+                        blocking)
             return None
         listed = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=120)
     except (OSError, subprocess.SubprocessError):
@@ -67,6 +76,31 @@ def _git_files(root: Path) -> list[str] | None:
     if listed.returncode != 0:
         return None
     return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _blocks(path: str | os.PathLike[str]) -> bool:
+    """Whether git would wait opening ``path`` as an exclude file: it is there (a link followed: older git follows a
+    linked .gitignore) and is no regular file or directory: a FIFO waits for a writer, a device may never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _blocking_excludes(root: Path, info_exclude: list[str], pause: Callable[[], object] | None = None) -> str | None:
+    """The first exclude file under ``root`` that git's listing would block on (``_blocks``): the repository's
+    ``info/exclude`` (``info_exclude``: its path as git names it, relative to ``root``) or a ``.gitignore`` in a
+    directory the listing goes through (the walk's: no ``.gitignore`` excludes it; everything but ``.git``). git reads
+    each with a plain open(): a FIFO named .gitignore held ``git ls-files`` until its 120 s timeout. None when there
+    is none."""
+    for rel in info_exclude:
+        if _blocks(root / rel.strip()):
+            return str(root / rel.strip())
+    for dirpath, _, filenames, _ in _walk(root, pause, skip={".git"}):
+        if ".gitignore" in filenames and _blocks(os.path.join(dirpath, ".gitignore")):
+            return os.path.join(dirpath, ".gitignore")
+    return None
 
 
 def _ignored(specs: list[tuple[str, Any]], rel: str, is_dir: bool) -> bool:
@@ -95,17 +129,15 @@ def _gitignore(directory: Path) -> Any:
     return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8-sig", "replace").splitlines())
 
 
-def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] | None = None) -> list[str]:
-    """Every file under ``root`` that no ``.gitignore`` on its way down excludes (gitignore semantics:
-    a pattern is relative to the directory of the file that holds it), the first ``most`` in walk order."""
+def _walk(root: Path, pause: Callable[[], object] | None = None, skip: Collection[str] = _SKIP_DIRS
+          ) -> Iterator[tuple[str, str, list[str], list[tuple[str, Any]]]]:
+    """The directories under ``root`` that no ``.gitignore`` on their way down excludes (gitignore semantics: a
+    pattern is relative to the directory of the file that holds it) and none of ``skip``, in walk order: (its path,
+    its path relative to ``root`` ('' for ``root``), its files, sorted, the .gitignore files that hold for them, as
+    ``_ignored`` reads them)."""
     import pathspec
 
-    out: list[str] = []
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []   # (directory relative to root, its .gitignore)
-
-    def ignored(rel: str, is_dir: bool) -> bool:
-        return _ignored(specs, rel, is_dir)
-
     for dirpath, dirnames, filenames in os.walk(root):
         if pause is not None:
             pause()
@@ -117,12 +149,20 @@ def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] 
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if d not in _SKIP_DIRS and not ignored(rel, True):
+            if d not in skip and not _ignored(specs, rel, True):
                 keep.append(d)
         dirnames[:] = keep
-        for name in sorted(filenames):
+        yield dirpath, rel_dir, sorted(filenames), specs
+
+
+def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] | None = None) -> list[str]:
+    """Every file under ``root`` that no ``.gitignore`` on its way down excludes (``_walk``), the first ``most`` in
+    walk order."""
+    out: list[str] = []
+    for _, rel_dir, filenames, specs in _walk(root, pause):
+        for name in filenames:
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if not ignored(rel, False):
+            if not _ignored(specs, rel, False):
                 out.append(rel)
                 if len(out) >= most:
                     return out
@@ -140,6 +180,12 @@ def listed(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
     base = Path(root).resolve()
     if not candidates:
         return set()
+    # git reads the .gitignore of each directory on the paths with a plain open(): a FIFO there held it until its
+    # timeout (the walk reads none that is not a regular file)
+    directories = {PurePosixPath(*parts[:depth]) for parts in (PurePosixPath(rel).parts for rel in candidates)
+                   for depth in range(len(parts))}
+    if _blocks(base / ".git" / "info" / "exclude") or any(_blocks(base / d / ".gitignore") for d in directories):
+        return {rel for rel in candidates if not _walk_ignores(base, rel)}
     try:
         checked = _git(base, "check-ignore", "-z", "--stdin",
                        input="\0".join(candidates).encode("utf-8", "surrogateescape"), timeout=120)
@@ -185,7 +231,7 @@ def iter_workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX
 
 def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
                 pause: Callable[[], object] | None) -> Iterator[SourceFile]:
-    listed = _git_files(base)
+    listed = _git_files(base, pause)
     paths = sorted(listed if listed is not None else _walk_files(base, pause=pause))
     total = 0
     for rel in paths:
