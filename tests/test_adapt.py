@@ -92,6 +92,26 @@ def test_the_walk_without_git_lists_a_bounded_number_of_files(tmp_path):
     assert len(everything) > 3 and _walk_files(tmp_path, most=3) == everything[:3]   # a home directory stops early
 
 
+@pytest.mark.parametrize("git", [False, True])
+def test_the_listing_takes_a_bounded_number_of_files_with_git_too(tmp_path, monkeypatch, git):
+    """The walk stops at MAX_WALKED files (a home directory is not a project); git's listing had no such cap, so a
+    home directory or a monorepo under git listed (and stat'ed, one by one) every file it has. Now both stop at
+    the same count: git's first by path."""
+    from engine.adapt import files
+
+    if git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    for name in ("a.py", "b.py", "c.py", "d/e.py", "d/f.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        subprocess.run(["git", "-C", str(tmp_path), "add", "d/f.py"], check=True)   # tracked and untracked alike
+    assert len(workspace_files(tmp_path)) == 5
+    monkeypatch.setattr(files, "MAX_WALKED", 3)
+    assert [f.path for f in workspace_files(tmp_path)] == ["a.py", "b.py", "c.py"]
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_in_a_git_work_tree_the_files_are_what_git_lists(tmp_path):
     _tree(tmp_path)

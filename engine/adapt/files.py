@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 200_000        # a larger file is generated or data more often than code
 MAX_TOTAL_BYTES = 30_000_000    # the whole selection
 MAX_GITIGNORE_BYTES = 1_000_000  # a .gitignore's patterns, at most
-MAX_WALKED = 200_000            # files listed by the walk (no git), at most: a home directory is not a project
+MAX_WALKED = 200_000            # files listed (by git or the walk), at most: a home directory is not a project
 HELD_OUT_PERCENT = 12           # files whose path hash falls below this share are held out
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
 
@@ -58,9 +58,10 @@ _GIT_LOCATION = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIREC
                  "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"}
 
 
-def _git_files(root: Path, pause: Callable[[], object] | None = None) -> list[str] | None:
-    """Tracked and untracked-but-not-ignored files, when ``root`` is inside a git work tree; else None. None too when
-    git would block reading an exclude file (``_blocking_excludes``): the walk lists them then."""
+def _git_files(root: Path, pause: Callable[[], object] | None = None, most: int = MAX_WALKED) -> list[str] | None:
+    """Tracked and untracked-but-not-ignored files, the first ``most`` by path (as the walk stops, a home directory
+    or a monorepo under git), when ``root`` is inside a git work tree; else None. None too when git would block
+    reading an exclude file (``_blocking_excludes``): the walk lists them then."""
     try:
         inside = _git(root, "rev-parse", "--is-inside-work-tree", "--git-path", "info/exclude", text=True, timeout=30)
         lines = inside.stdout.splitlines()
@@ -75,7 +76,7 @@ def _git_files(root: Path, pause: Callable[[], object] | None = None) -> list[st
         return None
     if listed.returncode != 0:
         return None
-    return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p][:most]   # git sorts them
 
 
 def _blocks(path: str | os.PathLike[str]) -> bool:
@@ -231,8 +232,8 @@ def iter_workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX
 
 def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
                 pause: Callable[[], object] | None) -> Iterator[SourceFile]:
-    listed = _git_files(base, pause)
-    paths = sorted(listed if listed is not None else _walk_files(base, pause=pause))
+    listed = _git_files(base, pause, MAX_WALKED)
+    paths = sorted(listed if listed is not None else _walk_files(base, MAX_WALKED, pause))
     total = 0
     for rel in paths:
         language = language_for_path(rel)
