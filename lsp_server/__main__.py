@@ -15,7 +15,9 @@ from collections.abc import Callable
 
 def _logging(verbosity: int, log_file: str | None) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    # a path that is not UTF-8 (its bytes kept as surrogates) is written escaped, not lost with a "Logging error"
+    handler = (logging.FileHandler(log_file, encoding="utf-8", errors="backslashreplace") if log_file
+               else logging.StreamHandler(sys.stderr))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -59,13 +59,15 @@ def _background_minutes() -> float:
 def path_of(uri: str | None) -> str | None:
     """The local path a ``file:`` URI names (percent-decoded); None for another scheme (``untitled:``...), a host
     other than this one (``file://server/share/x.py`` is no local ``/share/x.py``) or a path no file can have (a
-    NUL byte: every call on it would raise)."""
+    NUL byte: every call on it would raise). Percent-escaped bytes that are not UTF-8 (a Latin-1 folder name, as
+    Neovim writes it: ``caf%E9``) stay those bytes, as the file system's names do (``os.fsdecode``), not U+FFFD: that
+    named no file."""
     if not uri:
         return None
     parsed = urlparse(uri)
     if parsed.scheme != "file" or parsed.netloc.lower() not in ("", "localhost"):
         return None
-    path = unquote(parsed.path)
+    path = unquote(parsed.path, errors="surrogateescape")
     return path if path and "\0" not in path else None
 
 

@@ -418,6 +418,49 @@ def test_uris_that_name_no_local_file_are_no_files_and_never_fail_a_request(tmp_
         assert client.proc.poll() is None
 
 
+def test_a_folder_and_files_named_in_bytes_that_are_not_utf8_are_counted_and_found(tmp_path):
+    """A folder whose name is not UTF-8 (Latin-1 ``café``; Neovim's URI escapes its bytes: ``caf%E9``) was read as
+    ``caf\ufffd``, a folder that does not exist: its lines were never counted ("not a directory") and its documents
+    got the first folder's lines. Now the URI's bytes name the folder, as the listing's own names do, and a saved
+    file there counts again; the log file writes the name escaped."""
+    from urllib.parse import quote_from_bytes
+
+    from benchmarks.lsp_client import LspClient
+
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "a.py").write_text("import os\nfrom zorblax.alpha import only_in_alpha\n")
+    latin = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.mkdir(latin)
+    with open(latin + b"/n\xe9.py", "w") as handle:
+        handle.write("import os\nfrom zorblax.latin import only_in_latin\n")
+    uri = "file://" + quote_from_bytes(latin)
+    log = tmp_path / "server.log"
+    with LspClient([sys.executable, "-m", "lsp_server", "-v", "--log-file", str(log)]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": first.as_uri(),
+                                      "workspaceFolders": [{"uri": first.as_uri(), "name": "first"},
+                                                           {"uri": uri, "name": "latin"}],
+                                      "capabilities": {}, "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        stats = lambda: client.request("diffusion/stats", {})["workspaceLines"]   # noqa: E731
+        wait_until(lambda: stats()["state"] in ("ready", "failed") and stats()["folders"] + bool(stats()["error"]) == 2)
+        assert stats()["error"] is None and stats()["folders"] == 2 and stats()["files"] == 2
+        doc, text = uri + "/main.py", "import sys\nfrom zorblax.\n"
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": doc, "languageId": "python", "version": 1,
+                                                                "text": text}})
+        got = client.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": doc}, "position": {"line": 1, "character": len("from zorblax.")},
+            "context": {"triggerKind": 1}})
+        items = got["items"] if isinstance(got, dict) else (got or [])
+        assert "latin import only_in_latin" in [i["insertText"] for i in items]   # its own folder's lines
+        client.notify("textDocument/didSave", {"textDocument": {"uri": doc}, "text": text})
+        wait_until(lambda: stats()["files"] == 3)
+    escaped = os.fsdecode(latin).encode("utf-8", "backslashreplace").decode()
+    assert f"files of {escaped} counted" in log.read_text()
+    assert "Logging error" not in log.read_text()
+
+
 def test_with_workspace_lines_off_the_server_reads_no_folder_and_a_bad_folder_fails_clearly(tmp_path):
     from benchmarks.lsp_client import LspClient
 
