@@ -306,6 +306,23 @@ def test_a_fifo_git_would_read_does_not_block_the_listing_in_a_git_work_tree(tmp
     assert got == [["a.py", "sub/b.py"], {"a.py", "sub/b.py"}]
 
 
+def test_a_workspace_with_names_that_are_not_utf8_is_adapted(tmp_path, cache):
+    """One file or folder name that is not UTF-8 (Latin-1 ``café.py``; the listing keeps its bytes as surrogates)
+    failed the whole adaptation at once: "adapt: 'utf-8' codec can't encode character '\\udce9'" (the held-out
+    hash of its path, then the cache key of the folder). Now both hash the name's own bytes: the same hash as
+    before for every UTF-8 name."""
+    ws = make_workspace(Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9")), n=20)
+    (ws / "pkg" / os.fsdecode(b"caf\xe9.py")).write_text(FUNC.format(i=99))
+    proc = subprocess.run([sys.executable, "-m", "engine.adapt", str(ws), "--max-steps", "1", "--holes", "5",
+                           "--priority", "normal"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "XDG_CACHE_HOME": str(cache)}, timeout=600)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0, proc.stderr
+    files = next(e for e in events if e["event"] == "files")
+    assert files["train_files"] + files["held_out_files"] == 21   # the file named in Latin-1 too
+    assert events[-1]["event"] == "done"
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

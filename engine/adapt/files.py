@@ -39,7 +39,7 @@ class SourceFile:
 
 def held_out(path: str, percent: int = HELD_OUT_PERCENT) -> bool:
     """Whether the file at workspace-relative ``path`` belongs to the held-out slice."""
-    digest = hashlib.sha256(PurePosixPath(path).as_posix().encode("utf-8")).digest()
+    digest = hashlib.sha256(PurePosixPath(path).as_posix().encode("utf-8", "surrogateescape")).digest()
     return int.from_bytes(digest[:4], "big") % 100 < percent
 
 

@@ -73,7 +73,8 @@ def model_digest(model_dir: str | os.PathLike[str]) -> str:
 
 def entry_dir(workspace: str | os.PathLike[str], model_dir: str | os.PathLike[str]) -> Path:
     """The cache entry of a workspace adapted from a base model."""
-    key = hashlib.sha256(f"{Path(workspace).resolve()}\0{model_digest(model_dir)}".encode()).hexdigest()[:24]
+    named = f"{Path(workspace).resolve()}\0{model_digest(model_dir)}"   # a name that is not UTF-8: its own bytes
+    key = hashlib.sha256(named.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return cache_root() / key
 
 
