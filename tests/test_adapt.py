@@ -323,6 +323,19 @@ def test_a_workspace_with_names_that_are_not_utf8_is_adapted(tmp_path, cache):
     assert events[-1]["event"] == "done"
 
 
+def test_the_look_for_a_fifo_before_git_stops_where_the_listing_would(tmp_path):
+    """The look for an exclude file git would block on walks the folder before git lists it: it stops after as
+    many files as the listing takes (MAX_WALKED), as the walk does; a folder larger than that is git's to list."""
+    from engine.adapt.files import _blocking_excludes
+
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "z").mkdir()
+    os.mkfifo(tmp_path / "z" / ".gitignore")
+    assert _blocking_excludes(tmp_path, []) == str(tmp_path / "z" / ".gitignore")
+    assert _blocking_excludes(tmp_path, [], most=3) is None
+
+
 def test_the_held_out_slice_is_chosen_by_path():
     paths = [f"pkg/mod_{i:03d}.py" for i in range(400)]
     out = [p for p in paths if held_out(p)]

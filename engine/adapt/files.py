@@ -67,7 +67,7 @@ def _git_files(root: Path, pause: Callable[[], object] | None = None, most: int 
         lines = inside.stdout.splitlines()
         if inside.returncode != 0 or not lines or lines[0].strip() != "true":
             return None
-        if (blocking := _blocking_excludes(root, lines[1:2], pause)) is not None:
+        if (blocking := _blocking_excludes(root, lines[1:2], pause, most)) is not None:
             log.warning("%s is not a regular file, git would wait on it: the folder's files are listed by walking it",
                         blocking)
             return None
@@ -89,18 +89,24 @@ def _blocks(path: str | os.PathLike[str]) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _blocking_excludes(root: Path, info_exclude: list[str], pause: Callable[[], object] | None = None) -> str | None:
+def _blocking_excludes(root: Path, info_exclude: list[str], pause: Callable[[], object] | None = None,
+                       most: int = MAX_WALKED) -> str | None:
     """The first exclude file under ``root`` that git's listing would block on (``_blocks``): the repository's
     ``info/exclude`` (``info_exclude``: its path as git names it, relative to ``root``) or a ``.gitignore`` in a
     directory the listing goes through (the walk's: no ``.gitignore`` excludes it; everything but ``.git``). git reads
     each with a plain open(): a FIFO named .gitignore held ``git ls-files`` until its 120 s timeout. None when there
-    is none."""
+    is none, or none in the first ``most`` files (a folder larger than the listing takes: git's own traversal is
+    faster than this walk, which would then cost more than git's listing)."""
     for rel in info_exclude:
         if _blocks(root / rel.strip()):
             return str(root / rel.strip())
+    seen = 0
     for dirpath, _, filenames, _ in _walk(root, pause, skip={".git"}):
         if ".gitignore" in filenames and _blocks(os.path.join(dirpath, ".gitignore")):
             return os.path.join(dirpath, ".gitignore")
+        seen += len(filenames)
+        if seen >= most:
+            return None
     return None
 
 
