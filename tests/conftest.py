@@ -1,8 +1,19 @@
+import os
+
 import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from tests.lsp_session import SERVER, record_notifications, start_session, wait_state
+
+# git as the tests run it (``git init`` in temporary folders, the servers' ``git ls-files``) is git with no
+# settings of the user's: under a git hook (pre-commit, pre-push) GIT_DIR and GIT_INDEX_FILE name the hook's
+# repository, so ``git -C tmp add`` staged the tests' files in it and the listings read its index; a global
+# ``core.excludesFile`` hid files the listing tests expect. Set before any test or server starts (servers
+# inherit the environment).
+for _name in [name for name in os.environ if name.startswith("GIT_")]:
+    del os.environ[_name]
+os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 
 
 @pytest.fixture(scope="module")
