@@ -57,7 +57,9 @@ async def start_session(client: LanguageClient, snapshot: str, options: dict | N
         capabilities=capabilities, initialization_options={"threads": 1, "minConfidence": 0, **(options or {})}))
 
 
-async def wait_state(client: LanguageClient, *states: str, timeout: float = 60.0) -> str:
+async def wait_state(client: LanguageClient, *states: str, timeout: float = 300.0) -> str:
+    """Polls until the server reports one of ``states``; the deadline only bounds a hang (a loaded machine took
+    over 60 s to load the model in a module's first server)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = (await stats(client))["state"]
