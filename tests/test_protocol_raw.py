@@ -2,6 +2,7 @@
 real server on the scripted engine (tests/scripted.py): what is tested is the protocol, not the model."""
 
 import json
+import socket
 import sys
 
 import pytest
@@ -128,39 +129,27 @@ def test_configuration_change_is_honoured(server):
 
 
 def test_tcp_transport_and_log_file(tmp_path):
-    import socket
-    import subprocess
-    import time
+    # Port 0 and the port the server's log names (tests/wire.py): a port picked here, closed and given to the server
+    # could be taken meanwhile, and polling connect() for 10 s failed under load (the server listened after 12 s).
+    from tests.wire import TcpServer
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     log = tmp_path / "server.log"
-    proc = subprocess.Popen(SERVER + ["--tcp", "--port", str(port), "--log-file", str(log), "-v"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = TcpServer(log, "-v")   # waits until the log says where it listens: logs go to the file
     try:
-        for _ in range(100):
-            try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the server never listened")
+        conn = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                            "params": {"processId": None, "rootUri": None, "capabilities": {},
                                       "initializationOptions": {"threads": 1}}}).encode()
         conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         data = b""
-        conn.settimeout(30)
         while b"inlineCompletionProvider" not in data:
             chunk = conn.recv(65536)
             assert chunk, "connection closed"
             data += chunk
         conn.close()
     finally:
-        proc.kill()
-        out, err = proc.communicate(timeout=10)
+        server.proc.kill()
+        out, err = server.proc.communicate(timeout=30)
     assert out == b""  # stdout belongs to the protocol; nothing else is ever printed there
     assert log.read_text().strip()  # logs went to the file
 
