@@ -67,7 +67,7 @@ fi
 count "vscode package (.vsix)" $status
 if [ -n "$DIFFUSION_LSP" ]; then
   log=$(mktemp)
-  timeout 180 node smoke/smoke.js 2>&1 | tee "$log"
+  timeout 900 node smoke/smoke.js 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | tr -d ',')
   rm -f "$log"

@@ -33,7 +33,7 @@ def test_neovim_plugin_against_the_real_server():
 def test_all_editor_clients():
     # Neovim (above) and the real VS Code (below) run as their own tests.
     run = subprocess.run(["bash", str(ROOT / "editor-clients/test.sh")], capture_output=True, text=True,
-                         timeout=900, env={**os.environ, "DIFFUSION_LSP": _server(), "SKIP_REAL_VSCODE": "1",
+                         timeout=1800, env={**os.environ, "DIFFUSION_LSP": _server(), "SKIP_REAL_VSCODE": "1",
                                            "SKIP_NEOVIM": "1" if shutil.which("nvim") else "0"})
     print(run.stdout[-6000:], run.stderr[-2000:])
     assert run.returncode == 0

@@ -74,7 +74,7 @@ async function main() {
   const extension = require('../dist/extension.js');
   const ctx = context();
   const activation = extension.activate(ctx);
-  const ready = await waitFor(60000, () => record.statusTexts.some((t) => t.includes('sparkle')) || record.statusTexts.some((t) => t.includes('error')));
+  const ready = await waitFor(300000, () => record.statusTexts.some((t) => t.includes('sparkle')) || record.statusTexts.some((t) => t.includes('error')));
   await activation;
   check(ready && record.statusTexts[record.statusTexts.length - 1].includes('sparkle'), `status bar reached ready (${record.statusTexts.join(' -> ')})`);
   check(record.contexts['diffusionLsp.active'] === true, 'context key diffusionLsp.active set');
@@ -156,13 +156,13 @@ async function main() {
   const told = record.messages.map((m) => m.join(': ')).join('; ');
   check(!record.messages.some((m) => m[0] === 'error') && record.messages.some((m) => /server stopped or restarted while it ran|completed/.test(m[1])),
     `a command the server restarted under says so (${told})`);
-  await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+  await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
   // "Restart Server" twice in a row (or two setting changes that each restart it): the second waits for
   // the first; one server runs, the commands reach it, and deactivating stops it.
   const restarting = [record.commands['diffusionLsp.restart'](), (async () => { await sleep(50); return record.commands['diffusionLsp.restart'](); })()];
   const outcomes = await Promise.allSettled(restarting);
   check(outcomes.every((o) => o.status === 'fulfilled'), `two restarts in a row both succeed (${outcomes.map((o) => o.reason && o.reason.message).join('; ')})`);
-  await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+  await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
   // (Not checked here: that only one server process is left. On an idle machine it is; under CI's load two were
   // left after the two restarts, twice, an open bug: the first stop can give up before the server exits.)
   record.messages.length = 0;
@@ -184,8 +184,8 @@ async function main() {
   check(paintedNow === 0, `drafts turned off at runtime: none painted (${paintedNow})`);
   if (fs.existsSync('/proc/self/stat')) {
     for (const pid of serverProcesses()) process.kill(pid, 'SIGKILL');
-    await waitFor(10000, () => /restarting it/.test(record.tooltip || ''));
-    const back = await waitFor(60000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+    await waitFor(60000, () => /restarting it/.test(record.tooltip || ''));
+    const back = await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
     paintedNow = back ? await paintedDrafts() : -1;
     check(paintedNow === 0, `...and still off once the server died and was restarted (${paintedNow} drafts painted)`);
   }
@@ -193,7 +193,7 @@ async function main() {
   stub.window.activeTextEditor = undefined;
   await extension.deactivate();
   if (fs.existsSync('/proc/self/stat')) {
-    check(await waitFor(10000, () => serverProcesses().length === 0), `deactivating stops the server (${serverProcesses().length} left)`);
+    check(await waitFor(60000, () => serverProcesses().length === 0), `deactivating stops the server (${serverProcesses().length} left)`);
   }
 
   // A server that is not there: one error naming the setting, a warning in the status bar.
@@ -212,7 +212,7 @@ async function main() {
   fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: no module named torch" >&2\nexit 1\n', { mode: 0o755 });
   stub.__config['diffusionLsp.server.path'] = broken;
   await extension.activate(context());
-  const gaveUp = await waitFor(30000, () => /not restarted again/.test(record.tooltip || ''));
+  const gaveUp = await waitFor(120000, () => /not restarted again/.test(record.tooltip || ''));
   await sleep(500);
   const errors = record.messages.filter((m) => m[0] === 'error');
   check(gaveUp && record.statusTexts[record.statusTexts.length - 1].includes('error'), `a server that exits at start ends red, not restarted again (${JSON.stringify(record.tooltip)})`);
@@ -226,4 +226,6 @@ async function main() {
 }
 
 main().catch((error) => { console.log(`FAIL ${error && error.stack || error}`); console.log(`${passed} passed, ${failed + 1} failed`); process.exit(1); });
-setTimeout(() => { console.log('FAIL timeout'); console.log(`${passed} passed, ${failed + 1} failed`); process.exit(1); }, 120000).unref();
+// A hang guard only: the run restarts the server four times, each loading the model; it took 117 s on a loaded machine
+// and ended in "FAIL timeout" at the former 120 s under two busy loops.
+setTimeout(() => { console.log('FAIL timeout'); console.log(`${passed} passed, ${failed + 1} failed`); process.exit(1); }, 600000).unref();
