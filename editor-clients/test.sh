@@ -120,7 +120,7 @@ if command -v emacs >/dev/null 2>&1; then
   count "emacs byte-compile" $status
   for client in eglot lsp-mode; do
     log=$(mktemp)
-    timeout 180 emacs -Q --batch -l "test-$client.el" 2>&1 | grep -E '^(ok|FAIL|skip|[0-9]+ passed)' | tee "$log"
+    timeout 600 emacs -Q --batch -l "test-$client.el" 2>&1 | grep -E '^(ok|FAIL|skip|[0-9]+ passed)' | tee "$log"
     status=${PIPESTATUS[0]}
     if grep -q '^skip:' "$log"; then
       echo "($client end-to-end skipped)"

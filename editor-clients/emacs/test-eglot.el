@@ -74,7 +74,7 @@
   (setq eglot-sync-connect t)
   (apply #'eglot (eglot--guess-contact))
   (test-check (eglot-current-server) "eglot connected to diffusion-lsp")
-  (test-wait 90 (lambda () (member (car diffusion-lsp-state) '("ready" "error"))))
+  (test-wait 300 (lambda () (member (car diffusion-lsp-state) '("ready" "error"))))
   (test-check (equal (car diffusion-lsp-state) "ready")
               (format "diffusion/status reached ready (%S)" diffusion-lsp-state))
   (test-check (string-match-p "diffusion:ready" (or (diffusion-lsp-mode-line) ""))

@@ -16,6 +16,10 @@
 (package-initialize)
 (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name)))
 (require 'diffusion-lsp)
+;; A fill on a busy machine can take longer than lsp-mode's 10 s default for a synchronous request
+;; (`lsp-response-timeout'), after which `lsp-request' signals a timeout (eglot's test had the same cause).
+(require 'lsp-mode nil t)
+(setq lsp-response-timeout 120)
 
 (defvar test-failures 0)
 (defvar test-passes 0)
@@ -63,7 +67,7 @@
   (find-file file)
   (python-mode)
   (lsp)
-  (let ((deadline (+ (float-time) 90)))
+  (let ((deadline (+ (float-time) 300)))   ; ends at the status: a bound for a hang only
     (while (and (not (member (car diffusion-lsp-state) '("ready" "error"))) (< (float-time) deadline))
       (accept-process-output nil 0.05)))
   (test-check (equal (car diffusion-lsp-state) "ready")
