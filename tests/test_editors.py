@@ -23,7 +23,7 @@ def _server() -> str:
 @pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)")
 def test_neovim_plugin_against_the_real_server():
     run = subprocess.run(["bash", str(ROOT / "editor-clients/neovim/tests/run.sh")], capture_output=True, text=True,
-                         timeout=900, env={**os.environ, "DIFFUSION_LSP": _server()})
+                         timeout=2400, env={**os.environ, "DIFFUSION_LSP": _server()})
     print(run.stdout[-4000:], run.stderr[-2000:])
     assert run.returncode == 0
     assert " 0 failed" in run.stdout

@@ -43,7 +43,7 @@ failed=0
 skipped=0
 for file in "${files[@]}"; do
   echo "== $file"
-  output=$(timeout 600 "$nvim_bin" --headless -u NONE -i NONE -n -c "luafile $file" 2>&1)
+  output=$(timeout 1200 "$nvim_bin" --headless -u NONE -i NONE -n -c "luafile $file" 2>&1)
   status=$?
   echo "$output"
   summary=$(printf '%s\n' "$output" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)

@@ -138,7 +138,7 @@ H.test('the server starts for a Python buffer and its model becomes ready', func
     end
   end)
   H.ok(client, 'client attached')
-  local state = H.wait(90000, function()
+  local state = H.wait(300000, function() -- ends at the status: a bound for a hang only
     local entry = status.get(client.id)
     return entry and (entry.state == 'ready' or entry.state == 'error') and entry
   end)
@@ -741,4 +741,4 @@ H.test('after a restart the new server\'s drafts are painted, though its request
   H.eq(0, #H.marks(bufnr, draft.ns), 'and cleared once the suggestion is shown')
 end)
 
-H.run(420000)
+H.run(900000) -- a hang guard: the waits above end at their events
