@@ -156,6 +156,21 @@ class DiffusionProtocol(LanguageServerProtocol):
         self._result_types.pop(msg_id, None)
         super()._handle_response(msg_id, result, error)
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):
+        """pygls' own, over a copy of the pending futures: cancelling one runs its done callback (``_forget_future``),
+        which removes it from the dict pygls iterates. A shutdown while a request to the client was unanswered (the
+        load's progress token, asked for right after ``initialized``) failed with "dictionary changed size during
+        iteration"; the client then sent no ``exit`` and the server kept running (VS Code's restart left it)."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id  # this request's own future is not cancelled
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):
         """Exit at once (0 after shutdown, 1 otherwise): the engine thread holds nothing to save."""

@@ -151,6 +151,22 @@ def test_exit_before_initialize_ends_the_process_with_1(stdio):
     assert stdio.proc.wait(30) == 1
 
 
+def test_a_shutdown_while_a_request_to_the_client_is_unanswered_is_answered(stdio):
+    """The server asks for the load's progress token right after ``initialized``; a shutdown before the client
+    answered failed ("dictionary changed size during iteration"), so the client never sent ``exit``: VS Code's
+    "Restart Server" twice in a row left the first server running."""
+    wire = stdio.wire
+    wire.send(request(1, "initialize", {**INITIALIZE, "capabilities": {"window": {"workDoneProgress": True}}}))
+    wire.answer(1)
+    wire.send(notification("initialized", {}))
+    wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "window/workDoneProgress/create")
+    wire.send(request(2, "shutdown"))  # the token request is left unanswered
+    answer = wire.answer(2)
+    assert "error" not in answer and answer["result"] is None, answer
+    wire.send(notification("exit"))
+    assert stdio.proc.wait(30) == 0  # 0: exit after a shutdown that took
+
+
 def test_the_message_size_limit_is_configurable(tmp_path):
     server = StdioServer(tmp_path / "server.log", "--max-message-size", "1K")
     try:
