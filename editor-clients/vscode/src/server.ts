@@ -2,6 +2,7 @@
 // (`diffusion/status`, `diffusion/draft`) to the status bar and the draft view, pushes
 // setting changes, and restarts on demand.
 
+import { ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
@@ -21,12 +22,16 @@ import { distinctItems, normalizeItem } from './inlineItems';
 import { connectionLost, RestartPolicy } from './restartPolicy';
 import { DraftView } from './draftView';
 import { notInstalledMessage, resolveServerCommand } from './serverCommand';
+import { endServerProcess, spawnServer } from './serverProcess';
 import { configurationChangeParams, SERVER_SETTING_KINDS, ServerSettings, toServerSettings } from './settings';
 import { StatusBar } from './statusBar';
 import { isServerStatus } from './status';
 
 export const SECTION = 'diffusionLsp';
 const ACTIVE_CONTEXT = 'diffusionLsp.active';
+/** How long a stopped server has to exit before it is killed, and a starting one to finish its start before it is stopped. */
+const EXIT_GRACE_MS = 10000;
+const START_SETTLE_MS = 60000;
 
 /** The value the user set for `diffusionLsp.<key>` at the narrowest scope, if any. */
 function explicitValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
@@ -42,6 +47,8 @@ export class ServerController implements vscode.Disposable {
   private sent: ServerSettings = {};
   /** The start / stop / restart under way (see exclusive). */
   private queue: Promise<void> = Promise.resolve();
+  /** The server processes each client started and that have not exited (a restart after a crash starts another). */
+  private readonly processes = new WeakMap<LanguageClient, Set<ChildProcess>>();
 
   constructor(
     private readonly output: vscode.OutputChannel,
@@ -133,15 +140,26 @@ export class ServerController implements vscode.Disposable {
     this.client = undefined;
     this.drafts.clearAll();
     this.board.forgetAll();
-    if (client?.state === State.Starting) {
-      // vscode-languageclient cannot stop a client while it starts (its automatic restart after a
-      // crash included): let the start settle first.
-      await client.start().catch(() => undefined);
+    if (!client) {
+      return;
     }
-    if (client?.needsStop()) {
+    if (client.state === State.Starting) {
+      // vscode-languageclient cannot stop a client while it starts (its automatic restart after a
+      // crash included): let the start settle first (a start that never does: its process is ended below).
+      await Promise.race([client.start().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, START_SETTLE_MS))]);
+    }
+    if (client.needsStop()) {
       await client.stop().catch((error: unknown) => {
         this.output.appendLine(`Stopping the server failed: ${error instanceof Error ? error.message : String(error)}`);
       });
+    }
+    // The stop may have given up (no answer to shutdown in time, an error answer, a client that could not
+    // be stopped) with the process still running and nothing left to end it: every stop ends it here.
+    for (const child of this.processes.get(client) ?? []) {
+      const ending = await endServerProcess(child, EXIT_GRACE_MS);
+      if (ending !== 'exited') {
+        this.output.appendLine(`The server (process ${child.pid}) did not exit after it was stopped: ${ending === 'killed' ? 'killed it' : 'killing it failed'}.`);
+      }
     }
   }
 
@@ -178,9 +196,18 @@ export class ServerController implements vscode.Disposable {
   private createClient(command: string, args: string[]): LanguageClient {
     const config = vscode.workspace.getConfiguration(SECTION);
     const languages = config.get<string[]>('languages', []);
-    // No `transport`: with TransportKind.stdio the client appends `--stdio` to the arguments,
-    // which diffusion-lsp does not take; a plain Executable talks over stdio anyway.
-    const serverOptions: ServerOptions = { command, args };
+    // The extension starts the process (over stdio, in the first folder as the library would), so that
+    // stopNow can end it whatever the client's stop did.
+    const processes = new Set<ChildProcess>();
+    const serverOptions: ServerOptions = async () => {
+      const child = await spawnServer(command, args, workingDirectory());
+      processes.add(child);
+      child.on('exit', (code, signal) => {
+        processes.delete(child);
+        this.output.appendLine(`Server process ${child.pid} exited with ${signal ? `signal ${signal}` : `code ${code}`}.`);
+      });
+      return child;
+    };
     const clientOptions: LanguageClientOptions = {
       documentSelector: languages.flatMap((language) => SERVED_SCHEMES.map((scheme) => ({ scheme, language }))),
       // Read at each initialize, the automatic restart after a crash included: the settings as they
@@ -201,6 +228,10 @@ export class ServerController implements vscode.Disposable {
           handled: true,
         }),
         closed: () => {
+          if (client !== this.client) {
+            // a client being stopped or stopped already (its process ended by stopNow): never restarted
+            return { action: CloseAction.DoNotRestart, handled: true };
+          }
           const decision = this.restarts.died(Date.now());
           this.output.appendLine(decision.message);
           this.status.update((model) => model.died(decision.message));
@@ -231,6 +262,7 @@ export class ServerController implements vscode.Disposable {
       },
     };
     const client = new QuietClient(SECTION, 'Diffusion LSP', serverOptions, clientOptions);
+    this.processes.set(client, processes);
     // textDocument/inlineCompletion is a proposed (LSP 3.18) feature in vscode-languageclient 9:
     // without this the client neither announces nor uses it, and no ghost text appears.
     client.registerProposedFeatures();
@@ -301,6 +333,30 @@ export class ServerController implements vscode.Disposable {
 class QuietClient extends LanguageClient {
   override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
     super.error(message, data, showNotification === 'force' ? false : showNotification);
+  }
+
+  /**
+   * The library stops a client whose initialize failed with `void this.stop()`, which rejects while the
+   * client starts ("Client is not running and can't be stopped"): an unhandled rejection each time.
+   * A caller that awaits the stop still gets its error; the process is ended by the controller.
+   */
+  override stop(timeout?: number): Promise<void> {
+    const stopping = super.stop(timeout);
+    stopping.catch(() => undefined);
+    return stopping;
+  }
+}
+
+/** The first workspace folder, when it is a local directory (the server's working directory). */
+function workingDirectory(): string | undefined {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (folder?.uri.scheme !== 'file') {
+    return undefined;
+  }
+  try {
+    return fs.statSync(folder.uri.fsPath).isDirectory() ? folder.uri.fsPath : undefined;
+  } catch {
+    return undefined;
   }
 }
 
