@@ -236,6 +236,25 @@ async function main() {
   check(record.output.lines.some((l) => l.includes('ImportError: no module named torch')), "...and the server's stderr is in the log");
   await extension.deactivate();
 
+  // A language added to diffusionLsp.languages: package.json's onLanguage events name the default languages only, so
+  // the extension also activates once VS Code has started; the server starts once a document in one of the
+  // languages is open, not before.
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
+  check(manifest.activationEvents.includes('onStartupFinished'), 'the extension activates once VS Code has started (onStartupFinished), for languages added to the setting');
+  stub.__config['diffusionLsp.server.path'] = server;
+  stub.__config['diffusionLsp.languages'] = ['ruby'];
+  record.contexts['diffusionLsp.active'] = undefined;
+  const late = context();
+  await extension.activate(late);
+  if (fs.existsSync('/proc/self/stat')) {
+    check(serverProcesses().length === 0, `no server is started while no document in diffusionLsp.languages is open (${serverProcesses().length} running)`);
+  }
+  stub.__openDocument(stub.__document(path.join(dir, 'greet.rb'), 'ruby', 'def greet(name)\n  puts name\nend\n'));
+  const started = await waitFor(60000, () => record.contexts['diffusionLsp.active'] === true);
+  check(started, 'opening a document in a language added to diffusionLsp.languages starts the server');
+  await extension.deactivate();
+  for (const subscription of late.subscriptions) subscription.dispose();
+
   if (record.missing.size > 0) console.log(`(stub members the extension asked for but the stub lacks: ${[...record.missing].join(', ')})`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed > 0 ? 1 : 0);

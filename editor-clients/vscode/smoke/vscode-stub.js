@@ -104,6 +104,7 @@ function document(file, languageId, text) {
 const config = {};
 const openDocuments = [];
 const onDidChangeConfiguration = new EventEmitter();
+const onDidOpenTextDocument = new EventEmitter();
 
 function event() { return () => new Disposable(); }
 
@@ -166,6 +167,7 @@ const vscode = {
       update: async () => {},
     }),
     onDidChangeConfiguration: onDidChangeConfiguration.event,
+    onDidOpenTextDocument: onDidOpenTextDocument.event,
     getWorkspaceFolder: () => undefined,
     applyEdit: async (edit) => { record.applied.push(edit); return true; },
   }),
@@ -196,6 +198,8 @@ module.exports.__record = record;
 module.exports.__config = config;
 module.exports.__document = document;
 module.exports.__openDocuments = openDocuments;
+// What VS Code does when the user opens a document.
+module.exports.__openDocument = (doc) => { openDocuments.push(doc); onDidOpenTextDocument.fire(doc); };
 // What VS Code does when the user changes settings: `keys` are the ones changed, e.g. 'diffusionLsp.drafts'.
 module.exports.__fireConfigurationChange = (keys) => onDidChangeConfiguration.fire({
   affectsConfiguration: (section) => keys.some((key) => key === section || key.startsWith(`${section}.`)),

@@ -2,6 +2,7 @@
 // registers the commands and the configuration / document listeners.
 
 import * as vscode from 'vscode';
+import { SERVED_SCHEMES } from './actions';
 import { runAction, rewriteSelection } from './commands';
 import { DraftView } from './draftView';
 import { SECTION, ServerController } from './server';
@@ -17,6 +18,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const server = new ServerController(output, status, drafts);
   controller = server;
   const client = () => server.running;
+  // The extension activates on its default languages and, for the languages added to
+  // diffusionLsp.languages (VS Code's activation events are fixed in package.json), once VS Code has
+  // started (onStartupFinished). The server starts once a document in one of the languages is open.
+  let started = false;
+  const startServer = (): Promise<void> => {
+    started = true;
+    status.show();
+    return server.start();
+  };
+  const startIfServed = async (): Promise<void> => {
+    const languages = vscode.workspace.getConfiguration(SECTION).get<string[]>('languages', []);
+    const served = (document: vscode.TextDocument) =>
+      SERVED_SCHEMES.includes(document.uri.scheme) && languages.includes(document.languageId);
+    if (!started && vscode.workspace.textDocuments.some(served)) {
+      await startServer();
+    }
+  };
 
   context.subscriptions.push(
     output,
@@ -24,7 +42,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     drafts,
     server,
     vscode.commands.registerCommand(SHOW_LOG_COMMAND, () => output.show(true)),
-    vscode.commands.registerCommand('diffusionLsp.restart', () => server.restart()),
+    vscode.commands.registerCommand('diffusionLsp.restart', () => {
+      started = true;
+      status.show();
+      return server.restart();
+    }),
     // "Rewrite Selection": the model rewrites it, nothing asked. The instruction variant is shown only
     // while the server's ready status says instructions: true (INSTRUCTIONS_CONTEXT).
     vscode.commands.registerCommand('diffusionLsp.rewriteSelection', () => rewriteSelection(client, () => false)),
@@ -36,7 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('diffusionLsp.fixSyntax', () => runAction(client, 'fixSyntax')),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
-        void server.restart();
+        void (started ? server.restart() : startIfServed());
       } else if (event.affectsConfiguration(SECTION)) {
         void server.pushSettings();
       }
@@ -47,8 +69,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     vscode.workspace.onDidCloseTextDocument((document) => server.documentChanged(document.uri)),
+    vscode.workspace.onDidOpenTextDocument(() => void startIfServed()),
   );
-  await server.start();
+  await startIfServed();
 }
 
 export async function deactivate(): Promise<void> {

@@ -14,6 +14,10 @@ export class StatusBar implements vscode.Disposable {
     this.item.name = 'Diffusion LSP';
     this.item.command = SHOW_LOG_COMMAND;
     this.update(() => undefined);
+  }
+
+  /** Shows the item (once the server is started: a window without a document it serves shows none). */
+  show(): void {
     this.item.show();
   }
 
