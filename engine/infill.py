@@ -56,14 +56,17 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                    spec: LanguageSpec, hole: Hole, t0: float, numbering: Iterator[int]) -> Completion:
     text = request.text
     original = text[hole.start:hole.end]
-    span_tokens = backend.count_tokens(original) if hole.kind is HoleKind.SPAN else 0
+    span_tokens = backend.count_tokens(to_lf(original)) if hole.kind is HoleKind.SPAN else 0
     slots = lengths.cursor_slots(hole.kind, request.max_tokens, config, span_tokens)
     # the context is cut to what the model's positions leave beside the hole (a rewrite starts from its text)
     pre, suf = lengths.context_tokens(backend, config, max(slots, span_tokens if request.rewrite else 0))
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, pre, suf)
-    crlf = uses_crlf(win.prefix, win.suffix)
-    if crlf:  # the model reads and writes LF; the user's CRLF comes back on the way out
+    # the model reads and writes LF; the user's CRLF comes back on the way out (a rewrite's text is read too: a
+    # selection of the whole document has no window around it)
+    crlf = uses_crlf(win.prefix, win.suffix, original)
+    if crlf:
         win = replace(win, prefix=to_lf(win.prefix), suffix=to_lf(win.suffix))
+        original = to_lf(original)
     line_end = text.find("\n", hole.end)
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
     baseline = baseline_errors(spec, win, original) if config.validate else None

@@ -262,6 +262,19 @@ def test_the_model_reads_lf_in_a_crlf_document_and_the_edits_come_back_crlf():
 
 
 
+@pytest.mark.parametrize("lf", ["def f(x):\n    y = x + 1\n    return y\n", "x = 1\ny = 2\nprint(x + y)\n"])
+def test_a_rewrite_of_a_whole_crlf_document_is_the_lf_documents_with_crlf(embedded_engine, lf):
+    """The real model: a rewrite's own text went to the model with its CRs, and whether the fill went back with
+    CRLF was decided by the window around the selection alone, which a whole-document selection does not have.
+    The first document's rewrite was lost (the model read CR), the second wrote LF lines into the CRLF file
+    (``x = ()\\n\\n__ = {}\\n...``). A CRLF document's rewrite is now its LF twin's, with CRLF."""
+    crlf = lf.replace("\n", "\r\n")
+    plain_fills, crlf_fills = (embedded_engine.submit(RewriteRequest(text, "python", 0, len(text))).future.result(120)
+                               .fills for text in (lf, crlf))
+    assert _applied(crlf, crlf_fills) == _applied(lf, plain_fills).replace("\n", "\r\n")
+    assert all("\n" not in f.text.replace("\r\n", "") for f in crlf_fills)
+
+
 def test_a_cr_only_document_is_read_as_lines_and_its_edits_come_back_with_cr():
     """Old Mac line ends: a lone CR ends a line for LSP (the editor shows lines) and for Python, but the engine read
     a CR-only file as one line, and tree-sitter a ``#`` comment as running to the end of the file: "Fill holes" and
