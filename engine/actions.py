@@ -17,6 +17,7 @@ from .context import window
 from .infill import complete, offset_steps
 from .languages import spec_for
 from .lines import eol_of, to_lf, with_eol
+from .model_text import model_text
 from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
 from .validate import errors_in, fixes_error
@@ -53,8 +54,9 @@ def keep_line_end(original: str, fill: HoleFill) -> HoleFill:
 
 
 def minimal_edits(text: str, fill: HoleFill) -> tuple[HoleFill, ...]:
-    """``fill`` as one edit per run of changed lines (unchanged lines are not touched)."""
-    old, new = text[fill.start:fill.end], fill.text
+    """``fill`` as one edit per run of changed lines (unchanged lines are not touched). The model wrote its text
+    from what it read, where a lone surrogate is U+FFFD: a line it gave back as it read it is unchanged."""
+    old, new = model_text(text[fill.start:fill.end]), fill.text
     a, b = _LINES.findall(old), _LINES.findall(new)
     oa, ob = _starts(a), _starts(b)
     edits = []

@@ -16,6 +16,7 @@ from engine.holes import Source, found_hole
 from engine.requests import FillRequest, FixRequest, RewriteRequest
 from engine.serve import serve
 from engine.languages import error_count, parse, spec_for
+from engine.model_text import model_text
 from engine.multifill import shape
 from engine.requests import HoleFill
 from engine.targets import survey
@@ -273,6 +274,17 @@ def test_a_rewrite_of_a_whole_crlf_document_is_the_lf_documents_with_crlf(embedd
                                .fills for text in (lf, crlf))
     assert _applied(crlf, crlf_fills) == _applied(lf, plain_fills).replace("\n", "\r\n")
     assert all("\n" not in f.text.replace("\r\n", "") for f in crlf_fills)
+
+
+def test_a_rewrite_leaves_a_line_the_model_gave_back_with_its_lone_surrogate(embedded_engine):
+    """The real model reads a lone surrogate as U+FFFD (engine/model_text.py) and gave the line holding one back as
+    it read it: the rewrite counted the line as changed and its edit replaced the user's character with U+FFFD."""
+    text = "s = '\ud800'\nt = '\ud800'\ndef f(a):\n    u = '\ud800'\n    return u\n"
+    lo, hi = text.index("t = "), len(text)
+    fills = embedded_engine.submit(RewriteRequest(text, "python", lo, hi)).future.result(120).fills
+    assert fills  # the model changed other lines
+    assert all(model_text(text[f.start:f.end]) != f.text for f in fills)
+    assert "    u = '\ud800'\n" in _applied(text, fills)
 
 
 def test_a_cr_only_document_is_read_as_lines_and_its_edits_come_back_with_cr():
