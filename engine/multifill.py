@@ -41,7 +41,9 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     best: list[Option | None] = [None] * len(blanks)
     rejected = 0
     for candidate in result.candidates:
-        options = [shape(b, candidate, i, eol) for i, b in enumerate(blanks)]
+        # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill
+        options = [[o for o in shape(b, candidate, i, eol) if _hole_fill(b, o).text != text[b.start:b.end]]
+                   for i, b in enumerate(blanks)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
         chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]
         rejected += bad

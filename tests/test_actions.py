@@ -287,6 +287,18 @@ def test_a_rewrite_leaves_a_line_the_model_gave_back_with_its_lone_surrogate(emb
     assert "    u = '\ud800'\n" in _applied(text, fills)
 
 
+def test_a_body_the_model_writes_back_as_it_was_is_no_fill(embedded_engine):
+    """The real model, in a tab-indented file: "Complete body of inner" replaced the stub ``pass`` with ``pass`` and
+    said "completed the body". A fill that changes nothing is no fill: the action says it found none."""
+    text = "def add(a, b):\n\t...\n\nclass K:\n\tdef m(self, x):\n\t\tdef inner(y):\n\t\t\tpass\n\t\treturn inner\n"
+    at = text.index("def inner")
+    found = survey(text, "python", at, at)
+    assert found.function == "inner" and text[found.body.start:found.body.end] == "\t\t\tpass"
+    completion = embedded_engine.submit(FillRequest(text, "python", (found.body,), found.callers, body=True)
+                                        ).future.result(120)
+    assert all(f.text != text[f.start:f.end] for f in completion.fills)
+
+
 def test_a_cr_only_document_is_read_as_lines_and_its_edits_come_back_with_cr():
     """Old Mac line ends: a lone CR ends a line for LSP (the editor shows lines) and for Python, but the engine read
     a CR-only file as one line, and tree-sitter a ``#`` comment as running to the end of the file: "Fill holes" and
