@@ -30,7 +30,7 @@ def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: 
         return "completed the body" if completion.fills else "no body that parses was found"
     if action == _FIX:
         return _fix(text, completion)
-    lines = sum(_breaks(f.text) or 1 for f in completion.fills)
+    lines = _changed(text, completion)
     return f"rewrote {lines} line{'s' if lines != 1 else ''}" if completion.fills else "nothing changed"
 
 
@@ -46,10 +46,14 @@ def _fix(text: str, completion: Completion) -> str:
         if not f.text:
             return f"fixed the syntax error: deleted {old!r} on line {line}"
         return f"fixed the syntax error: replaced {old!r} with {f.text!r} on line {line}"
-    # the lines an edit touches: those it replaced or those it wrote, whichever are more (a fix that masked a whole
-    # statement and wrote one line in its place rewrote every line it took away)
-    changed = sum(max(_lines(text[x.start:x.end]), _lines(x.text)) for x in completion.fills)
+    changed = _changed(text, completion)
     return f"fixed the syntax error: rewrote {changed} line{'s' if changed != 1 else ''} from line {line}"
+
+
+def _changed(text: str, completion: Completion) -> int:
+    """The lines the edits touch: those each replaced or those it wrote, whichever are more (a rewrite or a fix that
+    took a whole function away and wrote one line in its place rewrote every line it took away)."""
+    return sum(max(_lines(text[x.start:x.end]), _lines(x.text)) for x in completion.fills)
 
 
 def _lines(text: str) -> int:

@@ -61,3 +61,14 @@ def test_a_fix_that_replaces_more_lines_than_it_writes_counts_the_lines_it_repla
         assert describe("fixSyntax", text, [], whole) == "fixed the syntax error: rewrote 3 lines from line 1"
         two = completion(HoleFill(0, text.index("    y"), f"def f(x):{eol}    z = 1{eol}"))
         assert describe("fixSyntax", text, [], two) == "fixed the syntax error: rewrote 2 lines from line 1"
+
+
+def test_a_rewrite_that_replaces_more_lines_than_it_writes_counts_the_lines_it_replaced():
+    """Seen over stdio: "Rewrite selection" on a whole 16-line CRLF file replaced every line with one and said
+    "rewrote 1 line". A rewrite counts its lines as a fix does: those replaced or those written, whichever are more."""
+    for eol in ("\n", "\r\n", "\r"):
+        text = eol.join(["def f(x):", "    y = x", "    return y", "", "print(f(1))", ""])
+        whole = completion(HoleFill(0, len(text), "f(x)" + eol))
+        assert describe("rewriteSelection", text, [], whole) == "rewrote 5 lines", repr(eol)
+        two = completion(HoleFill(text.index("    y"), text.index("    y"), f"    a = 1{eol}    b = 2{eol}"))
+        assert describe("rewriteSelection", text, [], two) == "rewrote 2 lines"
