@@ -60,19 +60,28 @@ class ActionData:
         raw = _plain(raw)
         try:
             r = raw["range"]
-            rng = types.Range(types.Position(int(r["start"]["line"]), int(r["start"]["character"])),
-                              types.Position(int(r["end"]["line"]), int(r["end"]["character"])))
+            rng = types.Range(types.Position(_integer(r["start"]["line"]), _integer(r["start"]["character"])),
+                              types.Position(_integer(r["end"]["line"]), _integer(r["end"]["character"])))
             name = action or raw["action"]
             instruction = raw.get("instruction")
             generation = raw.get("generation")
-            if name not in SPECS or not isinstance(raw["uri"], str) or not isinstance(raw["version"], int) \
-                    or not (instruction is None or isinstance(instruction, str)) \
-                    or not (generation is None or isinstance(generation, int)):
+            if name not in SPECS or not isinstance(raw["uri"], str) \
+                    or not (instruction is None or isinstance(instruction, str)):
                 raise ValueError(name)
-            return cls(name, raw["uri"], raw["version"], rng, str(raw.get("title", "")),
+            version = _integer(raw["version"])
+            generation = None if generation is None else _integer(generation)
+            return cls(name, raw["uri"], version, rng, str(raw.get("title", "")),
                        instruction.strip() or None if instruction else None, generation)
         except (KeyError, TypeError, ValueError) as exc:
             raise JsonRpcInvalidParams(f"not a diffusion-lsp action argument ({exc!r}): {raw!r}") from None
+
+
+def _integer(value: Any) -> int:
+    """A JSON integer as the protocol has it: ``true``, ``1.5`` or ``"1"`` is no line, character or version (``int()``
+    read them as 1, 1 and 1, so a forged argument named a version or place it did not say)."""
+    if type(value) is not int:
+        raise TypeError(f"not an integer: {value!r}")
+    return value
 
 
 def _plain(value: Any) -> Any:

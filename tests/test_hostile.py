@@ -908,3 +908,28 @@ async def test_an_ended_tcp_session_leaves_nothing_of_it_alive():
     finally:
         listener.close()
         await listener.wait_closed()
+
+
+@pytest.mark.parametrize("field,value", [("version", True), ("version", 1.0), ("line", "0"), ("character", 1.7),
+                                         ("character", False), ("generation", "1")])
+def test_an_action_argument_that_is_not_a_json_integer_is_invalid_params(stdio, field, value):
+    """``int()`` read ``true``, ``1.0``, ``"0"`` and ``1.7`` as integers: a forged ``diffusion.runAction`` with
+    ``"version": true`` edited version 1, and a character of 1.7 was taken as 1. Each is InvalidParams now."""
+    wire, uri = stdio.wire, "file:///forged.py"
+    wire.send(request(1, "initialize", INITIALIZE))
+    wire.answer(1)
+    wire.send(notification("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": "def f(x):\n    ...\n"}}))
+    data = {"action": "fillHoles", "uri": uri, "version": 1,
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}}
+    if field == "generation":
+        data["generation"] = value
+    elif field == "version":
+        data["version"] = value
+    else:
+        data["range"]["start"][field] = value
+    wire.send(request(2, "workspace/executeCommand", {"command": "diffusion.runAction", "arguments": [data]}))
+    wire.send(request(3, "codeAction/resolve", {"title": "Fill 1 hole", "data": data}))
+    for rid in (2, 3):
+        error = wire.answer(rid)["error"]
+        assert error["code"] == -32602 and "not a diffusion-lsp action argument" in error["message"], error
