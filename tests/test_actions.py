@@ -20,6 +20,7 @@ from engine.model_text import model_text
 from engine.multifill import shape
 from engine.requests import HoleFill
 from engine.targets import survey
+from engine.validate import edits_keep_parsing
 from tests.lsp_session import cancelled_after, open_doc, plain, stats
 
 PY = '''import math
@@ -297,6 +298,21 @@ def test_a_body_the_model_writes_back_as_it_was_is_no_fill(embedded_engine):
     completion = embedded_engine.submit(FillRequest(text, "python", (found.body,), found.callers, body=True)
                                         ).future.result(120)
     assert all(f.text != text[f.start:f.end] for f in completion.fills)
+
+
+def test_a_document_starting_with_a_byte_order_mark_is_checked_by_python(embedded_engine):
+    """A client sent a file's text with its BOM: Python's compiler called the BOM an invalid character on line 1, so
+    the whole-document check took it for the user's own error and left the rest to tree-sitter, which takes an
+    unexpected indent. Over stdio the real model's rewrite of ``f(1`` in ``x = f(1)`` was applied as
+    ``x = None\\n\\nbx = None\\n    f(1)``: the file no longer ran. Python reads a file's BOM as nothing; so does the
+    check now."""
+    text = "\ufeffdef f(a):\n    ...\n\nx = f(1)\n"
+    at = text.index("f(1)")
+    fills = embedded_engine.submit(RewriteRequest(text, "python", at - 3, at + 1)).future.result(120).fills
+    compile(_applied(text, fills)[1:], "<rewritten>", "exec")  # Python runs the file: it compiles
+    indented = HoleFill(at, at, "None\n\nbx = None\n    ")
+    assert not edits_keep_parsing(spec_for("python"), text, [indented])
+    assert edits_keep_parsing(spec_for("python"), text, [HoleFill(at, at + 4, "f(2)")])
 
 
 def test_a_cr_only_document_is_read_as_lines_and_its_edits_come_back_with_cr():
