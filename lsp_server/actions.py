@@ -103,14 +103,15 @@ class Actions:
         ls = self.server
         doc = ls.document_or_error(params.text_document.uri)
         start, end = sorted((ls.offset_or_error(doc, params.range.start), ls.offset_or_error(doc, params.range.end)))
-        version, text = doc.version, doc.text
+        version, generation, text = doc.version, doc.generation, doc.text
         # lsprotocol makes known kinds enum members: compare their values ("refactor.rewrite")
         only = [getattr(kind, "value", kind) for kind in params.context.only] if params.context.only else None
         wants = _wants(only)
         if not any(wants(spec.kind) for spec in SPECS.values()):
             return []
         found = await asyncio.to_thread(survey, text, doc.language_id, start, end)
-        if doc.version != version:
+        # the text surveyed is gone: edited (even back to the same version: a new generation), closed or reopened
+        if ls.documents.moved_on(doc.uri, generation, version):
             return []
         invoked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
         offered = []
@@ -119,10 +120,10 @@ class Actions:
                 continue
             if await self._offer_one(spec, doc, found, start, end, invoked or bool(params.context.only)):
                 offered.append(spec)
-            if doc.version != version:
+            if ls.documents.moved_on(doc.uri, generation, version):
                 return []
         return [self._format(ActionData(spec.name, doc.uri, version, params.range, spec.titled(found),
-                                        generation=doc.generation)) for spec in offered]
+                                        generation=generation)) for spec in offered]
 
     async def _offer_one(self, spec: ActionSpec, doc: Document, found: Survey, start: int, end: int,
                          compute: bool) -> bool:

@@ -657,3 +657,33 @@ def test_actions_are_tagged_as_generated_when_the_client_supports_it():
     assert action.tags == [types.CodeActionTag.LlmGenerated] and action.data["version"] == 1
     Server.client_capabilities.text_document.code_action.resolve_support = None  # no lazy edits: a command
     assert Actions(Server())._format(data).command.command == "diffusion.runAction"
+
+
+def test_an_offer_whose_surveyed_text_changed_at_the_same_version_offers_nothing(monkeypatch):
+    """A didChange that does not raise the version (a client's versions going back) arriving while the offer's
+    survey ran: the offer checked the version only, so it was made (and its fix computed) with spans found in the
+    old text, stamped with the new text's generation. Now a new generation during the survey offers nothing."""
+    from lsp_server import actions as actions_module
+    from lsp_server.server import build_server
+
+    server = build_server()
+    monkeypatch.setattr(type(server), "client_capabilities", types.ClientCapabilities())   # not initialized here
+    uri = "file:///same-version.py"
+    server.documents.open(types.TextDocumentItem(uri=uri, language_id="python", version=5,
+                                                 text="def f(x):\n    return (x +\n\nprint(1)\n"))
+    real_survey = actions_module.survey
+
+    def survey_then_edit(text, language, start, end):
+        found = real_survey(text, language, start, end)
+        server.documents.change(types.DidChangeTextDocumentParams(   # the same version, another text
+            types.VersionedTextDocumentIdentifier(version=5, uri=uri),
+            [types.TextDocumentContentChangeWholeDocument(text="x = 1\n\n\n\ny = 2\n")]), "utf-16")
+        return found
+
+    monkeypatch.setattr(actions_module, "survey", survey_then_edit)
+    params = types.CodeActionParams(types.TextDocumentIdentifier(uri), types.Range(
+        types.Position(0, 0), types.Position(3, 0)), types.CodeActionContext([], only=["refactor.rewrite"]))
+    offered_before = asyncio.run(server.actions.offer(params))
+    assert offered_before == []
+    monkeypatch.setattr(actions_module, "survey", real_survey)   # the same request on a text left alone: offered
+    assert [a.title for a in asyncio.run(server.actions.offer(params))]
