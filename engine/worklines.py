@@ -339,20 +339,22 @@ def lookup(key: str | None) -> Workspace | None:
 
 def scan(root: str | os.PathLike[str], workspace: Workspace | None = None,
          files: Iterable[tuple[str, str, str]] | None = None,
-         pause: Callable[[], object] | None = None, max_total_bytes: int | None = None) -> Workspace:
+         pause: Callable[[], object] | None = None, max_total_bytes: int | None = None,
+         exclude: Iterable[str] = ()) -> Workspace:
     """Count the source files of the folder ``root`` (``engine.adapt.files.workspace_files``: what git would
     track, in the server's languages, within the adapter's caps) into ``workspace`` (a new one by default),
     keyed by their absolute paths, and build its tables. ``files`` ((path, language, text) triples) replaces
     the listing. ``pause``: called before each file is counted and before the tables are built (the server's
     waits while a fill runs: counting holds the interpreter's lock, which the engine thread needs too).
-    ``max_total_bytes``: the listing's cap on the bytes read (the adapter's 30 MB by default)."""
+    ``max_total_bytes``: the listing's cap on the bytes read (the adapter's 30 MB by default). ``exclude``: folders
+    under ``root`` whose files are not counted (workspace folders nested in it, counted as their own)."""
     from .adapt.files import iter_workspace_files
 
     workspace = workspace or Workspace()
     if files is None:
         base = os.path.realpath(root)
-        listing = iter_workspace_files(base, pause=pause) if max_total_bytes is None else \
-            iter_workspace_files(base, pause=pause, max_total_bytes=max_total_bytes)
+        listing = iter_workspace_files(base, pause=pause, exclude=exclude) if max_total_bytes is None else \
+            iter_workspace_files(base, pause=pause, max_total_bytes=max_total_bytes, exclude=exclude)
         files = ((os.path.join(base, f.path), f.language, f.text) for f in listing)
     for path, language, text in files:
         if pause is not None:

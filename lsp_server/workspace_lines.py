@@ -4,21 +4,21 @@ server.
 Once the model is ready, with ``documentLines`` and ``workspaceLines`` on, the server counts the lines of every
 workspace folder's source files (``engine.adapt.files.iter_workspace_files``: what git would track, else the
 ``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all, for all the folders together), one
-folder after the other, on a thread of its own, at the lowest CPU priority, waiting between files while a fill
-runs (counting holds the interpreter's lock, which the engine thread needs: on a 30 MB folder, counting through
-fills made a first request take up to 1 s, and counting beside the model's load made it ready in 5.0 s instead
-of 3.4), and registers each folder's ``Workspace`` under its real path once counted; each inline request then
-names the workspace of the innermost folder that holds its document (a document outside every folder: the first
-folder's; ``InfillRequest.workspace``). Folders added or removed (``workspace/didChangeWorkspaceFolders``) are
-counted or forgotten on the same thread. A saved document is counted again with its saved text (and its
-folder's tables rebuilt) on the same thread, so the engine never waits for it; a file the listing would not take
-(gitignored, vendored: ``engine.adapt.files.listed``) is not counted when saved or changed either, nor one
-that would take the folders past the 30 MB. With a client
-that registers file watchers dynamically, the server asks it to watch the source files
-(``workspace/didChangeWatchedFiles``): a
-file created, changed or deleted outside the editor (a checkout, a pull, a generator) is read again from disk,
-or forgotten, on the same thread; without one, such files count again at the next start. ``diffusion/stats``
-reports the state (``workspaceLines``: ``folders`` counted, ``files``, ``seconds``, ``error``).
+folder after the other, on a thread of its own, at the lowest CPU priority, waiting between files while a fill runs
+(counting holds the interpreter's lock, which the engine thread needs: on a 30 MB folder, counting through fills
+made a first request take up to 1 s, and counting beside the model's load made it ready in 5.0 s instead of 3.4),
+and registers each folder's ``Workspace`` under its real path once counted; each inline request then names the
+workspace of the innermost folder that holds its document (a document outside every folder: the first folder's;
+``InfillRequest.workspace``); a file counts in that folder only (a folder's count leaves the folders nested in it
+out, and is made again when one is added inside it or removed). Folders added or removed
+(``workspace/didChangeWorkspaceFolders``) are counted or forgotten on the same thread. A saved document is counted
+again with its saved text (and its folder's tables rebuilt) on the same thread, so the engine never waits for it; a
+file the listing would not take (gitignored, vendored: ``engine.adapt.files.listed``) is not counted when saved or
+changed either, nor one that would take the folders past the 30 MB. With a client that registers file watchers
+dynamically, the server asks it to watch the source files (``workspace/didChangeWatchedFiles``): a file created,
+changed or deleted outside the editor (a checkout, a pull, a generator) is read again from disk, or forgotten, on
+the same thread; without one, such files count again at the next start. ``diffusion/stats`` reports the state
+(``workspaceLines``: ``folders`` counted, ``files``, ``seconds``, ``error``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class WorkspaceLines:
         self.error: str | None = None
         self._counted: dict[str, worklines.Workspace] = {}   # root -> its workspace, once counted (registered)
         self._failed: dict[str, str] = {}                     # root -> why it could not be counted
+        self._excluded: dict[str, frozenset[str]] = {}        # root -> the nested folders left out of its count
         # ("file", path): count it again as ``_pending[path]`` says when taken; ("add", root) / ("remove", root): a
         # folder; ("watched", events): a didChangeWatchedFiles notification's events, resolved on the thread
         self._queue: queue.Queue[tuple | None] = queue.Queue()
@@ -241,6 +242,7 @@ class WorkspaceLines:
             touched: set[str] = set()
             for op, root, *rest in changed:
                 if op == "add":
+                    self._nesting_changed()   # a folder that holds this one gives its files up first (the cap)
                     self._count(root)
                 elif op == "remove":
                     self._forget(root)
@@ -279,24 +281,42 @@ class WorkspaceLines:
         counted = sum(w.bytes for w in self._counted.values()) - workspace.size(path)
         return counted + len(text.encode("utf-8", "surrogatepass")) > MAX_TOTAL_BYTES
 
-    def _count(self, root: str) -> None:
-        """Count one folder's files and register them (a folder no longer listed, or counted already: nothing)."""
-        if root not in self.roots or root in self._counted:
+    def _nested(self, root: str) -> frozenset[str]:
+        """The other folders inside ``root``: their files are theirs (each file counted once, toward the cap once)."""
+        return frozenset(other for other in list(self.roots) if other != root and _holder(other, [root]))
+
+    def _nesting_changed(self) -> None:
+        """Count again each counted folder whose nested folders changed (one added inside it, or removed): a file
+        is counted in the innermost folder that holds it, as its saves and changes are."""
+        for root in list(self._counted):
+            if self._excluded.get(root, frozenset()) != self._nested(root):
+                self._count(root, again=True)
+
+    def _count(self, root: str, again: bool = False) -> None:
+        """Count one folder's files and register them (a folder no longer listed, or counted already unless
+        ``again``: nothing). Files in the folders nested in it are left to them: a folder inside another was
+        counted in both, twice toward the cap."""
+        if root not in self.roots or (root in self._counted and not again):
             return
         t0 = time.monotonic()
-        left = MAX_TOTAL_BYTES - sum(w.bytes for w in self._counted.values())   # one cap for all the folders
+        left = MAX_TOTAL_BYTES - sum(w.bytes for r, w in self._counted.items() if r != root)   # one cap for all
+        nested = self._nested(root)
         try:
             if left <= 0:
                 raise ValueError(f"the other folders hold the {MAX_TOTAL_BYTES:,} bytes counted at most")
-            workspace = worklines.scan(root, pause=self._quiet.wait, max_total_bytes=left)
+            workspace = worklines.scan(root, pause=self._quiet.wait, max_total_bytes=left, exclude=nested)
         except Exception as exc:  # noqa: BLE001 - a thread of its own: the fills go on without the lines, the state says why
             self._failed[root] = f"{type(exc).__name__}: {exc}"
             log.warning("workspace lines of %s not used: %s", root, exc)
+            if self._counted.pop(root, None) is not None:   # counted again, and could not be: no longer counted
+                self._excluded.pop(root, None)
+                worklines.unregister(self._name(root))
             return
         if root not in self.roots:   # removed while it was counted
             return
         self._failed.pop(root, None)
         self._counted[root] = workspace
+        self._excluded[root] = nested
         worklines.register(self._name(root), workspace)
         self.seconds = round((self.seconds or 0.0) + time.monotonic() - t0, 2)
         log.info("workspace lines: %d files of %s counted in %.1f s", workspace.files, root, time.monotonic() - t0)
@@ -304,8 +324,12 @@ class WorkspaceLines:
     def _forget(self, root: str) -> None:
         """Forget a removed folder; the folders that failed are tried again (the cap may have room now)."""
         self._failed.pop(root, None)
-        if self._counted.pop(root, None) is not None:
+        self._excluded.pop(root, None)
+        counted = self._counted.pop(root, None) is not None
+        if counted:
             worklines.unregister(self._name(root))
+        self._nesting_changed()   # a folder that held this one counts its files now
+        if counted:
             for other in list(self._failed):
                 self._count(other)
 

@@ -710,3 +710,50 @@ def test_a_storm_of_watched_file_events_is_resolved_on_the_thread_not_the_event_
         assert lines.files == 2 and len(resolved_on) == len(storm)
     finally:
         lines.close()
+
+
+def test_a_folder_inside_another_has_its_files_counted_once(tmp_path, monkeypatch):
+    """A workspace folder nested in another (a package of a monorepo opened beside it) had its files counted in
+    both: twice in ``files`` and twice toward the one 30 MB cap, so a nested folder could find the cap taken by
+    its own files. Each file now counts in the innermost folder that holds it (where its saves and changes go),
+    also after the inner folder is removed (the outer counts them again) or added back."""
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from lsp_server import workspace_lines
+    from lsp_server.settings import Settings
+
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "pkg"
+    inner.mkdir(parents=True)
+    alpha, beta = "alpha_line = 1\n" * 3, "beta_line = 2\n" * 3
+    (outer / "a.py").write_text(alpha)
+    (inner / "b.py").write_text(beta)
+    monkeypatch.setattr(workspace_lines, "MAX_TOTAL_BYTES", len(alpha) + len(beta))   # room for each file once
+    lines = workspace_lines.WorkspaceLines(SimpleNamespace(settings=Settings(),
+                                                           engine=SimpleNamespace(state=EngineState.READY)))
+    lines.roots = [str(outer), str(inner)]
+    folder = lambda p: types.WorkspaceFolder(uri=p.as_uri(), name=p.name)   # noqa: E731
+    table = lambda key: sorted(worklines.lookup(key).table("python").lines)   # noqa: E731
+    lines.start()
+    try:
+        wait_until(lambda: lines.state == "ready", timeout=30)
+        assert lines.stats() | {"seconds": None} == {"state": "ready", "files": 2, "seconds": None, "error": None,
+                                                     "folders": 2}
+        in_inner = lines.key((inner / "main.py").as_uri())
+        assert in_inner.endswith(str(inner)) and table(in_inner) == ["beta_line = 2"]
+        assert table(lines.key((outer / "main.py").as_uri())) == ["alpha_line = 1"]
+        # the inner folder leaves: its files are the outer's now
+        lines.folders_changed([], [folder(inner)])
+        wait_until(lambda: lines.state == "ready" and lines.stats()["folders"] == 1
+                   and table(lines.key((inner / "main.py").as_uri())) == ["alpha_line = 1", "beta_line = 2"],
+                   timeout=30)
+        assert lines.files == 2 and lines.error is None
+        # and back: the outer gives them up again
+        lines.folders_changed([folder(inner)], [])
+        wait_until(lambda: lines.state == "ready" and lines.stats()["folders"] == 2
+                   and table(lines.key((outer / "main.py").as_uri())) == ["alpha_line = 1"], timeout=30)
+        assert lines.files == 2 and lines.error is None
+        assert table(lines.key((inner / "main.py").as_uri())) == ["beta_line = 2"]
+    finally:
+        lines.close()

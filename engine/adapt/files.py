@@ -13,7 +13,7 @@ import logging
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -226,24 +226,30 @@ def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE
 
 def iter_workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
                          max_total_bytes: int = MAX_TOTAL_BYTES,
-                         pause: Callable[[], object] | None = None) -> Iterator[SourceFile]:
+                         pause: Callable[[], object] | None = None,
+                         exclude: Iterable[str | os.PathLike[str]] = ()) -> Iterator[SourceFile]:
     """``workspace_files`` one file at a time, each read when asked for; ``pause`` is called before each
-    directory the walk lists and each file read (the server's waits while a fill runs). A folder that is not
-    one raises ValueError at once."""
+    directory the walk lists and each file read (the server's waits while a fill runs). ``exclude``: folders under
+    ``root`` whose files are left out, neither read nor counted toward ``max_total_bytes`` (the server's workspace
+    folders nested in this one: each counts its own files). A folder that is not one raises ValueError at once."""
     base = Path(root).resolve()
     if not base.is_dir():
         raise ValueError(f"{root}: not a directory")
-    return _read_files(base, max_file_bytes, max_total_bytes, pause)
+    inside = (Path(e).resolve() for e in exclude)
+    skipped = [e.relative_to(base).as_posix() for e in inside if e != base and e.is_relative_to(base)]
+    return _read_files(base, max_file_bytes, max_total_bytes, pause, skipped)
 
 
 def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
-                pause: Callable[[], object] | None) -> Iterator[SourceFile]:
+                pause: Callable[[], object] | None, skipped: Sequence[str] = ()) -> Iterator[SourceFile]:
     listed = _git_files(base, pause, MAX_WALKED)
     paths = sorted(listed if listed is not None else _walk_files(base, MAX_WALKED, pause))
     total = 0
     for rel in paths:
         language = language_for_path(rel)
         if language == "plaintext" or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
+            continue
+        if any(rel.startswith(folder + "/") for folder in skipped):
             continue
         path = os.path.join(base, rel)
         if pause is not None:
