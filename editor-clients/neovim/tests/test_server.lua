@@ -427,6 +427,8 @@ end)
 
 H.test('rewrite with an instruction and the code-action commands run against the server', function()
   H.feed('<Esc>')
+  local likely = status.get(client.id).confidence
+  H.out('     the last suggestion\'s fillConfidence: ' .. tostring(likely))
   local caps = client.server_capabilities or {}
   local commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {}
   if not caps.codeActionProvider or not vim.tbl_contains(commands, actions.REWRITE_COMMAND) then
@@ -488,6 +490,15 @@ H.test('rewrite with an instruction and the code-action commands run against the
   H.eq(nil, failure, 'fill holes error')
   H.ok(picked, 'the server offered "Fill 1 hole" for a ... body')
   H.eq('print(area(2, 3))', H.lines(bufnr)[#H.lines(bufnr)], 'code after the hole kept')
+  -- The actions' drafts ended with final drafts carrying text and no fillConfidence (an action's edit
+  -- has no estimate): the last suggestion's estimate is kept.
+  local finals = vim.tbl_filter(function(d)
+    return d.done and tostring(d.id):find('^action%-') ~= nil
+  end, drafts)
+  H.ok(#finals > 0, 'the actions sent final drafts')
+  if type(likely) == 'number' then
+    H.eq(likely, status.get(client.id).confidence, 'the last suggestion\'s fillConfidence is kept after the actions')
+  end
 end)
 
 

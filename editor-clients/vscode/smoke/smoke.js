@@ -111,8 +111,15 @@ async function main() {
   stub.window.showInputBox = async (options) => { asked.push(options); return 'make it shorter'; };
   const applied = record.applied.length;
   record.messages.length = 0;
+  const likelyBefore = /Last suggestion: \S+ likely right/.exec(record.tooltip || '');
   stub.window.activeTextEditor = { document: doc, selection: new stub.Selection(new stub.Position(1, 4), new stub.Position(1, 30)) };
   await record.commands['diffusionLsp.rewriteSelection']();
+  // The rewrite's drafts end with a final draft of the selection's text and no fillConfidence (an
+  // action's edit has no estimate): the last suggestion's estimate stays in the tooltip.
+  if (likelyBefore) {
+    check((record.tooltip || '').includes(likelyBefore[0]),
+      `after a rewrite the tooltip still shows the last suggestion's estimate (${JSON.stringify(record.tooltip)})`);
+  }
   check(asked.length === 0, 'rewrite selection asks for no instruction when the server takes none');
   check(!record.messages.some((m) => m[0] === 'error'), `rewrite selection ran without an error (${record.messages.map((m) => m.join(': ')).join('; ')})`);
   check(record.applied.length > applied || record.messages.some((m) => m[0] === 'info' || m[0] === 'warning'),

@@ -34,6 +34,8 @@ export interface Draft {
   tokens?: DraftToken[];
   /** On the final (`done`) draft: the fill's estimated probability of being exactly right. */
   fillConfidence?: number | null;
+  /** A code action's drafts name it (`fillHoles`, `rewriteSelection`, ...); an inline request's do not. */
+  action?: string;
 }
 
 export type Bucket = 'masked' | 'low' | 'medium' | 'high';
@@ -158,10 +160,11 @@ export function meanConfidence(draft: Draft): number | undefined {
 /**
  * True for the final draft of a request answered with a suggestion: its `fillConfidence` is the last
  * suggestion's. A final draft without text (nothing found, or the request ended without an answer:
- * cancelled, superseded, the document changed) only clears what was painted.
+ * cancelled, superseded, the document changed) only clears what was painted; so does a code action's
+ * (it has `action`): its text is an edit's, which has no estimate, and the last suggestion's stays.
  */
 export function isFinalSuggestion(draft: Draft): boolean {
-  return draft.done && draft.text !== '';
+  return draft.done && draft.text !== '' && draft.action === undefined;
 }
 
 export type DraftAction = { kind: 'show'; draft: Draft } | { kind: 'clear'; uri: string } | { kind: 'ignore' };

@@ -167,4 +167,10 @@ describe('isFinalSuggestion', () => {
     // the final draft only clears what was painted, and the last suggestion's confidence stays
     assert.equal(isFinalSuggestion(draft({ done: true, text: '', tokens: [] })), false);
   });
+
+  it('is not a code action\'s final draft, which has no estimate and keeps the last suggestion\'s', () => {
+    // as the server sends it: the final text of the action's first hole, no fillConfidence
+    const action = draft({ id: 'action-4', action: 'rewriteSelection', done: true, text: '    y = x + 1\n' });
+    assert.equal(isFinalSuggestion(action), false);
+  });
 });

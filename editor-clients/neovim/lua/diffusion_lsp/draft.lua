@@ -220,9 +220,10 @@ function M.handler(_, params, ctx)
   if version ~= nil and params.version ~= nil and version ~= params.version then
     return
   end
-  if params.done and type(params.text) == 'string' and params.text ~= '' then
+  if params.done and type(params.text) == 'string' and params.text ~= '' and params.action == nil then
     -- a suggestion's final draft; one without text (nothing found, or the request ended without an
-    -- answer) only clears what was painted
+    -- answer) only clears what was painted, and so does a code action's (its edit has no estimate:
+    -- the last suggestion's is kept)
     require('diffusion_lsp.status').suggestion(ctx.client_id, params.fillConfidence)
   end
   local id = tostring(params.id)
