@@ -191,6 +191,20 @@ async function main() {
   record.messages.length = 0;
   await record.commands['diffusionLsp.completeBody']();
   check(!record.messages.some((m) => /not running/.test(m[1])), `...which the commands reach (${record.messages.map((m) => m.join(': ')).join('; ')})`);
+  // A suggestion made for a version the document has moved past (the user typed; the didChange is still on
+  // its way) is never shown: its final draft's estimate is not the last suggestion's either.
+  check(!/Last suggestion/.test(record.tooltip || ''), `a restarted server has no last suggestion yet (${JSON.stringify(record.tooltip)})`);
+  {
+    const registrations = record.providers.registerInlineCompletionItemProvider || [];
+    const provider = registrations[registrations.length - 1][1];
+    const asking = provider.provideInlineCompletionItems(doc, new stub.Position(2, 15), { triggerKind: 0 }, new stub.CancellationTokenSource().token);
+    doc.version = 2;
+    await asking;
+    await sleep(200);
+    doc.version = 1;
+    check(!/Last suggestion/.test(record.tooltip || ''),
+      `the final draft of a suggestion for an older version leaves the tooltip alone (${JSON.stringify(record.tooltip)})`);
+  }
   // A setting changed at runtime reaches the server (workspace/didChangeConfiguration), and still holds
   // after the server died and was restarted automatically: drafts off, so no draft is painted.
   const paintedDrafts = async () => {

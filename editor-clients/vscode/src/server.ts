@@ -303,10 +303,12 @@ export class ServerController implements vscode.Disposable {
   private showDraft(client: LanguageClient, params: Parameters<DraftBoard['receive']>[0]): void {
     const uri = client.protocol2CodeConverter.asUri(params.uri);
     const document = vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
-    if (isFinalSuggestion(params)) {
+    const action = this.board.receive(params, document?.version);
+    // A final draft the board ignores (for a version the document has moved past, or an older request)
+    // is of a suggestion never shown: its estimate is not the last suggestion's.
+    if (action.kind !== 'ignore' && isFinalSuggestion(params)) {
       this.status.update((model) => model.suggestion(params.fillConfidence));
     }
-    const action = this.board.receive(params, document?.version);
     if (action.kind === 'show') {
       this.drafts.show(action.draft, uri, client.protocol2CodeConverter.asRange(action.draft.range));
     } else if (action.kind === 'clear') {
