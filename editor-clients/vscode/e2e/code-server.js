@@ -6,8 +6,9 @@
 // on disk (the block fill where it was shown, no stray empty line after it, the cursor at its
 // end); then opens a new line, types a character, waits for ghost text, presses Tab and checks
 // the file again; then kills the server and checks the red status, the automatic restart, and a
-// fill from the restarted server on text typed after it. Writes a screenshot of the ghost text
-// after typing.
+// fill from the restarted server on text typed after it; then types trigger characters of the
+// server's completion provider and checks the server is asked for ghost text only. Writes a
+// screenshot of the ghost text after typing.
 //
 //   node e2e/code-server.js --code-server BIN --chromium BIN --playwright DIR --vsix FILE \
 //        --server DIFFUSION_LSP [--screenshot out.png]
@@ -102,7 +103,8 @@ async function main() {
     path.join(userData, 'User', 'settings.json'),
     JSON.stringify(
       {
-        'diffusionLsp.server.args': ['--log-file', logFile, '-v'],
+        // -vv: the log names every request the server receives (the trigger-character check reads it).
+        'diffusionLsp.server.args': ['--log-file', logFile, '-vv'],
         // The embedded model is small: without validation it always proposes something.
         'diffusionLsp.validate': false,
         // The test checks the client, not the model's precision: withhold no fill.
@@ -110,7 +112,8 @@ async function main() {
         'diffusionLsp.threads': 1,
         'editor.inlineSuggest.enabled': true,
         'editor.quickSuggestions': { other: false, comments: false, strings: false },
-        'editor.suggestOnTriggerCharacters': false,
+        // VS Code's default: a trigger character of a completion provider asks it for items.
+        'editor.suggestOnTriggerCharacters': true,
         'editor.fontSize': 15,
         'workbench.startupEditor': 'none',
         'workbench.tips.enabled': false,
@@ -387,6 +390,32 @@ async function main() {
         return `: ${JSON.stringify(line)}`;
       });
     }
+
+    // 4. Trigger characters of the server's completion provider ("=", " ") typed with inline suggestions
+    // on: VS Code asks for ghost text, and the extension does not ask for the completion item too
+    // (the fallback for editors without ghost text): a second fill of the same position would run the
+    // model twice and, one job per document, supersede the ghost text's fill (answered empty).
+    const received = (method) =>
+      fs.existsSync(logFile)
+        ? fs.readFileSync(logFile, 'utf8').split('\n').filter((line) => line.includes(`Request '${method}' received`)).length
+        : 0;
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    const inlineBefore = received('textDocument/inlineCompletion');
+    const completionBefore = received('textDocument/completion');
+    await page.keyboard.type('total = ');
+    const afterTrigger = await waitForGhost('ghost text after typing a trigger character');
+    ok(`typing a trigger character shows ghost text from diffusion-lsp: ${JSON.stringify(afterTrigger)}`);
+    await check('typing a trigger character asks the server for ghost text only, not for a completion item too', () => {
+      const inline = received('textDocument/inlineCompletion') - inlineBefore;
+      const completion = received('textDocument/completion') - completionBefore;
+      if (inline < 1 || completion !== 0) {
+        throw new Error(`${inline} inlineCompletion and ${completion} completion requests after typing "total = "`);
+      }
+      return ` (${inline} inlineCompletion, ${completion} completion)`;
+    });
+    await page.keyboard.press('Escape');
   } catch (error) {
     fail('the run', error);
     if (page && opt.screenshot) {

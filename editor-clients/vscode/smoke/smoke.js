@@ -2,7 +2,8 @@
 // module (vscode-stub.js) stands in for the editor, the real diffusion-lsp serves.
 // Checks: activation starts the server, the status bar reaches "ready", the inline
 // completion provider registered through the proposed feature answers with an item at the
-// cursor, drafts are painted as decorations and cleared, and a missing server is reported.
+// cursor, drafts are painted as decorations and cleared, the completion provider is not asked
+// for the same fill while inline suggestions are on, and a missing server is reported.
 //
 //   DIFFUSION_LSP=/path/to/diffusion-lsp node smoke/smoke.js
 'use strict';
@@ -104,6 +105,34 @@ async function main() {
     check([...last.values()].every((n) => n === 0), 'drafts cleared once the suggestion arrived');
     check(/Last suggestion: <?\d+% likely right/.test(record.tooltip || ''),
       `the status bar tooltip shows the final draft's fillConfidence (${JSON.stringify(record.tooltip)})`);
+  }
+  // A trigger character of the server's completion provider (" ") typed with inline suggestions on (VS Code's
+  // default): VS Code asks both providers at once. The completion item (the fallback for editors without ghost
+  // text) is not asked for: the server would run the model twice and, one job per document, supersede the
+  // ghost text's request (answered empty). With inline suggestions off, the item is asked for.
+  const completionRegistration = (record.providers.registerCompletionItemProvider || [])[0];
+  check(completionRegistration && completionRegistration.slice(2).includes(' '), 'completion provider registered with the server\'s trigger characters');
+  if (registration && completionRegistration) {
+    const inline = registration[1];
+    const completion = completionRegistration[1];
+    const at = new stub.Position(2, 15);
+    const [ghost, items] = await Promise.all([
+      inline.provideInlineCompletionItems(doc, at, { triggerKind: 1 }, new stub.CancellationTokenSource().token),
+      completion.provideCompletionItems(doc, at, { triggerKind: 1, triggerCharacter: ' ' }, new stub.CancellationTokenSource().token),
+    ]);
+    const ghostItems = Array.isArray(ghost) ? ghost : ghost && ghost.items;
+    const listed = Array.isArray(items) ? items : items && items.items;
+    check(ghostItems && ghostItems.length > 0, `with inline suggestions on, a trigger character's ghost text is answered (${ghostItems && ghostItems.length} items)`);
+    check(!listed || listed.length === 0, `...and the completion item is not asked for as well (${listed && listed.length} items)`);
+    stub.__config['editor.inlineSuggest.enabled'] = false;
+    let offered;
+    for (let attempt = 0; attempt < 3 && !(offered && offered.length); attempt++) {
+      const result = await completion.provideCompletionItems(doc, at, { triggerKind: 1, triggerCharacter: ' ' }, new stub.CancellationTokenSource().token);
+      offered = Array.isArray(result) ? result : result && result.items;
+    }
+    check(offered && offered.length > 0 && typeof offered[0].insertText === 'string',
+      `with inline suggestions off, the fill comes as a completion item (${JSON.stringify(offered && offered[0] && offered[0].insertText)})`);
+    delete stub.__config['editor.inlineSuggest.enabled'];
   }
   // The embedded model follows no instruction (ready status: instructions false): "Rewrite
   // selection" runs without asking for one.

@@ -55,6 +55,7 @@ class Uri {
 
 class InlineCompletionItem { constructor(insertText, range, command) { this.insertText = insertText; this.range = range; this.command = command; } }
 class InlineCompletionList { constructor(items) { this.items = items; } }
+class CompletionList { constructor(items = [], isIncomplete = false) { this.items = items; this.isIncomplete = isIncomplete; } }
 class ThemeColor { constructor(id) { this.id = id; } }
 class MarkdownString { constructor(value = '') { this.value = value; } appendText(t) { this.value += t; return this; } appendMarkdown(t) { this.value += t; return this; } appendCodeblock(c) { this.value += c; return this; } }
 class CancellationTokenSource {
@@ -132,7 +133,7 @@ function outputChannel(name) {
 const vscode = {
   version: '1.90.0',
   env: { machineId: 'smoke', sessionId: 'smoke', language: 'en', appName: 'smoke', appRoot: '/', uriScheme: 'vscode', remoteName: undefined, uiKind: 1 },
-  Disposable, EventEmitter, Position, Range, Selection, Uri, InlineCompletionItem, InlineCompletionList, ThemeColor, MarkdownString,
+  Disposable, EventEmitter, Position, Range, Selection, Uri, InlineCompletionItem, InlineCompletionList, CompletionList, ThemeColor, MarkdownString,
   CancellationTokenSource, CancellationError, CodeActionKind, CodeAction, WorkspaceEdit,
   CodeActionTriggerKind: { Invoke: 1, Automatic: 2 },
   StatusBarAlignment: { Left: 1, Right: 2 },

@@ -16,6 +16,7 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { SERVED_SCHEMES } from './actions';
+import { wantsCompletionItems } from './completionFallback';
 import { DraftBoard, isDraft, isFinalSuggestion } from './draft';
 import { protocolInlineContext } from './inlineContext';
 import { distinctItems, normalizeItem } from './inlineItems';
@@ -248,6 +249,13 @@ export class ServerController implements vscode.Disposable {
         },
       },
       middleware: {
+        // The completion item carries the fill that the ghost text shows: asked for too on the same
+        // keystroke, it would run the model again and supersede the ghost text's request (one job per
+        // document). Asked for only where the user turned inline suggestions off.
+        provideCompletionItem: (document, position, context, token, next) =>
+          wantsCompletionItems(vscode.workspace.getConfiguration('editor', document).get('inlineSuggest.enabled'))
+            ? next(document, position, context, token)
+            : undefined,
         // The suggestion is in: VS Code shows it as ghost text, so the draft goes. Every item
         // the server sends is kept (its alternatives, best first: Alt+] / Alt+[ cycle them).
         provideInlineCompletionItems: async (document, position, context, token, next) => {
