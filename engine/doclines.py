@@ -340,7 +340,6 @@ def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:
 
 def _code_runs(text: str, at: int, up: bool) -> tuple[list[str], list[str]]:
     """``_code_lines``' lines as two lists: each stripped, and as it is."""
-    codes: list[str] = []
     lines: list[str] = []
     for chunk in _chunks(text, at, up):
         kept = [line for line in chunk if line.strip()]

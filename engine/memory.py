@@ -8,14 +8,21 @@ the memory in use grew 8 MiB, and RSS 10.3% (benchmarks/README.md, "The storm").
 returns those free pages (the top of every arena, and whole free pages inside them). It runs on the
 engine thread, never while a job waits: after half a second without a job, or, when requests never
 pause, between two jobs once RSS has grown 32 MiB since the last trim.
+
+And the cyclic garbage collector's share: ``collection_paused`` (while a model loads, while a large file's
+Python tree is made and walked) and, in a process that holds one model for long, ``gc.freeze`` after each load
+(``freeze_after_loads``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import logging
 import os
+import threading
+from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -31,6 +38,31 @@ def _malloc_trim():
     return trim
 
 
+_PAUSES = threading.Lock()
+_paused = [0, False]   # callers inside ``collection_paused``, and whether the collector was on when the first came
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector off meanwhile (on again after the last caller, if it was on). An AST (the names
+    check's parse of a large file) is tens of thousands of objects: each thousand made starts a collection, and
+    every few parses one of every object of the process (a loaded model has hundreds of thousands), which cost more
+    than the parse itself; an AST has no cycles: it is freed as its last reference goes, collector or not. A model
+    load (importing torch, building the model) ran 6-7 full collections over what it had made so far."""
+    with _PAUSES:
+        if not _paused[0]:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _PAUSES:
+            _paused[0] -= 1
+            if not _paused[0] and _paused[1]:
+                gc.enable()
+
+
 _freezing = [False]   # freeze_after_loads() was called: this process holds one long-lived model
 
 
@@ -38,8 +70,8 @@ def freeze_after_loads(on: bool = True) -> None:
     """For a process that holds one model for long (the stdio language server, one editor's; the plain team
     server): after each load, the objects alive then go to the collector's permanent generation (``gc.freeze``).
     A loaded model and its libraries are about 360,000 objects that the cyclic collector otherwise walks in every
-    full collection: 370-400 ms each on this 2-core machine, a stall in whatever fill is running (the AST parses
-    pause the collector, engine/pyparse.py; other work does not). Off by default: a process running several
+    full collection: 370-400 ms each on this 2-core machine, a stall in whatever fill is running (the names check's
+    parses pause the collector, ``collection_paused``; other work does not). Off by default: a process running several
     engines at once (``--tcp`` sessions, tests, benchmarks) would keep the cyclic garbage of those alive at a
     freeze until the next thaw."""
     _freezing[0] = on

@@ -17,7 +17,7 @@ import builtins
 import keyword
 import re
 
-from . import pyparse
+from . import memory, pyparse
 from .languages import LanguageSpec, parse
 
 _PY_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {
@@ -86,7 +86,7 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
 
 
 def _python(document: str, lo: int, hi: int) -> list[str]:
-    with pyparse.collection_paused():   # the whole tree is made and walked: no collection meanwhile
+    with memory.collection_paused():   # the whole tree is made and walked: no collection meanwhile
         try:
             tree = pyparse.parse(document)
         except (SyntaxError, ValueError):

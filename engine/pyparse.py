@@ -9,40 +9,13 @@ invalid character on line 1, and that error stood for every text too."""
 from __future__ import annotations
 
 import ast
-import contextlib
-import gc
 import threading
 import warnings
-from collections.abc import Iterator
 
 from .model_text import model_text
 
 _LOCK = threading.Lock()
 ONLY_AST = 0x400  # PyCF_ONLY_AST
-_PAUSES = threading.Lock()
-_paused = [0, False]   # callers inside ``collection_paused``, and whether the collector was on when the first came
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """The cyclic garbage collector off meanwhile (on again after the last caller, if it was on). An AST is tens of
-    thousands of objects: each thousand made starts a collection, and every few parses of a large file one of every
-    object of the process (a loaded model has hundreds of thousands), which cost more than the parse itself. An
-    AST has no cycles: it is freed as its last reference goes, collector or not."""
-    with _PAUSES:
-        if not _paused[0]:
-            _paused[1] = gc.isenabled()
-            gc.disable()
-        _paused[0] += 1
-    try:
-        yield
-    finally:
-        with _PAUSES:
-            _paused[0] -= 1
-            if not _paused[0] and _paused[1]:
-                gc.enable()
-
-
 def _source(source: str) -> str:
     """``source`` as Python reads the file, for its errors: lone surrogates as U+FFFD, a leading byte order mark
     skipped (the lines stay the lines; columns on line 1 move, so ``parse``, read for positions, keeps it)."""

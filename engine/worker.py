@@ -23,8 +23,7 @@ from .backends.base import Backend, Control
 from .config import EngineConfig, LoadConfig
 from .confidence import load_calibration
 from .decoding import Table, load_table
-from .memory import HeapTrimmer
-from .pyparse import collection_paused
+from .memory import HeapTrimmer, collection_paused
 from .requests import (Cancelled, Completion, Draft, EngineChanged, EngineError, EngineUnreachable, ModelChanged,
                        ModelLoadError, NotReady, Request)
 from .serve import serve

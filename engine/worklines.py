@@ -353,8 +353,8 @@ def scan(root: str | os.PathLike[str], workspace: Workspace | None = None,
     workspace = workspace or Workspace()
     if files is None:
         base = os.path.realpath(root)
-        listing = iter_workspace_files(base, pause=pause, exclude=exclude) if max_total_bytes is None else \
-            iter_workspace_files(base, pause=pause, max_total_bytes=max_total_bytes, exclude=exclude)
+        cap = {} if max_total_bytes is None else {"max_total_bytes": max_total_bytes}
+        listing = iter_workspace_files(base, pause=pause, exclude=exclude, **cap)
         files = ((os.path.join(base, f.path), f.language, f.text) for f in listing)
     for path, language, text in files:
         if pause is not None:
