@@ -7,13 +7,17 @@ a name counts as defined when the document binds it anywhere (assignment, `def`,
 that parameters count only inside their own function or lambda (`return self` in a plain function is
 invented); a star import may define anything. Attributes after `.` are never checked. The other
 grammars compare the fill's identifiers with the document's other identifiers and the language's
-builtins, keywords and prelude. A document that does not parse reports nothing (nothing to compare).
+builtins, keywords and prelude. A Python document that does not parse (the user's own error elsewhere) is
+judged with the lines Python's errors name masked (``pass`` or blank), a few at most; a document that still
+does not parse, or whose error is on the hole's lines, reports nothing (nothing to compare).
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
+import functools
 import keyword
 import re
 
@@ -63,7 +67,14 @@ def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: in
     if len(document) > MAX_PARSED:
         return _words(spec, document, start, start + len(fill))
     if spec.name == "python":
-        return _python(document, start, start + len(fill))
+        found = _python(document, start, start + len(fill))
+        if found is None:   # the user's own error, anywhere in the document: judged with that line masked
+            masked = _masked(text, start, end)
+            if masked is not None:
+                head, tail, lost = masked
+                found = [name for name in _python(head + fill + tail, len(head), len(head) + len(fill)) or []
+                         if name not in lost]   # a name on a masked line may be bound there (``y = max(x,``)
+        return found or []
     if spec.name in _PRELUDES:
         return _tree_sitter(spec, document, start, start + len(fill))
     return []
@@ -85,12 +96,72 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
     return invented
 
 
-def _python(document: str, lo: int, hi: int) -> list[str]:
+_MASKS = 4   # lines of a document that does not parse replaced, at most, to make it parse
+
+
+@functools.lru_cache(maxsize=4)
+def _parsing_mask(text: str) -> tuple[tuple[int, str], ...] | None:
+    """For a Python document that does not parse, the lines (0-based, as ``ast`` counts them) that make it parse
+    once replaced, each with its replacement: the line Python's error names, as ``pass`` at its indentation (a
+    half-typed line, an unclosed bracket's line), else blank (an unexpected indent); None when ``_MASKS`` lines
+    do not make it parse (each fill of a hole asks again for the same document: the answer is kept)."""
+    starts = _line_starts(text)
+    mask: dict[int, str] = {}
+    for _ in range(_MASKS + 1):
+        try:
+            pyparse.parse(_replaced(text, starts, mask))
+            return tuple(sorted(mask.items()))
+        except SyntaxError as exc:
+            i = (exc.lineno or 0) - 1
+        except ValueError:
+            return None
+        if not 0 <= i < len(starts) or mask.get(i) == "" or len(mask) >= _MASKS and i not in mask:
+            return None
+        line = text[starts[i]:_line_end(text, starts, i)]
+        mask[i] = "" if i in mask else line[:len(line) - len(line.lstrip(" \t"))] + "pass"
+    return None
+
+
+def _line_end(text: str, starts: list[int], i: int) -> int:
+    """Where line ``i``'s text ends (before its line break)."""
+    end = starts[i + 1] if i + 1 < len(starts) else len(text)
+    while end > starts[i] and text[end - 1] in "\r\n":
+        end -= 1
+    return end
+
+
+def _replaced(text: str, starts: list[int], mask: dict[int, str]) -> str:
+    parts, pos = [], 0
+    for i in sorted(mask):
+        parts += [text[pos:starts[i]], mask[i]]
+        pos = _line_end(text, starts, i)
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _masked(text: str, start: int, end: int) -> tuple[str, str, set[str]] | None:
+    """``text[:start]`` and ``text[end:]`` with ``_parsing_mask``'s lines replaced, and the words of the lines
+    replaced; None when there is no mask or it replaces a line the hole is on (the error is the hole's to fix)."""
+    mask = _parsing_mask(text)
+    if not mask:
+        return None
+    starts = _line_starts(text)
+    first, last = bisect.bisect_right(starts, start) - 1, bisect.bisect_right(starts, end) - 1
+    if any(first <= i <= last for i, _ in mask):
+        return None
+    lines = dict(mask)
+    lost = {word for i in lines for word in _WORD.findall(text, starts[i], _line_end(text, starts, i))}
+    return (_replaced(text[:start], starts, {i: r for i, r in lines.items() if i < first}),
+            _replaced(text, starts, {i: r for i, r in lines.items() if i > last})[end:], lost)
+
+
+def _python(document: str, lo: int, hi: int) -> list[str] | None:
+    """The invented names of ``document[lo:hi]``; None when Python cannot parse the document."""
     with memory.collection_paused():   # the whole tree is made and walked: no collection meanwhile
         try:
             tree = pyparse.parse(document)
         except (SyntaxError, ValueError):
-            return []
+            return None
         defined, star, reads = _scan(tree)
         del tree
     if star:

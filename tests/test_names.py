@@ -56,8 +56,25 @@ def test_a_star_import_may_define_anything():
     assert invented("return whatever", "from os.path import *\n\ndef f():\n    <>\n") == []
 
 
-def test_a_document_that_does_not_parse_reports_nothing():
-    assert invented("return nowhere", "def f(:\n    <>\n") == []
+def test_a_document_whose_error_is_at_the_hole_reports_nothing():
+    assert invented("return nowhere", "def f(:\n    <>\n") == []   # the header of the hole's own body
+    assert invented("zz", "def f(a):\n    x = foo(<>\n") == []     # the hole's own line: the fill may close it
+
+
+@pytest.mark.parametrize("error", ["    y = max(x,\n", "    y = \n", "    y = max(x,\r\n", "import (\n"])
+def test_the_users_error_elsewhere_does_not_hide_an_invented_name(error):
+    """The user's own syntax error 50 lines away made Python's parse fail, and every fill reported nothing: a name
+    defined nowhere was offered as in a clean file it is not. The document is judged with the error's line
+    masked; the names that line held may be bound there."""
+    body = "".join(f"\n\ndef helper_{i}(a):\n    return a * {i}\n" for i in range(12))
+    top, in_g = (error, "    y = x\n") if error.startswith("import") else ("", error)
+    doc = f"import os\n{top}\n\ndef f(a):\n    b = os.sep\n    <>\n    return b\n{body}\n\ndef g(x):\n{in_g}    return y\n"
+    if "\r\n" in error:
+        doc = doc.replace("\n", "\r\n").replace("\r\r\n", "\r\n")
+    assert invented("return nowhere", doc) == ["nowhere"]
+    assert invented("return b + a + len(os.sep)", doc) == []
+    assert invented("c = a\n    return c", doc) == []
+    assert invented("return y", doc) == []          # bound on the masked line (as in the file once it is fixed)
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
