@@ -4,6 +4,7 @@ multi-hole fill that keeps the file parsing."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -100,6 +101,59 @@ PARSES = "parses"                  # python_check verdicts: the whole filled doc
 KEEPS_ERROR = "keeps-error"        # or fails with exactly the error the user's document already had
 
 
+_DEFINITION = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)\b")
+_WRAP = "if 1:\n"   # before a region that starts indented: Python compiles it as a block
+
+
+def python_region(text: str, start: int, end: int) -> tuple[int, int, str] | None:
+    """Where the user's document does not compile, the code around ``text[start:end]`` that Python can judge
+    alone: ``(lo, hi, head)``, ``head + text[lo:hi]`` compiles by itself (``head``: ``_WRAP`` when
+    ``text[lo]`` is indented). The region is a whole ``def`` or ``class`` (the lines from its header to the
+    first code line after the hole at its indentation or less) or a run of top-level code (from a line at the
+    first column to the next one after the hole), the outermost of these around the hole that compiles: the
+    user's error is outside it (another function, 50 lines away), so a fill that stops it compiling made an
+    error of its own (``continue`` outside a loop, ``return`` outside a function, an indentation error, an
+    unclosed bracket), which Python, stopping at the user's error, does not report. None when the hole's own
+    function (or top-level statement) holds the error."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    first = text.count("\n", 0, start)
+    last = first + text.count("\n", start, end)
+
+    def indent(i: int) -> int | None:
+        """Line ``i``'s indentation; None for a blank or comment line."""
+        line = text[starts[i]:starts[i + 1] if i + 1 < len(starts) else len(text)]
+        code = line.lstrip(" \t")
+        return None if not code.strip() or code.startswith("#") else len(line) - len(code)
+
+    typed = text[starts[first]:start]
+    floor = len(typed) - len(typed.lstrip(" \t")) if typed.strip() else 1 << 30
+    found = None
+    for i in range(first - 1, -1, -1):
+        depth = indent(i)
+        if depth is None or depth >= floor:
+            continue
+        floor = depth
+        if depth and not _DEFINITION.match(text, starts[i]):
+            continue
+        below = next((k for k in range(last + 1, len(starts)) if (d := indent(k)) is not None and d <= depth),
+                     None)
+        lo, hi = starts[i], len(text) if below is None else starts[below]
+        head = _WRAP if depth else ""
+        if _region_error(head + text[lo:hi], head) is not None:
+            break   # the user's error (or code this cut does not make whole: a line of a string at column 0)
+        found = lo, hi, head
+        if not depth:
+            break
+    return found
+
+
+def _region_error(source: str, head: str) -> tuple[int, str] | None:
+    """``_first_error`` of a region; a nested function's ``nonlocal`` may name its outer function's variable,
+    which a region cut from the outer function lacks."""
+    error = _first_error(source)
+    return None if error is not None and head and "nonlocal" in error[1] else error
+
+
 Verdict = Callable[[str], str]  # a fill -> PARSES, KEEPS_ERROR, or "" (rejected)
 
 
@@ -116,6 +170,7 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
         return None  # Python cannot judge this document: the tree-sitter window check decides
     fill_line = text.count("\n", 0, start) + 1
     removed = text.count("\n", start, end)
+    region = None if original is None else python_region(text, start, end)
 
     def accepts(fill: str) -> str:
         error = _first_error(text[:start] + fill + text[end:])
@@ -125,13 +180,20 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
             return KEEPS_ERROR  # not judged by Python: the window check decides
         if original is None:
             return ""
+        if region is not None:   # the user's error is elsewhere: the code around the hole compiles alone
+            lo, hi, head = region
+            return "" if _region_error(head + text[lo:start] + fill + text[end:hi], head) else PARSES
         line, message = original
         moved = line if line < fill_line else line + fill.count("\n") - removed
+        last = fill_line + fill.count("\n")
         if error != (moved, message):
-            return ""
+            # The fill closed the user's error at the hole (a half-typed line, an empty body) and Python stops at
+            # another of theirs further down: the fill's if the code around it does not compile alone.
+            filled = text[:start] + fill + text[end:]
+            past = error[0] > last + 1 and python_region(filled, start, start + len(fill)) is not None
+            return PARSES if past else ""
         # An indentation error on the fill's lines or the line after it is the hole's to fix: the code
         # below is indented under a block opener that is missing (or the hole is a block's empty body).
-        last = fill_line + fill.count("\n")
         return "" if "indent" in message and fill_line <= moved <= last + 1 else KEEPS_ERROR
     return accepts
 
@@ -276,7 +338,7 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         moved = _moved_line(original[0], text, fills)
         same = moved is not None and (moved, original[1]) == error
         past = fixing and all(error[0] > last + 1 for _, last in spans)
-        if not (same or past):
+        if not (same or past) or _breaks_region(text, fills):
             return False
     old_tree, new_tree = parse(spec, text), parse(spec, edited)
     if old_tree is None or new_tree is None:
@@ -304,6 +366,23 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         if fits is not None and not fits(f.text):
             return False
     return True
+
+
+def _breaks_region(text: str, fills: Sequence[HoleFill]) -> bool:
+    """Python stopped at the user's error: does an edit stop the code around it compiling by itself
+    (``python_region``), with the other edits inside that code?"""
+    for f in fills:
+        region = python_region(text, f.start, f.end)
+        if region is None:
+            continue
+        lo, hi, head = region
+        inside = [g for g in fills if lo <= g.start and g.end <= hi]
+        if any(g.start < hi and g.end > lo for g in fills if g not in inside):
+            continue   # an edit runs over the region's edge: not judged here
+        edited, _ = _edited(text[lo:hi], [HoleFill(g.start - lo, g.end - lo, g.text) for g in inside])
+        if _region_error(head + edited, head) is not None:
+            return True
+    return False
 
 
 def _empty_blocks(tree: Any) -> int:

@@ -268,10 +268,12 @@ def test_python_rejects_what_parses_but_does_not_compile():
     top = len(text) - 1
     at_top = python_check(PY, text, top, top)
     assert at_top("return 1\n") == "" and at_top("x = f([1])\n") == PARSES
-    # the user's own compile error stays theirs, as a parse error does
+    # the user's own compile error stays theirs, as a parse error does; the function around the hole compiles alone
     theirs = "def f():\n    \n    return 1\nbreak\n"
     at = theirs.index("    \n") + 4
-    assert python_check(PY, theirs, at - 4, at)("    y = 2\n") == KEEPS_ERROR
+    assert python_check(PY, theirs, at - 4, at)("    y = 2\n") == PARSES
+    assert python_check(PY, theirs, at - 4, at)("    continue\n") == ""
+    assert python_check(PY, theirs + "def g(:\n", at - 4, at)("    y = 2\n") == PARSES
 
 
 def test_an_action_that_would_not_compile_is_refused():
@@ -341,9 +343,11 @@ def test_a_window_starting_inside_a_docstring_does_not_reject_a_good_line():
     assert alone is None                             # the window check alone would have refused it
     broken = Candidate(("    n = len(grid\n",), ((0.9,),), (((0, 17),),), 0.0)
     assert _first_valid(broken, hole, suffix.split("\n")[0], PY, win, baseline, (), check)[0] is None
-    later = text + "def g(:\n"                       # the user's own error below: Python stops there,
-    check = python_check(PY, later, at, at)          # so the window check still has the last word
-    assert check(line) == KEEPS_ERROR
+    later = text + "def g(:\n"                       # the user's own error below: Python stops there, and
+    check = python_check(PY, later, at, at)          # judges the function around the hole alone
+    assert check(line) == PARSES and check("    n = len(grid\n") == ""
+    inside = text + "    def g(:\n"                  # in the same function: the window check has the last word
+    assert python_check(PY, inside, at, at)(line) == KEEPS_ERROR
 
 
 GO_SWITCH = """package main
@@ -466,3 +470,81 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
 def test_a_fill_that_copies_the_code_line_next_to_it(prefix, fill, suffix, repeats):
     from engine.validate import repeats_neighbour
     assert repeats_neighbour(prefix, fill, suffix) is repeats
+
+
+_FAR = "".join(f"\n\ndef helper_{i}(a, b):\n    c = a * {i} + b\n    return c\n" for i in range(10))
+_LOOPS = ("import os\n\n\ndef total(xs):\n    t = 0\n    for x in xs:\n        if x is None:\n            continue\n"
+          "        t += x\n    return t\n\n\ndef name_of(path):\n    base = os.path.basename(path)\n    <>\n"
+          "    return base\n" + _FAR)
+
+
+@pytest.mark.parametrize("error", ["below", "above", "same class"])
+def test_the_users_error_elsewhere_does_not_let_a_fill_that_would_not_compile_through(error):
+    """Python stops at the user's own syntax error (an unclosed bracket 50 lines away), so the whole-document check
+    answered "keeps the user's error" for every fill, and tree-sitter alone judged them: ``continue`` or ``break``
+    outside a loop, ``return`` outside a function, a line indented off its block were offered, as in a clean file
+    they are not. The code around the hole that compiles alone (its function, here) now judges the fill."""
+    from engine.validate import PARSES, python_check
+    doc = {"below": _LOOPS + "\n\ndef late(a):\n    x = max(a,\n    return x\n",
+           "above": _LOOPS.replace("import os\n", "import os\nimport sys,\n", 1),
+           "same class": "class C:\n    def broken(self):\n        y = (\n" + _LOOPS.replace("\n", "\n    ")
+           .replace("\n    \n", "\n\n").replace("def total(xs)", "def total(self, xs)")
+           .replace("def name_of(path)", "def name_of(self, path)").replace("def helper_", "def helper_")}[error]
+    at = doc.index("<>")
+    text = doc.replace("<>", "", 1)
+    ind = text[text.rfind("\n", 0, at) + 1:at]
+    check = python_check(PY, text, at, at)
+    for bad in ("continue", "break", "  base = 1", "x = (1,", "await os.sep"):
+        assert check(bad) == "", bad
+    for good in ("base = base.strip()", "if not base:\n" + ind + "    return None", "for p in path:\n" + ind
+                 + "    continue"):
+        assert check(good) == PARSES, good
+    if error == "same class":
+        return
+    top = text.index("\n\ndef helper_3") + 2   # a new top-level statement between two functions
+    assert python_check(PY, text, top, top)("return 1\n") == ""
+    assert python_check(PY, text, top, top)("LIMIT = 1\n") == PARSES
+
+
+def test_the_users_error_in_the_holes_own_function_leaves_the_verdict_as_it_was():
+    from engine.validate import KEEPS_ERROR, PARSES, python_check, python_region
+    text = "def f(xs):\n    y = (\n    \n    return xs\n"
+    at = text.index("    \n") + 4
+    assert python_region(text, at, at) is None
+    assert python_check(PY, text, at, at)("continue") == KEEPS_ERROR   # Python cannot tell: the window check decides
+    nested = "def outer():\n    n = 0\n    y = (\n    def inner():\n        \n        return n\n    return inner\n"
+    at = nested.index("        \n") + 8
+    assert python_region(nested, at, at) == (nested.index("    def inner"), nested.index("    return inner"), "if 1:\n")
+    assert python_check(PY, nested, at, at)("nonlocal n") == PARSES   # the outer function (cut off) binds n
+    assert python_check(PY, nested, at, at)("continue") == ""
+
+
+def test_a_fill_that_closes_the_error_at_the_cursor_is_offered_beside_another_error():
+    """The user types a line (or the hole is a block's empty body) while the file has another error further down:
+    the fill that completes the line moves Python's first error to the other one, and every such fill was
+    refused as "not the user's error"; one that leaves an error of its own is still refused."""
+    from engine.validate import PARSES, python_check
+    text = "def f(xs):\n    n = len(\n    return n\n" + _FAR + "\n\ndef late(a):\n    x = max(a,\n    return x\n"
+    at = text.index("len(") + 4
+    check = python_check(PY, text, at, at)
+    assert check("xs)") == PARSES
+    assert check("xs)\n    continue") == "" and check("xs)]") == ""
+    assert check("xs") != PARSES   # the user's error as it was: the window check decides
+    body = "def f(xs):\n    if xs:\n        \n    return 1\n" + _FAR + "\n\ndef late(a):\n    x = max(a,\n    return x\n"
+    at = body.index("        \n") + 8
+    assert python_check(PY, body, at, at)("xs.sort()") == PARSES
+    assert python_check(PY, body, at, at)("break") == ""
+
+
+def test_an_action_that_would_not_compile_is_refused_beside_the_users_error():
+    from engine.requests import HoleFill
+    from engine.validate import edits_keep_parsing
+    text = ("def f(xs):\n    for x in xs:\n        print(x)\n    return xs\n" + _FAR + "\n\ndef late(a):\n"
+            "    x = max(a,\n    return x\n")
+    out = text.index("    return xs")
+    assert not edits_keep_parsing(PY, text, [HoleFill(out, out + len("    return xs"), "    break", (), ())])
+    at = text.index("        print(x)")
+    keep = HoleFill(at, at + len("        print(x)"), "        continue", (), ())
+    assert edits_keep_parsing(PY, text, [keep])
+    both = [keep, HoleFill(out, out + len("    return xs"), "    return [x for x in xs]", (), ())]
+    assert edits_keep_parsing(PY, text, both)
