@@ -1,14 +1,20 @@
 """Engine jobs on behalf of documents: each request goes with the current fill options and a key naming its
 document; the engine's newest-per-key rule supersedes older ones; an edit cancels what was computed for the
 old text; $/cancelRequest stops the model within a step; stale results are dropped. The engine holds the
-only registry of running jobs."""
+only registry of running jobs.
+
+Identical requests share one job: a request equal to one whose job has not finished (the same key, document
+generation and version, offsets and fill options: a client asking for ghost text and a completion item at one
+keystroke) awaits that job's result instead of superseding it. Each request formats its own answer and may
+be cancelled on its own: the job is cancelled only when no request waits for it any more."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engine import Cancelled, Completion, Draft, EngineChanged, NotReady, Request
@@ -16,6 +22,8 @@ from engine import Cancelled, Completion, Draft, EngineChanged, NotReady, Reques
 from .documents import Document
 
 if TYPE_CHECKING:
+    from engine.worker import Job
+
     from .server import DiffusionServer
 
 log = logging.getLogger(__name__)
@@ -26,9 +34,32 @@ def document_key(uri: str, purpose: str = "") -> str:
     return f"{uri}#{purpose}" if purpose else uri
 
 
+@dataclass(eq=False)
+class _Shared:
+    """One engine job and the requests waiting for it."""
+
+    request: Request
+    generation: int
+    version: int
+    job: Job | None = None
+    result: asyncio.Future[Completion] | None = None   # the job's future on the loop, awaited shielded
+    waiters: int = 0
+    drafts: tuple[Callable[[Draft], None], ...] = ()   # the waiters' draft streams (read on the engine thread)
+
+    def joinable(self, request: Request, generation: int, version: int) -> bool:
+        job = self.job
+        return (job is not None and not job.cancelled.is_set() and not job.future.done()
+                and (self.generation, self.version) == (generation, version) and self.request == request)
+
+    def on_draft(self, draft: Draft) -> None:
+        for forward in self.drafts:
+            forward(draft)
+
+
+@dataclass
 class JobRunner:
-    def __init__(self, server: DiffusionServer):
-        self.server = server
+    server: DiffusionServer
+    _shared: dict[str, list[_Shared]] = field(default_factory=dict)   # by request key: jobs not finished
 
     def cancel_document(self, uri: str) -> None:
         if self.server.engine is not None:
@@ -45,28 +76,74 @@ class JobRunner:
         if engine is None or documents.moved_on(doc.uri, generation, version):
             return None
         request = replace(request, key=request.key or doc.uri, options=self.server.settings.fill)
-        job = engine.submit(request, on_draft)
+        key = request.key or doc.uri
+        shared = next((s for s in self._shared.get(key, ()) if s.joinable(request, generation, version)), None)
+        if shared is None:
+            shared = self._submit(key, request, generation, version, on_draft is not None)
+        else:
+            log.debug("request for %s v%s joins the job of an identical one", key, version)
+        assert shared.job is not None and shared.result is not None
+        job = shared.job
+        shared.waiters += 1
+        if on_draft is not None:
+            shared.drafts += (on_draft,)
         self.server.adapter.fill_started()   # the adapter process waits while a fill runs
         self.server.workspace_lines.fill_started()   # ... and counting the workspace's lines
         try:
-            completion = await asyncio.wrap_future(job.future)
+            completion = await asyncio.shield(shared.result)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():  # $/cancelRequest, or the client went away
-                job.cancel()
+                if shared.waiters == 1:   # the last request waiting for the job: it stops
+                    job.cancel()
                 raise
-            log.debug("job for %s superseded while queued", request.key)
+            log.debug("job for %s superseded while queued", key)
             return None
         except Cancelled as exc:  # superseded or cancelled while denoising
-            log.debug("job for %s stopped: %s", request.key, exc)
+            log.debug("job for %s stopped: %s", key, exc)
             return None
         except (NotReady, EngineChanged) as exc:
             log.info("no completion: %s", exc)
             return None
         finally:
+            shared.waiters -= 1
+            if on_draft is not None:
+                shared.drafts = tuple(d for d in shared.drafts if d is not on_draft)
             self.server.adapter.fill_finished()
             self.server.workspace_lines.fill_finished()
         if documents.moved_on(doc.uri, generation, version):  # edited, closed or reopened meanwhile
             log.debug("dropping a completion for %s v%s: the document moved on", doc.uri, version)
             return None
         return completion
+
+    def _submit(self, key: str, request: Request, generation: int, version: int, drafts: bool) -> _Shared:
+        """A new engine job for ``request``, listed for identical requests to join until it ends."""
+        engine = self.server.engine
+        assert engine is not None
+        shared = _Shared(request, generation, version)
+        shared.job = job = engine.submit(request, shared.on_draft if drafts else None)
+        shared.result = asyncio.wrap_future(job.future)
+        shared.result.add_done_callback(_retrieve)
+        self._shared.setdefault(key, []).append(shared)
+
+        def forget(_: concurrent.futures.Future[Completion]) -> None:
+            listed = self._shared.get(key, [])
+            if shared in listed:
+                listed.remove(shared)
+            if not listed:
+                self._shared.pop(key, None)
+        loop = asyncio.get_running_loop()
+
+        def done(f: concurrent.futures.Future[Completion]) -> None:   # on the engine thread, or here
+            try:
+                loop.call_soon_threadsafe(forget, f)
+            except RuntimeError:   # the loop has closed (the server is exiting)
+                pass
+        job.future.add_done_callback(done)
+        return shared
+
+
+def _retrieve(result: asyncio.Future[Completion]) -> None:
+    """A job's outcome nobody awaited (its last request was cancelled) is not logged as never retrieved."""
+    if not result.cancelled():
+        result.exception()

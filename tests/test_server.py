@@ -141,3 +141,60 @@ async def test_stale_version_is_never_answered(client):
         [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "# hi\n")]))
     result = await asyncio.wait_for(pending, 5)
     assert not result.items
+
+
+BODY = "def f(x):\n" + "    y = x\n" * 200  # a body hole at (0, 9): 64 slots, many steps
+
+
+def completion_params(uri: str, line: int, character: int) -> types.CompletionParams:
+    return types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
+
+
+async def test_inline_and_completion_at_one_keystroke_share_one_job(client):
+    # Some clients ask for ghost text and a completion item at each keystroke: one job answers both (before: the
+    # completion request superseded the inline one, which came back empty, and the engine ran two jobs)
+    uri = f"file:///pair-{client.snapshot}.py"
+    open_doc(client, uri, BODY)
+    before = await stats(client)
+    inline = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+    item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+    inline_result, item_result = await asyncio.wait_for(asyncio.gather(inline, item), 60)  # a hang guard
+    after = await stats(client)
+    assert inline_result.items and item_result.items
+    assert inline_result.items[0].insert_text == item_result.items[0].text_edit.new_text
+    assert after["jobs"] == before["jobs"] + 1 and after["cancelled"] == before["cancelled"]
+
+
+async def test_cancelling_one_of_two_identical_requests_leaves_the_other_its_answer(client):
+    uri = f"file:///pair-cancel-{client.snapshot}.py"
+    open_doc(client, uri, BODY)
+    before = await stats(client)
+    msg_id = f"pair-cancel-{client.snapshot}"
+    client.drafts.clear()
+    inline = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
+    item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+    await first_draft(client, uri)  # mid-denoising, both waiting
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException) as err:
+        await asyncio.wait_for(asyncio.wrap_future(inline), 30)
+    assert err.value.code == -32800  # RequestCancelled
+    item_result = await asyncio.wait_for(item, 60)
+    after = await stats(client)
+    assert item_result.items  # the job ran on for the request still waiting
+    assert after["jobs"] == before["jobs"] + 1 and after["cancelled"] == before["cancelled"]
+
+
+async def test_a_newer_position_supersedes_both_identical_requests(client):
+    uri = f"file:///pair-newer-{client.snapshot}.py"
+    open_doc(client, uri, BODY)
+    before = await stats(client)
+    client.drafts.clear()
+    inline = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+    item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+    await first_draft(client, uri)
+    newer = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
+    inline_result, item_result = await asyncio.wait_for(asyncio.gather(inline, item), 30)
+    await asyncio.wait_for(newer, 60)
+    after = await stats(client)
+    assert not inline_result.items and not item_result.items
+    assert after["jobs"] == before["jobs"] + 2 and after["cancelled"] == before["cancelled"] + 1
