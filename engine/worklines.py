@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import heapq
 import logging
 import os
 import threading
@@ -76,10 +77,25 @@ def indent_width(line: str) -> int:
     return len(line[:len(line) - len(code)].expandtabs(4))
 
 
+RUN = 16_384   # lines sorted in one call (``sorted_lines``)
+
+
+def sorted_lines(lines: Iterable[str]) -> list[str]:
+    """``sorted(lines)`` without holding the interpreter's lock for long: runs of ``RUN`` lines are sorted apart
+    and merged by ``heapq.merge`` (Python code, between whose steps other threads run). One ``sorted`` over a
+    folder's lines is one C call: on 30 MB of site-packages (441,000 distinct Python lines) it held the lock for
+    0.7 to 1.0 s on a loaded 2-core machine, and every LSP request waited for it (a ``diffusion/stats`` round trip
+    took 942 ms); in runs, the longest hold was 50 to 70 ms, for 10 to 25 % more CPU time."""
+    items = list(lines)
+    if len(items) <= RUN:
+        return sorted(items)
+    return list(heapq.merge(*(sorted(items[i:i + RUN]) for i in range(0, len(items), RUN))))
+
+
 def table_of(counts: dict[str, int], min_files: int = MIN_FILES, ordered: list[str] | None = None) -> Table | None:
     """The table (``commonlines.Table``) of the lines counted in at least ``min_files`` files; None if none is.
     ``ordered``: the counted lines already in code point order (else they are sorted here)."""
-    lines = ordered if ordered is not None else sorted(counts)
+    lines = ordered if ordered is not None else sorted_lines(counts)
     kept = list(lines) if min_files <= 1 else [line for line in lines if counts[line] >= min_files]
     if not kept:
         return None
@@ -178,7 +194,7 @@ class Workspace:
             with self._lock:
                 counts = self._counts[name]
                 if name not in self._ordered:
-                    self._ordered[name] = sorted(counts)
+                    self._ordered[name] = sorted_lines(counts)
                 table = table_of(counts, self.min_files, self._ordered[name])
                 keys = [self._steps[path] for path, (lang, _) in self._files.items() if lang == name]
                 ids, strings = self._ids, self._strings
