@@ -161,8 +161,8 @@ class Workspace:
                 if line not in ids:
                     ids[line] = len(self._strings)
                     self._strings.append(line)
-        return np.unique(np.fromiter((_key(ids[a], ids[b], d) for a, b, d in pairs), dtype=np.int64,
-                                     count=len(pairs)))
+        return distinct(np.fromiter((_key(ids[a], ids[b], d) for a, b, d in pairs), dtype=np.int64,
+                                    count=len(pairs)))
 
     def remove(self, path: str) -> None:
         """Stop counting the file at ``path`` (deleted, or no longer a source file)."""
@@ -211,7 +211,7 @@ class Workspace:
         with the ids they were built with."""
         every = np.concatenate(list(self._steps.values())) if self._steps else _NO_KEYS
         mask = (1 << _ID_BITS) - 1
-        used = np.unique(np.concatenate((every >> (_ID_BITS + 2), (every >> 2) & mask)))
+        used = distinct(np.concatenate((every >> (_ID_BITS + 2), (every >> 2) & mask)))
         new = np.full(len(self._strings), -1, dtype=np.int64)
         new[used] = np.arange(len(used))
         self._strings = [self._strings[i] for i in used.tolist()]
@@ -283,6 +283,20 @@ class Workspace:
 _NO_KEYS = np.zeros(0, dtype=np.int64)
 _COMPACT_FROM = 4096   # line ids: below this many, none is forgotten
 _ID_BITS = 30   # line ids below 2**30: a key is (first id, second id, step + 1) in 62 bits
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of integers, by a sort: numpy 2.4's ``np.unique`` without counts takes a hash path,
+    40 to 100 times slower on these keys and ids (639,000 keys of 30 MB of site-packages: 513 ms of CPU against 6 ms;
+    their 1.3 million line ids: 483 ms against 13) and holding the interpreter's lock throughout: a folder's first
+    refresh (``_compact``) held every LSP request for 0.3 to 0.5 s."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _key(first: int, second: int, step: int) -> int:
