@@ -548,3 +548,46 @@ def test_an_action_that_would_not_compile_is_refused_beside_the_users_error():
     assert edits_keep_parsing(PY, text, [keep])
     both = [keep, HoleFill(out, out + len("    return xs"), "    return [x for x in xs]", (), ())]
     assert edits_keep_parsing(PY, text, both)
+
+
+def test_a_large_document_is_parsed_while_other_threads_run():
+    """tree-sitter's parse of bytes is one C call that holds the interpreter's lock: a 5 MB document's survey (a
+    code action, on a thread of its own) held the event loop, every request and cancel, for 1.5-3.2 s. A source over
+    ``languages._CHUNK`` bytes is read through callbacks, between which another thread runs; the tree is the same,
+    from scratch and incrementally."""
+    import sys
+    import threading
+    import time
+
+    import tree_sitter
+
+    from engine import languages
+
+    spec = spec_for("python")
+    text = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(80_000)) + "def broken(:\n    é😀 = 1\n"
+    languages.parse(spec, "x = 1\n")   # this thread's parser made, its grammar loaded
+    parsing, stop, seen = threading.Event(), threading.Event(), []
+
+    def watch() -> None:   # pure Python: it runs only while the parsing thread lets go of the lock
+        while not stop.is_set():
+            if parsing.is_set() and (not seen or time.perf_counter() - seen[-1] > 0.001):
+                seen.append(time.perf_counter())
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        parsing.set()
+        tree = languages.parse(spec, text)
+        parsing.clear()
+    finally:
+        stop.set()
+        watcher.join()
+        sys.setswitchinterval(interval)
+    assert len(seen) >= 20   # the watcher ran at 20 moments a millisecond apart (373-458 seen); before: 3-7, at the call's edges
+    plain = tree_sitter.Parser(languages.grammar("python"))
+    assert str(tree.root_node) == str(plain.parse(text.encode()).root_node)
+    edited = "import os\n" + text
+    tree.edit(0, 0, 10, (0, 0), (0, 0), (1, 0))
+    assert str(languages.parse(spec, edited, tree).root_node) == str(plain.parse(edited.encode()).root_node)
