@@ -114,6 +114,59 @@ def test_score_text_fits_the_models_positions(backend):
             assert (len(kept_pre), len(kept_suf)) == (96, 32)
 
 
+def _document(size: int) -> str:
+    """Python code of about ``size`` characters: top-level functions, indented bodies, a blank-line run, an emoji and
+    a CRLF line (the places a cut must not split a token)."""
+    block = "".join(f"def helper_{i}(values, offset):\n    total = sum(values) + offset * {i}  # 😀 ü\r\n"
+                    f"    \n\n        return total\n\n\n" for i in range(50))
+    return (block * (size // len(block) + 1))[:size]
+
+
+def test_score_windows_hold_the_whole_texts_tokens_at_their_ends(backend):
+    """``score_window.tail``/``head`` tokenize only a window of a long text, and its ids are the whole text's last /
+    first ids exactly (the cut is where no token crosses); a text with no such cut is tokenized whole."""
+    from engine.backends import score_window
+
+    text = _document(200_000)
+    whole = backend._encode(text)
+    for start in (0, 7, 1234, 50_001):   # cut anywhere: at a line, inside an indented body, mid-word
+        piece = text[start:]
+        window, ids = score_window.tail(piece, 96, backend._encode)
+        assert len(window) < 20_000 and piece.endswith(window) and ids[-96:] == backend._encode(piece)[-96:]
+        window, ids = score_window.head(text[:len(text) - start], 32, backend._encode)
+        assert len(window) < 20_000 and text.startswith(window) and ids[:32] == whole[:32]
+    indented = "    x = 1\n" * 5000              # no line starts with a word: no cut, the whole text
+    assert score_window.tail(indented, 96, backend._encode)[0] == indented
+
+
+def test_score_text_of_a_huge_document_tokenizes_only_the_context_it_reads(backend):
+    """A fix-syntax repair is scored in its whole document: the backend tokenized all of the text before and after
+    the line (a 5 MB document: 30 s a score, 14 s of it the prefix's tokenization, held under a team server's
+    model lock while every other editor's fill waited). It now tokenizes windows that hold its 96 + 32 tokens,
+    and the score is the one of the whole text (its layout from the whole text's ids)."""
+    import torch
+
+    text = _document(1_000_000)
+    at = text.index("def helper_", len(text) // 2)
+    prefix, middle, suffix = text[:at], "def broken(x):", "\n    return x\n" + text[at:]
+    seen: list[int] = []
+    encode = backend._encode
+    backend._encode = lambda t: seen.append(len(t)) or encode(t)
+    try:
+        got = backend.score_text(prefix, middle, suffix)
+    finally:
+        del backend._encode
+    assert max(seen) < 20_000, seen   # before: the whole prefix and suffix (500,010 characters)
+    ids, start = backend.score_layout(encode(prefix), encode(middle), encode(suffix))
+    mid = encode(middle)
+    want = 0.0
+    for k in range(len(mid)):   # the old way: every row's canvas from the whole text's ids
+        row = ids.clone()
+        row[start + k] = backend.mask_id
+        want += float(backend._logits_at(row, torch.tensor([start + k]))[0].float().log_softmax(-1)[mid[k]])
+    assert abs(got - want) < 1e-3, (got, want)
+
+
 def test_score_text_of_a_middle_longer_than_the_positions_raises_a_clear_error(backend):
     from engine.requests import TextTooLong
 

@@ -229,6 +229,30 @@ def test_a_body_over_the_limit_is_refused_unread_with_413(server):
     conn.close()
 
 
+def test_a_score_in_a_huge_document_sends_only_the_context_the_engine_reads(server, denoiser):
+    """A fix-syntax repair is scored in its whole document: the client sent all of it to /v1/score (a 5 MB file:
+    5 MB per candidate scored, and 11 s of the server's model lock for each, while another editor's 0.3 s fill
+    waited 10.4 s). Only the windows the scorer reads travel now, and the score is the whole document's."""
+    from engine.backends.remote.client import RemoteBackend
+
+    block = "".join(f"def helper_{i}(values, offset):\n    total = sum(values) + offset * {i}\n    return total\n\n\n"
+                    for i in range(100))
+    text = block * (1_000_000 // len(block))
+    at = text.index("def helper_", len(text) // 2)
+    prefix, middle, suffix = text[:at], "def broken(x):", "\n    return x\n" + text[at:]
+    remote = RemoteBackend(server.url, LoadConfig(engine=server.url))
+    sent: list[int] = []
+    call = remote._call
+    remote._call = lambda method, path, body=None, check=None: sent.append(len(json.dumps(body))) or call(
+        method, path, body, check)
+    try:
+        got = remote.score_text(prefix, middle, suffix)
+    finally:
+        remote.close()
+    assert len(sent) == 1 and sent[0] < 20_000, sent   # before: 1,048,756 bytes (the whole document)
+    assert abs(got - denoiser.score(prefix, middle, suffix)) < 1e-3
+
+
 def test_a_plan_the_model_cannot_run_is_refused_up_front_naming_the_field(server):
     """A plan with no hole was answered 200 and then an 'invalid' event leaking "min() arg is an empty sequence"; a
     canvas over the model's positions was accepted and then failed; a NaN, infinite or negative threshold was run.

@@ -18,12 +18,12 @@ from ...requests import ModelLoadError, TextTooLong
 from ..base import Candidate, Control, FillPlan, FillResult, HoleSpec
 from ..loading import (apply_threads, check_masked_quantization, quantize_masked, quiet_libraries, resolve_device,
                        resolve_dtype, resolve_quantization)
+from ..score_window import SCORE_PREFIX, SCORE_SUFFIX, head, tail
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
 
 log = logging.getLogger(__name__)
 DEFAULT_STEPS = 16
-SCORE_PREFIX, SCORE_SUFFIX = 96, 32   # score_text's context in tokens (less when the text leaves less room)
 SCORE_ROWS = 32                      # score_text's masked rows per forward
 MASK_GLYPH = "▒"
 
@@ -147,11 +147,14 @@ class MaskedBackend:
         exceeds ``max_positions`` (``score_layout``): the context gives way first (the suffix to a quarter of
         the room the middle leaves, the prefix to the rest), and a ``middle`` that does not fit alone raises
         ``TextTooLong``. The rows run in batches of
-        ``SCORE_ROWS``. Used to rank syntax repairs (engine/repair.py) and fills (engine/confidence.py)."""
+        ``SCORE_ROWS``. Used to rank syntax repairs (engine/repair.py) and fills (engine/confidence.py). Only the
+        end of ``prefix`` and the start of ``suffix`` that hold those tokens are tokenized (``score_window``): the
+        callers pass a whole document's."""
         mid = self._encode(middle)
         if not mid:
             return 0.0
-        ids, at = self.score_layout(self._encode(prefix), mid, self._encode(suffix))
+        pre, suf = tail(prefix, SCORE_PREFIX, self._encode)[1], head(suffix, SCORE_SUFFIX, self._encode)[1]
+        ids, at = self.score_layout(pre, mid, suf)
         total = 0.0
         for first in range(0, len(mid), SCORE_ROWS):
             rows = torch.arange(first, min(len(mid), first + SCORE_ROWS))

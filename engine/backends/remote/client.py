@@ -31,8 +31,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...config import SERVING_FILE, LoadConfig
+from ...model_text import model_text
 from ...requests import Cancelled, EngineChanged, EngineError, EngineUnreachable, ModelLoadError
 from ..base import Control, FillPlan, FillResult
+from .. import score_window
 from ..credentials import read_token, tls_context
 from . import wire
 
@@ -271,6 +273,9 @@ class RemoteBackend:
     def load_weights(self, path: Path | None) -> None:
         raise NotImplementedError("a remote engine's weights are not replaced from here (adapts is False)")
 
+    def _encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(model_text(text), add_special_tokens=False).ids   # as the engine reads it
+
     def count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:
             return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -279,6 +284,12 @@ class RemoteBackend:
         return int(self._number("/v1/tokenize", answer, "count", int))
 
     def score_text(self, prefix: str, middle: str, suffix: str) -> float:
+        """The engine's score of ``middle``; only the context its scorer reads travels (``score_window``: the end of
+        ``prefix`` and the start of ``suffix`` holding ``SCORE_PREFIX`` / ``SCORE_SUFFIX`` tokens, cut where no token
+        crosses, so the score is the one of the whole text), not the whole document the callers pass."""
+        if self._tokenizer is not None:
+            prefix = score_window.tail(prefix, score_window.SCORE_PREFIX, self._encode)[0]
+            suffix = score_window.head(suffix, score_window.SCORE_SUFFIX, self._encode)[0]
         answer = self._call("POST", "/v1/score", self._body({"version": wire.VERSION, "prefix": prefix,
                                                              "middle": middle, "suffix": suffix}))
         self._check(answer)

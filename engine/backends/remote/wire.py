@@ -30,7 +30,7 @@ from ..base import Candidate, FillPlan, FillResult, HoleSpec, Piece
 
 VERSION = 1
 MAX_BODY = 64 << 20  # bytes of a request's body (HTTP 413 above): the language server's largest message by default
-                     # (``score`` sends a document's text: a fix-syntax repair is scored in its whole document)
+                     # (a ``score`` from a client before ``score_window`` sent a repair's whole document)
 MAX_OPTIONS = 256   # plan.options a fill may carry (the engine sends at most doclines.MOST + worklines.MOST
                     # + commonlines.MOST)
 CAPABILITIES = ("name", "default_steps", "max_positions", "searches_lengths", "takes_instruction", "scores_text",
