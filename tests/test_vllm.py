@@ -245,6 +245,31 @@ def test_the_engine_setting_opens_vllm_with_the_token_file_and_ca_file(tokenizer
                             Control(never)).candidates[0].texts == ("x",)
 
 
+def test_a_token_rotated_in_its_file_is_sent_without_a_reload(tokenizer, gemma_dir, tmp_path, monkeypatch):
+    """The token was read at load only: after the server's --api-key and the engineTokenFile were rotated, every
+    fill failed with "refused the bearer token (HTTP 401)" while the status still said ready, until the editor
+    reloaded. A refused token is now read again from the file and the fill sent once more with the new one; a
+    file that still holds the refused token fails the fill, saying where the token goes."""
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    token = tmp_path / "token"
+    token.write_text("old-token\n")
+    doc, at = PREFIX + SUFFIX, len(PREFIX)
+    with FakeVllm(tokenizer, api_key="old-token", writer=hole_writer(tokenizer, ["handle.read()\n"], EOS)) as fake:
+        engine = Engine(EngineConfig.of(model=str(gemma_dir), engine=fake.url(), engine_token_file=str(token),
+                                        min_confidence=0.0))
+        try:
+            engine.start().result(timeout=60)
+            assert engine.submit(InfillRequest(doc, at, "python")).future.result(timeout=120).fills[0].text == "handle.read()"
+            fake.api_key = "new-token"        # rotated on the server; the file not yet
+            with pytest.raises(EngineError, match="refused the bearer token .*engineTokenFile"):
+                engine.submit(InfillRequest(doc, at, "python")).future.result(timeout=120)
+            token.write_text("new-token\n")  # and now in the file
+            for _ in range(2):
+                assert engine.submit(InfillRequest(doc, at, "python")).future.result(timeout=120).fills[0].text == "handle.read()"
+        finally:
+            engine.close()
+
+
 def test_unreachable_server(gemma_dir, tokenizer):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ what the ``engine`` setting opens (``engine.backends.open_remote``): the token f
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 
 from ...config import LoadConfig
 from ..base import Backend
@@ -20,19 +21,24 @@ from ..credentials import read_token, tls_context
 
 
 def open_backend(url: str, load: LoadConfig, token: str | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> Backend:
-    """A backend that denoises on the vLLM server at ``url``; ModelLoadError when it cannot be used."""
+                 ssl_context: ssl.SSLContext | None = None,
+                 reread_token: Callable[[], str | None] | None = None) -> Backend:
+    """A backend that denoises on the vLLM server at ``url``; ModelLoadError when it cannot be used.
+    ``reread_token``: where a token the server refuses is read again (a token rotated there is then sent)."""
     from .backend import VllmBackend
 
-    return VllmBackend.open(url, load, token=token, ssl_context=ssl_context)
+    return VllmBackend.open(url, load, token=token, ssl_context=ssl_context, reread_token=reread_token)
 
 
 def open_vllm(url: str, load: LoadConfig) -> Backend:
-    """The ``engine`` setting's opener for ``vllm+http(s)://`` URLs, with the load settings' token and CA file."""
+    """The ``engine`` setting's opener for ``vllm+http(s)://`` URLs, with the load settings' token and CA file; the
+    token file is read again when the server refuses its token (rotated on disk while the session runs)."""
     from .backend import TOKEN_ENV
 
     https = url.lower().startswith("vllm+https://")
-    return open_backend(url, load, token=read_token(load, TOKEN_ENV), ssl_context=tls_context(load) if https else None)
+    reread = (lambda: read_token(load, TOKEN_ENV)) if load.engine_token_file else None
+    return open_backend(url, load, token=read_token(load, TOKEN_ENV), ssl_context=tls_context(load) if https else None,
+                        reread_token=reread)
 
 
 __all__ = ["open_backend", "open_vllm"]

@@ -26,6 +26,7 @@ import math
 import os
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,14 @@ class VllmBackend:
 
     @classmethod
     def open(cls, url: str, load: LoadConfig, token: str | None = None,
-             ssl_context: ssl.SSLContext | None = None) -> VllmBackend:
+             ssl_context: ssl.SSLContext | None = None,
+             reread_token: Callable[[], str | None] | None = None) -> VllmBackend:
         try:
             endpoint = Endpoint.parse(url)
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from None
-        client = Client(endpoint, token if token is not None else os.environ.get(TOKEN_ENV) or None, ssl_context)
+        client = Client(endpoint, token if token is not None else os.environ.get(TOKEN_ENV) or None, ssl_context,
+                        reread_token)
         if client.token and endpoint.scheme == "http" and not is_loopback(endpoint.host):
             log.warning("sending the vLLM bearer token to %s without TLS (use vllm+https://)", endpoint.host)
         local = LocalCheckpoint.read(load.model_dir())
@@ -181,19 +184,33 @@ class VllmBackend:
             raise
 
     def attempt(self, call: Call, control: Control) -> dict:
-        """One row, retried after a failed connection or a gateway error, with backoff."""
+        """One row, retried after a failed connection or a gateway error, with backoff; a refused token is sent
+        again once, at once, when the token file now holds another (``Client.token_refused``)."""
+        reread = False
         for k in itertools.count():
             try:
                 self.counters["requests"] += 1
                 return call.run()
-            except (Unreachable, HttpError) as exc:
-                retry = (isinstance(exc, Unreachable) and not exc.timed_out) or (
-                    isinstance(exc, HttpError) and exc.status in (502, 503, 504))
-                if not retry or k >= RETRIES:
+            except HttpError as exc:
+                if exc.status != 401 or reread or not self.client.token_refused(call.token):
+                    if not self._retry(exc, k):
+                        raise
+                    continue
+                reread = True
+            except Unreachable as exc:
+                if not self._retry(exc, k):
                     raise
-                self.counters["retries"] += 1
-                time.sleep(BACKOFF * 2 ** k)  # the same Call again: an abort meanwhile stops the retry too
         raise AssertionError("unreachable")
+
+    def _retry(self, exc: Unreachable | HttpError, k: int) -> bool:
+        """Whether the ``k``-th failure ``exc`` is retried (after a backoff, slept here)."""
+        retry = (isinstance(exc, Unreachable) and not exc.timed_out) or (
+            isinstance(exc, HttpError) and exc.status in (502, 503, 504))
+        if not retry or k >= RETRIES:
+            return False
+        self.counters["retries"] += 1
+        time.sleep(BACKOFF * 2 ** k)  # the same Call again: an abort meanwhile stops the retry too
+        return True
 
     def error(self, exc: BaseException | None) -> BaseException:
         base = self.client.endpoint.base
@@ -204,7 +221,8 @@ class VllmBackend:
             return EngineError(f"vLLM at {base} is unreachable: {exc}")
         if isinstance(exc, HttpError):
             if exc.status == 401:
-                return EngineError(f"vLLM at {base} refused the bearer token (HTTP 401)")
+                return EngineError(f"vLLM at {base} refused the bearer token (HTTP 401): put the server's --api-key "
+                                   f"in engineTokenFile (read again when refused)")
             return EngineError(f"vLLM at {base} rejected the fill: {exc}")
         if isinstance(exc, Aborted):
             return EngineError("the vLLM request was aborted")

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, parse_qs
 
+log = logging.getLogger(__name__)
 SCHEMES = {"vllm+http": "http", "vllm+https": "https"}
 DEFAULT_TIMEOUT = 120.0   # seconds for one request (a fill of a large canvas on a busy server included)
 CONNECT_TIMEOUT = 10.0
@@ -96,6 +99,7 @@ class Call:
         self._lock = threading.Lock()
         self._conn: http.client.HTTPConnection | None = None
         self._aborted = False
+        self.token: str | None = None   # the token the last run sent
 
     def abort(self) -> None:
         with self._lock:
@@ -119,8 +123,9 @@ class Call:
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        if client.token:
-            headers["Authorization"] = f"Bearer {client.token}"
+        self.token = client.token
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
             conn.request(self.method, self.path, body=data, headers=headers)
             conn.sock.settimeout(client.timeout)  # connect used CONNECT_TIMEOUT; the answer may take longer
@@ -148,13 +153,38 @@ class Call:
 
 
 class Client:
-    def __init__(self, endpoint: Endpoint, token: str | None = None, ssl_context: ssl.SSLContext | None = None):
+    """``reread_token``: where the token can be read again (``engineTokenFile``) when the server refuses it, so a
+    token rotated there is sent without a reload; None: the token given is the only one."""
+
+    def __init__(self, endpoint: Endpoint, token: str | None = None, ssl_context: ssl.SSLContext | None = None,
+                 reread_token: Callable[[], str | None] | None = None):
         self.endpoint = endpoint
         self.token = token
         self.timeout = endpoint.timeout
         self.ssl_context = None
         if endpoint.scheme == "https":
             self.ssl_context = ssl_context or ssl.create_default_context()
+        self.reread_token = reread_token
+        self._token_lock = threading.Lock()
+
+    def token_refused(self, sent: str | None) -> bool:
+        """The server refused ``sent`` (HTTP 401): whether there is now another token to send (one a concurrent call
+        read already, or the one ``reread_token`` reads now)."""
+        with self._token_lock:
+            if self.token != sent:
+                return True
+            if self.reread_token is None:
+                return False
+            try:
+                token = self.reread_token()
+            except Exception as exc:  # noqa: BLE001 (being rewritten, or gone: the refusal stands)
+                log.info("the vLLM token was not read again: %s", exc)
+                return False
+            if not token or token == sent:
+                return False
+            log.info("vLLM at %s: the token file holds a new token; sending it", self.endpoint.base)
+            self.token = token
+            return True
 
     def connection(self) -> http.client.HTTPConnection:
         e = self.endpoint
