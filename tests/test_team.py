@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -839,6 +840,60 @@ def test_a_ray_deployment_whose_replicas_cannot_load_the_model_says_why():
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "diffusion-lsp serve: the deployment failed: " in out.stderr
     assert "no checkpoint at /nonexistent/checkpoint (config.json not found)" in out.stderr
+
+
+def _descendants(root: int) -> set[int]:
+    table = subprocess.run(["ps", "-eo", "pid,ppid"], capture_output=True, text=True).stdout.split()[2:]
+    children: dict[int, list[int]] = {}
+    for pid, ppid in zip(table[::2], table[1::2]):
+        children.setdefault(int(ppid), []).append(int(pid))
+    found, todo = set(), [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.add(pid)
+            todo.append(pid)
+    return found
+
+
+def test_the_ray_serve_command_stopped_while_its_replicas_start_exits_cleanly_leaving_nothing():
+    """SIGTERM (systemctl stop, kill) while the deployment started (the replicas loading the model, minutes for a
+    large one) met Ray's own handler: a native stack dump ("*** SIGTERM received ...") and an abort (exit -6), or
+    exit 15 during serve.start. It now stops Serve and Ray, says so in one line and exits 0, and the Ray processes
+    it started (gcs_server, raylet, the replicas) are gone."""
+    pytest.importorskip("ray.serve")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--replicas", "1", "--threads", "1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        seen = []
+        for line in proc.stderr:   # Serve started: the replica is being created and loads the model now
+            seen.append(line)
+            if "Started Serve" in line:
+                break
+        assert proc.poll() is None, "".join(seen)[-2000:]
+        started = _descendants(proc.pid)
+        assert started, "no Ray processes"
+        proc.send_signal(signal.SIGTERM)
+        err = "".join(seen) + proc.stderr.read()
+        assert proc.wait(120) == 0, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "stopped while starting" in err and "SIGTERM received" not in err, err[-2000:]
+    for _ in range(60):   # Ray's processes end as Ray shuts down: polled, not timed
+        if not any(os.path.exists(f"/proc/{pid}") for pid in started):
+            break
+        time.sleep(1)
+    left = [open(f"/proc/{pid}/cmdline").read().replace("\0", " ")[:80] for pid in started
+            if os.path.exists(f"/proc/{pid}")]
+    assert not left, left
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))   # and the port is free
 
 
 def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):

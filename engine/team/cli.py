@@ -5,10 +5,12 @@ language server's command line can list it."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import ssl
+import sys
 import threading
 from dataclasses import fields
 from pathlib import Path
@@ -85,11 +87,20 @@ def run(args) -> int:
     from ray import serve
 
     from .ray_app import build
-    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
-    serve.start(http_options={"host": args.host, "port": args.port, "ssl_certfile": args.certfile,
-                              "ssl_keyfile": args.keyfile})
+    signal.signal(signal.SIGTERM, _stopped)
     try:
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+        # ray.init put in its own SIGTERM handler (a stack dump, then abort: exit -6 with the replicas loading)
+        signal.signal(signal.SIGTERM, _stopped)
+        serve.start(http_options={"host": args.host, "port": args.port, "ssl_certfile": args.certfile,
+                                  "ssl_keyfile": args.keyfile})
         serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")
+    except _Stopped:   # stopped (systemctl stop, kill) while it started: Ray stopped too, nothing left behind
+        print("diffusion-lsp serve: stopped while starting", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            serve.shutdown()
+        ray.shutdown()
+        return 0
     except RuntimeError as exc:   # the replicas did not start: Ray's message names no cause, its status does
         cause = _deployment_error(serve) or str(exc)
         serve.shutdown()
@@ -135,6 +146,14 @@ def _plain(args, options, token: str | None, scheme: str) -> int:
     collector.close()   # the model thread done, so the process ends cleanly (torch's threads ended before exit)
     server.stop()
     return 0
+
+
+class _Stopped(BaseException):
+    """SIGTERM while the Ray deployment starts (a BaseException: Ray's waits catch Exception)."""
+
+
+def _stopped(*_: Any) -> None:
+    raise _Stopped()
 
 
 def _wait() -> None:
