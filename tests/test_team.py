@@ -254,6 +254,28 @@ def test_a_score_in_a_huge_document_sends_only_the_context_the_engine_reads(serv
     assert abs(got - denoiser.score(prefix, middle, suffix)) < 1e-3
 
 
+def test_a_repair_on_a_line_longer_than_the_positions_is_ranked_by_the_parser_as_with_a_local_model(server):
+    """A syntax repair on a line over the model's positions: a local model raises TextTooLong and the parser's order
+    stands (the fix is offered). The team server answered /v1/score with HTTP 500 "Internal Server Error" (a
+    traceback in its log), the client raised a plain EngineError, and the fix was not offered at all. The server
+    now answers 422 with the reason, and the client raises TextTooLong, as a local backend does."""
+    from engine.repair import Repair, rank
+    from engine.requests import TextTooLong
+
+    line = "    if x > " + " + ".join(["1"] * 3000)
+    text = "def f(x):\n" + line + "\n        return x\n"
+    at = len("def f(x):\n") + len(line)
+    repairs = [Repair(at - 1, at - 1, ")", 1), Repair(at, at, ":", 1, hinted=True)]
+    remote = open_remote(server.url, LoadConfig(engine=server.url))
+    try:
+        with pytest.raises(TextTooLong, match="exceeds the model's 1024 positions"):
+            remote.score_text("", line, "")
+        assert rank(text, repairs, remote.score_text) == rank(text, repairs) == repairs[::-1]
+        assert remote.score_text("x = 1\n", "y = x\n", "") < 0   # and it scores on
+    finally:
+        remote.close()
+
+
 def test_a_plan_the_model_cannot_run_is_refused_up_front_naming_the_field(server):
     """A plan with no hole was answered 200 and then an 'invalid' event leaking "min() arg is an empty sequence"; a
     canvas over the model's positions was accepted and then failed; a NaN, infinite or negative threshold was run.

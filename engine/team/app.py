@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from ..backends.remote import wire
+from ..requests import TextTooLong
 from .service import REPLICA, Collector, Denoiser, Job
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ async def handle(request: Request, denoiser: Denoiser, token: str | None, submit
         return _error(413, str(exc))
     except wire.WireError as exc:
         return _error(400, str(exc))
+    except TextTooLong as exc:   # a scored text over the model's positions: the client's TextTooLong, not a 500
+        return _error(422, str(exc))
 
 
 def _stream(job: Job, submit: Submit, digest: str) -> StreamingResponse:

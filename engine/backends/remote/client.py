@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from ...config import SERVING_FILE, LoadConfig
 from ...model_text import model_text
-from ...requests import Cancelled, EngineChanged, EngineError, EngineUnreachable, ModelLoadError
+from ...requests import Cancelled, EngineChanged, EngineError, EngineUnreachable, ModelLoadError, TextTooLong
 from ..base import Control, FillPlan, FillResult
 from .. import score_window
 from ..credentials import read_token, tls_context
@@ -161,6 +161,8 @@ class RemoteBackend:
         with contextlib.suppress(ValueError, AttributeError):   # a team server's {"error": why}: its words only
             detail = str(json.loads(detail).get("error") or detail)
         self._drop()
+        if response.status == 422:   # a scored text over the model's positions: as a local backend says it
+            raise TextTooLong(f"the engine at {self.url}: {detail[:300]}")
         if response.status in _RETRY_STATUS or response.status == 500 and "replica" in detail.lower():
             raise _Retry(f"HTTP {response.status}")
         if response.status == 401:

@@ -5,7 +5,8 @@
 "step"}`` per denoising step (with ``texts``, ``confidences`` and ``pieces`` when drafts were asked for), then
 ``{"event": "result", "result"}`` or ``{"event": "error", "kind", "message"}``. ``GET /v1/info`` answers the
 capabilities, the tokenizer, the calibration, the decoding and their ``digest``; ``POST /v1/score`` ``{"prefix",
-"middle", "suffix"}`` -> ``{"score", "digest"}``; ``POST /v1/tokenize`` ``{"text"}`` -> ``{"count", "digest"}``;
+"middle", "suffix"}`` -> ``{"score", "digest"}`` (a middle over the model's positions: HTTP 422 ``{"error"}``);
+``POST /v1/tokenize`` ``{"text"}`` -> ``{"count", "digest"}``;
 ``POST /v1/cancel`` ``{"id"}``; ``GET /v1/stats``.
 A request with another ``version`` is refused (HTTP 400) rather than misread, and so is a plan the model cannot run
 (no hole, a threshold that is not a finite number >= 0, a canvas over the model's positions: ``Denoiser.check_plan``);
