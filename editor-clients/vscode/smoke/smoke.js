@@ -271,20 +271,39 @@ async function main() {
   await extension.deactivate();
 
   // A server that exits at start (a broken install: a traceback on stderr, exit status 1), at a path
-  // with a space: restarted a bounded number of times, then one notification, not one per attempt.
-  record.messages.length = 0;
-  const broken = path.join(dir, 'broken install', 'diffusion-lsp');
-  fs.mkdirSync(path.dirname(broken));
-  fs.writeFileSync(broken, '#!/bin/sh\necho "ImportError: no module named torch" >&2\nexit 1\n', { mode: 0o755 });
-  stub.__config['diffusionLsp.server.path'] = broken;
-  await extension.activate(context());
-  const gaveUp = await waitFor(120000, () => /not restarted again/.test(record.tooltip || ''));
-  await sleep(500);
-  const errors = record.messages.filter((m) => m[0] === 'error');
-  check(gaveUp && record.statusTexts[record.statusTexts.length - 1].includes('error'), `a server that exits at start ends red, not restarted again (${JSON.stringify(record.tooltip)})`);
-  check(errors.length === 1 && errors[0].includes('Restart'), `...and the user is told once, offered Restart (${errors.map((m) => m[1]).join(' | ')})`);
-  check(record.output.lines.some((l) => l.includes('ImportError: no module named torch')), "...and the server's stderr is in the log");
-  await extension.deactivate();
+  // with a space: restarted a bounded number of times, then one notification, not one per attempt, and no
+  // unhandled rejection (vscode-jsonrpc rethrew a failed write of the initialize request; the library's
+  // first start promise was left rejected once the close handler had restarted the server). Once as it
+  // starts, once after reading its input (the initialize request written, then the connection closes).
+  const brokenScripts = [
+    ['at once', '#!/bin/sh\necho "ImportError: no module named torch" >&2\nexit 1\n'],
+    ['after reading its input', '#!/bin/sh\nhead -c 100 >/dev/null\necho "ImportError: no module named torch" >&2\nexit 1\n'],
+  ];
+  for (const [index, [when, script]] of brokenScripts.entries()) {
+    record.messages.length = 0;
+    const rejectedBefore = rejections.length;
+    const broken = path.join(dir, `broken install ${index}`, 'diffusion-lsp');
+    fs.mkdirSync(path.dirname(broken));
+    fs.writeFileSync(broken, script, { mode: 0o755 });
+    stub.__config['diffusionLsp.server.path'] = broken;
+    await extension.activate(context());
+    const gaveUp = await waitFor(120000, () => /not restarted again/.test(record.tooltip || ''));
+    await sleep(500);
+    const errors = record.messages.filter((m) => m[0] === 'error');
+    check(gaveUp && record.statusTexts[record.statusTexts.length - 1].includes('error'), `a server that exits ${when} ends red, not restarted again (${JSON.stringify(record.tooltip)})`);
+    check(errors.length === 1 && errors[0].includes('Restart'), `...and the user is told once, offered Restart (${errors.map((m) => m[1]).join(' | ')})`);
+    check(record.output.lines.some((l) => l.includes('ImportError: no module named torch')), "...and the server's stderr is in the log");
+    check(rejections.length === rejectedBefore, `...without an unhandled rejection (${rejections.slice(rejectedBefore).join('; ')})`);
+    if (index === brokenScripts.length - 1) {
+      // The install fixed (the setting points at a working server), "Restart Server" brings it up.
+      stub.__config['diffusionLsp.server.path'] = server;
+      record.messages.length = 0;
+      await record.commands['diffusionLsp.restart']();
+      const back = await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
+      check(back && record.messages.length === 0, `after the install is fixed, Restart Server brings the server up (${record.messages.map((m) => m.join(': ')).join('; ')})`);
+    }
+    await extension.deactivate();
+  }
 
   // A language added to diffusionLsp.languages: package.json's onLanguage events name the default languages only, so
   // the extension also activates once VS Code has started; the server starts once a document in one of the

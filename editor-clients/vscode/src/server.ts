@@ -355,6 +355,20 @@ class QuietClient extends LanguageClient {
     stopping.catch(() => undefined);
     return stopping;
   }
+
+  /**
+   * The library's start() keeps its outcome in a promise held only by the client (`_onStart`) and returns
+   * it at the end. A server that exits while it starts makes the close handler restart it first, which
+   * replaces `_onStart`: the first start's promise is then rejected ("Pending response rejected since
+   * connection got disposed") with nothing holding it, an unhandled rejection for each failed start
+   * (microsoft/vscode-languageserver-node issue 1307). Marked handled here as soon as it exists; whoever
+   * awaits start() still gets its outcome.
+   */
+  override start(): Promise<void> {
+    const starting = super.start();
+    (this as unknown as { _onStart?: Promise<void> })._onStart?.catch(() => undefined);
+    return starting;
+  }
 }
 
 /** The first workspace folder, when it is a local directory (the server's working directory). */
