@@ -301,6 +301,17 @@ async function main() {
       await record.commands['diffusionLsp.restart']();
       const back = await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
       check(back && record.messages.length === 0, `after the install is fixed, Restart Server brings the server up (${record.messages.map((m) => m.join(': ')).join('; ')})`);
+      // A model that fails to load (a setting names a checkpoint that is not there): the server says so
+      // (window/showMessage) and the status bar turns red; one notification, not a second one of the extension's.
+      record.messages.length = 0;
+      stub.__config['diffusionLsp.model'] = path.join(dir, 'no-such-checkpoint');
+      stub.__fireConfigurationChange(['diffusionLsp.model']);
+      await waitFor(120000, () => record.statusTexts[record.statusTexts.length - 1].includes('error'));
+      await sleep(1000);
+      const told = record.messages.filter((m) => m[0] === 'error');
+      check(record.statusTexts[record.statusTexts.length - 1].includes('error') && told.length === 1 && /no-such-checkpoint/.test(told[0][1]),
+        `a model that fails to load: the status bar turns red and the user is told once (${told.map((m) => m[1]).join(' | ')})`);
+      delete stub.__config['diffusionLsp.model'];
     }
     await extension.deactivate();
   }

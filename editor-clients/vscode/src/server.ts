@@ -277,14 +277,9 @@ export class ServerController implements vscode.Disposable {
 
     client.onNotification('diffusion/status', (params: unknown) => {
       if (isServerStatus(params)) {
+        // An error status (the model failed to load, the engine is unreachable) comes with the server's own
+        // window/showMessage, which the library shows: the status bar turns red, no second notification.
         this.status.update((model) => model.serverStatus(params));
-        if (params.state === 'error') {
-          void vscode.window.showErrorMessage(`Diffusion LSP: ${params.message}`, 'Show Log').then((choice) => {
-            if (choice) {
-              this.output.show(true);
-            }
-          });
-        }
       }
     });
     client.onNotification('diffusion/draft', (params: unknown) => {
