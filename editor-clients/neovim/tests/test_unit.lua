@@ -853,4 +853,56 @@ H.test('setup: a missing server is reported once, naming the setting', function(
   H.eq(vim.log.levels.ERROR, messages[1][2], 'level')
 end)
 
+H.test('setup: a server that dies as it starts is told twice in all, and no buffer opened later starts it again', function()
+  -- A broken install: the server prints a traceback and exits 1 (a real process, no model). The plugin
+  -- told every attempt (besides Neovim's own "Client N quit" line each time), and once it had given up,
+  -- each Python buffer opened afterwards started the broken server again, with two more messages.
+  local dir = H.workspace({ ['a.py'] = 'x = 1', ['b.py'] = 'y = 2', ['c.py'] = 'z = 3' })
+  local starts = dir .. '/starts.log'
+  local server = dir .. '/diffusion-lsp'
+  vim.fn.writefile({ '#!/bin/sh', 'echo start >> "' .. starts .. '"',
+    'echo "ImportError: no module named torch" >&2', 'exit 1' }, server)
+  vim.fn.setfperm(server, 'rwxr-xr-x')
+  local spawned = function()
+    return vim.fn.filereadable(starts) == 1 and #vim.fn.readfile(starts) or 0
+  end
+  local messages = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    if tostring(msg):find('^diffusion%-lsp') then
+      messages[#messages + 1] = { msg, level }
+    end
+  end
+  local ok, err = pcall(function()
+    vim.cmd('filetype on')
+    dl.setup({ cmd = { server }, filetypes = { 'python' }, restart = { retries = 2, delay_ms = 50 } })
+    vim.cmd('edit ' .. dir .. '/a.py')
+    H.ok(H.wait(20000, function()
+      return dl.statusline():find('✗', 1, true) and #messages >= 2
+    end), 'shown as failed: ' .. dl.statusline())
+    H.sleep(500) -- a further restart would have begun by now
+    H.eq(3, spawned(), 'started once and restarted twice')
+    H.eq(2, #messages, 'told twice (the first failure, giving up): ' .. vim.inspect(messages))
+    H.ok(messages[2][1]:find('not restarted after 2 attempts', 1, true), 'giving up: ' .. messages[2][1])
+    H.eq(vim.log.levels.ERROR, messages[2][2], 'giving up is an error')
+    vim.cmd('edit ' .. dir .. '/b.py')
+    H.sleep(500)
+    H.eq(3, spawned(), 'a buffer opened after giving up starts no server')
+    H.eq(2, #messages, 'and tells nothing more')
+    H.ok(dl.statusline():find('✗', 1, true), 'its statusline shows the failure: ' .. dl.statusline())
+    vim.cmd('DiffusionRestart')
+    H.ok(H.wait(20000, function()
+      return spawned() > 3
+    end), ':DiffusionRestart starts it again')
+    H.ok(H.wait(20000, function()
+      return dl.statusline():find('not restarted', 1, true) or #messages >= 4
+    end), 'a new series: ' .. vim.inspect(messages))
+  end)
+  vim.notify = notify
+  dl.stop()
+  if not ok then
+    error(err, 0)
+  end
+end)
+
 H.run(60000)

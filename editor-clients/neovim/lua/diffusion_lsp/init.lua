@@ -25,8 +25,9 @@ local missing_reported = false
 M.attached = {}
 -- client ids this plugin asked to stop (their exit is not a failure)
 local stopping = {}
--- automatic restarts in a row, and the pending restart timer
-local restarts = { count = 0, timer = nil }
+-- automatic restarts in a row, the pending restart timer, and the client whose failure ended the
+-- series (`gave_up`: no server is started again, for any buffer, until :DiffusionRestart or setup())
+local restarts = { count = 0, timer = nil, gave_up = nil }
 
 --- True when this Neovim has vim.lsp.inline_completion and the options allow it
 --- ('plugin' forces the plugin's own ghost text; 'native' without the API falls back to it).
@@ -180,6 +181,8 @@ local function on_failure(client_id, code, signal, lived_ms)
     status.exited(client_id, code, signal, true,
       retries > 0 and ('not restarted after %d attempts: :DiffusionRestart, :DiffusionLog'):format(retries)
         or 'not restarted (restart.retries = 0): :DiffusionRestart')
+    -- Said once: a buffer opened from now on starts no server (M.attach), so no further failure to tell.
+    restarts.gave_up = client_id
     vim.notify('diffusion-lsp: ' .. status.get(client_id).message, vim.log.levels.ERROR)
     return
   end
@@ -187,7 +190,11 @@ local function on_failure(client_id, code, signal, lived_ms)
   local delay = (opts.delay_ms or 1000) * 2 ^ (restarts.count - 1)
   status.exited(client_id, code, signal, true,
     ('restarting in %.1f s (attempt %d of %d)'):format(delay / 1000, restarts.count, retries))
-  vim.notify('diffusion-lsp: ' .. status.get(client_id).message, vim.log.levels.WARN)
+  if restarts.count == 1 then
+    -- The first failure of a series is told; the next attempts show in the statusline and
+    -- :DiffusionStatus only (Neovim adds its own "Client N quit" line for each), and giving up is told.
+    vim.notify('diffusion-lsp: ' .. status.get(client_id).message, vim.log.levels.WARN)
+  end
   cancel_restart()
   restarts.timer = vim.loop.new_timer()
   restarts.timer:start(delay, 0, vim.schedule_wrap(function()
@@ -261,13 +268,31 @@ local function client_config(root)
   }
 end
 
+--- A diffusion-lsp client running for `root`, or nil.
+local function running_for(root)
+  local all = vim.lsp.get_clients and vim.lsp.get_clients({ name = 'diffusion-lsp' }) or vim.lsp.get_active_clients()
+  for _, client in ipairs(all) do
+    if client.name == 'diffusion-lsp' and client.config.root_dir == root and not compat.is_stopped(client) then
+      return client
+    end
+  end
+  return nil
+end
+
 --- Starts (or reuses) the server for `bufnr`'s root and attaches the buffer.
 function M.attach(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   if vim.bo[bufnr].buftype ~= '' then
     return
   end
-  local cfg = client_config(root_of(bufnr))
+  local root = root_of(bufnr)
+  if restarts.gave_up and not running_for(root) then
+    -- The server kept dying and was not restarted: a buffer opened since starts no new one (it would die
+    -- as well, each time with its messages); :DiffusionRestart attaches every served buffer again.
+    M.attached[bufnr] = restarts.gave_up
+    return
+  end
+  local cfg = client_config(root)
   if not cfg then
     return
   end
@@ -334,7 +359,7 @@ end
 
 --- Stops the servers and starts them again for every served buffer, each with its current text.
 function M.restart()
-  restarts.count = 0
+  restarts.count, restarts.gave_up = 0, nil
   M.stop(function()
     attach_all()
   end)
@@ -449,6 +474,8 @@ end
 --- Configures the plugin and starts the server for matching buffers (see :help diffusion_lsp).
 function M.setup(user)
   M.options = config.merge(user)
+  cancel_restart()
+  restarts.count, restarts.gave_up = 0, nil
   local opts = M.options
   ghost.configure({ auto_trigger = opts.auto_trigger, debounce_ms = opts.debounce_ms, before_request = sync.flush })
   status.configure({ notify_ready = opts.notify_ready })
