@@ -316,6 +316,52 @@ async function main() {
     await extension.deactivate();
   }
 
+  // A server that answers initialize with an error (another program at the path, a server of an incompatible
+  // version): one message, and its process does not stay running (the library cannot stop a client that is
+  // starting; the process was left idle until the next restart).
+  {
+    record.messages.length = 0;
+    const rejectedBefore = rejections.length;
+    const refusing = path.join(dir, 'refusing', 'diffusion-lsp');
+    fs.mkdirSync(path.dirname(refusing));
+    fs.writeFileSync(refusing, [
+      '#!/usr/bin/env python3',
+      'import json, sys',
+      'def read():',
+      '    length = None',
+      '    while True:',
+      '        line = sys.stdin.buffer.readline()',
+      '        if not line:',
+      '            sys.exit(0)',
+      '        if line.strip() == b"":',
+      '            break',
+      '        name, _, value = line.decode().partition(":")',
+      '        if name.lower() == "content-length":',
+      '            length = int(value)',
+      '    return json.loads(sys.stdin.buffer.read(length))',
+      'message = read()',
+      'body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32603, "message": "unsupported client"}}).encode()',
+      'sys.stdout.buffer.write(b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)',
+      'sys.stdout.buffer.flush()',
+      'while True:',
+      '    read()',
+      '',
+    ].join('\n'), { mode: 0o755 });
+    stub.__config['diffusionLsp.server.path'] = refusing;
+    await extension.activate(context());
+    await waitFor(60000, () => record.messages.some((m) => m[0] === 'error'));
+    await sleep(500);
+    const errors = record.messages.filter((m) => m[0] === 'error');
+    check(errors.length === 1 && /unsupported client/.test(errors[0][1]), `a server that refuses initialize: one message saying why (${errors.map((m) => m[1]).join(' | ')})`);
+    check(record.statusTexts[record.statusTexts.length - 1].includes('error'), '...the status bar shows the error');
+    if (fs.existsSync('/proc/self/stat')) {
+      const left = await waitFor(15000, () => serverProcesses().length === 0);
+      check(left, `...and its process does not stay running (${serverProcesses().length} left)`);
+    }
+    check(rejections.length === rejectedBefore, `...without an unhandled rejection (${rejections.slice(rejectedBefore).join('; ')})`);
+    await extension.deactivate();
+  }
+
   // A language added to diffusionLsp.languages: package.json's onLanguage events name the default languages only, so
   // the extension also activates once VS Code has started; the server starts once a document in one of the
   // languages is open, not before.

@@ -128,6 +128,10 @@ export class ServerController implements vscode.Disposable {
       if (connectionLost(error)) {
         return; // the server exited while starting: the close handler restarts it, or gives up and says so once
       }
+      // The server answered initialize with an error (or the client refused its answer): the library's own
+      // stop cannot stop a client that is starting, so the process stayed running, idle, until the next
+      // restart. It is ended here; its close is not a crash (the client is no longer the controller's).
+      await this.stopNow();
       void vscode.window.showErrorMessage(message, 'Show Log').then((choice) => {
         if (choice) {
           this.output.show(true);
