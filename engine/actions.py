@@ -17,7 +17,7 @@ from .context import window
 from .infill import complete, offset_steps
 from .languages import spec_for
 from .lines import eol_of, to_lf, with_eol
-from .model_text import model_text
+from .model_text import given_back, model_text
 from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
 from .validate import errors_in, fixes_error
@@ -55,7 +55,8 @@ def keep_line_end(original: str, fill: HoleFill) -> HoleFill:
 
 def minimal_edits(text: str, fill: HoleFill) -> tuple[HoleFill, ...]:
     """``fill`` as one edit per run of changed lines (unchanged lines are not touched). The model wrote its text
-    from what it read, where a lone surrogate is U+FFFD: a line it gave back as it read it is unchanged."""
+    from what it read, where a lone surrogate is U+FFFD: a line it gave back as it read it is unchanged, and a
+    changed run gets the lone surrogates the model read as U+FFFD back (``model_text.given_back``)."""
     old, new = model_text(text[fill.start:fill.end]), fill.text
     a, b = _LINES.findall(old), _LINES.findall(new)
     oa, ob = _starts(a), _starts(b)
@@ -69,7 +70,8 @@ def minimal_edits(text: str, fill: HoleFill) -> tuple[HoleFill, ...]:
             if e > lo and s < hi:
                 confs.append(c)
                 spans.append((max(s, lo) - lo, min(e, hi) - lo))
-        edits.append(HoleFill(fill.start + oa[i1], fill.start + oa[i2], new[lo:hi], tuple(confs), tuple(spans)))
+        start, end = fill.start + oa[i1], fill.start + oa[i2]
+        edits.append(HoleFill(start, end, given_back(text[start:end], new[lo:hi]), tuple(confs), tuple(spans)))
     return tuple(edits)
 
 

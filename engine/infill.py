@@ -14,7 +14,7 @@ from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
 from .languages import LanguageSpec, spec_for
 from .lines import to_crlf, to_lf, uses_crlf
-from .model_text import REPLACEMENT, model_text
+from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import (PARSES, Verdict, baseline_errors, comments_out_rest, document_parses, parses, python_check,
@@ -80,6 +80,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
     # a Go or Rust return the function cannot take parses but does not compile (engine/returns.py)
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
+    # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
+    replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = 0
     # The document's own lines, scored by the backend on the first forward (engine/doclines.py). The rest of a
     # typed line gets those that start as it does (filled in one attempt: lengths.line_lengths gives several
@@ -127,7 +129,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             if first is not None and len(found) >= want:
                 break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document,
-                                     fits)
+                                     fits, replacement_ok)
             rejected += bad
             if fill is None:
                 continue
@@ -277,16 +279,19 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  baseline: int | None, indents: tuple[str, ...] = (),
                  whole_document_ok: Verdict | None = None,
                  document: Callable[[str], bool] | None = None,
-                 fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
+                 fits: Callable[[str], bool] | None = None,
+                 replacement_ok: bool = False) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
     indented with what the file does not use, which is not offered as written: ``context.foreign_indent``;
     such a fill's deeper lines get the file's unit too, ``context.restyle``)."""
     bad = 0
-    # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote (the document's
-    # own, or its lone surrogates, which the model reads as U+FFFD, may be copied)
-    foreign = REPLACEMENT in candidate.texts[0] and REPLACEMENT not in model_text(win.prefix + win.suffix)
+    # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote. A U+FFFD the
+    # window really has may be copied; a lone surrogate, which the model reads as U+FFFD, may not be written as
+    # one (the fill would put U+FFFD where the user has no such character). A rewrite's selection is read too
+    # (``replacement_ok``: a line given back keeps its lone surrogates, ``actions.minimal_edits``).
+    foreign = not replacement_ok and invents_replacement(candidate.texts[0], win.prefix + win.suffix)
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         foreign_lead = foreign_indent(option, indents)
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if hole.heal or not foreign_lead \

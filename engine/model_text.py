@@ -19,6 +19,26 @@ def model_text(text: str) -> str:
     return _LONE_SURROGATE.sub(REPLACEMENT, text)
 
 
+def invents_replacement(written: str, read: str) -> bool:
+    """Does ``written`` (a fill or an edit) hold U+FFFD where ``read`` (the user's text, as the user has it) has
+    none? The model's bytes that are no UTF-8 decode as U+FFFD, and the model reads a lone surrogate as U+FFFD:
+    written back, neither is a character the user wrote (a U+FFFD the user's text really has may be copied)."""
+    return REPLACEMENT in written and REPLACEMENT not in read
+
+
+def given_back(old: str, new: str) -> str:
+    """``new``, the model's text for the user's ``old`` (a rewrite's or a fix's changed lines), with the U+FFFD the
+    model read for each lone surrogate of ``old`` back as that surrogate, in order, when ``new`` has as many U+FFFD
+    as the model read in ``old``; else ``new`` as it is (the whole-document check refuses a U+FFFD left over)."""
+    if not _LONE_SURROGATE.search(old):
+        return new
+    read = [ch for ch in old if ch == REPLACEMENT or _LONE_SURROGATE.match(ch)]
+    if new.count(REPLACEMENT) != len(read):
+        return new
+    chars = iter(read)
+    return "".join(next(chars) if ch == REPLACEMENT else ch for ch in new)
+
+
 def _piece(piece: Piece) -> Piece:
     if isinstance(piece, str):
         return model_text(piece)

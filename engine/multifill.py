@@ -13,6 +13,7 @@ from .config import FillOptions
 from .context import Window, window
 from .languages import LanguageSpec, has_grammar, spec_for
 from .lines import eol_of, to_lf, with_eol
+from .model_text import invents_replacement
 from .requests import Completion, EngineError, FillRequest, Hole, HoleFill, HoleKind
 from .validate import choose
 
@@ -41,8 +42,11 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     best: list[Option | None] = [None] * len(blanks)
     rejected = 0
     for candidate in result.candidates:
-        # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill
-        options = [[o for o in shape(b, candidate, i, eol) if _hole_fill(b, o).text != text[b.start:b.end]]
+        # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill; one
+        # with U+FFFD the document lacks (the model's bytes that are no UTF-8, or a lone surrogate it read as U+FFFD)
+        # writes a character the user never wrote
+        options = [[o for o in shape(b, candidate, i, eol)
+                    if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)]
                    for i, b in enumerate(blanks)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
         chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]

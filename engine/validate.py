@@ -13,7 +13,7 @@ from . import pyparse
 from .context import Window
 from .languages import LanguageSpec, error_count, error_spans, has_grammar
 from .languages import parse as _parse_anew
-from .model_text import REPLACEMENT, model_text
+from .model_text import invents_replacement
 from .requests import Hole, HoleFill, HoleKind
 from .returns import returns_check
 
@@ -322,9 +322,9 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
     the edits) or, for a fix, past every edit; then, unless Python accepts it outright, the whole document's
     tree-sitter errors must not grow (for a fix: must shrink); in Go and Rust, each edit's returns must fit the
     function around it (engine/returns.py)."""
-    if any(REPLACEMENT in f.text for f in fills) and REPLACEMENT not in model_text(text):
-        return False  # the model's bytes that were no UTF-8: a character nobody wrote (the model reads a lone
-        #              surrogate as U+FFFD, so a document with one may get it back)
+    if any(invents_replacement(f.text, text) for f in fills):
+        return False  # the model's bytes that were no UTF-8, or a lone surrogate it read as U+FFFD: a character
+        #              the user never wrote (a changed line's lone surrogates are given back: actions.minimal_edits)
     edited, spans = _edited(text, fills)
     if _comments_out_code(spec, text, edited, fills):
         return False

@@ -16,7 +16,7 @@ from engine.holes import Source, found_hole
 from engine.requests import FillRequest, FixRequest, RewriteRequest
 from engine.serve import serve
 from engine.languages import error_count, parse, spec_for
-from engine.model_text import model_text
+from engine.model_text import given_back, model_text
 from engine.multifill import shape
 from engine.requests import HoleFill
 from engine.targets import survey
@@ -286,6 +286,39 @@ def test_a_rewrite_leaves_a_line_the_model_gave_back_with_its_lone_surrogate(emb
     assert fills  # the model changed other lines
     assert all(model_text(text[f.start:f.end]) != f.text for f in fills)
     assert "    u = '\ud800'\n" in _applied(text, fills)
+
+
+SURROGATE_PY = 'def g(x):\n    s = "\udc00"\n    if x:\n        ...\n    return s\n'
+
+
+def test_fill_holes_never_writes_a_lone_surrogate_back_as_a_replacement_character(embedded_engine):
+    """The real model reads the lone surrogate as U+FFFD and filled the ``...`` with ``s = "\\ufffd"``; the
+    whole-document check took the U+FFFD it read for one the document has, and "Fill holes" wrote U+FFFD into the
+    file. An option with U+FFFD the document lacks is not chosen now (this one has no other: no edit)."""
+    found = survey(SURROGATE_PY, "python", 0, len(SURROGATE_PY))
+    assert found.blanks
+    fills = embedded_engine.submit(FillRequest(SURROGATE_PY, "python", found.blanks)).future.result(120).fills
+    assert all("\ufffd" not in f.text for f in fills)
+
+
+def test_a_rewritten_line_gets_its_lone_surrogate_back(embedded_engine):
+    """The real model's rewrite of these lines gives the lone surrogate (read as U+FFFD) back on a line it changed.
+    It was refused whole: the U+FFFD was taken for the model's bytes that are no UTF-8, since only the text around
+    the selection was asked whether it had one (a surrogate elsewhere in the window let it through, and the edit
+    wrote ``'\\ufffd'``). A rewrite may give back what it read in the selection, and a changed run of lines gets the
+    lone surrogates the model read as U+FFFD back, in order, when it has as many; else the whole-document check
+    refuses the rewrite."""
+    lo, hi = SURROGATE_PY.index("    s ="), SURROGATE_PY.index("    return")
+    fills = embedded_engine.submit(RewriteRequest(SURROGATE_PY, "python", lo, hi)).future.result(120).fills
+    assert all("\ufffd" not in f.text for f in fills)
+    assert fills and "\udc00" in _applied(SURROGATE_PY, fills)
+
+
+def test_given_back_restores_lone_surrogates_only_one_for_one():
+    assert given_back("a = '\ud800' + '\ufffd'\n", "b = '\ufffd' + '\ufffd'\n") == "b = '\ud800' + '\ufffd'\n"
+    assert given_back("a = '\ud800'\n", "b = '\ufffd\ufffd'\n") == "b = '\ufffd\ufffd'\n"  # refused later
+    assert given_back("a = '\ufffd'\n", "b = '\ufffd'\n") == "b = '\ufffd'\n"
+    assert not edits_keep_parsing(spec_for("python"), SURROGATE_PY, [HoleFill(0, 0, "# \ufffd\n")])
 
 
 def test_a_body_the_model_writes_back_as_it_was_is_no_fill(embedded_engine):

@@ -230,3 +230,17 @@ def test_kv_cache_steps_run_over_the_hole_only():
             assert stats["hole_forwards"] >= 1 and stats["full_forwards"] <= 1 + (c.forwards - 1) // 4
     finally:
         eng.close()
+
+
+SURROGATE_DOC = 'def f(x):\n    s = "\ud800"\n    return \n'
+
+
+@pytest.mark.parametrize("after", ["def f(x):\n", '"\ud800"\n', "return "])
+def test_a_lone_surrogate_is_never_written_back_as_a_replacement_character(engine, after):
+    """The model reads a lone surrogate as U+FFFD (engine/model_text.py), and the check against the model's
+    bytes that are no UTF-8 took the window's U+FFFD for one the document has: over stdio the real model's fills
+    here were ``  # \\ufffd``, ``  s = "\\ufffd"`` and ``#\\ufffd"`` (an alternative), U+FFFD where the user wrote
+    none. A fill may write U+FFFD only where the window really has one."""
+    at = SURROGATE_DOC.index(after) + len(after)
+    c = engine.infill_sync(InfillRequest(SURROGATE_DOC, at, "python"), timeout=60)
+    assert all("\ufffd" not in f.text for f in c.fills + c.alternatives + c.considered)
