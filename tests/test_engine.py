@@ -244,3 +244,16 @@ def test_a_lone_surrogate_is_never_written_back_as_a_replacement_character(engin
     at = SURROGATE_DOC.index(after) + len(after)
     c = engine.infill_sync(InfillRequest(SURROGATE_DOC, at, "python"), timeout=60)
     assert all("\ufffd" not in f.text for f in c.fills + c.alternatives + c.considered)
+
+
+def test_a_draft_shows_an_emoji_whole_or_not_yet(engine):
+    """The real model writes the emoji of these lines in byte tokens, each a U+FFFD alone: the drafts showed
+    ``\\ufffd\\ufffd\\u2592\\ufffd"`` for five steps before ``\\U0001f500"`` (each token's piece decoded apart).
+    A run of such tokens is decoded together, and a U+FFFD beside a masked slot (bytes still to come) is not shown."""
+    text = 'x = "😀"\ny = "😀"\nz = "😀"\nw = "'
+    drafts = []
+    c = engine.infill_sync(InfillRequest(text, len(text), "python"), on_draft=drafts.append, timeout=60)
+    assert c.fills and any(ord(ch) > 0xFFFF for ch in c.fills[0].text)  # the model's emoji
+    assert drafts and all("\ufffd" not in d.texts[0] for d in drafts)
+    assert all(d.texts[0] == "".join(d.pieces[0]) and len(d.pieces[0]) == len(d.confidences[0]) for d in drafts)
+    assert c.fills[0].text.rstrip("\n") in drafts[-1].texts[0]

@@ -529,19 +529,51 @@ class MaskedBackend:
         def on_step(step: int, ids: torch.Tensor, free: torch.Tensor, ends: list[int], conf: torch.Tensor) -> None:
             texts, confs, pieces = [], [], []
             for h, end in zip(holes, ends):
-                parts, c = [], []
+                parts: list[str] = []
+                c: list[float] = []
+                split: list[tuple[int, int]] = []  # (part, id): the run of tokens holding bytes of a character
+                masked = after = False                 # the slot before is masked; and before the run's start
                 for pos in range(h.lo, end):
+                    token = int(ids[pos])
                     if free[pos]:
+                        self._join_split(parts, split, after, True)
                         parts.append(MASK_GLYPH)
                         c.append(0.0)
-                    elif int(ids[pos]) not in self._term_set:
-                        parts.append(self.piece[int(ids[pos])])
+                    elif token not in self._term_set:
+                        piece = self.piece[token]
+                        if "\ufffd" in piece:
+                            after = after if split else masked
+                            split.append((len(parts), token))
+                        else:
+                            self._join_split(parts, split, after, False)
+                        parts.append(piece)
                         c.append(round(float(conf[pos]), 3))
+                    else:
+                        self._join_split(parts, split, after, False)
+                    masked = bool(free[pos])
+                self._join_split(parts, split, after, False)
                 texts.append("".join(parts))
                 confs.append(tuple(c))
                 pieces.append(tuple(parts))
             draft(step, tuple(texts), tuple(confs), tuple(pieces))
         return on_step
+
+    def _join_split(self, parts: list[str], split: list[tuple[int, int]], masked_before: bool,
+                    masked_after: bool) -> None:
+        """A draft's run of tokens that hold a character's bytes (an emoji is spelt in several; alone each decodes
+        as U+FFFD) decoded together, its text on the run's last token (as ``_decode`` attributes it). Beside a
+        masked slot (the rest of a character's bytes may come there) a U+FFFD at that end is not shown yet."""
+        if not split:
+            return
+        text = self.tokenizer.decode([token for _, token in split], clean_up_tokenization_spaces=False)
+        if masked_before:
+            text = text.lstrip("\ufffd")
+        if masked_after:
+            text = text.rstrip("\ufffd")
+        for k, _ in split:
+            parts[k] = ""
+        parts[split[-1][0]] = text
+        split.clear()
 
 
 def _keeping_first(row: _Row, logits_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
