@@ -92,7 +92,8 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
         if not 0 <= start <= end <= len(text):
             raise EngineError(f"span {start}..{end} is outside the document")
     fitting = _fitting_spans(backend, config, text, request.spans)  # a span too big for the model is skipped
-    small = smallest_fix(backend, spec, text, tuple(fitting), t0) if fitting else None  # one or two tokens (repair.py)
+    # one or two tokens (repair.py); the search stops when the job is cancelled
+    small = smallest_fix(backend, spec, text, tuple(fitting), t0, control.check) if fitting else None
     if small is not None:
         return small
     steps = forwards = tokens = rejected = 0

@@ -11,10 +11,14 @@ pseudo-log-likelihood of the edited line with each of its tokens masked in turn.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import tree_sitter
 
 from . import pyparse
 from .backends.base import Backend
@@ -30,6 +34,8 @@ _HINTS = {"expected ':'": ":", "was never closed": ")", "forgot a comma": ",", "
 _MAX_RANKED = 8       # candidates scored by the model
 _HINT_BONUS = 3.0     # nats: the parser named this token
 _SECOND_EDIT = 4.0    # nats: a two-token repair must be that much likelier than a one-token one
+_MAX_CANDIDATES = 20_000  # a round with more (a line of ~1,400 tokens, or ~110 for two-token edits) is not searched
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,9 +123,17 @@ def apply(text: str, repair: Repair) -> str:
     return text[:repair.start] + repair.new + text[repair.end:]
 
 
+def _point(data: bytes, at: int) -> tuple[int, int]:
+    """The (row, byte column) of byte ``at`` in ``data``."""
+    row = data.count(b"\n", 0, at)
+    return row, at - (data.rfind(b"\n", 0, at) + 1)
+
+
 def accepted(spec: LanguageSpec, text: str, repair: Repair, before: tuple[int, str] | None,
-             baseline: int) -> bool:
-    """Does the repaired document parse (or fail only later than the repaired line)?"""
+             baseline: int, tree: tree_sitter.Tree | None = None) -> bool:
+    """Does the repaired document parse (or fail only later than the repaired line)? ``tree``: the document's
+    own, from which the repaired one is reparsed incrementally (a whole parse of a 1.5 MB file takes 0.6 s, and a
+    repair is searched among dozens of candidates)."""
     fixed = apply(text, repair)
     if spec.name == "python":
         error = python_error(fixed)
@@ -127,7 +141,19 @@ def accepted(spec: LanguageSpec, text: str, repair: Repair, before: tuple[int, s
             return True
         line = text.count("\n", 0, repair.start) + 1
         return before is not None and error[0] > max(line, before[0]) + 1
-    tree = parse(spec, fixed.encode("utf-8", "surrogatepass"))
+    data = fixed.encode("utf-8", "surrogatepass")
+    if tree is not None:
+        head = len(text[:repair.start].encode("utf-8", "surrogatepass"))
+        old_end = head + len(text[repair.start:repair.end].encode("utf-8", "surrogatepass"))
+        new_end = head + len(repair.new.encode("utf-8", "surrogatepass"))
+        start_point = _point(data, head)
+        old_end_point = (start_point[0], start_point[1] + old_end - head)  # a repair never spans a line break
+        edited = tree.copy()
+        edited.edit(start_byte=head, old_end_byte=old_end, new_end_byte=new_end, start_point=start_point,
+                    old_end_point=old_end_point, new_end_point=_point(data, new_end))
+        tree = parse(spec, data, edited)
+    else:
+        tree = parse(spec, data)
     if tree is None:
         return False
     errors = error_spans(tree, nested=False)
@@ -155,16 +181,28 @@ def hinted(spec: LanguageSpec, text: str, repair: Repair, error: tuple[int, str]
     return False
 
 
-def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...]) -> list[Repair]:
-    """The one-token repairs that parse; when there are none, the two-token ones (unranked)."""
+def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...],
+                 check: Callable[[int], None] | None = None) -> list[Repair]:
+    """The one-token repairs that parse; when there are none, the two-token ones (unranked). ``check`` is
+    called between candidates (``Control.check``: raises ``Cancelled`` once the job is cancelled)."""
     lines = error_lines(spec, text, spans)
     if not lines:
         return []
     before = python_error(text) if spec.name == "python" else None
     tree = parse(spec, text.encode("utf-8", "surrogatepass"))
     baseline = len(error_spans(tree, nested=False)) if tree is not None else 0
+
+    def parses(repair: Repair) -> bool:
+        if check is not None:
+            check(0)
+        return accepted(spec, text, repair, before, baseline, tree)
     for two in (False, True):
-        found = [r for r in dict.fromkeys(candidates(text, lines, two)) if accepted(spec, text, r, before, baseline)]
+        tried = list(dict.fromkeys(candidates(text, lines, two)))
+        if len(tried) > _MAX_CANDIDATES:  # a long line (minified code): each candidate is a parse of the document
+            log.info("repair: %d %s-token candidates on the error's lines, more than %d: not searched",
+                     len(tried), "two" if two else "one", _MAX_CANDIDATES)
+            return []
+        found = [r for r in tried if parses(r)]
         # a repair after which the whole document parses beats one that only moves the error further down
         clean = [r for r in found if spec.name != "python" or python_error(apply(text, r)) is None]
         if clean or found:
@@ -197,9 +235,9 @@ def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:
 
 
 def smallest_fix(backend: Backend, spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...],
-                 t0: float) -> Completion | None:
+                 t0: float, check: Callable[[int], None] | None = None) -> Completion | None:
     """The best-ranked smallest repair as a one-edit completion, or ``None`` when no small repair parses."""
-    repairs = find_repairs(spec, text, spans)
+    repairs = find_repairs(spec, text, spans, check)
     if not repairs:
         return None
     score = backend.score_text if backend.scores_text else None
