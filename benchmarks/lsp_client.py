@@ -31,7 +31,7 @@ def _line_starts(text: str) -> list[int]:
 
 
 def _utf16_len(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate is one unit
 
 
 def position_at(text: str, offset: int) -> dict:

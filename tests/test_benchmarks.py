@@ -818,3 +818,14 @@ def test_a_workspace_corpus_that_is_not_there_is_one_line(tmp_path):
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         assert out.stderr.strip().endswith(f"{tmp_path / 'corpus'}: no manifest.jsonl (not a code corpus: "
                                            "scripts/build_corpus.sh)") and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_lsp_client_positions_count_a_lone_surrogate_as_one_unit():
+    """``position_at`` raised UnicodeEncodeError on a document holding a lone surrogate (an editor may send one)."""
+    from benchmarks.lsp_client import offset_at, position_at
+
+    text = 's = "\ud800"\nt = "😀" + s\n'
+    at = text.index("+")
+    assert position_at(text, at) == {"line": 1, "character": 9}
+    assert offset_at(text, position_at(text, at)) == at
+    assert position_at(text, text.index('"', 5)) == {"line": 0, "character": 6}
