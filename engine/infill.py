@@ -49,7 +49,8 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
     healed = _complete_hole(backend, config, replace(request, steps=budget - typed.steps),
                             offset_steps(control, typed.steps), spec, hole, t0, numbering)
     return replace(healed, steps=typed.steps + healed.steps, forwards=typed.forwards + healed.forwards,
-                   tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected)
+                   tokens=typed.tokens + healed.tokens, rejected=typed.rejected + healed.rejected,
+                   not_utf8=typed.not_utf8 + healed.not_utf8)
 
 
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
@@ -82,7 +83,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
-    steps = forwards = tokens = rejected = 0
+    steps = forwards = tokens = rejected = not_utf8 = 0
     # The document's own lines, scored by the backend on the first forward (engine/doclines.py). The rest of a
     # typed line gets those that start as it does (filled in one attempt: lengths.line_lengths gives several
     # lengths to empty lines only). Then, with ``workspace_lines``, the lines of the request's workspace's other
@@ -132,6 +133,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                                      fits, replacement_ok)
             rejected += bad
             if fill is None:
+                # said in the server's log when no fill is offered (a candidate refused for no check the user can
+                # turn off)
+                not_utf8 += not replacement_ok and invents_replacement(candidate.texts[0], win.prefix + win.suffix)
                 continue
             found.setdefault(_key(fill), fill)
             if first is None:  # an attempt's first valid fill competes for the answer (its other ones do not)
@@ -153,7 +157,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         return to_crlf(f) if crlf else f
     return Completion(() if fill is None else (eol(fill),), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None, rejected, backend.name, tuple(map(eol, considered)),
-                      tuple(map(eol, alternatives)))
+                      tuple(map(eol, alternatives)), not_utf8)
 
 
 COPIES_CHECKED = 3   # the best-ranked lines validated, at most

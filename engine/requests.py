@@ -147,6 +147,9 @@ class Completion:
     # A cursor fill's other distinct valid fills (other lengths, candidates), after ``fills[0]``, best first;
     # at most ``FillOptions.max_alternatives - 1``. Each has its own range.
     alternatives: tuple[HoleFill, ...] = ()
+    # of ``rejected``, the model's fills written in byte tokens that form no UTF-8 (U+FFFD the user's text lacks:
+    # never offered, whatever the checks; the embedded model does so after an emoji or accents in the line)
+    not_utf8: int = 0
 
     @property
     def text(self) -> str:

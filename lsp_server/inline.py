@@ -51,6 +51,8 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
         raise
     if completion is None or not completion.fills:
         if completion is not None:
+            log.info("no fill for %s v%s (%s hole, %d steps): %s", uri, doc.version, completion.kind.value,
+                     completion.steps, why_empty(completion))
             stream.finish(completion.steps, [], completion.kind.value)
         else:  # dropped (the document moved on, or the job was superseded): a progress begun is ended
             stream.close()
@@ -63,6 +65,23 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
                       fill.confidence)
     stream.finish(completion.steps, [final], completion.kind.value)
     return doc, completion
+
+
+def why_empty(completion: Completion) -> str:
+    """Why ``completion`` offers nothing, for the log: an empty answer says nothing to the user, and some of the
+    reasons are no check a setting turns off."""
+    parts = []
+    if completion.considered:
+        best = max(f.confidence or 0.0 for f in completion.considered)
+        parts.append(f"{len(completion.considered)} valid fill(s) withheld as too unsure (best estimate {best:.1%}; "
+                     f"setting minConfidence) or using a name the file defines nowhere (namesRule)")
+    if completion.not_utf8:
+        parts.append(f"{completion.not_utf8} candidate(s) written in byte tokens that form no UTF-8 (refused "
+                     f"whatever the settings)")
+    if completion.rejected:
+        checks = " (the syntax checks among them: setting validate)" if completion.syntax_checked else ""
+        parts.append(f"{completion.rejected} fill(s) refused in all{checks}")
+    return "; ".join(parts) or "the model wrote nothing"
 
 
 def offered(completion: Completion) -> tuple[HoleFill, ...]:

@@ -4,6 +4,8 @@ embedded model, the default verbosity."""
 
 import sys
 
+import pytest
+
 from benchmarks.lsp_client import LspClient
 
 SERVER = [sys.executable, "-m", "lsp_server"]  # no -v: what an editor starts
@@ -29,8 +31,6 @@ def test_requests_the_client_got_wrong_are_answered_and_write_nothing_on_stderr(
     """An unknown document, a position past the end, an unknown command: each is answered with its error, and
     nothing goes to stderr (pygls logged each with a traceback at error level, which editors show as the server
     failing)."""
-    import pytest
-
     from benchmarks.lsp_client import LspResponseError
     stderr = tmp_path / "stderr.txt"
     with LspClient(SERVER, stderr_path=stderr) as client:
@@ -56,3 +56,24 @@ def test_requests_the_client_got_wrong_are_answered_and_write_nothing_on_stderr(
                 client.request(method, params, 60)
     assert client.proc.returncode == 0
     assert stderr.read_text() == ""
+
+
+def test_an_empty_answer_says_why_in_the_log(tmp_path):
+    """With ``validate`` off and ``minConfidence`` 0 the real model still offers nothing after this emoji line (its
+    fill is byte tokens that form no UTF-8), and the server's log said nothing about it: with -v it now says why,
+    and still nothing at the default verbosity (the test above)."""
+    stderr = tmp_path / "stderr.txt"
+    line = '    s = "\U0001f600\U0001f600\u00e9" + '
+    text = "def f(x):\n" + line + "\n    return s\n"
+    with LspClient(SERVER + ["-v"], stderr_path=stderr) as client:
+        client.initialize({"threads": 1, "validate": False, "minConfidence": 0})
+        assert client.wait_ready(120)["state"] == "ready"
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": "file:///emoji.py", "languageId": "python", "version": 1, "text": text}})
+        answer = client.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": "file:///emoji.py"}, "position": {"line": 1, "character": len(line) + 2},
+            "context": {"triggerKind": 1}}, 60)
+    if answer["items"]:
+        pytest.skip("this model writes a fill here")
+    log = stderr.read_text()
+    assert "no fill for file:///emoji.py v1" in log and "byte tokens that form no UTF-8" in log
