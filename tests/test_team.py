@@ -276,6 +276,28 @@ def test_a_repair_on_a_line_longer_than_the_positions_is_ranked_by_the_parser_as
         remote.close()
 
 
+def test_a_body_nested_too_deeply_is_refused_with_400_and_the_server_serves_on(server, caplog):
+    """``[`` 100,000 times (a client's bug, or anyone's) made Python's JSON decoder recurse past its limit: every POST
+    endpoint answered HTTP 500 with a traceback in the server's log. It is a 400 saying why, and nothing is logged."""
+    import http.client
+
+    deep = 100_000
+    for path in ("fill", "score", "tokenize", "cancel"):
+        for body in ("[" * deep, "[" * deep + "]" * deep, '{"version": 1, "id": ' + "[" * deep + "]" * deep + "}"):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+            conn.request("POST", f"/v1/{path}", body)
+            response = conn.getresponse()
+            answer = response.read().decode()
+            conn.close()
+            assert response.status == 400, (path, body[:20], answer)
+            assert json.loads(answer) == {"error": "the body is not JSON this server reads: it is nested too deeply"}
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn.request("POST", "/v1/tokenize", json.dumps({"text": "x = 1\n"}))
+    assert json.loads(conn.getresponse().read())["count"] > 0   # and the server serves on
+    conn.close()
+
+
 def test_a_plan_the_model_cannot_run_is_refused_up_front_naming_the_field(server):
     """A plan with no hole was answered 200 and then an 'invalid' event leaking "min() arg is an empty sequence"; a
     canvas over the model's positions was accepted and then failed; a NaN, infinite or negative threshold was run.

@@ -72,6 +72,8 @@ async def _body(request: Request) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError:
         raise wire.WireError("the body is not JSON") from None
+    except RecursionError:   # ``[`` 100,000 times: Python's decoder recurses per level (was HTTP 500 and a traceback)
+        raise wire.WireError("the body is not JSON this server reads: it is nested too deeply") from None
     if not isinstance(data, dict):
         raise wire.WireError("the body must be a JSON object")
     if "version" in data and data["version"] != wire.VERSION:
