@@ -7,7 +7,10 @@ a name counts as defined when the document binds it anywhere (assignment, `def`,
 that parameters count only inside their own function or lambda (`return self` in a plain function is
 invented); a star import may define anything. Attributes after `.` are never checked. The other
 grammars compare the fill's identifiers with the document's other identifiers and the language's
-builtins, keywords and prelude. A Python document that does not parse (the user's own error elsewhere) is
+builtins, keywords and prelude. A name counts as the fill's when any of it is in the fill: one the user began
+before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest after the hole) is checked
+as the whole word the filled document holds (``breaded_1``), the word the user typed whole before a fill that
+starts with ``(`` is not. A Python document that does not parse (the user's own error elsewhere) is
 judged with the lines Python's errors name masked (``pass`` or blank), a few at most; a document that still
 does not parse, or whose error is on the hole's lines, reports nothing (nothing to compare).
 """
@@ -65,7 +68,8 @@ def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: in
     end = start if end is None else end
     document = text[:start] + fill + text[end:]
     if len(document) > MAX_PARSED:
-        return _words(spec, document, start, start + len(fill))
+        lo, hi = _word_bounds(document, start, start + len(fill))
+        return _words(spec, document, lo, hi)
     if spec.name == "python":
         found = _python(document, start, start + len(fill))
         if found is None:   # the user's own error, anywhere in the document: judged with that line masked
@@ -78,6 +82,24 @@ def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: in
     if spec.name in _PRELUDES:
         return _tree_sitter(spec, document, start, start + len(fill))
     return []
+
+
+def _word_bounds(document: str, lo: int, hi: int) -> tuple[int, int]:
+    """``lo`` and ``hi`` moved out to the edges of the words the fill (``document[lo:hi]``, not empty) begins or
+    ends inside: the typed ``brea`` of ``brea`` + ``ded_1``, the rest of a word the fill ends in."""
+    if lo >= hi:
+        return lo, hi
+    if lo > 0 and _word_char(document[lo - 1]) and _word_char(document[lo]):
+        while lo > 0 and _word_char(document[lo - 1]):
+            lo -= 1
+    if hi < len(document) and _word_char(document[hi - 1]) and _word_char(document[hi]):
+        while hi < len(document) and _word_char(document[hi]):
+            hi += 1
+    return lo, hi
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
@@ -170,10 +192,12 @@ def _python(document: str, lo: int, hi: int) -> list[str] | None:
     invented: list[str] = []
     for node, params in reads:
         line = lines[node.lineno - 1]
-        if line >= hi or line + node.col_offset < lo:
-            continue   # the name starts at most ``col_offset`` characters into its line: not in the fill
+        if line >= hi or line + (node.end_col_offset or 0) <= lo:
+            continue   # the name ends at most ``end_col_offset`` characters into its line: before the fill
         at = line + _char_col(document, line, node.col_offset)
-        if not lo <= at < hi or node.id in _PY_BUILTINS or node.id in defined or node.id in params:
+        if at >= hi or at < lo and line + _char_col(document, line, node.end_col_offset or 0) <= lo:
+            continue   # no character of the name is the fill's (a name begun before it counts whole)
+        if node.id in _PY_BUILTINS or node.id in defined or node.id in params:
             continue
         if node.id not in invented:
             invented.append(node.id)
@@ -275,7 +299,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         if node.type not in _ID_TYPES:
             continue
         name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
-        if blo <= node.start_byte and node.end_byte <= bhi:
+        if blo <= node.start_byte and node.end_byte <= bhi or node.start_byte < bhi and node.end_byte > blo:
+            # in the fill, or begun before it (typed ``brea`` + ``ded_1``) or ended after it: checked whole
             parent = node.parent
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``

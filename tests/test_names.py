@@ -159,3 +159,45 @@ def test_a_python_document_near_the_parse_limit_is_walked_once_without_the_colle
         assert invented("return f1998(rows)", doc) == [] and not gc.isenabled()
     finally:
         gc.enable()
+
+
+STRADDLE = "def bread_slices(base):\n    return base\n\n\ndef f(base, row_count):\n    x = brea<>\n    return x\n"
+
+
+@pytest.mark.parametrize("language, document, fill, expected", [
+    # the user typed `brea`, the fill ends the word: the whole word is the fill's name (it was never checked)
+    ("python", STRADDLE, "ded_1(base)", ["breaded_1"]),
+    ("python", STRADDLE, "d_slicesz + 1", ["bread_slicesz"]),
+    ("python", STRADDLE, "d_slices(base)", []),                    # the whole word is defined
+    ("python", STRADDLE.replace("brea<>", "bread_slices<>"), "(base)", []),   # typed whole, then `(`
+    ("python", "def f(x):\n    undefined_fn<>\n", "(x)", []),      # the user's own word, not the fill's
+    ("python", "def f(x):\n    pri<>\n", "nt(x)", []),              # a builtin
+    ("python", "def f(x):\n    if x: return 1\n    el<>\n", "se:\n        return 2", []),   # a keyword
+    ("python", "s = 'é😀'\ndef f(rows):\n    return 'é😀' + ro<>\n", "wz", ["rowz"]),
+    # the fill ends inside a word whose rest follows
+    ("python", "def f(rows, row_count):\n    return <>count\n", "rowz_", ["rowz_count"]),
+    ("python", "def f(rows, row_count):\n    return <>count\n", "row_", []),
+    ("javascript", "function f(rows) {\n  return resu<>\n}\n", "lt;", ["result"]),
+    ("javascript", "function f(rows) {\n  const result = rows.length;\n  return resu<>\n}\n", "lt;", []),
+    ("javascript", "function f(rows) {\n  const rowCount = rows.length;\n  return <>Count;\n}\n", "rowz", ["rowzCount"]),
+    ("javascript", "function f(rows) {\n  const rowCount = rows.length;\n  return <>Count;\n}\n", "row", []),
+    ("javascript", "function f(rows) {\n  undefinedFn<>\n}\n", "(rows);", []),
+    ("go", "package m\n\nfunc f(rows []int) int {\n\tcount := 0\n\treturn resu<>\n}\n", "lt + count", ["result"]),
+    ("go", "package m\n\nfunc f(rows []int) int {\n\treturn le<>\n}\n", "n(rows)", []),
+    ("rust", "fn f(rows: &[i32]) -> usize {\n    let count = 0;\n    resu<>\n}\n", "lt", ["result"]),
+    ("rust", "fn f() {\n    let s = String::fr<>;\n}\n", "om(\"a\")", []),     # a path's segment stays unchecked
+])
+def test_a_word_the_fill_begins_or_ends_inside_is_checked_whole(language, document, fill, expected):
+    """Only names that started inside the fill were checked: typed `brea`, the model's `ded_1(base)` made the
+    line `x = breaded_1(base)`, a name defined nowhere, and it was offered (with the real server and model:
+    `return resu` + `lt`, `slices = brea` + `ms.loads(base)`). The word the fill begins or ends inside is checked
+    as the whole word the filled document holds."""
+    assert invented(fill, document, language) == expected
+
+
+def test_a_large_document_checks_a_word_the_fill_begins_or_ends_inside_whole():
+    body = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(12_000))
+    assert invented("ded_1(rows)", body + "def g(rows):\n    return brea<>\n") == ["breaded_1"]
+    assert invented("s + f2(rows)", body + "def g(rows):\n    return row<>\n") == []
+    assert invented("rowz_", body + "def g(rows, row_count):\n    return <>count\n") == ["rowz_count"]
+    assert invented("(rows)", body + "def g(rows):\n    return undefined_fn<>\n") == []
