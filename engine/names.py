@@ -5,7 +5,9 @@ almost always wrong (`return row_row_row`). Python is checked on the filled docu
 a name counts as defined when the document binds it anywhere (assignment, `def`, `class`, import,
 `global`/`nonlocal`, `except ... as`, `for`/`with`/comprehension targets, `match` captures), except
 that parameters count only inside their own function or lambda (`return self` in a plain function is
-invented); a star import may define anything. Attributes after `.` are never checked. The other
+invented); a star import may define anything, and a global the user's own code already reads (outside
+the fill, where it is no parameter: ``compute`` of ``y = compute(2)`` in a file that never imports it) is the
+user's, not an invention. Attributes after `.` are never checked. The other
 grammars compare the fill's identifiers with the document's other identifiers and the language's
 builtins, keywords and prelude. A name counts as the fill's when any of it is in the fill: one the user began
 before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest after the hole) is checked
@@ -189,15 +191,22 @@ def _python(document: str, lo: int, hi: int) -> list[str] | None:
     if star:
         return []
     lines = _line_starts(document)
-    invented: list[str] = []
+    ours: list[tuple[ast.Name, frozenset[str]]] = []
+    users: set[str] = set()   # globals the user's own code reads (outside the fill, not a parameter there)
     for node, params in reads:
         line = lines[node.lineno - 1]
-        if line >= hi or line + (node.end_col_offset or 0) <= lo:
-            continue   # the name ends at most ``end_col_offset`` characters into its line: before the fill
-        at = line + _char_col(document, line, node.col_offset)
-        if at >= hi or at < lo and line + _char_col(document, line, node.end_col_offset or 0) <= lo:
-            continue   # no character of the name is the fill's (a name begun before it counts whole)
-        if node.id in _PY_BUILTINS or node.id in defined or node.id in params:
+        # no character of the name is the fill's (a name begun before it counts whole); the name ends at most
+        # ``end_col_offset`` characters into its line (only the names near the fill are placed exactly)
+        if line >= hi or line + (node.end_col_offset or 0) <= lo or (at := line + _char_col(
+                document, line, node.col_offset)) >= hi or \
+                at < lo and line + _char_col(document, line, node.end_col_offset or 0) <= lo:
+            if node.id not in params:
+                users.add(node.id)
+            continue
+        ours.append((node, params))
+    invented: list[str] = []
+    for node, params in ours:
+        if node.id in _PY_BUILTINS or node.id in defined or node.id in params or node.id in users:
             continue
         if node.id not in invented:
             invented.append(node.id)

@@ -43,6 +43,21 @@ def test_self_is_defined_in_a_method_but_not_in_another_function():
     assert invented("return self.counts", method) == []
 
 
+def test_a_global_the_users_own_code_reads_is_not_invented_a_parameter_read_elsewhere_still_is():
+    # compute and json are read by code the user wrote (a name from a star import, a framework's injected global,
+    # a notebook's earlier cell): the fill that reads them again, or finishes the word, invents nothing
+    doc = "def f(x):\n    y = compute(x, 2)\n    return json.dumps(y)\n\n\ndef g(x):\n    <>\n"
+    assert invented("return compute(x, 3)", doc) == []
+    assert invented("return json.loads(x)", doc) == []
+    assert invented("return computed(x)", doc) == ["computed"]
+    doc = "def f(x):\n    y = comp\n    return x\n"
+    at = doc.index("comp\n") + 4
+    assert invented_names(PY, doc, at, "ute(x, 2)") == ["compute"]   # read nowhere else: the fill's own word
+    # a parameter of another function is that function's, not a global: x, self read elsewhere do not count
+    doc = "class A:\n    def m(self, x):\n        return self.v + x\n\n\ndef f(y):\n    <>\n"
+    assert invented("return self.v + x", doc) == ["self", "x"]
+
+
 @pytest.mark.parametrize("binding", ["global counter", "nonlocal counter", "counter = 0",
                                      "import counter", "from m import counter", "for counter in x: pass",
                                      "with open(p) as counter: pass", "try:\n    pass\nexcept E as counter:\n    pass"])

@@ -135,7 +135,7 @@ def test_a_workspace_line_ranks_by_its_score_and_prior_and_is_offered_with_its_p
     ws = workspace_of("result = fetch_rows(db, query)\n", "result = fetch_rows(db, query)\n")
     worklines.register("test:rank", ws)
     try:
-        text = "def f(db, query):\n    result = fet"
+        text = "from rows import fetch_rows\n\ndef f(db, query):\n    result = fet"   # a name the file imports
         option = "ch_rows(db, query)\n"
         backend = Scoring("ch(x)", {option: 0.9})
         c = complete(backend, FillOptions(), InfillRequest(text + "\n", len(text), "python", workspace="test:rank"),
