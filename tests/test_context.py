@@ -448,9 +448,13 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
 @pytest.mark.parametrize("prefix, fill, suffix, repeats", [
     # an empty line's fill that copies the line above, at its indentation
     ("for x in xs:\n    total += x\n    ", "total += x", "\n", True),
-    # the same words at another indentation are another line (an if's return before the function's)
-    ("def f(x):\n    if x is None:\n        ", "return x", "\n    return x\n", False),
-    ("for x in xs:\n    ", "for x in xs:", "\n    total += x\n", False),
+    # ... or at another indentation: an if's body that is the line after the if, a header copied into its body
+    # (a real server offered these on third-party files: click, rich, chalk, body-parser, query-core, log)
+    ("def f(x):\n    if x is None:\n        ", "return x", "\n    return x\n", True),
+    ("if self.box:\n            ", "return width", "\n        return width\n", True),
+    ("for x in xs:\n    ", "for x in xs:", "\n    total += x\n", True),
+    ("        impl Source for OnePair {\n            ", "impl Source for OnePair {", "\n                visit()\n", True),
+    ("    if (a) {\n        ", "debug('strict')", "\n          debug('strict')\n", True),
     # ... or the line below, inserted before it
     ("def f(a):\n    ", "return a\n    ", "return a\n", True),
     # typed: the line the fill completes becomes the line above
@@ -463,6 +467,11 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
     ("for x in xs:\n    ", "total += x", "\n", False),
     ("        }\n    ", "}", "\n", False),
     ("table = [\n    0,\n    ", "0,", "\n]\n", False),
+    ("row = [\n    None,\n    ", "None,", "\n]\n", False),
+    # ... but not a lone name (an import's or a destructuring's name twice), nor a row at another indentation
+    ("import {\n\tstringReplaceAll,\n\t", "stringReplaceAll,", "\n} from './utilities.js';\n", True),
+    ("({\n      ", "state,", "\n      state,\n      queryHash,\n", True),
+    ("table = [\n    0,\n        ", "0,", "\n]\n", True),
     # the repeat is the user's own, not the fill's
     ("a = 1\na = 1\n", "b = 2", "\n", False),
     ("a = 1\na = ", "", "1\n", False),
