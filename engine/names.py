@@ -2,19 +2,24 @@
 
 A fill that reads a name no code in the file binds, imports or receives (and that is no builtin) is
 almost always wrong (`return row_row_row`). Python is checked on the filled document's syntax tree:
-a name counts as defined when the document binds it anywhere (assignment, `def`, `class`, import,
-`global`/`nonlocal`, `except ... as`, `for`/`with`/comprehension targets, `match` captures), except
-that parameters count only inside their own function or lambda (`return self` in a plain function is
-invented); a star import may define anything, and a global the user's own code already reads (outside
-the fill, where it is no parameter: ``compute`` of ``y = compute(2)`` in a file that never imports it) is the
-user's, not an invention. Attributes after `.` are never checked. The other
-grammars compare the fill's identifiers with the document's other identifiers and the language's
-builtins, keywords and prelude. A name counts as the fill's when any of it is in the fill: one the user began
-before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest after the hole) is checked
-as the whole word the filled document holds (``breaded_1``), the word the user typed whole before a fill that
-starts with ``(`` is not. A Python document that does not parse (the user's own error elsewhere) is
-judged with the lines Python's errors name masked (``pass`` or blank), a few at most; a document that still
-does not parse, or whose error is on the hole's lines, reports nothing (nothing to compare).
+a name counts as defined when the document binds it (assignment, `def`, `class`, import,
+`global`/`nonlocal`, `except ... as`, `for`/`with`/comprehension targets, `match` captures) at the module's
+level or inside a scope (function, lambda, class, comprehension) that holds the fill or starts in it:
+a name bound only inside other functions is their local, and parameters count only inside their own function
+or lambda (`return self` in a plain function is invented); `global`/`nonlocal` names count anywhere; a star
+import may define anything, and a global the user's own code already reads (outside the fill, where it is
+neither a parameter nor another function's local: ``compute`` of ``y = compute(2)`` in a file that never
+imports it) is the user's, not an invention. Attributes after `.` are never checked. The other grammars compare
+the fill's identifiers with the document's other identifiers and the language's builtins, keywords and
+prelude, leaving out the names that functions not holding the fill bind (their parameters and locals: a real
+server offered `if (body.length === 0)` where only another function had a `body`); a name those functions only
+read is still defined (another file's function, a test's `expect`). A name counts as the fill's when any of it
+is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside
+(the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the word the
+user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
+user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at
+most; a document that still does not parse, or whose error is on the hole's lines, reports nothing (nothing to
+compare).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import builtins
 import functools
 import keyword
 import re
+from collections.abc import Callable
+from typing import Any
 
 from . import memory, pyparse
 from .languages import LanguageSpec, parse
@@ -60,6 +67,10 @@ _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go":
 _ID_TYPES = frozenset({"identifier", "shorthand_property_identifier_pattern", "shorthand_field_identifier",
                        "package_identifier"})
 _PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``b`` is read in ``a``, like a field
+# the functions whose parameters and locals are theirs alone (JavaScript/TypeScript, Go, Rust)
+_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                        "method_definition", "generator_function", "generator_function_declaration",
+                        "method_declaration", "func_literal", "function_item", "closure_expression"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
@@ -186,11 +197,11 @@ def _python(document: str, lo: int, hi: int) -> list[str] | None:
             tree = pyparse.parse(document)
         except (SyntaxError, ValueError):
             return None
-        defined, star, reads = _scan(tree)
+        lines = _line_starts(document)
+        defined, star, reads, local = _scan(tree, _outside_fill(document, lines, lo, hi))
         del tree
     if star:
         return []
-    lines = _line_starts(document)
     ours: list[tuple[ast.Name, frozenset[str]]] = []
     users: set[str] = set()   # globals the user's own code reads (outside the fill, not a parameter there)
     for node, params in reads:
@@ -204,6 +215,7 @@ def _python(document: str, lo: int, hi: int) -> list[str] | None:
                 users.add(node.id)
             continue
         ours.append((node, params))
+    users -= local   # another function's local, read there, is not a global
     invented: list[str] = []
     for node, params in ours:
         if node.id in _PY_BUILTINS or node.id in defined or node.id in params or node.id in users:
@@ -213,20 +225,34 @@ def _python(document: str, lo: int, hi: int) -> list[str] | None:
     return invented
 
 
-def _scan(tree: ast.AST) -> tuple[set[str], bool, list[tuple[ast.Name, frozenset[str]]]]:
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def _scan(tree: ast.AST, elsewhere: Callable[[ast.AST], bool] = lambda node: False
+          ) -> tuple[set[str], bool, list[tuple[ast.Name, frozenset[str]]], set[str]]:
     """``_bindings`` and the names read, each with the parameter names visible at it (its enclosing functions' and
     lambdas'), in document order (each node before its children, in field order): one walk of the tree, without a
-    generator per level (a large file's tree is walked for each fill)."""
+    generator per level (a large file's tree is walked for each fill). A name bound only inside a scope (a
+    function, lambda, class or comprehension) that ``elsewhere`` says neither holds nor starts in the fill is
+    that scope's local, not defined for the fill (``global`` and ``nonlocal`` names count wherever they are):
+    those are the fourth value."""
     names: set[str] = set()
+    local: set[str] = set()   # the names bound in those scopes
     star = False
     reads: list[tuple[ast.Name, frozenset[str]]] = []
-    stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
+    stack: list[tuple[ast.AST, frozenset[str], bool]] = [(tree, frozenset(), False)]
     while stack:
-        node, params = stack.pop()
+        node, params, away = stack.pop()
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             reads.append((node, params))
-        else:
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif not away:
             star = _bind(node, names) or star
+        else:
+            _bind(node, local)
+        inner = away or isinstance(node, _SCOPES) and elsewhere(node)
         children = []
         for field in node._fields:
             value = getattr(node, field, None)
@@ -235,8 +261,26 @@ def _scan(tree: ast.AST) -> tuple[set[str], bool, list[tuple[ast.Name, frozenset
             elif isinstance(value, list):
                 children += [item for item in value if isinstance(item, ast.AST)]
         for child in reversed(children):
-            stack.append((child, _with_params(child, params)))
-    return names, star, reads
+            stack.append((child, _with_params(child, params), inner))
+    return names, star, reads, local
+
+
+def _outside_fill(document: str, lines: list[int], lo: int, hi: int) -> Callable[[ast.AST], bool]:
+    """Is a node (a scope) away from the fill ``document[lo:hi]``: neither holding it nor starting in it? (Placed
+    on its lines only when they reach the fill's: a large file has thousands of functions.)"""
+    code = document[lo:hi]
+    first, last = lo + len(code) - len(code.lstrip()), lo + len(code.rstrip())   # the fill's code, not its spaces
+    top, bottom = bisect.bisect_right(lines, lo), bisect.bisect_right(lines, max(lo, hi - 1))   # 1-based rows
+
+    def away(scope: ast.AST) -> bool:
+        node: Any = scope   # a statement or an expression: placed in the source
+        row, end_row = node.lineno, node.end_lineno
+        if end_row is None or end_row < top or row > bottom:
+            return True
+        start = lines[row - 1] + _char_col(document, lines[row - 1], node.col_offset)
+        end = lines[end_row - 1] + _char_col(document, lines[end_row - 1], node.end_col_offset)
+        return not (start <= first and last <= end or lo <= start < hi)
+    return away
 
 
 def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
@@ -299,12 +343,24 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         return []
     data = document.encode("utf-8", "surrogatepass")
     blo, bhi = len(document[:lo].encode("utf-8", "surrogatepass")), len(document[:hi].encode("utf-8", "surrogatepass"))
+    code = document[lo:hi]
+    first = blo + len(code[:len(code) - len(code.lstrip())].encode("utf-8", "surrogatepass"))
+    last = bhi - len(code[len(code.rstrip()):].encode("utf-8", "surrogatepass"))
     inside: list[tuple[int, str, bool]] = []
     outside: set[str] = set()
-    stack = [tree.root_node]
+    local: set[str] = set()       # names bound inside functions that neither hold nor start in the fill
+    elsewhere: set[str] = set()   # names only read there
+    stack = [(tree.root_node, False)]
     while stack:
-        node = stack.pop()
-        stack.extend(node.children)
+        node, away = stack.pop()
+        if node.type in _FUNCTIONS and not away:
+            own = node.child_by_field_name("name")   # a function's name is its outer scope's
+            if own is not None:
+                stack.append((own, away))
+            away = not (node.start_byte <= first and last <= node.end_byte or blo <= node.start_byte < bhi)
+            stack.extend((child, away) for child in node.children if child != own)
+        else:
+            stack.extend((child, away) for child in node.children)
         if node.type not in _ID_TYPES:
             continue
         name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -314,8 +370,13 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
             inside.append((node.start_byte, name, _binds(node)))
-        else:
+        elif not away:
             outside.add(name)
+        else:
+            (local if _binds(node) else elsewhere).add(name)
+    # a name that occurs only inside other functions, read there, is defined in another file (a package's
+    # function, a test's ``expect``); one that another function binds is that function's local
+    outside |= elsewhere - local
     if spec.name == "go":
         outside |= _go_imports(tree.root_node, data)
     bound = {name for _, name, binds in inside if binds}
