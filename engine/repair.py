@@ -7,22 +7,28 @@ or its first error moved past those lines; other grammars: fewer tree-sitter err
 edited line). The candidates that parse are ranked by the parser's own hint (Python's ``expected ':'``,
 a tree-sitter MISSING node) and, when the backend can score text (``score_text``), by the model's
 pseudo-log-likelihood of the edited line with each of its tokens masked in turn.
+
+A candidate is judged without parsing the whole document again (hundreds of candidates, each a parse of a 5 MB
+document, took 4 minutes on the engine thread): Python compiles the code around the error (``_PythonJudge``), other
+grammars reparse the document's tree incrementally (``_TreeJudge``).
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import tree_sitter
+from typing import Any
 
 from . import pyparse
 from .backends.base import Backend
-from .languages import LanguageSpec, error_spans, parse
+from .languages import LanguageSpec, error_spans
+from .languages import parse as _parse_anew
+from .validate import parse
 from .lines import to_lf
 from .requests import Completion, HoleFill, HoleKind, TextTooLong
 
@@ -59,6 +65,11 @@ def line_bounds(text: str, offset: int) -> tuple[int, int]:
 
 def error_lines(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
     """The lines a repair may touch: those of the first error span, and Python's error line and the one before."""
+    return _error_lines(text, spans, python_error(text) if spec.name == "python" else None)
+
+
+def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int, str] | None
+                 ) -> list[tuple[int, int]]:
     lines: list[tuple[int, int]] = []
     if spans:
         s, e = spans[0]
@@ -68,7 +79,6 @@ def error_lines(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...
             at = text.find("\n", at) + 1
             if at == 0:
                 break
-    error = python_error(text) if spec.name == "python" else None
     if error is not None:
         found = _offset_of_line(text, error[0])
         if found is not None:
@@ -123,17 +133,10 @@ def apply(text: str, repair: Repair) -> str:
     return text[:repair.start] + repair.new + text[repair.end:]
 
 
-def _point(data: bytes, at: int) -> tuple[int, int]:
-    """The (row, byte column) of byte ``at`` in ``data``."""
-    row = data.count(b"\n", 0, at)
-    return row, at - (data.rfind(b"\n", 0, at) + 1)
-
-
 def accepted(spec: LanguageSpec, text: str, repair: Repair, before: tuple[int, str] | None,
-             baseline: int, tree: tree_sitter.Tree | None = None) -> bool:
-    """Does the repaired document parse (or fail only later than the repaired line)? ``tree``: the document's
-    own, from which the repaired one is reparsed incrementally (a whole parse of a 1.5 MB file takes 0.6 s, and a
-    repair is searched among dozens of candidates)."""
+             baseline: int) -> bool:
+    """Does the repaired document parse (or fail only later than the repaired line)? The whole document parsed
+    again: the verdict ``find_repairs``'s judges reach without that (tests compare them)."""
     fixed = apply(text, repair)
     if spec.name == "python":
         error = python_error(fixed)
@@ -141,19 +144,7 @@ def accepted(spec: LanguageSpec, text: str, repair: Repair, before: tuple[int, s
             return True
         line = text.count("\n", 0, repair.start) + 1
         return before is not None and error[0] > max(line, before[0]) + 1
-    data = fixed.encode("utf-8", "surrogatepass")
-    if tree is not None:
-        head = len(text[:repair.start].encode("utf-8", "surrogatepass"))
-        old_end = head + len(text[repair.start:repair.end].encode("utf-8", "surrogatepass"))
-        new_end = head + len(repair.new.encode("utf-8", "surrogatepass"))
-        start_point = _point(data, head)
-        old_end_point = (start_point[0], start_point[1] + old_end - head)  # a repair never spans a line break
-        edited = tree.copy()
-        edited.edit(start_byte=head, old_end_byte=old_end, new_end_byte=new_end, start_point=start_point,
-                    old_end_point=old_end_point, new_end_point=_point(data, new_end))
-        tree = parse(spec, data, edited)
-    else:
-        tree = parse(spec, data)
+    tree = _parse_anew(spec, fixed.encode("utf-8", "surrogatepass"))
     if tree is None:
         return False
     errors = error_spans(tree, nested=False)
@@ -162,14 +153,16 @@ def accepted(spec: LanguageSpec, text: str, repair: Repair, before: tuple[int, s
     return len(errors) < baseline and not any(s <= bhi and e >= blo for s, e in errors)
 
 
-def hinted(spec: LanguageSpec, text: str, repair: Repair, error: tuple[int, str] | None) -> bool:
+def hinted(spec: LanguageSpec, text: str, repair: Repair, error: tuple[int, str] | None, tree: Any = None) -> bool:
     """Did the parser name this repair: Python's message names the token inserted or deleted, or a
-    tree-sitter MISSING node sits where it is inserted."""
+    tree-sitter MISSING node sits where it is inserted (``tree``: the document's, when already parsed)."""
     token = repair.new or text[repair.start:repair.end]
     if error is not None and any(k in error[1] and v == token.strip() for k, v in _HINTS.items()):
         return True
-    tree = parse(spec, text.encode("utf-8", "surrogatepass"))
-    if tree is None or not repair.new:
+    if not repair.new:
+        return False
+    tree = tree if tree is not None else parse(spec, text)
+    if tree is None:
         return False
     at = len(text[:repair.start].encode("utf-8", "surrogatepass"))
     stack = [tree.root_node] if tree.root_node.has_error else []
@@ -181,33 +174,243 @@ def hinted(spec: LanguageSpec, text: str, repair: Repair, error: tuple[int, str]
     return False
 
 
+_CHECK_EVERY = 16   # candidates judged between two cancellation checks
+
+
 def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...],
                  check: Callable[[int], None] | None = None) -> list[Repair]:
-    """The one-token repairs that parse; when there are none, the two-token ones (unranked). ``check`` is
-    called between candidates (``Control.check``: raises ``Cancelled`` once the job is cancelled)."""
-    lines = error_lines(spec, text, spans)
+    """The one-token repairs that parse; when there are none, the two-token ones (unranked). ``check(0)`` is
+    called between candidates (the job's cancellation: raises ``Cancelled``). The document is parsed (and
+    compiled, for Python) a fixed number of times, whatever the number of candidates."""
+    before = python_error(text) if spec.name == "python" else None
+    lines = _error_lines(text, spans, before)
     if not lines:
         return []
-    before = python_error(text) if spec.name == "python" else None
-    tree = parse(spec, text.encode("utf-8", "surrogatepass"))
-    baseline = len(error_spans(tree, nested=False)) if tree is not None else 0
-
-    def parses(repair: Repair) -> bool:
-        if check is not None:
-            check(0)
-        return accepted(spec, text, repair, before, baseline, tree)
+    tree = parse(spec, text)
+    if check is not None:
+        check(0)
+    judge: _PythonJudge | _TreeJudge | None
+    if spec.name == "python":
+        judge = _PythonJudge(text, lines, before, tree, check)
+    else:
+        judge = _TreeJudge(spec, text, tree) if tree is not None else None
+    if judge is None:
+        return []
     for two in (False, True):
         tried = list(dict.fromkeys(candidates(text, lines, two)))
-        if len(tried) > _MAX_CANDIDATES:  # a long line (minified code): each candidate is a parse of the document
+        if len(tried) > _MAX_CANDIDATES:  # a long line (minified code): too many candidates to judge
             log.info("repair: %d %s-token candidates on the error's lines, more than %d: not searched",
                      len(tried), "two" if two else "one", _MAX_CANDIDATES)
             return []
-        found = [r for r in tried if parses(r)]
+        found, clean = [], []
+        for i, r in enumerate(tried):
+            if check is not None and i % _CHECK_EVERY == 0:
+                check(0)
+            verdict = judge.verdict(r)
+            if verdict is not None:
+                found.append(r)
+                if verdict == _CLEAN:
+                    clean.append(r)
         # a repair after which the whole document parses beats one that only moves the error further down
-        clean = [r for r in found if spec.name != "python" or python_error(apply(text, r)) is None]
         if clean or found:
-            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before)) for r in clean or found]
+            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before, tree)) for r in clean or found]
     return []
+
+
+_CLEAN, _MOVED = "clean", "moved"   # verdicts: the repaired document parses; its first error is past the repair
+_OK, _REJECT, _UNSURE = "ok", "reject", "unsure"   # what a region alone says of a repair
+_EOF_ERRORS = ("never closed", "unterminated triple-quoted", "unexpected EOF", "expected an indented block")
+_CONTINUES = re.compile(r"(?:else|elif|except|finally|case)\b|[)\]}]")   # a line that cannot start a statement
+_WRAP = "if 1:\n"   # before a region that starts indented: Python compiles it as a block
+_TRIES = 3          # column-0 lines tried as the start of the code around the error
+
+
+@dataclass(frozen=True)
+class _Region:
+    """``head + text[lo:hi]`` compiles as the document does there: Python reads ``text[lo]`` in a clean state (no
+    open bracket or string, at a line's start), so an error that ``head + text[lo:hi]`` reports before its last
+    code line, and not one that depends on what follows (an unclosed bracket or string, a missing block), is the
+    document's too."""
+
+    lo: int
+    hi: int
+    head: str
+    first: int   # 1-based line of text[lo]
+    last: int    # 1-based line of the region's last code line
+    end: int     # 0-based line of text[hi] (the number of lines when hi is the document's end)
+
+
+class _PythonJudge:
+    """Python's verdict on a repair, by compiling the code around the error instead of the whole document. The
+    top-level statements around the error (``top``: from a line at the first column, the code before which compiles
+    by itself, to the next such line after the error's) are compiled with the repair; the code before them compiles
+    alone (checked once) and the code after them is compiled once: a repaired top region that compiles makes the
+    document compile, or fail where the code after it fails. Most candidates are rejected before that by the
+    statements at the error's indentation (``inner``: a method in a long class). A repair that leaves a bracket,
+    string or block open past the top region is rejected (the whole document may have closed it further down:
+    no repair of the error's lines)."""
+
+    def __init__(self, text: str, lines: list[tuple[int, int]], before: tuple[int, str] | None, tree: Any,
+                 check: Callable[[int], None] | None = None):
+        self.text, self.before, self.tree = text, before, tree
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        first = self._line(min(lo for lo, _ in lines)) - 1
+        last = self._line(max(hi for _, hi in lines)) - 1
+        self.top = self._top(first, last)
+        if check is not None:
+            check(0)
+        self.inner = self._inner(first, last, self.top)
+        rest = text[self.top.hi:]
+        error = python_error(rest) if rest.strip() else None
+        # the line of the first error in the code after the top region: the document's, once the repaired top
+        # region compiles (Python reads that code in a clean state); 0 where Python cannot judge it (nested too deep)
+        self.after = None if error is None else self.top.end + error[0] if error[1] else 0
+
+    # -- lines ----------------------------------------------------------------------------
+    def _line(self, offset: int) -> int:
+        """The 1-based line of ``offset``."""
+        return bisect.bisect_right(self.starts, offset)
+
+    def _indent(self, i: int) -> int | None:
+        """Line ``i``'s (0-based) indentation; None for a blank or comment line."""
+        text, starts = self.text, self.starts
+        line = text[starts[i]:starts[i + 1] if i + 1 < len(starts) else len(text)]
+        code = line.lstrip(" \t")
+        return None if not code.strip() or code.startswith("#") else len(line) - len(code)
+
+    def _starts_statement(self, i: int) -> bool:
+        """Can line ``i`` (code) start a statement: not ``else:``, not a closing bracket, not in a string as
+        tree-sitter read the document?"""
+        at = self.starts[i]
+        at += len(self.text[at:at + 400]) - len(self.text[at:at + 400].lstrip(" \t"))
+        if _CONTINUES.match(self.text, at):
+            return False
+        if self.tree is None:
+            return True
+        byte = len(self.text[:at].encode("utf-8", "surrogatepass"))
+        node = self.tree.root_node.descendant_for_byte_range(byte, byte + 1)
+        while node is not None:
+            if node.type in ("string", "string_content", "comment") and node.start_byte < byte:
+                return False
+            node = node.parent
+        return True
+
+    def _region(self, start: int, end: int, head: str) -> _Region:
+        """The region of 0-based lines ``[start, end)``."""
+        starts, text = self.starts, self.text
+        last = next((i + 1 for i in range(end - 1, start - 1, -1) if self._indent(i) is not None), start + 1)
+        return _Region(starts[start], starts[end] if end < len(starts) else len(text), head, start + 1, last, end)
+
+    def _end(self, last: int, depth: int, bound: int) -> int:
+        """The first line after ``last`` (0-based) before ``bound`` whose code is indented ``depth`` or less and
+        can start a statement (``bound`` when none is)."""
+        for k in range(last + 1, bound):
+            d = self._indent(k)
+            if d is not None and d <= depth and self._starts_statement(k):
+                return k
+        return bound
+
+    def _top(self, first: int, last: int) -> _Region:
+        """From the nearest line at or before ``first`` at the first column before which the document compiles by
+        itself (the document's start after ``_TRIES`` lines that were not) to the first line at the first column
+        after ``last``."""
+        start, tries = 0, 0
+        for i in range(first, 0, -1):
+            if self._indent(i) != 0 or not self._starts_statement(i):
+                continue
+            if python_error(self.text[:self.starts[i]]) is None:
+                start = i
+                break
+            tries += 1
+            if tries == _TRIES:
+                break
+        return self._region(start, self._end(last, 0, len(self.starts)), "")
+
+    def _inner(self, first: int, last: int, top: _Region) -> _Region | None:
+        """From the nearest line at or before ``first`` that starts a statement indented no deeper than the error's
+        lines, to the first line after ``last`` indented as little; None where that is the top region."""
+        depths = [d for i in range(first, last + 1) if (d := self._indent(i)) is not None and self._starts_statement(i)]
+        if not depths:
+            return None
+        floor = min(depths)
+        start = depth = None
+        for i in range(first, top.first - 1, -1):
+            d = self._indent(i)
+            if d is not None and d <= floor and self._starts_statement(i):
+                start, depth = i, d
+                break
+        if start is None or not depth:
+            return None
+        text, starts = self.text, self.starts
+        lead = text[starts[start]:starts[start] + depth]
+        if python_error(text[top.lo:starts[start]] + lead + "pass\n") is not None:
+            return None   # Python does not start a statement there (a bracket or string is open)
+        return self._region(start, self._end(last, depth, top.end), _WRAP)
+
+    # -- verdicts -------------------------------------------------------------------------
+    def _alone(self, region: _Region, repair: Repair, threshold: int | None) -> str:
+        text = self.text
+        error = python_error(region.head + text[region.lo:repair.start] + repair.new + text[repair.end:region.hi])
+        if error is None:
+            return _OK
+        line = region.first + error[0] - 1 - region.head.count("\n")
+        if not error[1] or line < region.first or line >= region.last \
+                or any(m in error[1] for m in _EOF_ERRORS):
+            return _UNSURE   # may depend on the code after the region
+        return _MOVED if threshold is not None and line > threshold else _REJECT
+
+    def verdict(self, repair: Repair) -> str | None:
+        """``_CLEAN``: the repaired document compiles; ``_MOVED``: its first error is past the repaired line and
+        the user's error's line; None: rejected."""
+        line = self._line(repair.start)
+        threshold = max(line, self.before[0]) + 1 if self.before is not None else None
+        if self.inner is not None and self._alone(self.inner, repair, threshold) == _REJECT:
+            return None
+        alone = self._alone(self.top, repair, threshold)
+        if alone == _MOVED:
+            return _MOVED
+        if alone != _OK:
+            return None
+        if self.after is None:
+            return _CLEAN
+        return _MOVED if threshold is not None and self.after > threshold else None
+
+
+class _TreeJudge:
+    """Tree-sitter's verdict on a repair (fewer errors than the document has, none on the repaired line): the
+    document's tree edited and reparsed incrementally, not parsed anew."""
+
+    def __init__(self, spec: LanguageSpec, text: str, tree: Any):
+        self.spec, self.text, self.tree = spec, text, tree
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.baseline = len(error_spans(tree, nested=False))
+        self.lines: dict[int, tuple[int, int, int, int]] = {}   # line start -> its row, end, start byte, end byte
+
+    def _line(self, offset: int) -> tuple[int, int, int, int, int]:
+        lo, hi = line_bounds(self.text, offset)
+        if lo not in self.lines:
+            blo = len(self.text[:lo].encode("utf-8", "surrogatepass"))
+            self.lines[lo] = (self.text.count("\n", 0, lo), hi, blo,
+                              blo + len(self.text[lo:hi].encode("utf-8", "surrogatepass")))
+        row, hi, blo, bhi = self.lines[lo]
+        return lo, row, hi, blo, bhi
+
+    def verdict(self, repair: Repair) -> str | None:
+        lo, row, _, blo, bhi = self._line(repair.start)
+        text = self.text
+        start = blo + len(text[lo:repair.start].encode("utf-8", "surrogatepass"))
+        end = start + len(text[repair.start:repair.end].encode("utf-8", "surrogatepass"))
+        new = repair.new.encode("utf-8", "surrogatepass")
+        edited = self.tree.copy()
+        edited.edit(start_byte=start, old_end_byte=end, new_end_byte=start + len(new),
+                    start_point=(row, start - blo), old_end_point=(row, end - blo),
+                    new_end_point=(row, start - blo + len(new)))
+        tree = _parse_anew(self.spec, self.data[:start] + new + self.data[end:], edited)
+        if tree is None:
+            return None
+        errors = error_spans(tree, nested=False)
+        bhi += len(new) - (end - start)
+        return _CLEAN if len(errors) < self.baseline and not any(s <= bhi and e >= blo for s, e in errors) else None
 
 
 def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:

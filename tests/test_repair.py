@@ -201,11 +201,11 @@ def test_a_lone_surrogate_elsewhere_in_the_document_does_not_hide_the_error():
     ("rust", "fn f() {\n    let s = \"é😀\"; let x = (1 + 2;\n}\n", "2;"),
 ])
 def test_each_candidate_is_judged_alike_by_the_incremental_reparse_and_a_whole_parse(language, text, error):
-    """``accepted`` reparses each candidate from the document's tree (a whole parse of a 1.5 MB file took 0.6 s
-    for each of a fix's 94 candidates: the code action list waited 71 s); the verdicts are a whole parse's,
-    with multi-byte characters, CRLF and tabs before the edits."""
+    """The tree judge reparses each candidate from the document's tree (a whole parse of a 1.5 MB file took 0.6 s
+    for each of a fix's 94 candidates: the code action list waited 71 s); the verdicts are a whole parse's
+    (``accepted``), with multi-byte characters, CRLF and tabs before the edits."""
     from engine.languages import error_spans, parse
-    from engine.repair import accepted, candidates, error_lines
+    from engine.repair import _TreeJudge, accepted, candidates, error_lines
 
     spec = spec_for(language)
     at = text.index(error)
@@ -213,7 +213,8 @@ def test_each_candidate_is_judged_alike_by_the_incremental_reparse_and_a_whole_p
     tree = parse(spec, text)
     baseline = len(error_spans(tree, nested=False))
     tried = candidates(text, error_lines(spec, text, spans))
-    verdicts = [accepted(spec, text, r, None, baseline, tree) for r in tried]
+    judge = _TreeJudge(spec, text, tree)
+    verdicts = [judge.verdict(r) is not None for r in tried]
     assert any(verdicts)
     assert verdicts == [accepted(spec, text, r, None, baseline) for r in tried]
 
@@ -247,3 +248,140 @@ def test_a_fix_cancelled_while_its_repairs_are_searched_stops(embedded_engine):
     embedded_engine.cancel_keys(lambda key: key == "big.js")
     with pytest.raises(Cancelled):
         job.future.result(300)
+
+
+def _module(functions: int, methods: int = 12) -> str:
+    """Python code of top-level functions and a class of methods: a document that compiles."""
+    out = [f"def helper_{i}(values, offset=0):\n    total = sum(values) + offset * {i}\n    return [total, {{'k': (1, 2)}}]\n\n\n"
+           for i in range(functions)]
+    out.insert(functions // 2, "class Store:\n" + "".join(
+        f"    def get_{i}(self, key, default=None):\n        '''Value {i}.\n\nColumn 0 in a docstring.\n        '''\n"
+        f"        return self.data.get(key, default)\n\n" for i in range(methods)) + "\n\n")
+    return "".join(out)
+
+
+def _whole_parses(monkeypatch, text: str) -> list[str]:
+    """Record each whole-document parse ``find_repairs`` makes: Python's compiler given over half the document, a
+    tree-sitter parse of over half of it that is not an incremental reparse (no old tree)."""
+    import engine.pyparse
+    import engine.repair
+
+    seen: list[str] = []
+    compile_ast = engine.pyparse.compile_ast
+
+    def counted_compile(source, filename):
+        if len(source) > len(text) // 2:
+            seen.append("compile")
+        return compile_ast(source, filename)
+    monkeypatch.setattr(engine.pyparse, "compile_ast", counted_compile)
+    for name in ("parse", "_parse_anew"):
+        if hasattr(engine.repair, name):
+            def counted(spec, source, old_tree=None, _parse=getattr(engine.repair, name)):
+                if old_tree is None and len(source) > len(text) // 2:
+                    seen.append("tree-sitter")
+                return _parse(spec, source, old_tree) if old_tree is not None else _parse(spec, source)
+            monkeypatch.setattr(engine.repair, name, counted)
+    return seen
+
+
+@pytest.mark.parametrize("line", ["    def get_7(self, key, default=None):\n", "def helper_30(values, offset=0):\n"])
+def test_a_repair_in_a_long_document_parses_it_a_fixed_number_of_times(monkeypatch, line):
+    """Each candidate repair compiled the whole document (a 5 MB file: 238 s of the engine thread, every other
+    document's fill waiting); it is judged on the code around the error, and the document is compiled and parsed a
+    few times in all, however many candidates there are."""
+    text = _module(200)
+    broken = text.replace(line, line.replace("):", ")"), 1)
+    at = broken.index(line.replace("):", ")"))
+    spans = survey(broken, "python", at, at).errors
+    seen = _whole_parses(monkeypatch, broken)
+    found = find_repairs(spec_for("python"), broken, spans)
+    assert [(r.start, r.new) for r in found] == [(at + len(line) - 2, ":")]
+    assert seen.count("compile") <= 3 and seen.count("tree-sitter") <= 1, seen   # before: 180 compiles
+
+
+def test_a_repair_in_a_long_javascript_document_reparses_it_incrementally(monkeypatch):
+    text = "".join(f"function f_{i}(a, b) {{\n  const c = a + b * {i};\n  if (c > 10) {{\n    return g(c, [1, 2, 3]);\n"
+                   f"  }}\n  return {{ value: c, name: 'f_{i}' }};\n}}\n\n" for i in range(300))
+    at = text.index("return g(c, [1, 2, 3]);", len(text) // 2)
+    broken = text[:at] + text[at:].replace("3]);", "3];", 1)
+    spans = survey(broken, "javascript", at, at).errors
+    seen = _whole_parses(monkeypatch, broken)
+    found = find_repairs(spec_for("javascript"), broken, spans)
+    assert (at + len("return g(c, [1, 2, 3]"), ")") in [(r.start, r.new) for r in found]
+    assert seen.count("tree-sitter") <= 1, len(seen)   # before: a parse of the whole document per candidate
+
+
+_BROKEN = [   # (the line as the user has it, the line it replaces): errors in the long document of _module
+    ("    def get_7(self, key, default=None)\n", "    def get_7(self, key, default=None):\n"),
+    ("        return self.data.get(key, default\n", "        return self.data.get(key, default)\n"),
+    ("    total = sum(values + offset * 3\n", "    total = sum(values) + offset * 3\n"),
+    ("    return [total, {'k': (1, 2)}\n", "    return [total, {'k': (1, 2)}]\n"),
+    ("    return [total, {'k': (1, 2)}]]\n", "    return [total, {'k': (1, 2)}]\n"),
+    ("    return [total {'k': (1, 2)}]\n", "    return [total, {'k': (1, 2)}]\n"),
+    ("def helper_3(values, offset=0)\n", "def helper_3(values, offset=0):\n"),
+    ("        return self.data.get('key, default)\n", "        return self.data.get(key, default)\n"),
+    ("    def get_2(self, key, default=None):\n        if key\n", "    def get_2(self, key, default=None):\n"),
+    ("    total = sum(values) + offset * 5 )\n", "    total = sum(values) + offset * 5\n"),
+]
+
+
+@pytest.mark.parametrize("bad, good", _BROKEN)
+@pytest.mark.parametrize("second", [False, True])
+def test_the_region_verdict_is_the_whole_documents(bad, good, second):
+    """Every candidate the region judge keeps, the whole document's verdict keeps (``accepted``: the document
+    parsed again), and a repair called clean leaves a document that compiles; the repairs found are the whole
+    document's, but those that leave a bracket or string open for code after the statement to close. ``second``:
+    the document has another error of its own further down, which no repair may claim to fix."""
+    from dataclasses import replace
+
+    from engine.repair import _CLEAN, _PythonJudge, _error_lines, accepted, candidates, hinted
+    from engine.validate import parse
+
+    text = _module(12)
+    broken = text.replace(good, bad, 1)
+    assert broken != text
+    if second:
+        broken = broken.replace("def helper_10(values, offset=0):", "def helper_10(values, offset=0)", 1)
+    before = python_error(broken)
+    at = sum(len(x) + 1 for x in broken.split("\n")[:before[0] - 1])
+    spans = survey(broken, "python", at, at).errors
+    lines = _error_lines(broken, spans, before)
+    spec = spec_for("python")
+    judge = _PythonJudge(broken, lines, before, parse(spec, broken))
+    kept = 0
+    for two in (False, True):
+        for r in dict.fromkeys(candidates(broken, lines, two)):
+            verdict = judge.verdict(r)
+            fixed = broken[:r.start] + r.new + broken[r.end:]
+            if verdict is not None:
+                assert accepted(spec, broken, r, before, 0), (r, fixed[r.start - 40:r.start + 40])
+                kept += 1
+            if verdict == _CLEAN:
+                assert python_error(fixed) is None
+            elif verdict is not None:
+                assert python_error(fixed) is not None
+    reference = []   # find_repairs as it was: each candidate judged by the whole document parsed again
+    for two in (False, True):
+        found = [r for r in dict.fromkeys(candidates(broken, lines, two)) if accepted(spec, broken, r, before, 0)]
+        reference = [r for r in found if python_error(broken[:r.start] + r.new + broken[r.end:]) is None] or found
+        if reference:
+            break
+    opens = [r for r in reference if any(m in (python_error(broken[:r.start] + r.new + broken[r.end:]) or (0, ""))[1]
+                                         for m in ("unterminated", "never closed"))]
+    found = find_repairs(spec, broken, spans)
+    assert kept >= len(found)
+    assert found == [replace(r, hinted=hinted(spec, broken, r, before)) for r in reference if r not in opens]
+
+
+def test_a_cancelled_job_stops_between_candidates():
+    from engine.requests import Cancelled
+
+    text = "def f(x):\n    if x > 0\n        return x\n"
+    calls = []
+
+    def check(step):
+        calls.append(step)
+        if len(calls) > 1:
+            raise Cancelled(step)
+    with pytest.raises(Cancelled):
+        find_repairs(spec_for("python"), text, survey(text, "python", 10, 10).errors, check)
