@@ -154,6 +154,7 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
 (declare-function lsp--uri-to-path "lsp-mode")
 (declare-function lsp--position-to-point "lsp-mode")
 (declare-function lsp-inline-completion-display "lsp-inline-completion")
+(defvar lsp--cur-version)
 
 (defvar-local diffusion-lsp--draft-overlay nil
   "The overlay painting the draft of the suggestion in progress.")
@@ -184,9 +185,15 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
       (propertize (or (diffusion-lsp--get params "text") "") 'face 'diffusion-lsp-draft-medium))))
 
 (defun diffusion-lsp--lsp-mode-draft (_workspace params)
-  "Paint the `diffusion/draft' PARAMS at the place the suggestion will go."
+  "Paint the `diffusion/draft' PARAMS at the place the suggestion will go.
+A draft made for another version of the buffer than lsp-mode's current
+one is ignored: its range is on text the user has changed since (the
+change itself cleared the drafts painted before it)."
   (when-let* ((path (lsp--uri-to-path (diffusion-lsp--get params "uri")))
-              (buffer (find-buffer-visiting path)))
+              (buffer (find-buffer-visiting path))
+              (current (with-current-buffer buffer
+                         (let ((version (diffusion-lsp--get params "version")))
+                           (or (null version) (equal version lsp--cur-version))))))
     (with-current-buffer buffer
       (diffusion-lsp--clear-draft)
       (unless (eq (diffusion-lsp--get params "done") t)

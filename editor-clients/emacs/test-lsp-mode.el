@@ -6,7 +6,8 @@
 ;; Registers the real server (DIFFUSION_LSP, else diffusion-lsp on PATH, else the
 ;; repository's .venv/bin/diffusion-lsp) through `diffusion-lsp-lsp-mode-setup', waits for
 ;; diffusion/status "ready", asks for a completion at "return " and checks that an item came
-;; back and that the drafts sent meanwhile were painted and then cleared.  Exits non-zero on
+;; back and that the drafts sent meanwhile were painted and then cleared; then that the drafts of
+;; a request whose buffer changed meanwhile are not painted.  Exits non-zero on
 ;; failure; skips when lsp-mode is not installed.
 
 ;;; Code:
@@ -81,6 +82,30 @@
   (test-check (> test-drafts-painted 0)
               (format "drafts painted as an overlay (%d of %d drafts)" test-drafts-painted test-drafts))
   (test-check (null diffusion-lsp--draft-overlay) "the draft is cleared after the final one")
+  ;; A draft computed for a version the buffer has moved past is not painted: the user types a
+  ;; line above while the fill runs, and the drafts the server had already sent for the old text
+  ;; (its range on the old lines) arrive after the change.
+  (let ((stale 0) (first nil) (done nil))
+    (advice-add 'diffusion-lsp--lsp-mode-draft :after
+                (lambda (_workspace params)
+                  (setq first t)
+                  (when (eq (diffusion-lsp--get params "done") t) (setq done t))
+                  (when (and (overlayp diffusion-lsp--draft-overlay)
+                             (not (equal (diffusion-lsp--get params "version") lsp--cur-version)))
+                    (setq stale (1+ stale))))
+                '((name . test-stale)))
+    (lsp-request-async "textDocument/completion" (lsp--text-document-position-params) #'ignore)
+    (let ((deadline (+ (float-time) 120)))
+      (while (and (not first) (< (float-time) deadline)) (accept-process-output nil 0.05)))
+    ;; Read nothing for a second, as a busy Emacs does, while the server sends the next drafts.
+    (let ((until (+ (float-time) 1.0))) (while (< (float-time) until)))
+    (save-excursion (goto-char (point-min)) (insert "import os\n"))
+    (let ((deadline (+ (float-time) 120)))
+      (while (and (not done) (< (float-time) deadline)) (accept-process-output nil 0.05)))
+    (advice-remove 'diffusion-lsp--lsp-mode-draft 'test-stale)
+    (test-check (and first done) "drafts of a request whose buffer changed came back")
+    (test-check (= stale 0)
+                (format "no draft painted for a version the buffer moved past (%d painted)" stale)))
   (set-buffer-modified-p nil)
   (ignore-errors (lsp-workspace-shutdown (car (lsp-workspaces))))
   (princ (format "%d passed, %d failed\n" test-passes test-failures))
