@@ -225,6 +225,11 @@ It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
       :server-id 'diffusion-lsp
       :add-on? t
       :priority -1
+      ;; lsp-mode before 9 counts columns in characters (code points) but announces no
+      ;; position encoding, so the server read them as UTF-16: after an emoji on the line
+      ;; its cursor and its edits were one column off per emoji.  The server knows UTF-32,
+      ;; which is what lsp-mode counts (newer lsp-mode announces it, or negotiates).
+      :custom-capabilities '((general . ((positionEncodings . ["utf-32"]))))
       :initialization-options (lambda () (diffusion-lsp--settings-with :drafts t))
       :notification-handlers handlers)))
   (add-hook 'lsp-inline-completion-shown-hook #'diffusion-lsp--clear-draft)

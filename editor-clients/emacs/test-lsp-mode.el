@@ -7,7 +7,8 @@
 ;; repository's .venv/bin/diffusion-lsp) through `diffusion-lsp-lsp-mode-setup', waits for
 ;; diffusion/status "ready", asks for a completion at "return " and checks that an item came
 ;; back and that the drafts sent meanwhile were painted and then cleared; then that the drafts of
-;; a request whose buffer changed meanwhile are not painted.  Exits non-zero on
+;; a request whose buffer changed meanwhile are not painted, and that an item's range after an
+;; emoji covers the typed word.  Exits non-zero on
 ;; failure; skips when lsp-mode is not installed.
 
 ;;; Code:
@@ -106,6 +107,20 @@
     (test-check (and first done) "drafts of a request whose buffer changed came back")
     (test-check (= stale 0)
                 (format "no draft painted for a version the buffer moved past (%d painted)" stale)))
+  ;; Positions after an astral character (an emoji: one Emacs character, two UTF-16 code units):
+  ;; the item's edit replaces exactly the word typed before the cursor.
+  (goto-char (point-max))
+  (insert "\ntotal = 1\nprint(\"\U0001F600\", tot")
+  (let* ((response (lsp-request "textDocument/completion" (lsp--text-document-position-params)))
+         (items (and response (append (lsp-get response :items) nil)))
+         (regions (mapcar (lambda (item)
+                            (let ((range (lsp-get (lsp-get item :textEdit) :range)))
+                              (cons (lsp--position-to-point (lsp-get range :start))
+                                    (lsp--position-to-point (lsp-get range :end)))))
+                          items)))
+    (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
+                (format "after an emoji the items replace the typed word %S (got %S)"
+                        (cons (- (point) 3) (point)) regions)))
   (set-buffer-modified-p nil)
   (ignore-errors (lsp-workspace-shutdown (car (lsp-workspaces))))
   (princ (format "%d passed, %d failed\n" test-passes test-failures))
