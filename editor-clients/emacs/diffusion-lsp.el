@@ -30,7 +30,8 @@
 ;; Keys (lsp-mode 9.0.1+ inline completion): `diffusion-lsp-suggest' (bind it, e.g. to
 ;; C-c d) shows a suggestion; RET accepts, C-g / ESC dismisses, any other key dismisses
 ;; and acts as usual.  With eglot: M-x completion-at-point (C-M-i), or company / corfu.
-;; The mode line names the model state (loading / ready / error).
+;; The mode line names the model state (loading / ready / error; with lsp-mode, stopped once
+;; no diffusion-lsp server runs).
 
 ;;; Code:
 
@@ -154,6 +155,11 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
 (declare-function lsp--uri-to-path "lsp-mode")
 (declare-function lsp--position-to-point "lsp-mode")
 (declare-function lsp-inline-completion-display "lsp-inline-completion")
+(declare-function lsp--client-server-id "lsp-mode")
+(declare-function lsp--workspace-client "lsp-mode")
+(declare-function lsp--workspace-buffers "lsp-mode")
+(declare-function lsp--session-workspaces "lsp-mode")
+(declare-function lsp-session "lsp-mode")
 (defvar lsp--cur-version)
 
 (defvar-local diffusion-lsp--draft-overlay nil
@@ -233,7 +239,23 @@ It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
       :initialization-options (lambda () (diffusion-lsp--settings-with :drafts t))
       :notification-handlers handlers)))
   (add-hook 'lsp-inline-completion-shown-hook #'diffusion-lsp--clear-draft)
+  (add-hook 'lsp-after-uninitialized-functions #'diffusion-lsp--lsp-mode-stopped)
   (add-hook 'after-change-functions #'diffusion-lsp--draft-stale))
+
+(defun diffusion-lsp--lsp-mode-stopped (workspace)
+  "WORKSPACE's server exited (shut down, crashed or killed).
+If it is a diffusion-lsp server, clear the drafts it painted (no final draft
+will come to clear them) and, when no diffusion-lsp server is left, show
+\"stopped\" in the mode line instead of the last state it sent."
+  (when (eq (lsp--client-server-id (lsp--workspace-client workspace)) 'diffusion-lsp)
+    (dolist (buffer (lsp--workspace-buffers workspace))
+      (when (buffer-live-p buffer)          ; not a virtual buffer (a plist): never painted
+        (with-current-buffer buffer
+          (diffusion-lsp--clear-draft))))
+    (unless (cl-some (lambda (other)
+                       (eq (lsp--client-server-id (lsp--workspace-client other)) 'diffusion-lsp))
+                     (lsp--session-workspaces (lsp-session)))
+      (diffusion-lsp--status "stopped" (nth 1 diffusion-lsp-state) "The server stopped."))))
 
 (defun diffusion-lsp--draft-stale (&rest _)
   "The buffer changed: its draft belongs to an older version."

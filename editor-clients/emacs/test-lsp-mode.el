@@ -8,7 +8,8 @@
 ;; diffusion/status "ready", asks for a completion at "return " and checks that an item came
 ;; back and that the drafts sent meanwhile were painted and then cleared; then that the drafts of
 ;; a request whose buffer changed meanwhile are not painted, and that an item's range after an
-;; emoji covers the typed word.  Exits non-zero on
+;; emoji covers the typed word; last, that killing the server clears its draft and the mode
+;; line's ready.  Exits non-zero on
 ;; failure; skips when lsp-mode is not installed.
 
 ;;; Code:
@@ -121,6 +122,25 @@
     (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
                 (format "after an emoji the items replace the typed word %S (got %S)"
                         (cons (- (point) 3) (point)) regions)))
+  ;; The server dies while a draft is painted: the draft goes, and the mode line no longer says ready.
+  (let ((painted nil) (proc (lsp--workspace-proc (car (lsp-workspaces)))))
+    (advice-add 'diffusion-lsp--lsp-mode-draft :after
+                (lambda (&rest _) (when (overlayp diffusion-lsp--draft-overlay) (setq painted t)))
+                '((name . test-crash)))
+    (goto-char (point-min))
+    (search-forward "return ")
+    (lsp-request-async "textDocument/completion" (lsp--text-document-position-params) #'ignore)
+    (let ((deadline (+ (float-time) 120)))
+      (while (and (not painted) (< (float-time) deadline)) (accept-process-output nil 0.05)))
+    (advice-remove 'diffusion-lsp--lsp-mode-draft 'test-crash)
+    (test-check painted "a draft is painted before the server is killed")
+    (signal-process proc 'kill)
+    (let ((deadline (+ (float-time) 30)))
+      (while (and (process-live-p proc) (< (float-time) deadline)) (accept-process-output nil 0.05)))
+    (accept-process-output nil 0.5)
+    (test-check (not (overlayp diffusion-lsp--draft-overlay)) "the killed server's draft is cleared")
+    (test-check (not (equal (car diffusion-lsp-state) "ready"))
+                (format "the mode line no longer says ready after the server died (%S)" diffusion-lsp-state)))
   (set-buffer-modified-p nil)
   (ignore-errors (lsp-workspace-shutdown (car (lsp-workspaces))))
   (princ (format "%d passed, %d failed\n" test-passes test-failures))
