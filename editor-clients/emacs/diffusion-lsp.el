@@ -30,8 +30,8 @@
 ;; Keys (lsp-mode 9.0.1+ inline completion): `diffusion-lsp-suggest' (bind it, e.g. to
 ;; C-c d) shows a suggestion; RET accepts, C-g / ESC dismisses, any other key dismisses
 ;; and acts as usual.  With eglot: M-x completion-at-point (C-M-i), or company / corfu.
-;; The mode line names the model state (loading / ready / error; with lsp-mode, stopped once
-;; no diffusion-lsp server runs).
+;; The mode line names the model state (loading / ready / error; stopped once no
+;; diffusion-lsp server runs).
 
 ;;; Code:
 
@@ -118,6 +118,7 @@ Keys are the ones of docs/PROTOCOL.md; nil leaves every default."
 ;;;; eglot
 
 (declare-function eglot-ensure "eglot")
+(declare-function jsonrpc-running-p "jsonrpc")
 (defvar eglot-server-programs)
 (defvar eglot-workspace-configuration)
 
@@ -137,10 +138,25 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
                 (plist-put (copy-sequence (default-value 'eglot-workspace-configuration))
                            :diffusionLsp diffusion-lsp-settings)))
 
+(defvar diffusion-lsp--eglot-servers nil
+  "The eglot servers that sent `diffusion/status'.")
+
+(defun diffusion-lsp--eglot-managed ()
+  "A buffer joined or left eglot: say \"stopped\" once no diffusion-lsp server runs.
+Eglot turns its buffers off when a server exits (shut down, or died and not
+reconnected), which runs this from `eglot-managed-mode-hook'."
+  (when diffusion-lsp--eglot-servers
+    (setq diffusion-lsp--eglot-servers
+          (cl-remove-if-not #'jsonrpc-running-p diffusion-lsp--eglot-servers))
+    (unless diffusion-lsp--eglot-servers
+      (diffusion-lsp--status "stopped" (nth 1 diffusion-lsp-state) "The server stopped."))))
+
 (with-eval-after-load 'eglot
+  (add-hook 'eglot-managed-mode-hook #'diffusion-lsp--eglot-managed)
   (cl-defmethod eglot-handle-notification
-    (_server (_method (eql diffusion/status)) &key state model message &allow-other-keys)
+    (server (_method (eql diffusion/status)) &key state model message &allow-other-keys)
     "Show the model state."
+    (cl-pushnew server diffusion-lsp--eglot-servers)
     (diffusion-lsp--status state model message))
   (cl-defmethod eglot-handle-notification
     (_server (_method (eql diffusion/draft)) &rest _params)

@@ -9,7 +9,8 @@
 ;; completion-at-point after "return " and checks that the server's fill was inserted
 ;; there and nothing else changed; then on the empty line of an `if' body (a block fill
 ;; inserted as sent leaves no empty line after it) and after a typed word (eglot keeps the
-;; items that start with it).  Exits non-zero on failure.  Needs eglot (Emacs 29+, or
+;; items that start with it); last, that the mode line no longer says ready once the server is
+;; shut down.  Exits non-zero on failure.  Needs eglot (Emacs 29+, or
 ;; Debian's elpa-eglot).
 
 ;;; Code:
@@ -112,8 +113,12 @@
   (let ((found (all-completions "tot" (nth 2 (eglot-completion-at-point)))))
     (test-check (and found (cl-every (lambda (c) (string-prefix-p "tot" c)) found))
                 (format "the item after a typed word starts with it (%S)" (mapcar #'substring-no-properties found))))
+  ;; Shut down, the server is gone: the mode line no longer says ready.
   (set-buffer-modified-p nil)
   (ignore-errors (eglot-shutdown (eglot-current-server)))
+  (test-wait 10 (lambda () (not (equal (car diffusion-lsp-state) "ready"))))
+  (test-check (not (equal (car diffusion-lsp-state) "ready"))
+              (format "the mode line no longer says ready once the server is shut down (%S)" diffusion-lsp-state))
   (princ (format "%d passed, %d failed\n" test-passes test-failures))
   (kill-emacs (if (> test-failures 0) 1 0)))
 
