@@ -6,7 +6,10 @@ only registry of running jobs.
 Identical requests share one job: a request equal to one whose job has not finished (the same key, document
 generation and version, offsets and fill options: a client asking for ghost text and a completion item at one
 keystroke) awaits that job's result instead of superseding it. Each request formats its own answer and may
-be cancelled on its own: the job is cancelled only when no request waits for it any more."""
+be cancelled on its own: the job is cancelled only when no request waits for it any more. A job computes drafts
+only when a request asked for them (the backends build them at each step); a request that wants drafts from a job
+computing none starts it again with them, and the requests waiting move to the new job (the model steps already
+taken are lost, none run twice to the end)."""
 
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ class _Shared:
     version: int
     job: Job | None = None
     result: asyncio.Future[Completion] | None = None   # the job's future on the loop, awaited shielded
+    drafting: bool = False   # the job computes drafts (its hook is ``on_draft``)
     waiters: int = 0
     drafts: tuple[Callable[[Draft], None], ...] = ()   # the waiters' draft streams (read on the engine thread)
 
@@ -79,29 +83,40 @@ class JobRunner:
         key = request.key or doc.uri
         shared = next((s for s in self._shared.get(key, ()) if s.joinable(request, generation, version)), None)
         if shared is None:
-            shared = self._submit(key, request, generation, version, on_draft is not None)
+            shared = _Shared(request, generation, version)
+            self._start(key, shared, on_draft is not None)
+        elif on_draft is not None and not shared.drafting:   # its job makes no drafts: again, with them
+            log.debug("request for %s v%s wants drafts: the job of an identical one starts again", key, version)
+            self._start(key, shared, True)
         else:
             log.debug("request for %s v%s joins the job of an identical one", key, version)
-        assert shared.job is not None and shared.result is not None
-        job = shared.job
         shared.waiters += 1
         if on_draft is not None:
             shared.drafts += (on_draft,)
         self.server.adapter.fill_started()   # the adapter process waits while a fill runs
         self.server.workspace_lines.fill_started()   # ... and counting the workspace's lines
         try:
-            completion = await asyncio.shield(shared.result)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():  # $/cancelRequest, or the client went away
-                if shared.waiters == 1:   # the last request waiting for the job: it stops
-                    job.cancel()
-                raise
-            log.debug("job for %s superseded while queued", key)
-            return None
-        except Cancelled as exc:  # superseded or cancelled while denoising
-            log.debug("job for %s stopped: %s", key, exc)
-            return None
+            while True:
+                job, result = shared.job, shared.result
+                assert job is not None and result is not None
+                try:
+                    completion = await asyncio.shield(result)
+                    break
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():  # $/cancelRequest, or the client went away
+                        if shared.waiters == 1 and shared.job is not None:   # the last request waiting: it stops
+                            shared.job.cancel()
+                        raise
+                    if shared.job is not job:   # started again (drafts wanted): its new job answers
+                        continue
+                    log.debug("job for %s superseded while queued", key)
+                    return None
+                except Cancelled as exc:  # superseded or cancelled while denoising
+                    if shared.job is not job:
+                        continue
+                    log.debug("job for %s stopped: %s", key, exc)
+                    return None
         except (NotReady, EngineChanged) as exc:
             log.info("no completion: %s", exc)
             return None
@@ -116,19 +131,23 @@ class JobRunner:
             return None
         return completion
 
-    def _submit(self, key: str, request: Request, generation: int, version: int, drafts: bool) -> _Shared:
-        """A new engine job for ``request``, listed for identical requests to join until it ends."""
+    def _start(self, key: str, shared: _Shared, drafts: bool) -> None:
+        """A new engine job for ``shared``'s request (``drafts``: with a draft hook), listed for identical
+        requests to join until it ends. One already running for it is superseded by the engine's newest-per-key
+        rule; the requests awaiting it move to the new one."""
         engine = self.server.engine
         assert engine is not None
-        shared = _Shared(request, generation, version)
-        shared.job = job = engine.submit(request, shared.on_draft if drafts else None)
+        shared.job = job = engine.submit(shared.request, shared.on_draft if drafts else None)
+        shared.drafting = drafts
         shared.result = asyncio.wrap_future(job.future)
         shared.result.add_done_callback(_retrieve)
-        self._shared.setdefault(key, []).append(shared)
+        listed = self._shared.setdefault(key, [])
+        if shared not in listed:
+            listed.append(shared)
 
         def forget(_: concurrent.futures.Future[Completion]) -> None:
             listed = self._shared.get(key, [])
-            if shared in listed:
+            if shared.job is job and shared in listed:   # not when the job was started again
                 listed.remove(shared)
             if not listed:
                 self._shared.pop(key, None)
@@ -140,7 +159,6 @@ class JobRunner:
             except RuntimeError:   # the loop has closed (the server is exiting)
                 pass
         job.future.add_done_callback(done)
-        return shared
 
 
 def _retrieve(result: asyncio.Future[Completion]) -> None:

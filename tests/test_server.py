@@ -198,3 +198,36 @@ async def test_a_newer_position_supersedes_both_identical_requests(client):
     after = await stats(client)
     assert not inline_result.items and not item_result.items
     assert after["jobs"] == before["jobs"] + 2 and after["cancelled"] == before["cancelled"] + 1
+
+
+@pytest.mark.parametrize("queued", [False, True])
+async def test_a_request_with_a_progress_token_joining_a_job_without_drafts_gets_its_progress(client, queued):
+    # Drafts off: a completion request without a work-done token asks its job for no drafts; the inline request
+    # at the same keystroke carries a token, and alone its progress reports each step. Before, it joined the
+    # completion's job and got a progress begun and ended at the answer, with no step reported. ``queued``: the
+    # pair's job waits behind another document's (started again before it reaches the model).
+    uri = f"file:///pair-token-{client.snapshot}-{queued}.py"
+    token = f"pair-token-{client.snapshot}-{queued}"
+    open_doc(client, uri, BODY)
+    client.progress_reports[token] = []   # the client's own token (pytest-lsp knows only those it created)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams({"diffusionLsp": {"drafts": False}}))
+    try:
+        ahead = None
+        if queued:
+            open_doc(client, f"{uri}.ahead.py", BODY)
+            ahead = asyncio.ensure_future(client.text_document_inline_completion_async(
+                inline_params(f"{uri}.ahead.py", 0, 9)))
+        item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+        params = inline_params(uri, 0, 9)
+        params.work_done_token = token
+        inline = asyncio.ensure_future(client.text_document_inline_completion_async(params))
+        item_result, inline_result = await asyncio.wait_for(asyncio.gather(item, inline), 60)  # a hang guard
+        if ahead is not None:
+            assert (await asyncio.wait_for(ahead, 60)).items   # the other document's answer is its own
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams({"diffusionLsp": {"drafts": True}}))
+    assert inline_result.items and item_result.items   # both answered, with the same fill
+    assert inline_result.items[0].insert_text == item_result.items[0].text_edit.new_text
+    reports = client.progress_reports[token]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin) and isinstance(reports[-1], types.WorkDoneProgressEnd)
+    assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports[1:-1]), reports
