@@ -19,7 +19,6 @@ import bisect
 import logging
 import re
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,9 +91,7 @@ def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int
 def python_error(text: str) -> tuple[int, str] | None:
     """Python's first syntax error in ``text``: (1-based line, message), or ``None`` when it compiles."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pyparse.compile_ast(text, "<repair>")
+        pyparse.check_syntax(text, "<repair>")
     except SyntaxError as e:
         return (e.lineno or 1, e.msg or "")
     except (ValueError, MemoryError, RecursionError):

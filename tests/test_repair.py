@@ -267,13 +267,13 @@ def _whole_parses(monkeypatch, text: str) -> list[str]:
     import engine.repair
 
     seen: list[str] = []
-    compile_ast = engine.pyparse.compile_ast
+    check_syntax = engine.pyparse.check_syntax
 
-    def counted_compile(source, filename):
+    def counted_compile(source, filename="<document>"):
         if len(source) > len(text) // 2:
             seen.append("compile")
-        return compile_ast(source, filename)
-    monkeypatch.setattr(engine.pyparse, "compile_ast", counted_compile)
+        return check_syntax(source, filename)
+    monkeypatch.setattr(engine.pyparse, "check_syntax", counted_compile)
     for name in ("parse", "_parse_anew"):
         if hasattr(engine.repair, name):
             def counted(spec, source, old_tree=None, _parse=getattr(engine.repair, name)):
@@ -297,6 +297,30 @@ def test_a_repair_in_a_long_document_parses_it_a_fixed_number_of_times(monkeypat
     found = find_repairs(spec_for("python"), broken, spans)
     assert [(r.start, r.new) for r in found] == [(at + len(line) - 2, ":")]
     assert seen.count("compile") <= 3 and seen.count("tree-sitter") <= 1, seen   # before: 180 compiles
+
+
+def test_a_repair_in_a_large_document_compiles_it_outside_the_servers_process(monkeypatch):
+    """The whole-document compiles a repair makes (its error, the code before and after the error's statements) held
+    the interpreter's lock, and with it the server's event loop, for each one's whole length (a 5 MB document: up to
+    7 s without an answer to any request, a cancel among them). Over ``pyparse.APART`` characters they run in a child
+    process: ``compile`` is called here only on the code around the error; the repair found is the same."""
+    import engine.pyparse
+
+    text = _module(3000)
+    line = "def helper_2000(values, offset=0):\n"
+    broken = text.replace(line, line.replace("):", ")"), 1)
+    at = broken.index(line.replace("):", ")"))
+    assert len(broken) > engine.pyparse.APART
+    spans = survey(broken, "python", at, at).errors
+    compiled_here: list[int] = []
+
+    def spy(source, *args, **kwargs):
+        compiled_here.append(len(source))
+        return compile(source, *args, **kwargs)
+    monkeypatch.setattr(engine.pyparse, "compile", spy, raising=False)
+    found = find_repairs(spec_for("python"), broken, spans)
+    assert [(r.start, r.new) for r in found] == [(at + len(line) - 2, ":")]
+    assert compiled_here and max(compiled_here) < engine.pyparse.APART, compiled_here   # before: 3 of the document
 
 
 def test_a_repair_in_a_long_javascript_document_reparses_it_incrementally(monkeypatch):
