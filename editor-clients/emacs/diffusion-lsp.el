@@ -115,6 +115,87 @@ Keys are the ones of docs/PROTOCOL.md; nil leaves every default."
       diffusion-lsp-settings
     (append diffusion-lsp-settings (list key value))))
 
+;;;; Carriage returns
+
+;; LSP ends a line at \n, \r\n or a lone \r; Emacs only at \n.  A \r in the buffer (shown as
+;; ^M: a stray one in a unix file, or the \r\n of a file with mixed line endings) makes positions
+;; mean other places to the server than to Emacs: below a lone \r every line number is another
+;; line, and at a \r before \n a column past it is clamped before it.  The incremental changes
+;; eglot and lsp-mode compute in Emacs's lines then land at the wrong place in the server's copy
+;; of the buffer, so while the buffer holds a \r each change is sent as the whole text.
+
+(defvar-local diffusion-lsp--cr :unknown
+  "Whether the buffer holds a carriage return: t, nil, or :unknown (scan).")
+
+(defvar-local diffusion-lsp--cr-before :unknown
+  "`diffusion-lsp--cr' before the change in progress (:unknown: not recorded).")
+
+(defvar-local diffusion-lsp--full-sync nil
+  "Non-nil while this file set `lsp-document-sync-method' to send the whole text.")
+
+(defvar lsp-document-sync-method)
+(defvar eglot--recent-changes)
+
+(defun diffusion-lsp--holds-cr ()
+  "Non-nil when the buffer holds a carriage return (widened; the answer is kept)."
+  (when (eq diffusion-lsp--cr :unknown)
+    (setq diffusion-lsp--cr (save-excursion
+                              (save-restriction
+                                (widen)
+                                (goto-char (point-min))
+                                (and (search-forward "\r" nil t) t)))))
+  diffusion-lsp--cr)
+
+(defun diffusion-lsp--cr-before-change (_beg _end)
+  "Record whether the buffer holds a \\r before a change.
+In `before-change-functions'.  In a buffer of a diffusion-lsp server
+through lsp-mode, make lsp-mode send this change as the whole text when
+it does (it reads `lsp-document-sync-method')."
+  (when (diffusion-lsp--served-p)
+    (setq diffusion-lsp--cr-before (diffusion-lsp--holds-cr))
+    (when (bound-and-true-p lsp-mode)
+      (cond (diffusion-lsp--cr-before
+             (setq-local lsp-document-sync-method 1)     ; lsp--sync-full
+             (setq diffusion-lsp--full-sync t))
+            (diffusion-lsp--full-sync
+             (kill-local-variable 'lsp-document-sync-method)
+             (setq diffusion-lsp--full-sync nil))))))
+
+(defun diffusion-lsp--cr-after-change (beg end pre-change-length)
+  "Keep `diffusion-lsp--cr' true after a change of BEG to END.
+PRE-CHANGE-LENGTH characters were replaced.  With eglot, a change made
+while the buffer held a \\r (or one not recorded before it) is sent as
+the whole text."
+  (when (diffusion-lsp--served-p)
+    (cond ((and (eq diffusion-lsp--cr t) (> pre-change-length 0))
+           (setq diffusion-lsp--cr :unknown))    ; the \r may be gone: scan when next needed
+          ((and (null diffusion-lsp--cr)
+                (save-excursion (goto-char beg) (search-forward "\r" end t)))
+           (setq diffusion-lsp--cr t)))
+    (when (and diffusion-lsp--cr-before
+               (bound-and-true-p eglot--managed-mode)
+               (boundp 'eglot--recent-changes)
+               (listp eglot--recent-changes))
+      (setq eglot--recent-changes :emacs-messup))  ; eglot's own word for "send the whole text"
+    (setq diffusion-lsp--cr-before :unknown)))
+
+(defun diffusion-lsp--served-p ()
+  "Non-nil in a buffer a diffusion-lsp server serves (through eglot or lsp-mode)."
+  (or (and (bound-and-true-p eglot--managed-mode)
+           (diffusion-lsp--eglot-server-p (eglot-current-server)))
+      (and (bound-and-true-p lsp-mode)
+           (cl-some #'diffusion-lsp--lsp-workspace-p (lsp-workspaces)))))
+
+(defun diffusion-lsp--cr-reverted ()
+  "The buffer was reverted: whether it holds a \\r is not known."
+  (setq diffusion-lsp--cr :unknown))
+
+(defun diffusion-lsp--watch-cr ()
+  "Keep the server's copy of buffers holding a \\r right (both clients' setup)."
+  (add-hook 'before-change-functions #'diffusion-lsp--cr-before-change)
+  (add-hook 'after-change-functions #'diffusion-lsp--cr-after-change)
+  (add-hook 'after-revert-hook #'diffusion-lsp--cr-reverted))
+
 ;;;; eglot
 
 (declare-function eglot-ensure "eglot")
@@ -131,6 +212,7 @@ Keys are the ones of docs/PROTOCOL.md; nil leaves every default."
   "Use diffusion-lsp through eglot for `diffusion-lsp-major-modes'.
 Eglot runs one server per major mode: this replaces the mode's usual server."
   (require 'eglot)
+  (diffusion-lsp--watch-cr)
   (add-to-list 'eglot-server-programs
                `(,diffusion-lsp-major-modes
                  . (,@diffusion-lsp-command :initializationOptions diffusion-lsp--eglot-options)))
@@ -140,6 +222,15 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
 
 (defvar diffusion-lsp--eglot-servers nil
   "The eglot servers that sent `diffusion/status'.")
+
+(declare-function eglot-current-server "eglot")
+(declare-function eglot--server-info "eglot")
+
+(defun diffusion-lsp--eglot-server-p (server)
+  "Non-nil when the eglot SERVER is a diffusion-lsp server."
+  (and server
+       (or (memq server diffusion-lsp--eglot-servers)
+           (equal (plist-get (ignore-errors (eglot--server-info server)) :name) "diffusion-lsp"))))
 
 (defun diffusion-lsp--eglot-managed ()
   "A buffer joined or left eglot: say \"stopped\" once no diffusion-lsp server runs.
@@ -256,7 +347,14 @@ It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
       :notification-handlers handlers)))
   (add-hook 'lsp-inline-completion-shown-hook #'diffusion-lsp--clear-draft)
   (add-hook 'lsp-after-uninitialized-functions #'diffusion-lsp--lsp-mode-stopped)
-  (add-hook 'after-change-functions #'diffusion-lsp--draft-stale))
+  (add-hook 'after-change-functions #'diffusion-lsp--draft-stale)
+  (diffusion-lsp--watch-cr))
+
+(declare-function lsp-workspaces "lsp-mode")
+
+(defun diffusion-lsp--lsp-workspace-p (workspace)
+  "Non-nil when the lsp-mode WORKSPACE is a diffusion-lsp server's."
+  (eq (lsp--client-server-id (lsp--workspace-client workspace)) 'diffusion-lsp))
 
 (defun diffusion-lsp--lsp-mode-stopped (workspace)
   "WORKSPACE's server exited (shut down, crashed or killed).

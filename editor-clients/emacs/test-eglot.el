@@ -9,9 +9,10 @@
 ;; completion-at-point after "return " and checks that the server's fill was inserted
 ;; there and nothing else changed; then on the empty line of an `if' body (a block fill
 ;; inserted as sent leaves no empty line after it) and after a typed word (eglot keeps the
-;; items that start with it); last, that the mode line no longer says ready once the server is
-;; shut down.  Exits non-zero on failure.  Needs eglot (Emacs 29+, or
-;; Debian's elpa-eglot).
+;; items that start with it); then that edits made while a buffer held a carriage return (a
+;; line break to LSP, not to Emacs) reached the server's copy as made; last, that the mode line
+;; no longer says ready once the server is shut down.  Exits non-zero on failure.  Needs eglot
+;; (Emacs 29+, or Debian's elpa-eglot).
 
 ;;; Code:
 
@@ -60,12 +61,12 @@
     (princ "FAIL diffusion-lsp not found (set DIFFUSION_LSP)\n0 passed, 1 failed\n")
     (kill-emacs 1))
   (setq diffusion-lsp-command (list server)
-        ;; The embedded model is weak: without validation and the confidence bar it always
-        ;; proposes something; one item, so that completion-at-point inserts it.  No workspace
-        ;; lines: whether the folder was counted before a fill (a race) would change what the
-        ;; fills write, and the later checks depend on the earlier fills' text.
+        ;; The embedded model is weak: without validation, the confidence bar and the names rule
+        ;; it always proposes something; one item, so that completion-at-point inserts it.  No
+        ;; workspace lines: whether the folder was counted before a fill (a race) would change
+        ;; what the fills write, and the later checks depend on the earlier fills' text.
         diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :maxAlternatives 1
-                                 :workspaceLines :json-false))
+                                 :workspaceLines :json-false :namesRule :json-false))
   (with-temp-file file
     (insert "def read_lines(path):\n    with open(path) as handle:\n        return \n\n\nprint(1)\n"
             "\n\ndef check(x):\n    if x is None:\n        \n    return x\n\n\ntotal = 1\nvalue = tot\n"))
@@ -113,6 +114,37 @@
   (let ((found (all-completions "tot" (nth 2 (eglot-completion-at-point)))))
     (test-check (and found (cl-every (lambda (c) (string-prefix-p "tot" c)) found))
                 (format "the item after a typed word starts with it (%S)" (mapcar #'substring-no-properties found))))
+  ;; A carriage return inside a line is a line break to the server (LSP) and none to Emacs: changes
+  ;; made while the buffer holds one go as the whole text, so that the server's copy stays the
+  ;; buffer's (in Emacs's line numbers, a line inserted below the \r went in a line too high and
+  ;; the deletion of the \r itself was clamped to nothing).
+  (let ((main (current-buffer)) (cr-file (expand-file-name "stray_cr.py" dir)))
+    (with-temp-file cr-file
+      (insert "def a(s):\n    t = \"x\ry\"\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
+    (find-file cr-file)
+    (test-wait 20 (lambda () (eglot-current-server)))
+    (goto-char (point-min))
+    (search-forward "total = 1")
+    (beginning-of-line)
+    (insert "# note\n")
+    (eglot--signal-textDocument/didChange)
+    (goto-char (point-min))
+    (search-forward "\r")
+    (delete-char -1)
+    (insert " ")
+    (eglot--signal-textDocument/didChange)
+    (goto-char (point-min))
+    (search-forward "value = tot")
+    (let* ((response (jsonrpc-request (eglot--current-server-or-lose) :textDocument/completion
+                                      (eglot--TextDocumentPositionParams)))
+           (items (append (if (vectorp response) response (plist-get response :items)) nil))
+           (regions (mapcar (lambda (item) (eglot--range-region (plist-get (plist-get item :textEdit) :range)))
+                            items)))
+      (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
+                  (format "edits made while the buffer held a carriage return reached the server: the items replace the typed word %S (got %S)"
+                          (cons (- (point) 3) (point)) regions)))
+    (set-buffer-modified-p nil)
+    (switch-to-buffer main))
   ;; Shut down, the server is gone: the mode line no longer says ready.
   (set-buffer-modified-p nil)
   (ignore-errors (eglot-shutdown (eglot-current-server)))

@@ -7,10 +7,11 @@
 ;; repository's .venv/bin/diffusion-lsp) through `diffusion-lsp-lsp-mode-setup', waits for
 ;; diffusion/status "ready", asks for a completion at "return " and checks that an item came
 ;; back and that the drafts sent meanwhile were painted and then cleared; then that the drafts of
-;; a request whose buffer changed meanwhile are not painted, and that an item's range after an
-;; emoji covers the typed word; last, that killing the server clears its draft and the mode
-;; line's ready.  Exits non-zero on
-;; failure; skips when lsp-mode is not installed.
+;; a request whose buffer changed meanwhile are not painted, that an item's range after an
+;; emoji covers the typed word, and that edits made while a buffer held a carriage return (a line
+;; break to LSP, not to Emacs) reached the server's copy as made; last, that killing the server
+;; clears its draft and the mode line's ready.  Exits non-zero on failure; skips when lsp-mode
+;; is not installed.
 
 ;;; Code:
 
@@ -56,9 +57,10 @@
         ;; Only diffusion-lsp: no other Python server is wanted in this test.
         lsp-disabled-clients '(pyls pylsp mspyls jedi semgrep-ls ruff-lsp pyright))
   (setq diffusion-lsp-command (list server)
-        ;; The embedded model is weak: without validation and the confidence bar it always
-        ;; proposes something.
-        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :draftIntervalMs 0))
+        ;; The embedded model is weak: without validation, the confidence bar and the names rule
+        ;; it always proposes something.
+        diffusion-lsp-settings '(:validate :json-false :minConfidence 0 :draftIntervalMs 0
+                                 :namesRule :json-false))
   (diffusion-lsp-lsp-mode-setup)
   (advice-add 'diffusion-lsp--lsp-mode-draft :after
               (lambda (_workspace params)
@@ -122,6 +124,38 @@
     (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
                 (format "after an emoji the items replace the typed word %S (got %S)"
                         (cons (- (point) 3) (point)) regions)))
+  ;; A carriage return inside a line is a line break to the server (LSP) and none to Emacs: changes
+  ;; made while the buffer holds one go as the whole text, so that the server's copy stays the
+  ;; buffer's (in Emacs's line numbers, a line inserted below the \r went in a line too high and
+  ;; the deletion of the \r itself was clamped to nothing).
+  (let ((main (current-buffer)) (cr-file (expand-file-name "stray_cr.py" dir)))
+    (with-temp-file cr-file
+      (insert "def a(s):\n    t = \"x\ry\"\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
+    (find-file cr-file)
+    (python-mode)
+    (lsp)
+    (goto-char (point-min))
+    (search-forward "total = 1")
+    (beginning-of-line)
+    (insert "# note\n")
+    (goto-char (point-min))
+    (search-forward "\r")
+    (delete-char -1)
+    (insert " ")
+    (goto-char (point-min))
+    (search-forward "value = tot")
+    (let* ((response (lsp-request "textDocument/completion" (lsp--text-document-position-params)))
+           (items (and response (append (lsp-get response :items) nil)))
+           (regions (mapcar (lambda (item)
+                              (let ((range (lsp-get (lsp-get item :textEdit) :range)))
+                                (cons (lsp--position-to-point (lsp-get range :start))
+                                      (lsp--position-to-point (lsp-get range :end)))))
+                            items)))
+      (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
+                  (format "edits made while the buffer held a carriage return reached the server: the items replace the typed word %S (got %S)"
+                          (cons (- (point) 3) (point)) regions)))
+    (set-buffer-modified-p nil)
+    (switch-to-buffer main))
   ;; The server dies while a draft is painted: the draft goes, and the mode line no longer says ready.
   (let ((painted nil) (proc (lsp--workspace-proc (car (lsp-workspaces)))))
     (advice-add 'diffusion-lsp--lsp-mode-draft :after
