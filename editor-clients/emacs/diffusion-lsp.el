@@ -31,7 +31,8 @@
 ;; C-c d) shows a suggestion; RET accepts, C-g / ESC dismisses, any other key dismisses
 ;; and acts as usual.  With eglot: M-x completion-at-point (C-M-i), or company / corfu.
 ;; The mode line names the model state (loading / ready / error; stopped once no
-;; diffusion-lsp server runs).
+;; diffusion-lsp server runs).  A buffer with a carriage return (^M) inside a line gets no
+;; suggestion, draft or action: the server counts it as a line break, Emacs does not.
 
 ;;; Code:
 
@@ -186,6 +187,66 @@ the whole text."
       (and (bound-and-true-p lsp-mode)
            (cl-some #'diffusion-lsp--lsp-workspace-p (lsp-workspaces)))))
 
+;; Positions are another matter: Emacs and the server number the lines below a lone \r
+;; differently, so a suggestion, a draft or an action's edit would land on the wrong lines.  A
+;; buffer holding one gets none of them, and the user is told once which line holds it.  (A \r
+;; before \n is one break to both: served.)
+
+(defvar-local diffusion-lsp--cr-told nil
+  "Non-nil once the user was told why this buffer gets no suggestion.")
+
+(defun diffusion-lsp--lone-cr-line ()
+  "The line of the buffer's first \\r not followed by \\n (1-based), or nil."
+  (when (diffusion-lsp--holds-cr)
+    (save-excursion
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (when (re-search-forward "\r\\([^\n]\\|\\'\\)" nil t)
+          (line-number-at-pos (match-beginning 0)))))))
+
+(defun diffusion-lsp--cr-refusal ()
+  "Why this buffer gets no suggestion, draft or action, or nil when it does."
+  (let ((line (diffusion-lsp--lone-cr-line)))
+    (if (null line)
+        (setq diffusion-lsp--cr-told nil)
+      (format (concat "diffusion-lsp: line %d holds a carriage return (^M) inside it: the server "
+                      "counts it as a line break and Emacs does not, so its edits would land on "
+                      "the wrong lines; no suggestion, draft or code action in %s until it is "
+                      "removed (M-x replace-string RET C-q C-m RET RET)")
+              line (buffer-name)))))
+
+(defun diffusion-lsp--refused (&optional loud)
+  "Non-nil when the current buffer holds a lone \\r; tell the user once.
+With LOUD (a command the user ran), signal it as a `user-error' each time."
+  (when-let ((why (diffusion-lsp--cr-refusal)))
+    (cond (loud (user-error "%s" why))
+          ((not diffusion-lsp--cr-told)
+           (setq diffusion-lsp--cr-told t)
+           (message "%s" why)))
+    t))
+
+(defun diffusion-lsp--edit-refusal (edit uri-to-path)
+  "Why the WorkspaceEdit EDIT must not be applied, or nil.
+It is refused when a buffer it edits holds a lone \\r.  URI-TO-PATH maps
+its URIs to files."
+  (let ((uris nil)
+        (changes (diffusion-lsp--get edit "changes")))
+    (mapc (lambda (change)
+            (when-let ((document (diffusion-lsp--get change "textDocument")))
+              (push (diffusion-lsp--get document "uri") uris)))
+          (diffusion-lsp--get edit "documentChanges"))
+    (cond ((hash-table-p changes)
+           (maphash (lambda (uri _edits) (push uri uris)) changes))
+          ((consp changes)                  ; a plist: keys are :URI keywords
+           (cl-loop for (key _edits) on changes by #'cddr
+                    do (push (if (keywordp key) (substring (symbol-name key) 1) key) uris))))
+    (cl-some (lambda (uri)
+               (when-let ((buffer (and (stringp uri) (find-buffer-visiting (funcall uri-to-path uri)))))
+                 (with-current-buffer buffer
+                   (diffusion-lsp--cr-refusal))))
+             uris)))
+
 (defun diffusion-lsp--cr-reverted ()
   "The buffer was reverted: whether it holds a \\r is not known."
   (setq diffusion-lsp--cr :unknown))
@@ -213,6 +274,8 @@ the whole text."
 Eglot runs one server per major mode: this replaces the mode's usual server."
   (require 'eglot)
   (diffusion-lsp--watch-cr)
+  (advice-add 'eglot-completion-at-point :around #'diffusion-lsp--eglot-completion)
+  (advice-add 'eglot-code-actions :around #'diffusion-lsp--eglot-code-actions)
   (add-to-list 'eglot-server-programs
                `(,diffusion-lsp-major-modes
                  . (,@diffusion-lsp-command :initializationOptions diffusion-lsp--eglot-options)))
@@ -224,6 +287,7 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
   "The eglot servers that sent `diffusion/status'.")
 
 (declare-function eglot-current-server "eglot")
+(declare-function eglot--uri-to-path "eglot")
 (declare-function eglot--server-info "eglot")
 
 (defun diffusion-lsp--eglot-server-p (server)
@@ -231,6 +295,18 @@ Eglot runs one server per major mode: this replaces the mode's usual server."
   (and server
        (or (memq server diffusion-lsp--eglot-servers)
            (equal (plist-get (ignore-errors (eglot--server-info server)) :name) "diffusion-lsp"))))
+
+(defun diffusion-lsp--eglot-completion (capf)
+  "Around CAPF, `eglot-completion-at-point': nothing where a lone \\r is."
+  (unless (and (diffusion-lsp--served-p) (diffusion-lsp--refused))
+    (funcall capf)))
+
+(defun diffusion-lsp--eglot-code-actions (code-actions beg &optional end action-kind interactive)
+  "Around CODE-ACTIONS, `eglot-code-actions' of BEG END ACTION-KIND INTERACTIVE.
+In a buffer holding a lone \\r: none, and a command says why."
+  (if (and (diffusion-lsp--served-p) (diffusion-lsp--refused interactive))
+      nil
+    (funcall code-actions beg end action-kind interactive)))
 
 (defun diffusion-lsp--eglot-managed ()
   "A buffer joined or left eglot: say \"stopped\" once no diffusion-lsp server runs.
@@ -252,7 +328,17 @@ reconnected), which runs this from `eglot-managed-mode-hook'."
   (cl-defmethod eglot-handle-notification
     (_server (_method (eql diffusion/draft)) &rest _params)
     "Drafts are not painted with eglot; accept them quietly."
-    nil))
+    nil)
+  (cl-defmethod eglot-handle-request :around
+    (server (_method (eql workspace/applyEdit)) &key edit &allow-other-keys)
+    "Refuse a diffusion-lsp edit of a buffer holding a lone \\r.
+It would land on other lines than the server meant."
+    (let ((why (and (diffusion-lsp--eglot-server-p server)
+                    (diffusion-lsp--edit-refusal edit #'eglot--uri-to-path))))
+      (if (null why)
+          (cl-call-next-method)
+        (message "%s" why)
+        `(:applied :json-false :failureReason ,why)))))
 
 ;;;; lsp-mode
 
@@ -309,13 +395,63 @@ change itself cleared the drafts painted before it)."
                            (or (null version) (equal version lsp--cur-version))))))
     (with-current-buffer buffer
       (diffusion-lsp--clear-draft)
-      (unless (eq (diffusion-lsp--get params "done") t)
+      (unless (or (eq (diffusion-lsp--get params "done") t)
+                  (diffusion-lsp--refused))          ; its range is in other lines than Emacs's
         (let* ((start (diffusion-lsp--get (diffusion-lsp--get params "range") "start"))
                (point (lsp--position-to-point start))
                (overlay (make-overlay point point nil t nil)))
           (overlay-put overlay 'after-string (diffusion-lsp--draft-string params))
           (overlay-put overlay 'priority 8000)
           (setq diffusion-lsp--draft-overlay overlay))))))
+
+(declare-function lsp--apply-workspace-edit "lsp-mode")
+(declare-function lsp-workspaces "lsp-mode")
+(declare-function lsp--find-workspaces-for "lsp-mode")
+(declare-function lsp--error "lsp-mode")
+
+(defun diffusion-lsp--lsp-mode-apply-edit (_workspace params)
+  "`workspace/applyEdit' with PARAMS, as lsp-mode does it.
+An edit of a buffer holding a lone \\r is refused: it would land on other
+lines than the server meant."
+  (let* ((edit (diffusion-lsp--get params "edit"))
+         (why (diffusion-lsp--edit-refusal edit #'lsp--uri-to-path)))
+    (if why
+        (progn (message "%s" why)
+               (list :applied :json-false :failureReason why))
+      (list :applied (condition-case err
+                         (prog1 t (lsp--apply-workspace-edit edit 'server-requested))
+                       (error (lsp--error "Failed to apply edits with message %s"
+                                          (error-message-string err))
+                              :json-false))))))
+
+(defconst diffusion-lsp--positional-methods
+  '("textDocument/completion" "completionItem/resolve" "textDocument/inlineCompletion"
+    "textDocument/codeAction" "codeAction/resolve" "workspace/executeCommand")
+  "Requests whose answer is placed by line numbers.")
+
+(defun diffusion-lsp--lsp-mode-method (msg-or-method)
+  "The method of MSG-OR-METHOD (a request or its method)."
+  (if (stringp msg-or-method) msg-or-method (plist-get msg-or-method :method)))
+
+(defun diffusion-lsp--lsp-mode-workspaces-for (find msg-or-method)
+  "Around FIND, `lsp--find-workspaces-for' (and `lsp-feature?'), for MSG-OR-METHOD.
+In a buffer holding a lone \\r, diffusion-lsp is not asked for what is placed
+by line numbers; the other servers are."
+  (let ((workspaces (funcall find msg-or-method)))
+    (if (and (member (diffusion-lsp--lsp-mode-method msg-or-method) diffusion-lsp--positional-methods)
+             (cl-some #'diffusion-lsp--lsp-workspace-p workspaces)
+             (diffusion-lsp--refused))
+        (cl-remove-if #'diffusion-lsp--lsp-workspace-p workspaces)
+      workspaces)))
+
+(defun diffusion-lsp--lsp-mode-send (body &rest _)
+  "Before `lsp--send-request-async' of BODY: a request only diffusion-lsp would
+answer, refused in a buffer holding a lone \\r, says why instead of lsp-mode's
+\"does not support method\"."
+  (when (and (member (plist-get body :method) diffusion-lsp--positional-methods)
+             (null (lsp--find-workspaces-for body))
+             (cl-some #'diffusion-lsp--lsp-workspace-p (lsp-workspaces)))
+    (diffusion-lsp--refused t)))
 
 (defun diffusion-lsp--lsp-mode-status (_workspace params)
   "Record the `diffusion/status' PARAMS."
@@ -328,9 +464,11 @@ change itself cleared the drafts painted before it)."
   "Register diffusion-lsp with lsp-mode as an add-on server.
 It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
   (require 'lsp-mode)
-  (let ((handlers (make-hash-table :test 'equal)))
+  (let ((handlers (make-hash-table :test 'equal))
+        (requests (make-hash-table :test 'equal)))
     (puthash "diffusion/status" #'diffusion-lsp--lsp-mode-status handlers)
     (puthash "diffusion/draft" #'diffusion-lsp--lsp-mode-draft handlers)
+    (puthash "workspace/applyEdit" #'diffusion-lsp--lsp-mode-apply-edit requests)
     (lsp-register-client
      (make-lsp-client
       :new-connection (lsp-stdio-connection (lambda () diffusion-lsp-command))
@@ -344,13 +482,15 @@ It starts for `diffusion-lsp-major-modes', beside the mode's usual server."
       ;; which is what lsp-mode counts (newer lsp-mode announces it, or negotiates).
       :custom-capabilities '((general . ((positionEncodings . ["utf-32"]))))
       :initialization-options (lambda () (diffusion-lsp--settings-with :drafts t))
-      :notification-handlers handlers)))
+      :notification-handlers handlers
+      :request-handlers requests)))
+  (advice-add 'lsp--find-workspaces-for :around #'diffusion-lsp--lsp-mode-workspaces-for)
+  (advice-add 'lsp--send-request-async :before #'diffusion-lsp--lsp-mode-send)
   (add-hook 'lsp-inline-completion-shown-hook #'diffusion-lsp--clear-draft)
   (add-hook 'lsp-after-uninitialized-functions #'diffusion-lsp--lsp-mode-stopped)
   (add-hook 'after-change-functions #'diffusion-lsp--draft-stale)
   (diffusion-lsp--watch-cr))
 
-(declare-function lsp-workspaces "lsp-mode")
 
 (defun diffusion-lsp--lsp-workspace-p (workspace)
   "Non-nil when the lsp-mode WORKSPACE is a diffusion-lsp server's."
@@ -380,6 +520,8 @@ will come to clear them) and, when no diffusion-lsp server is left, show
 (defun diffusion-lsp-suggest ()
   "Show a diffusion suggestion at point (lsp-mode 9.0.1+ inline completion)."
   (interactive)
+  (when (diffusion-lsp--served-p)
+    (diffusion-lsp--refused t))
   (if (fboundp 'lsp-inline-completion-display)
       (lsp-inline-completion-display)
     (if (require 'lsp-inline-completion nil t)

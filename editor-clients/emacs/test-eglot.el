@@ -9,8 +9,9 @@
 ;; completion-at-point after "return " and checks that the server's fill was inserted
 ;; there and nothing else changed; then on the empty line of an `if' body (a block fill
 ;; inserted as sent leaves no empty line after it) and after a typed word (eglot keeps the
-;; items that start with it); then that edits made while a buffer held a carriage return (a
-;; line break to LSP, not to Emacs) reached the server's copy as made; last, that the mode line
+;; items that start with it); then that a buffer with a carriage return inside a line (a line
+;; break to LSP, not to Emacs) gets no suggestion, action or server edit, with the line named,
+;; and that edits made while it held one reached the server's copy as made; last, that the mode line
 ;; no longer says ready once the server is shut down.  Exits non-zero on failure.  Needs eglot
 ;; (Emacs 29+, or Debian's elpa-eglot).
 
@@ -120,9 +121,33 @@
   ;; the deletion of the \r itself was clamped to nothing).
   (let ((main (current-buffer)) (cr-file (expand-file-name "stray_cr.py" dir)))
     (with-temp-file cr-file
-      (insert "def a(s):\n    t = \"x\ry\"\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
+      (insert "def a(s):\n    t = \"x\ry\"\n    def inner():\n        ...\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
     (find-file cr-file)
     (test-wait 20 (lambda () (eglot-current-server)))
+    ;; While it holds the \r: no suggestion, no action, no server edit; the user is told which line.
+    ;; ("Fill holes" replaced '    return' below the hole with the fill meant for the '...'.)
+    (let ((before (buffer-string)) (eglot-confirm-server-initiated-edits nil) refusal applied)
+      (goto-char (point-min))
+      (search-forward "return t")
+      (completion-at-point)
+      (setq refusal (condition-case err
+                        (progn (eglot-code-actions (point-min) (point-max) "refactor.rewrite.fillHoles" t) nil)
+                      (user-error (cadr err))))
+      (test-wait 10 (lambda () (not (equal (buffer-string) before))))  ; a server edit would be here by now
+      (setq applied (condition-case err
+                        (eglot-handle-request
+                         (eglot-current-server) 'workspace/applyEdit
+                         :edit `(:documentChanges
+                                 [(:textDocument (:uri ,(eglot--path-to-uri buffer-file-name) :version nil)
+                                   :edits [(:range (:start (:line 4 :character 0) :end (:line 4 :character 4))
+                                            :newText "XXXX")])]))
+                      (error err)))
+      (test-check (equal (buffer-string) before)
+                  "a buffer holding a carriage return inside a line: completion, fill holes and a server edit changed nothing")
+      (test-check (and (stringp refusal) (string-match-p "line 2 holds a carriage return" refusal))
+                  (format "the action says which line holds it (%S)" refusal))
+      (test-check (eq (plist-get applied :applied) :json-false)
+                  (format "a diffusion-lsp edit of that buffer is answered not applied (%S)" applied)))
     (goto-char (point-min))
     (search-forward "total = 1")
     (beginning-of-line)

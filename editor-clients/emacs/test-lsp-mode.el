@@ -8,8 +8,9 @@
 ;; diffusion/status "ready", asks for a completion at "return " and checks that an item came
 ;; back and that the drafts sent meanwhile were painted and then cleared; then that the drafts of
 ;; a request whose buffer changed meanwhile are not painted, that an item's range after an
-;; emoji covers the typed word, and that edits made while a buffer held a carriage return (a line
-;; break to LSP, not to Emacs) reached the server's copy as made; last, that killing the server
+;; emoji covers the typed word, that a buffer with a carriage return inside a line (a line break
+;; to LSP, not to Emacs) gets no suggestion, draft, action or server edit, with the line named,
+;; and that edits made while it held one reached the server's copy as made; last, that killing the server
 ;; clears its draft and the mode line's ready.  Exits non-zero on failure; skips when lsp-mode
 ;; is not installed.
 
@@ -130,10 +131,61 @@
   ;; the deletion of the \r itself was clamped to nothing).
   (let ((main (current-buffer)) (cr-file (expand-file-name "stray_cr.py" dir)))
     (with-temp-file cr-file
-      (insert "def a(s):\n    t = \"x\ry\"\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
+      (insert "def a(s):\n    t = \"x\ry\"\n    def inner():\n        ...\n    return t\n\n\ntotal = 1\nvalue = tot\n"))
     (find-file cr-file)
     (python-mode)
     (lsp)
+    ;; While it holds the \r: no suggestion, no draft, no action, no server edit; the user is told which
+    ;; line.  ("Fill holes" replaced '    return' below the hole with the fill meant for the '...',
+    ;; its drafts painted there first.)
+    (let ((before (buffer-string)) (painted 0) completion actions applied)
+      (advice-add 'diffusion-lsp--lsp-mode-draft :after
+                  (lambda (&rest _) (when (overlayp diffusion-lsp--draft-overlay) (setq painted (1+ painted))))
+                  '((name . test-cr)))
+      (goto-char (point-min))
+      (search-forward "return t")
+      (setq completion (condition-case err
+                           (lsp-request "textDocument/completion" (lsp--text-document-position-params))
+                         (user-error (cadr err))))
+      (setq actions (condition-case err
+                        (lsp-request "textDocument/codeAction"
+                                     (list :textDocument (lsp--text-document-identifier)
+                                           :range (lsp--region-to-range (point-min) (point-max))
+                                           :context (list :diagnostics [])))
+                      (user-error (cadr err))))
+      (unless (stringp actions)
+        (when-let ((fill (seq-find (lambda (a) (string-prefix-p "Fill" (lsp-get a :title))) actions)))
+          (ignore-errors (lsp-execute-code-action fill))))
+      (let ((deadline (+ (float-time) 10)))  ; a server edit would be here by now
+        (while (and (equal (buffer-string) before) (< (float-time) deadline)) (accept-process-output nil 0.05)))
+      (advice-remove 'diffusion-lsp--lsp-mode-draft 'test-cr)
+      ;; The server asks for an edit of it (as its actions do): answered not applied.
+      (let ((id 900000))
+        (advice-add 'lsp--send-request-response :around
+                    (lambda (send workspace recv-time request response)
+                      (if (equal (lsp-get request :id) id) (setq applied response)
+                        (funcall send workspace recv-time request response)))
+                    '((name . test-cr)))
+        (lsp--on-request (car (lsp-workspaces))
+                         (lsp--read-json
+                          (json-encode
+                           `((jsonrpc . "2.0") (id . ,id) (method . "workspace/applyEdit")
+                             (params . ((edit . ((documentChanges
+                                                  . [((textDocument . ((uri . ,(lsp--path-to-uri buffer-file-name))
+                                                                       (version . nil)))
+                                                      (edits . [((range . ((start . ((line . 4) (character . 0)))
+                                                                           (end . ((line . 4) (character . 4)))))
+                                                                 (newText . "XXXX"))]))])))))))))
+        (advice-remove 'lsp--send-request-response 'test-cr))
+      (test-check (equal (buffer-string) before)
+                  "a buffer holding a carriage return inside a line: completion, fill holes and a server edit changed nothing")
+      (test-check (and (stringp completion) (string-match-p "line 2 holds a carriage return" completion)
+                       (stringp actions))
+                  (format "completion and code actions say which line holds it (%S, %S)"
+                          completion (if (stringp actions) actions (length actions))))
+      (test-check (= painted 0) (format "no draft painted in that buffer (%d)" painted))
+      (test-check (and (consp applied) (eq (plist-get applied :applied) :json-false))
+                  (format "a diffusion-lsp edit of that buffer is answered not applied (%S)" applied)))
     (goto-char (point-min))
     (search-forward "total = 1")
     (beginning-of-line)
