@@ -419,4 +419,6 @@ def _binds(node) -> bool:
     if kind in ("expression_list",) and parent.parent is not None and parent.parent.type in (
             "short_var_declaration", "range_clause"):
         return True
+    if kind == "for_expression":   # Rust's ``for x in v``: the pattern binds, the value is read
+        return parent.child_by_field_name("pattern") == node
     return False

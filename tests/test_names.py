@@ -260,3 +260,19 @@ def test_a_large_document_checks_a_word_the_fill_begins_or_ends_inside_whole():
     assert invented("s + f2(rows)", body + "def g(rows):\n    return row<>\n") == []
     assert invented("rowz_", body + "def g(rows, row_count):\n    return <>count\n") == ["rowz_count"]
     assert invented("(rows)", body + "def g(rows):\n    return undefined_fn<>\n") == []
+
+
+RUST_LOOP = "fn f(v: &[(i32, i32)]) -> i32 {\n    let mut s = 0;\n    <>\n    s\n}\n"
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    (RUST_LOOP, "for x in v.iter() { s += x.0; }", []),
+    (RUST_LOOP, "for (a, b) in v { s += a * b; }", []),              # a tuple pattern already bound
+    (RUST_LOOP, "for i in 0..n { s += i; }", ["n"]),                 # the value is read: n is invented
+    (RUST_LOOP, "for x in v { s += y; }", ["y"]),
+    (RUST_LOOP.replace("<>", "for x in v {\n        <>\n    }"), "s += x.0;", []),
+])
+def test_a_rust_for_loops_variable_is_bound(document, fill, expected):
+    """``for x in v`` in a Rust fill: ``x`` (the loop's pattern, a plain identifier) counted as read, not bound, and
+    every fill with such a loop was ranked last as inventing its own loop variable."""
+    assert invented(fill, document, "rust") == expected
