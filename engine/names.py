@@ -406,19 +406,41 @@ def _go_imports(root, data: bytes) -> set[str]:
     return names
 
 
+# the field of a declaration that names what it introduces (the rest of it, its value or type, is read)
+_BIND_FIELD = {
+    "variable_declarator": "name", "for_in_statement": "left", "arrow_function": "parameter",   # JavaScript
+    "catch_clause": "parameter", "class_declaration": "name", "function_declaration": "name",
+    "generator_function_declaration": "name", "pair_pattern": "value",
+    "var_spec": "name", "const_spec": "name", "range_clause": "left",                            # Go
+    "let_declaration": "pattern", "let_condition": "pattern", "for_expression": "pattern",      # Rust
+    "function_item": "name", "const_item": "name", "static_item": "name"}
+# the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
+_READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
+_BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")
+
+
 def _binds(node) -> bool:
-    """Is this identifier the name a declaration, parameter or pattern introduces?"""
+    """Is this identifier the name a declaration, parameter or pattern introduces? Decided by its place in its parent:
+    ``const a = b``, ``let a = b;``, ``a, b := c, d``, ``for (const a of b)``, ``for a in b``: ``a`` binds, ``b``
+    is read."""
     parent = node.parent
     if parent is None:
         return False
-    kind = parent.type
-    if any(word in kind for word in ("declarator", "parameter", "pattern", "let_declaration", "for_in",
-                                     "short_var_declaration", "var_spec", "const_spec", "range_clause",
-                                     "closure_parameters", "function_declaration", "function_item")):
-        return True
-    if kind in ("expression_list",) and parent.parent is not None and parent.parent.type in (
-            "short_var_declaration", "range_clause"):
-        return True
-    if kind == "for_expression":   # Rust's ``for x in v``: the pattern binds, the value is read
-        return parent.child_by_field_name("pattern") == node
-    return False
+    kind, field = parent.type, _field(parent, node)
+    if kind == "expression_list":   # Go: ``a, b := ...``, ``for i, x := range ...``, ``switch v := x.(type)``
+        grand = parent.parent
+        return grand is not None and grand.type in ("short_var_declaration", "range_clause", "type_switch_statement") \
+            and _field(grand, parent) in ("left", "alias")
+    if kind in _BIND_FIELD:
+        return field == _BIND_FIELD[kind]
+    if kind == "import_specifier":   # ``import { a as b }``: b; ``import { a }``: a
+        return field == "alias" or parent.child_by_field_name("alias") is None
+    return field not in _READ_FIELDS and any(word in kind for word in _BINDERS)
+
+
+def _field(parent, node) -> str | None:
+    """The name of the field ``node`` (a child of ``parent``) fills, if any."""
+    for i, child in enumerate(parent.children):
+        if child == node:
+            return parent.field_name_for_child(i)
+    return None

@@ -276,3 +276,39 @@ def test_a_rust_for_loops_variable_is_bound(document, fill, expected):
     """``for x in v`` in a Rust fill: ``x`` (the loop's pattern, a plain identifier) counted as read, not bound, and
     every fill with such a loop was ranked last as inventing its own loop variable."""
     assert invented(fill, document, "rust") == expected
+
+
+JS_BODY = "function f(xs) {\n  <>\n}\n"
+GO_BODY = "package m\n\nfunc f(xs []int, x any) {\n\t<>\n}\n"
+RUST_BODY = "fn f(xs: &[i32]) {\n    <>\n}\n"
+
+
+@pytest.mark.parametrize("language, document, fill, expected", [
+    # the value a declaration binds its name to is read, not bound: an invented name there was never reported
+    ("javascript", JS_BODY, "const a = zzz;", ["zzz"]),
+    ("javascript", JS_BODY, "let [a, b] = zzz; return a + b;", ["zzz"]),
+    ("javascript", JS_BODY, "for (const k of zzz) { console.log(k); }", ["zzz"]),
+    ("javascript", JS_BODY, "const g = (a = zzz) => a;", ["zzz"]),
+    ("javascript", JS_BODY, "const { a: b } = xs; return b;", []),
+    ("typescript", "function f(xs: number[]) {\n  <>\n}\n", "const n: number = zzz + xs.length;", ["zzz"]),
+    ("go", GO_BODY, "a, b := zzz, xs", ["zzz"]),
+    ("go", GO_BODY, "for i, v := range zzz { println(i, v) }", ["zzz"]),
+    ("go", GO_BODY, "var a = zzz", ["zzz"]),
+    ("rust", RUST_BODY, "let a = zzz;", ["zzz"]),
+    ("rust", RUST_BODY, "let Some(a) = zzz else { return };", ["zzz"]),
+    ("rust", RUST_BODY, "let Foo(a) = xs;", ["Foo"]),       # a tuple struct pattern's name is read
+    ("rust", RUST_BODY, "match xs.len() { n if zzz => n, _ => 0 };", ["zzz"]),   # a match guard is read
+    # ... and the names these bind are bound: a parameter without brackets, a caught error, a class, an import
+    ("javascript", JS_BODY, "return xs.map(x => x * 2);", []),
+    ("javascript", JS_BODY, "return xs.map(async x => x * 2);", []),
+    ("javascript", JS_BODY, "try { xs.pop(); } catch (err) { console.log(err); }", []),
+    ("javascript", JS_BODY, "class Foo {}; return new Foo();", []),
+    ("go", GO_BODY, "switch v := x.(type) { case int: println(v) }", []),
+    ("rust", RUST_BODY, "const X: i32 = 5; let y = X + 1;", []),
+])
+def test_a_declarations_value_is_read_and_only_its_name_binds(language, document, fill, expected):
+    """Whether an identifier binds was decided by its parent's type alone: in ``const a = zzz`` both ``a`` and
+    ``zzz`` are children of the declarator, so ``zzz`` counted as bound and a fill reading a name defined nowhere
+    was offered; and ``x => x * 2`` (a parameter without brackets) or ``catch (err)`` bound nothing, so a right
+    fill ranked last. Now the identifier's field in its parent decides."""
+    assert invented(fill, document, language) == expected
