@@ -59,7 +59,8 @@ _RUST = frozenset("""
     assert_eq assert_ne unreachable todo unimplemented write writeln matches dbg Default Clone Copy Debug
     Iterator IntoIterator From Into ToString ToOwned PartialEq Eq PartialOrd Ord Hash Drop Fn FnMut FnOnce
     Send Sync Sized AsRef std core alloc i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool
-    char str _""".split())
+    char str _ as async await break const continue dyn else enum extern fn for if impl in let loop match mod move
+    mut pub ref return static struct trait type unsafe use where while""".split())
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
@@ -369,6 +370,11 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             parent = node.parent
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
+            if parent is not None and parent.type == "token_tree":   # a Rust macro's tokens (``println!(...)``)
+                role = _token_role(node, parent)
+                if role is not None:
+                    inside.append((node.start_byte, name, role))
+                continue
             inside.append((node.start_byte, name, _binds(node)))
         elif not away:
             outside.add(name)
@@ -436,6 +442,42 @@ def _binds(node) -> bool:
     if kind == "import_specifier":   # ``import { a as b }``: b; ``import { a }``: a
         return field == "alias" or parent.child_by_field_name("alias") is None
     return field not in _READ_FIELDS and any(word in kind for word in _BINDERS)
+
+
+# the tokens after which a ``|`` in a Rust macro's tokens opens a closure's parameters (after an operand it is ``or``)
+_CLOSURE_BEFORE = frozenset({"(", "[", "{", ",", "=", "=>", ";"})
+
+
+def _token_role(node, tree) -> bool | None:
+    """An identifier among a Rust macro's tokens (``tree``: a ``token_tree``, which tree-sitter does not parse as
+    code): None when it is no name read (a field or method after ``.``, a path's segment after ``::``, a macro
+    variable after ``$``, a named argument before ``=``: ``format!("{n}", n = v.len())``), else whether it binds
+    (a closure's parameter: ``assert!(v.iter().all(|&x| x > 0))``)."""
+    before, after = node.prev_sibling, node.next_sibling
+    if before is not None and before.type in (".", "::", "$"):
+        return None
+    if after is not None and after.type == "=" and before is not None and before.type in ("(", ","):
+        return None
+    child = node
+    while tree is not None and tree.type == "token_tree":   # between a closure's ``|`` and ``|``, at any depth
+        if _in_pipes(tree, child):
+            return True
+        child, tree = tree, tree.parent
+    return False
+
+
+def _in_pipes(tree, child) -> bool:
+    """Is ``child`` (one of ``tree``'s tokens) between a closure's opening ``|`` and its closing one?"""
+    inside, before = False, None
+    for token in tree.children:
+        if token == child:
+            return inside
+        if token.type == "|":
+            opens = before is None or before.type in _CLOSURE_BEFORE or before.type == "identifier" and \
+                before.text == b"move"
+            inside = not inside if inside or opens else False
+        before = token
+    return False
 
 
 def _field(parent, node) -> str | None:
