@@ -370,6 +370,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             parent = node.parent
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
+            if parent is not None and parent.type == "literal_element" and _struct_key(parent):
+                continue   # Go's ``&parseError{Path: path}``: a struct's field, named like one after '.'
             if parent is not None and parent.type == "token_tree":   # a Rust macro's tokens (``println!(...)``)
                 role = _token_role(node, parent)
                 if role is not None:
@@ -442,6 +444,20 @@ def _binds(node) -> bool:
     if kind == "import_specifier":   # ``import { a as b }``: b; ``import { a }``: a
         return field == "alias" or parent.child_by_field_name("alias") is None
     return field not in _READ_FIELDS and any(word in kind for word in _BINDERS)
+
+
+def _struct_key(element) -> bool:
+    """Is this Go ``literal_element`` the key of a keyed element in a struct's literal (a field's name), not in a
+    map's (a key read: ``map[string]int{k: 1}``)?"""
+    keyed = element.parent
+    if keyed is None or keyed.type != "keyed_element" or keyed.child_by_field_name("key") != element:
+        return False
+    body = keyed.parent
+    literal = body.parent if body is not None else None
+    if literal is not None and literal.type == "composite_literal" and literal.child_by_field_name("body") == body:
+        kind = literal.child_by_field_name("type")
+        return kind is None or kind.type != "map_type"
+    return True   # an elided type (``[]P{{Path: p}}``): a struct's, as a rule
 
 
 # the tokens after which a ``|`` in a Rust macro's tokens opens a closure's parameters (after an operand it is ``or``)
