@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             for task in progress(tasks, len(tasks), "considered"):
                 workspace = workspaces.key(task) if workspaces is not None else None
                 c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language,
-                                                     workspace=workspace))
+                                                     workspace=workspace,
+                                                     path=workspaces.path(task) if workspaces is not None else None))
                 # the engine thread is idle between jobs: the signals run on the same backend here
                 backend = ModelText(engine.backend) if args.signals and engine.backend is not None else None
                 f.write(json.dumps(considered_record(task, c, args.tests, limits, backend)) + "\n")

@@ -77,9 +77,10 @@ class EngineFiller:
         from engine import EngineError, HoleKind, InfillRequest
 
         workspace = self.workspaces.key(task) if self.workspaces is not None else None
+        path = self.workspaces.path(task) if self.workspaces is not None else None
         request = InfillRequest(text=task.text, offset=task.offset, language=task.language,
                                 kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots,
-                                workspace=workspace)
+                                workspace=workspace, path=path)
         start = time.perf_counter()
         try:
             c = self._engine.infill_sync(request)

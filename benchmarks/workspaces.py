@@ -108,6 +108,10 @@ class CorpusWorkspaces:
             self._left_out = fid
         return f"bench:{package}"
 
+    def path(self, task: Task) -> str:
+        """The key the hole's file has among its workspace's files (its corpus id): its directory is its package's."""
+        return file_id(task)
+
     def grouped(self, tasks: list[Task]) -> list[Task]:
         """``tasks`` ordered by package, then file (stable): each package is read once, each file left out once."""
         order = {p: n for n, p in enumerate(dict.fromkeys(self.package.get(file_id(t), "") for t in tasks))}
@@ -126,3 +130,6 @@ class FolderWorkspace:
 
     def key(self, task: Task) -> str:
         return self.name
+
+    def path(self, task: Task) -> str | None:
+        return None   # a task's document is no file of the folder

@@ -98,8 +98,8 @@ class Document:
     how many times each: ``offer`` assesses the competing fills, then the pool of alternatives) ask: the document's
     stripped lines and each fill's invented names (``engine.names`` parses the filled document)."""
 
-    def __init__(self, text: str, spec: LanguageSpec):
-        self.text, self.spec = text, spec
+    def __init__(self, text: str, spec: LanguageSpec, defined: frozenset[str] = frozenset()):
+        self.text, self.spec, self.defined = text, spec, defined   # defined: names the package's other files define
         self._invented: dict[tuple[int, int, str], bool] = {}
 
     @functools.cached_property
@@ -109,7 +109,8 @@ class Document:
     def invents(self, fill: HoleFill) -> bool:
         key = (fill.start, fill.end, fill.text)
         if key not in self._invented:
-            self._invented[key] = bool(invented_names(self.spec, self.text, fill.start, fill.text, fill.end))
+            self._invented[key] = bool(invented_names(self.spec, self.text, fill.start, fill.text, fill.end,
+                                                             self.defined))
         return self._invented[key]
 
 
@@ -221,7 +222,7 @@ def choose(assessed: Sequence[tuple[HoleFill, dict[str, float]]], calibration: C
 
 
 def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKind, options: FillOptions,
-          model_dir: Path | None, others: Sequence[HoleFill] = ()
+          model_dir: Path | None, others: Sequence[HoleFill] = (), defined: frozenset[str] = frozenset()
           ) -> tuple[HoleFill | None, tuple[HoleFill, ...], tuple[HoleFill, ...]]:
     """The fill to offer for one hole (``None``: withheld), every competing fill with its estimate, and the
     alternatives: the other distinct fills (``others`` included: a length's later candidates) that would be
@@ -230,9 +231,10 @@ def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKi
     ``fills`` are the fills that compete for the answer (each length's first valid fill). Cursor holes (the
     rest of a line, a line, a body after an opener) are withheld below the bar; a selection (a rewrite:
     the user asked for it) always gets its best fill. ``model_dir``: where the backend's checkpoint (and
-    its calibration) lives; None: no calibration."""
+    its calibration) lives; None: no calibration. ``defined``: the names the other files of the document's package
+    define (``engine.worklines.Workspace.defined``), not invented."""
     calibration = load_calibration(model_dir) if model_dir is not None else None
-    document = Document(text, spec)
+    document = Document(text, spec, defined)
     assessed = assess(fills, text, spec, kind, calibration, document)
     considered = tuple(f for f, _ in assessed)
     first = copy_first(assessed, options.names_rule)

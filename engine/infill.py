@@ -152,7 +152,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
-    fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others)
+    # (a name the document's package defines in another file, Go's sibling files, is no invention)
+    known = worklines.lookup(request.workspace) if firsts else None
+    defined = known.defined(spec.name, request.path, text) if known is not None else frozenset()
+    fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined)
     def eol(f: HoleFill) -> HoleFill:
         return to_crlf(f) if crlf else f
     return Completion(() if fill is None else (eol(fill),), hole.kind, steps, forwards, tokens, _ms(t0),

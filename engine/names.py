@@ -13,7 +13,13 @@ imports it) is the user's, not an invention. Attributes after `.` are never chec
 the fill's identifiers with the document's other identifiers and the language's builtins, keywords and
 prelude, leaving out the names that functions not holding the fill bind (their parameters and locals: a real
 server offered `if (body.length === 0)` where only another function had a `body`); a name those functions only
-read is still defined (another file's function, a test's `expect`). A name counts as the fill's when any of it
+read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place
+in its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
+checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
+checked, a closure's parameters bind). A Go file reads the top-level names of its package's other files without
+an import: with the request's workspace (``engine.worklines``) and the document's path there, the names the same
+directory's files with the same ``package`` clause define (``package_defines``: a scan of each file's lines as the
+workspace counts it, not a parse per fill) are not invented (``defined``). A name counts as the fill's when any of it
 is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside
 (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the word the
 user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
@@ -30,6 +36,7 @@ import builtins
 import functools
 import keyword
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -77,9 +84,15 @@ MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is inve
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
-def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: int | None = None) -> list[str]:
-    """Names ``fill`` (replacing ``text[start:end]``, str offsets) uses that the document defines nowhere."""
-    end = start if end is None else end
+def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: int | None = None,
+                   defined: frozenset[str] = frozenset()) -> list[str]:
+    """Names ``fill`` (replacing ``text[start:end]``, str offsets) uses that the document defines nowhere and that
+    are not among ``defined`` (the names other files of the document's package define: ``package_defines``)."""
+    found = _invented(spec, text, start, fill, start if end is None else end)
+    return [name for name in found if name not in defined] if defined else found
+
+
+def _invented(spec: LanguageSpec, text: str, start: int, fill: str, end: int) -> list[str]:
     document = text[:start] + fill + text[end:]
     if len(document) > MAX_PARSED:
         lo, hi = _word_bounds(document, start, start + len(fill))
@@ -96,6 +109,40 @@ def invented_names(spec: LanguageSpec, text: str, start: int, fill: str, end: in
     if spec.name in _PRELUDES:
         return _tree_sitter(spec, document, start, start + len(fill))
     return []
+
+
+_GO_PACKAGE = re.compile(r"^package[ \t]+(\w+)", re.M)
+_GO_NAMES = r"(\w+(?:[ \t]*,[ \t]*\w+)*)"   # ``a`` or ``a, b``
+_GO_TOP = re.compile(rf"^(?:func|type|var|const)[ \t]+{_GO_NAMES}", re.M)   # ``func (r T) m``: a method, not matched
+_GO_GROUP = re.compile(r"^(?:var|const|type)[ \t]*\((.*?)^\)", re.M | re.S)
+_GO_GROUPED = re.compile(rf"^\t{_GO_NAMES}", re.M)
+
+
+def package_of(language: str, text: str) -> str | None:
+    """The package whose other files' top-level names a file of ``language`` reads without importing them (Go: its
+    ``package`` clause); None for a language without one (Rust, JavaScript and TypeScript import them by name, and
+    the import binds; Python too)."""
+    if language != "go":
+        return None
+    m = _GO_PACKAGE.search(text)
+    return m.group(1) if m else None
+
+
+def package_defines(language: str, text: str) -> tuple[str, frozenset[str]] | None:
+    """The package of a file (``package_of``) and the names it defines at its top level (Go: its functions, types,
+    variables and constants, grouped or not; a method is read after '.'), found by a scan of its lines, not a parse;
+    None for a file without a package."""
+    package = package_of(language, text)
+    if package is None:
+        return None
+    found: set[str] = set()
+    for m in _GO_TOP.finditer(text):
+        found.update(m.group(1).replace(" ", "").replace("\t", "").split(","))
+    for group in _GO_GROUP.finditer(text):
+        for m in _GO_GROUPED.finditer(group.group(1)):
+            found.update(m.group(1).replace(" ", "").replace("\t", "").split(","))
+    found.discard("_")
+    return package, frozenset(sys.intern(name) for name in found)
 
 
 def _word_bounds(document: str, lo: int, hi: int) -> tuple[int, int]:

@@ -37,6 +37,8 @@ class InfillRequest:
     key: str | None = None             # newest request per key wins (the server uses the URI)
     options: FillOptions | None = None # None: the engine's configured fill options
     workspace: str | None = None       # the workspace whose files' lines may fill a typed line (engine/worklines.py)
+    path: str | None = None            # the document's path as that workspace keys its files: the names its package's
+                                       # other files define are not invented (engine/names.py)
 
 
 @dataclass(frozen=True)

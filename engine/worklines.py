@@ -16,6 +16,12 @@ folder (``register``, under the folder's path, scanned with ``engine.adapt.files
 or the ``.gitignore``'d walk, within the adapter's caps) and names it in each request
 (``InfillRequest.workspace``).
 
+A ``Workspace`` also keeps each Go file's top-level names (``engine.names.package_defines``: its functions, types,
+variables and constants, found by a scan of its lines as it is counted) by directory and ``package`` clause:
+``defined`` gives the names the other files of a document's package define, which the invented-names rule
+(``engine.names``) does not count as invented (the request names the document's path: ``InfillRequest.path``). On
+the Go standard library's 35 MB: 73,000 names, 11 MB, 0.75 s of scanning.
+
 A ``Workspace`` also counts each file's distinct pairs of neighbouring code lines (``steps_of``: a line, the next
 code line, the step of indentation between them), for an empty line's options (``doclines.neighbour_options``):
 ``neighbours`` gives the lines seen right after a line and right before another, by the number of files. A file
@@ -39,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import names
 from .commonlines import Table
 
 log = logging.getLogger(__name__)
@@ -127,6 +134,10 @@ class Workspace:
         self._pairs: dict[str, _Pairs] = {}
         self._tables: dict[str, Table | None] = {}
         self._stale: set[str] = set()
+        # the top-level names of each file of a package (``names.package_defines``: Go's functions, types...), by
+        # (directory, package), then path: a fill may read them without the document defining them
+        self._packages: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
+        self._package_of: dict[str, tuple[str, str]] = {}   # path -> its (directory, package)
         self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
         self._bytes = 0                             # their sum
 
@@ -135,7 +146,13 @@ class Workspace:
         name = SAME_TABLE.get(language, language)
         lines = lines_of(text)
         pairs = steps_of(text)
+        defines = names.package_defines(language, text)
         with self._lock:
+            self._drop_names(path)
+            if defines is not None:
+                where = (os.path.dirname(path), defines[0])
+                self._package_of[path] = where
+                self._packages.setdefault(where, {})[path] = defines[1]
             old = self._files.get(path)
             steps = self._keys(pairs)
             if old is not None and old == (name, lines) and np.array_equal(self._steps.get(path, _NO_KEYS), steps):
@@ -168,6 +185,28 @@ class Workspace:
         """Stop counting the file at ``path`` (deleted, or no longer a source file)."""
         with self._lock:
             self._drop(path)
+            self._drop_names(path)
+
+    def _drop_names(self, path: str) -> None:
+        where = self._package_of.pop(path, None)
+        if where is not None:
+            files = self._packages[where]
+            files.pop(path, None)
+            if not files:
+                del self._packages[where]
+
+    def defined(self, language: str, path: str | None, text: str) -> frozenset[str]:
+        """The names the other files of the package of the document at ``path`` (as its files are keyed) with
+        ``text`` define at their top level: Go's files of the same directory with the same ``package`` clause
+        (``names.package_defines``); empty for another language or without a path."""
+        package = names.package_of(language, text) if path else None
+        if package is None or path is None:
+            return frozenset()
+        with self._lock:
+            files = self._packages.get((os.path.dirname(path), package))
+            if not files:
+                return frozenset()
+            return frozenset().union(*(found for other, found in files.items() if other != path))
 
     def _drop(self, path: str) -> None:
         old = self._files.pop(path, None)

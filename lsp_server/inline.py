@@ -41,7 +41,7 @@ async def _complete_at(ls: DiffusionServer, uri: str, position: types.Position,
     stream = DraftStream(ls, uri, version, [range_json(doc.range_at(offset, offset, ls.encoding))],
                          token=progress_token, place=place)
     request = InfillRequest(text=doc.text, offset=offset, language=doc.language_id, key=uri,
-                            workspace=ls.workspace_lines.key(uri))
+                            workspace=ls.workspace_lines.key(uri), path=ls.workspace_lines.path(uri))
     try:
         completion = await ls.jobs.run(doc, request, stream.on_draft if stream.wanted() else None)
     except BaseException as exc:  # an engine error, or $/cancelRequest: a progress begun is ended

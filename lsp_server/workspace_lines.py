@@ -116,6 +116,12 @@ class WorkspaceLines:
                 return self._name(holder)
         return next((self._name(root) for root in self.roots if root in self._counted), None)
 
+    def path(self, uri: str) -> str | None:
+        """The path the document at ``uri`` has among its workspace's counted files (its real path), for the names
+        its package's other files define (``engine.worklines.Workspace.defined``); None for another scheme."""
+        path = path_of(uri)
+        return os.path.realpath(path) if path else None
+
     def folders_changed(self, added: Sequence[types.WorkspaceFolder], removed: Sequence[types.WorkspaceFolder]
                         ) -> None:
         """``workspace/didChangeWorkspaceFolders``: an added folder is counted, a removed one forgotten."""

@@ -186,8 +186,8 @@ def test_offer_checks_each_fills_names_and_reads_the_documents_lines_once(monkey
     checked: list[str] = []
     invented = confidence.invented_names
     monkeypatch.setattr(confidence, "invented_names",
-                        lambda spec, text, start, fill, end=None: checked.append(fill) or invented(spec, text, start,
-                                                                                                   fill, end))
+                        lambda spec, text, start, fill, end=None, defined=frozenset(): checked.append(fill) or
+                        invented(spec, text, start, fill, end, defined))
     fills = [fill("    s = len(rows)\n", 0.9), fill("    s = sum(rows)\n", 0.8)]
     others = [fill("    s = rowz\n", 0.7)]
     chosen, considered, alternatives = confidence.offer(fills, DOC, PY, HoleKind.LINE, FillOptions(), None, others)

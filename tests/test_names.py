@@ -350,3 +350,28 @@ def test_a_go_struct_literals_field_names_are_not_read(fill, expected):
     more than a field after '.'), but tree-sitter makes each a plain identifier, and a right fill ranked last for
     naming a field the document did not spell elsewhere (2 of the development set's 250 Go right answers)."""
     assert invented(fill, GO_LITERAL, "go") == expected
+
+
+def test_a_go_files_package_and_top_level_names_are_found_by_a_scan():
+    from engine.names import package_defines, package_of
+
+    text = ("// Package os\npackage os\n\nimport (\n\t\"io\"\n)\n\nfunc setStickyBit(name string) error {\n\treturn nil\n}\n\n"
+            "func (f *File) chmod(mode int) error { return nil }\n\ntype fileStat struct {\n\tname string\n}\n\n"
+            "var ErrProcessDone, errFinished = 1, 2\n\nconst (\n\tO_RDONLY int = 0\n\ta, b = 1, 2\n\t_ = 3\n)\n\n"
+            "var (\n\tdirectData = map[string]int{\n\t\t\"x\": 1,\n\t}\n)\n\nfunc Map[T any](x T) T { return x }\r\n")
+    package, names = package_defines("go", text)
+    assert package == "os" == package_of("go", text)
+    assert names == {"setStickyBit", "fileStat", "ErrProcessDone", "errFinished", "O_RDONLY", "a", "b", "directData",
+                     "Map"}                                  # a method (read after '.') and a field are not
+    assert package_defines("go", "func f() {}\n") is None    # no package clause
+    assert package_defines("rust", "fn f() {}\n") is None and package_of("python", "package x\n") is None
+
+
+def test_a_name_another_file_of_the_package_defines_is_not_invented():
+    doc = "package os\n\nfunc Chmod(name string) error {\n\t<>\n\treturn nil\n}\n"
+    s = doc.index("<>")
+    text = doc.replace("<>", "", 1)
+    go = spec_for("go")
+    assert invented_names(go, text, s, "setStickyBit(name)") == ["setStickyBit"]
+    assert invented_names(go, text, s, "setStickyBit(name)", defined=frozenset({"setStickyBit"})) == []
+    assert invented_names(go, text, s, "setStickyBitz(name)", defined=frozenset({"setStickyBit"})) == ["setStickyBitz"]

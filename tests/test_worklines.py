@@ -810,3 +810,56 @@ def test_a_workspaces_keys_and_ids_are_made_distinct_by_a_sort_not_numpys_hash_p
     after, before = ws.neighbours("go", "if err3_7 != nil {", "}")
     assert after == [("return err", 1, 1)] and before[0] == ("return err", 1, 40)
     assert not hashed   # before: every file's keys and the compaction's ids went through np.unique's hash path
+
+
+def test_a_go_documents_package_names_are_those_its_directorys_files_of_the_same_package_define():
+    """Go reads the functions of a package's other files (its directory's, same ``package`` clause) without an
+    import: a right fill calling ``setStickyBit`` (os/file_unix.go; defined in os/sticky_bsd.go) was reported as
+    inventing it. The workspace keeps each Go file's top-level names by directory and package."""
+    ws = worklines.Workspace()
+    ws.update("/p/os/sticky.go", "go", "package os\n\nfunc setStickyBit(name string) error { return nil }\n")
+    ws.update("/p/os/stat.go", "go", "package os\n\ntype fileStat struct{}\n\nconst (\n\tmodeMask = 1\n)\n")
+    ws.update("/p/os/os_test.go", "go", "package os_test\n\nfunc testHelper() {}\n")    # another package
+    ws.update("/p/os/exec/exec.go", "go", "package exec\n\nfunc lookPath() {}\n")       # another directory
+    ws.update("/p/os/file_unix.go", "go", "package os\n\nfunc ownOld() {}\n")           # the document's saved text
+    ws.update("/p/os/x.py", "python", "def setup(): pass\n")
+    doc = "package os\n\nfunc Chmod(name string) error {\n\treturn nil\n}\n"
+    assert ws.defined("go", "/p/os/file_unix.go", doc) == {"setStickyBit", "fileStat", "modeMask"}
+    assert ws.defined("go", "/p/os/file_unix.go", doc.replace("package os", "package os_test")) == {"testHelper"}
+    assert ws.defined("go", None, doc) == set() and ws.defined("python", "/p/os/y.py", "def f(): pass\n") == set()
+    ws.update("/p/os/sticky.go", "go", "package os\n\nfunc setStickyBits() {}\n")   # changed
+    ws.remove("/p/os/stat.go")
+    assert ws.defined("go", "/p/os/file_unix.go", doc) == {"setStickyBits"}
+    ws.remove("/p/os/sticky.go")
+    ws.remove("/p/os/file_unix.go")
+    assert ws.defined("go", "/p/os/file_unix.go", doc) == set() and ("/p/os", "os") not in ws._packages
+
+
+def test_the_server_offers_a_call_of_a_function_another_file_of_the_go_package_defines(tmp_path):
+    """A Go fill calling ``setStickyBit``, defined in another file of the document's package (os/file_unix.go
+    calls os/sticky_bsd.go's), was reported as inventing a name and withheld: the real server, its workspace
+    counted, now offers it (the workspace's line that calls it, for the typed ``setSt``)."""
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    (root / "sticky").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "sticky" / "bit.go").write_text("package sticky\n\nfunc setStickyBit(name string) error {\n\treturn nil\n}\n")
+    (root / "sticky" / "mkdir.go").write_text(
+        "package sticky\n\nfunc Mkdir(name string) error {\n\tsetStickyBit(name)\n\treturn nil\n}\n")
+    doc = root / "sticky" / "chmod.go"
+    text = "package sticky\n\nfunc Chmod(name string) error {\n\tsetSt\n\treturn nil\n}\n"
+    doc.write_text(text)
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["state"] == "ready")
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": doc.as_uri(), "languageId": "go", "version": 1,
+                                                                "text": text}})
+        got = client.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": doc.as_uri()}, "position": {"line": 3, "character": len("\tsetSt")},
+            "context": {"triggerKind": 1}})
+        items = got["items"] if isinstance(got, dict) else (got or [])
+        assert [i["insertText"] for i in items][:1] == ["ickyBit(name)"]
