@@ -16,11 +16,13 @@ server offered `if (body.length === 0)` where only another function had a `body`
 read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place
 in its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
 checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
-checked, a closure's parameters bind). A Go file reads the top-level names of its package's other files without
-an import: with the request's workspace (``engine.worklines``) and the document's path there, the names the same
-directory's files with the same ``package`` clause define (``package_defines``: a scan of each file's lines as the
-workspace counts it, not a parse per fill) are not invented (``defined``). A name counts as the fill's when any of it
-is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside
+checked, a closure's parameters bind); a type the document names (a ``type_identifier``) is defined for a fill that
+reads it as a value (Go's conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go
+file reads the top-level names of its package's other files without an import: with the request's workspace
+(``engine.worklines``) and the document's path there, the names the same directory's files with the same
+``package`` clause define (``package_defines``: a scan of each file's lines as the workspace counts it, not a parse
+per fill) are not invented (``defined``). A name counts as the fill's when any of it is in the fill: one the user
+began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside
 (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the word the
 user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
 user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at
@@ -410,6 +412,10 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         else:
             stack.extend((child, away) for child in node.children)
         if node.type not in _ID_TYPES:
+            if node.type == "type_identifier" and (node.end_byte <= blo or node.start_byte >= bhi):
+                # a type the document names is defined for a fill that reads it as a value: Go's conversion
+                # ``TB(true)``, Rust's tuple struct ``Meters(5)`` or enum ``E::B(1)``, TypeScript's ``new Foo()``
+                outside.add(data[node.start_byte:node.end_byte].decode("utf-8", "replace"))
             continue
         name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
         if blo <= node.start_byte and node.end_byte <= bhi or node.start_byte < bhi and node.end_byte > blo:
