@@ -59,7 +59,8 @@ def run_infill(args) -> int:
         engine.start().result()
         load_ms = (time.perf_counter() - t0) * 1000
         completion = engine.infill_sync(InfillRequest(text=text, offset=offset, language=doc.language_id,
-                                                      workspace=workspace))
+                                                      workspace=workspace,
+                                                      path=os.path.realpath(path) if workspace else None))
     except EngineError as exc:
         print(f"diffusion-lsp: {exc}", file=sys.stderr)
         return 1

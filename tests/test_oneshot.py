@@ -91,6 +91,22 @@ def test_with_a_workspace_a_typed_line_may_take_a_line_of_its_files(tmp_path):
     assert out.returncode == 2 and "cannot read the workspace" in out.stderr and "not a directory" in out.stderr
 
 
+def test_with_a_workspace_a_go_fill_may_call_a_function_another_file_of_the_package_defines(tmp_path):
+    """The one-shot command names the file's real path with its workspace: a call of a function another Go file of
+    the package defines is no invented name (engine/names.py), and the workspace's line calling it is offered."""
+    ws = tmp_path / "proj"
+    (ws / "sticky").mkdir(parents=True)
+    (ws / "sticky" / "bit.go").write_text("package sticky\n\nfunc setStickyBit(name string) error {\n\treturn nil\n}\n")
+    (ws / "sticky" / "mkdir.go").write_text(
+        "package sticky\n\nfunc Mkdir(name string) error {\n\tsetStickyBit(name)\n\treturn nil\n}\n")
+    path = ws / "sticky" / "chmod.go"
+    path.write_text("package sticky\n\nfunc Chmod(name string) error {\n\tsetSt\n\treturn nil\n}\n")
+    out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:4:7", "--workspace", str(ws),
+                          "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["text"] == "ickyBit(name)"
+
+
 def test_a_dtype_torch_does_not_have_is_one_clear_line(tmp_path):
     path = tmp_path / "add.py"
     path.write_text("def add(a, b):\n    \n")
