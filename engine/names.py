@@ -13,19 +13,19 @@ imports it) is the user's, not an invention. Attributes after `.` are never chec
 the fill's identifiers with the document's other identifiers and the language's builtins, keywords and
 prelude, leaving out the names that functions not holding the fill bind (their parameters and locals: a real
 server offered `if (body.length === 0)` where only another function had a `body`); a name those functions only
-read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place
-in its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
+read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place in
+its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
 checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
-checked, a closure's parameters bind); a type the document names (a ``type_identifier``) is defined for a fill that
-reads it as a value (Go's conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go
-file reads the top-level names of its package's other files without an import: with the request's workspace
-(``engine.worklines``) and the document's path there, the names the same directory's files with the same
-``package`` clause define (``package_defines``: a scan of each file's lines as the workspace counts it, not a parse
-per fill) are not invented (``defined``). A name counts as the fill's when any of it is in the fill: one the user
-began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside
-(the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the word the
-user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
-user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at
+checked, a closure's parameters bind); JSX's lowercase tags (``<div>``) are the page's elements, not names; a type
+the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's conversion
+``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of its
+package's other files without an import: with the request's workspace (``engine.worklines``) and the document's path
+there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan of
+each file's lines as the workspace counts it, not a parse per fill) are not invented (``defined``). A name counts as
+the fill's when any of it is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the
+fill ends inside (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``),
+the word the user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse
+(the user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at
 most; a document that still does not parse, or whose error is on the hole's lines, reports nothing (nothing to
 compare).
 """
@@ -81,6 +81,7 @@ _PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``
 _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                         "method_definition", "generator_function", "generator_function_declaration",
                         "method_declaration", "func_literal", "function_item", "closure_expression"})
+_JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
@@ -425,6 +426,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
             if parent is not None and parent.type == "literal_element" and _struct_key(parent):
                 continue   # Go's ``&parseError{Path: path}``: a struct's field, named like one after '.'
+            if parent is not None and parent.type in _JSX_TAGS and (name[:1].islower() or "-" in name):
+                continue   # JSX's ``<div>``, ``<my-el>``: an element of the page, not a name (``<Foo>`` is one)
             if parent is not None and parent.type == "token_tree":   # a Rust macro's tokens (``println!(...)``)
                 role = _token_role(node, parent)
                 if role is not None:

@@ -391,3 +391,19 @@ def test_a_type_the_document_names_is_defined_for_a_fill_that_reads_it_as_a_valu
     such a fill was reported as inventing a name the document declares (fmt's stringer_test.go, 1 of the
     development set's 250 Go right answers)."""
     assert invented(fill, document, language) == expected
+
+
+@pytest.mark.parametrize("language, fill, expected", [
+    ("typescriptreact", '<div className="a"><span>{name}</span></div>', []),
+    ("typescriptreact", "<my-element />", []),
+    ("javascript", '<div className="a">{name}</div>', []),
+    ("typescriptreact", "<Skeleton height={size} />", ["Skeleton", "size"]),   # a component is a name read
+    ("typescriptreact", "<div>{nam}</div>", ["nam"]),
+])
+def test_jsx_lowercase_tags_are_elements_not_names(language, fill, expected):
+    """``<div>`` in a fill: the tag's name is a plain identifier in tree-sitter's JSX, and a right fill that opens a
+    ``div`` the document did not spell elsewhere was reported as inventing the name ``div``."""
+    document = "export function C({ name }: { name: string }) {\n  return <>;\n}\n"
+    if language == "javascript":
+        document = "export function C({ name }) {\n  return <>;\n}\n"
+    assert invented(fill, document, language) == expected
