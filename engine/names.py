@@ -16,8 +16,11 @@ server offered `if (body.length === 0)` where only another function had a `body`
 read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place in
 its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
 checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
-checked, a closure's parameters bind); JSX's lowercase tags (``<div>``) are the page's elements, not names; a type
-the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's conversion
+checked, a closure's parameters bind); a Rust path's lower-case root is a crate or a module (``memmap2::Mmap``:
+Rust needs no ``use`` for a crate), while a glob import (``use rmp::decode::*``) does not stop the check (on the
+development set, files with one got 6 more fills offered, none right); the browser's and Node's globals are in the
+JavaScript prelude (``Image``, ``indexedDB``); JSX's lowercase tags (``<div>``) are the page's elements, not
+names; a type the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's conversion
 ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of its
 package's other files without an import: with the request's workspace (``engine.worklines``) and the document's path
 there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan of
@@ -57,7 +60,16 @@ _JS = frozenset("""
     encodeURIComponent decodeURIComponent encodeURI decodeURI queueMicrotask structuredClone
     Uint8Array Int32Array Float64Array ArrayBuffer DataView TextEncoder TextDecoder URL
     any unknown never void string number boolean object symbol bigint keyof typeof readonly Record Partial
-    Required Pick Omit ReturnType Readonly Exclude Extract NonNullable Awaited""".split())
+    Required Pick Omit ReturnType Readonly Exclude Extract NonNullable Awaited
+    self global __dirname __filename eval Function Iterable AsyncIterable Iterator AsyncIterator Generator
+    PromiseLike ArrayLike Parameters InstanceType ConstructorParameters ThisType Uppercase Lowercase Capitalize
+    Uncapitalize NoInfer WeakRef FinalizationRegistry AggregateError EvalError URIError Atomics SharedArrayBuffer
+    Int8Array Int16Array Uint16Array Uint32Array Uint8ClampedArray Float32Array BigInt64Array BigUint64Array
+    URLSearchParams AbortController AbortSignal Blob File FileReader FormData Headers Request Response
+    WebSocket Worker XMLHttpRequest EventTarget Event CustomEvent atob btoa navigator location history
+    localStorage sessionStorage indexedDB performance crypto Image Audio Element HTMLElement Node NodeList
+    MutationObserver IntersectionObserver ResizeObserver requestAnimationFrame cancelAnimationFrame
+    getComputedStyle matchMedia alert confirm prompt""".split())
 _GO = frozenset("""
     true false nil iota append cap close complex copy delete imag len make new panic print println real
     recover min max clear bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64
@@ -424,6 +436,9 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             parent = node.parent
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
+            if parent is not None and parent.type in _PATHS and parent.child_by_field_name("path") == node and \
+                    name[:1].islower():
+                continue   # ``memmap2::Mmap``: a path's root in lower case is a crate or a module (no ``use``)
             if parent is not None and parent.type == "literal_element" and _struct_key(parent):
                 continue   # Go's ``&parseError{Path: path}``: a struct's field, named like one after '.'
             if parent is not None and parent.type in _JSX_TAGS and (name[:1].islower() or "-" in name):

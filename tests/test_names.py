@@ -407,3 +407,20 @@ def test_jsx_lowercase_tags_are_elements_not_names(language, fill, expected):
     if language == "javascript":
         document = "export function C({ name }) {\n  return <>;\n}\n"
     assert invented(fill, document, language) == expected
+
+
+@pytest.mark.parametrize("language, document, fill, expected", [
+    # a glob import does not stop the check (dev set: 6 more fills offered in files with one, none right)
+    ("rust", "use rmp::decode::*;\n\nfn f(buf: &[u8]) {\n    <>\n}\n", "let n = zzz_made_up(buf);", ["zzz_made_up"]),
+    # a path's root in lower case is a crate (Rust 2018 needs no `use`) or a module; a capitalised one is checked
+    ("rust", "fn f(file: &File) {\n    <>\n}\n", "let m = unsafe { memmap2::Mmap::map(file) };", []),
+    ("rust", "fn f() {\n    <>\n}\n", "let t = native_tls::TlsAcceptor::new(Zzz::new());", ["Zzz"]),
+    # the globals of a browser and of Node are not invented
+    ("javascript", "function f(src) {\n  <>\n}\n", "const image = new Image(); image.src = src;", []),
+    ("typescript", "function f(name: string) {\n  <>\n}\n", "return indexedDB.open(name, 1) && navigator.onLine;", []),
+    ("javascript", "function f() {\n  <>\n}\n", "return imageCache.get(1);", ["imageCache"]),
+])
+def test_rust_crate_roots_and_browser_globals(language, document, fill, expected):
+    """Dev right answers the rule flagged: gimli's `memmap2::Mmap`,
+    smol's `native_tls::TlsAcceptor`, ol's `new Image()`, msw's `indexedDB.open`."""
+    assert invented(fill, document, language) == expected
