@@ -98,7 +98,8 @@ def test_common_lines_follow_the_documents_at_the_typed_indentation_with_their_p
 
 
 def test_a_common_line_ranks_by_its_score_and_prior_and_is_offered_with_its_prior():
-    text = "def f(a):\n    total = a\n    return total\n\n\ndef g(a):\n    return tot"
+    # (the copied line three code lines up: one two lines up is refused, validate.repeats_neighbour)
+    text = "def f(a):\n    total = a\n    return total\n\n\ndef g(a):\n    total = a\n    return tot"
     assert copy_rank(Candidate(("x",), ((0.5,),), (((0, 1),),), -0.5), -3.0) == \
         pytest.approx(-0.5 + PRIOR_WEIGHT * -3.0 + PRIOR_OFFSET)
     backend = Scoring("al + 1", {"al\n": math.exp(-1.0)})

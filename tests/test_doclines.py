@@ -100,7 +100,8 @@ class Scoring:
         pass
 
 
-TYPED = "def f(x):\n    result = compute(x, 2)\n    check(result)\n    result = com"
+# (the copied line three code lines up: one two lines up is refused, validate.repeats_neighbour)
+TYPED = "def f(x):\n    result = compute(x, 2)\n    check(result)\n    log(result)\n    result = com"
 
 
 def test_the_best_scored_line_that_parses_joins_the_fills_and_leads_without_a_calibration_when_typed():
