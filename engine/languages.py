@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -72,10 +73,13 @@ def has_grammar(spec: LanguageSpec) -> bool:
     return spec.name in _SPECS
 
 
-def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | None = None) -> tree_sitter.Tree | None:
+def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | None = None,
+          tick: Callable[[], None] | None = None) -> tree_sitter.Tree | None:
     """The syntax tree of ``source`` (str, or its UTF-8 bytes); None without a grammar. ``old_tree``: the tree of
     an earlier text, edited to match (``Tree.edit``), reparsed incrementally. Safe from any thread: each thread
-    parses with its own parser (tree-sitter parsers are not shared across threads)."""
+    parses with its own parser (tree-sitter parsers are not shared across threads). ``tick()`` is called at each of
+    tree-sitter's progress reports on a source over ``_CHUNK`` bytes (about every 100 of its parse operations, a
+    unit of work: a job's cancellation, a search's budget); what it raises halts the parse and is raised here."""
     parsers = _local.__dict__.setdefault("parsers", {})
     if spec.name not in parsers:
         language = grammar(spec.name)
@@ -86,39 +90,56 @@ def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | 
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
     if len(data) <= _CHUNK:
         return parser.parse(data) if old_tree is None else parser.parse(data, old_tree)
-    return _parse_in_chunks(parser, data, old_tree)
+    return _parse_in_chunks(parser, data, old_tree, tick)
 
 
 _CHUNK = 1 << 16     # bytes: a source up to this long is parsed in one call; a longer one is read in chunks
 _PROGRESS = True     # tree-sitter takes a progress callback (>= 0.25)
 
 
-def _parse_in_chunks(parser: tree_sitter.Parser, data: bytes, old_tree: tree_sitter.Tree | None
-                     ) -> tree_sitter.Tree | None:
+def _parse_in_chunks(parser: tree_sitter.Parser, data: bytes, old_tree: tree_sitter.Tree | None,
+                     tick: Callable[[], None] | None = None) -> tree_sitter.Tree | None:
     """Parse ``data`` through a read callback (``_CHUNK`` bytes at a time) and a progress callback: both are Python
     calls, between which other threads take the interpreter's lock. Parsing bytes is one C call that holds it
     throughout: a 5 MB document's survey (a code action, on a thread of its own) held the event loop, every
     request and cancel, for 1.5 to 3.2 s on a loaded 2-core machine; read in chunks, its longest hold was 36-41 ms
-    (with the read callback alone, as tree-sitter 0.24 takes no progress callback: 0.2 to 0.5 s)."""
+    (with the read callback alone, as tree-sitter 0.24 takes no progress callback: 0.2 to 0.5 s). ``tick``: called
+    from the progress callback (not with tree-sitter 0.24); what it raises halts the parse, and is raised once the
+    parser is reset (a halted parser resumes its parse at its next call, whatever text it is given)."""
     global _PROGRESS
 
     def read(offset: int, _point: object) -> bytes:
         return data[offset:offset + _CHUNK]
 
+    raised: list[BaseException] = []
+
+    def go_on(_offset: int, _has_error: bool) -> bool:
+        if tick is not None:   # else never halt: the call itself is the point (another thread may run)
+            try:
+                tick()
+            except BaseException as exc:   # noqa: BLE001 (raised below, once tree-sitter has returned)
+                raised.append(exc)
+                return True
+        return False
+
     if _PROGRESS:   # (tree-sitter takes no None for ``old_tree``: it is passed only when there is one)
         try:
             if old_tree is None:
-                return parser.parse(read, progress_callback=_go_on)
-            return parser.parse(read, old_tree, progress_callback=_go_on)
+                return parser.parse(read, progress_callback=go_on)
+            return parser.parse(read, old_tree, progress_callback=go_on)
         except TypeError as exc:   # tree-sitter 0.24: no progress callback
             if "progress_callback" not in str(exc):
                 raise
             _PROGRESS = False
+        except ValueError:   # "Parsing failed": halted by the progress callback
+            if not raised:
+                raise
+        finally:
+            if raised:
+                parser.reset()
+        if raised:
+            raise raised[0]
     return parser.parse(read) if old_tree is None else parser.parse(read, old_tree)
-
-
-def _go_on(_offset: int, _has_error: bool) -> bool:
-    return False   # never halt the parse; the call itself is the point (another thread may run)
 
 
 def error_count(tree: tree_sitter.Tree | None) -> int:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .memory import collection_paused
@@ -28,6 +30,7 @@ from .model_text import model_text
 _LOCK = threading.Lock()
 ONLY_AST = 0x400  # PyCF_ONLY_AST
 APART = 256 * 1024   # characters: a larger source is compiled in a child process, off this one's lock
+POLL = 0.02          # seconds: how often the cancellation is checked while a child compiles
 
 
 def _source(source: str) -> str:
@@ -41,22 +44,23 @@ def parse(source: str) -> ast.Module:
         return ast.parse(model_text(source))
 
 
-def check_syntax(source: str, filename: str = "<document>") -> None:
+def check_syntax(source: str, filename: str = "<document>", check: Callable[[int], None] | None = None) -> None:
     """``compile(source, filename, "exec", flags=PyCF_ONLY_AST)`` for its errors only (the parser's): raises as
-    ``compile`` does; its warnings are not printed."""
-    _check(_source(source), filename, ONLY_AST)
+    ``compile`` does; its warnings are not printed. ``check(0)`` (a job's cancellation) is called while a child
+    compiles: what it raises (``Cancelled``) is raised here, the child killed."""
+    _check(_source(source), filename, ONLY_AST, check)
 
 
-def compile_code(source: str) -> None:
+def compile_code(source: str, check: Callable[[int], None] | None = None) -> None:
     """``compile(source)`` to bytecode, for its errors only: the parser's, and those only the compiler raises
     (``'return' outside function``, ``'break' outside loop``, ``'await' outside async function``, a misplaced
     ``from __future__``). As fast as ``parse`` (no Python AST objects are built). Its warnings (an invalid escape
-    sequence in the user's string) are not printed."""
-    _check(_source(source), "<document>", 0)
+    sequence in the user's string) are not printed. ``check``: as ``check_syntax``'s."""
+    _check(_source(source), "<document>", 0, check)
 
 
-def _check(source: str, filename: str, flags: int) -> None:
-    if len(source) > APART and _check_apart(source, filename, flags):
+def _check(source: str, filename: str, flags: int, check: Callable[[int], None] | None) -> None:
+    if len(source) > APART and _check_apart(source, filename, flags, check):
         return
     # the AST's objects (flags ONLY_AST) are made and dropped without the cyclic collector walking them meanwhile
     with _LOCK, warnings.catch_warnings(), collection_paused():
@@ -90,19 +94,46 @@ _OTHER = {"ValueError": ValueError, "RecursionError": RecursionError, "MemoryErr
           "SystemError": SystemError}
 
 
-def _check_apart(source: str, filename: str, flags: int) -> bool:
+def _check_apart(source: str, filename: str, flags: int, check: Callable[[int], None] | None = None) -> bool:
     """``compile``'s verdict on ``source`` from a child process: True when it compiles, else what it raised is raised
     here; a child that ended without a verdict (out of memory or stack on a pathological nesting) is
-    ``MemoryError``, Python giving up. False when no child could be started (the caller compiles here)."""
+    ``MemoryError``, Python giving up. False when no child could be started (the caller compiles here). ``check(0)``
+    is called every ``POLL`` seconds while the child runs; what it raises is raised here once the child is killed
+    (a cancelled job does not wait for a compile whose verdict nobody reads)."""
+    data = source.encode("utf-8", "surrogatepass")
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD, str(flags), str(sys.getrecursionlimit()),
-                               filename], input=source.encode("utf-8", "surrogatepass"), capture_output=True,
-                              check=False)
+        read, write = os.pipe()
+        try:
+            child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CHILD, str(flags),
+                                      str(sys.getrecursionlimit()), filename],
+                                     stdin=read, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except BaseException:
+            os.close(write)
+            raise
+        finally:
+            os.close(read)
     except (OSError, ValueError):
         return False
+    # the source goes in from a thread (a pipe holds 64 KiB), so that this one polls the cancellation meanwhile
+    feeder = threading.Thread(target=_feed, args=(write, data), name="pyparse-feed", daemon=True)
+    feeder.start()
+    try:
+        while True:
+            try:
+                stdout, stderr = child.communicate(timeout=POLL if check is not None else None)
+                break
+            except subprocess.TimeoutExpired:
+                assert check is not None
+                check(0)
+    except BaseException:
+        child.kill()
+        child.communicate()
+        raise
+    finally:
+        feeder.join()
     out: Any
     try:
-        out = json.loads(done.stdout) if done.returncode == 0 else ["MemoryError", done.stderr.decode()[-200:]]
+        out = json.loads(stdout) if child.returncode == 0 else ["MemoryError", stderr.decode()[-200:]]
     except ValueError:
         out = ["MemoryError", "the child process wrote no verdict"]
     if out is None:
@@ -113,3 +144,12 @@ def _check_apart(source: str, filename: str, flags: int) -> bool:
         error.end_lineno, error.end_offset = end_lineno, end_offset
         raise error
     raise _OTHER.get(out[0], MemoryError)(out[1])
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write ``data`` to the pipe ``fd`` and close it; a child that was killed (or ended) takes the rest."""
+    try:
+        with open(fd, "wb", closefd=True) as pipe:
+            pipe.write(data)
+    except OSError:   # BrokenPipeError: the child is gone (killed when the job was cancelled)
+        pass

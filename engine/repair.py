@@ -88,10 +88,11 @@ def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int
     return sorted(set(lines))
 
 
-def python_error(text: str) -> tuple[int, str] | None:
-    """Python's first syntax error in ``text``: (1-based line, message), or ``None`` when it compiles."""
+def python_error(text: str, check: Callable[[int], None] | None = None) -> tuple[int, str] | None:
+    """Python's first syntax error in ``text``: (1-based line, message), or ``None`` when it compiles. ``check``:
+    the job's cancellation, polled while a child process compiles a large text (``pyparse.check_syntax``)."""
     try:
-        pyparse.check_syntax(text, "<repair>")
+        pyparse.check_syntax(text, "<repair>", check)
     except SyntaxError as e:
         return (e.lineno or 1, e.msg or "")
     except (ValueError, MemoryError, RecursionError):
@@ -177,15 +178,14 @@ _CHECK_EVERY = 16   # candidates judged between two cancellation checks
 def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...],
                  check: Callable[[int], None] | None = None) -> list[Repair]:
     """The one-token repairs that parse; when there are none, the two-token ones (unranked). ``check(0)`` is
-    called between candidates (the job's cancellation: raises ``Cancelled``). The document is parsed (and
-    compiled, for Python) a fixed number of times, whatever the number of candidates."""
-    before = python_error(text) if spec.name == "python" else None
+    called between candidates and while the document is parsed or compiled (the job's cancellation: raises
+    ``Cancelled``, and a child process compiling for the job is killed). The document is parsed (and compiled, for
+    Python) a fixed number of times, whatever the number of candidates."""
+    before = python_error(text, check) if spec.name == "python" else None
     lines = _error_lines(text, spans, before)
     if not lines:
         return []
-    tree = parse(spec, text)
-    if check is not None:
-        check(0)
+    tree = parse(spec, text, (lambda: check(0)) if check is not None else None)   # a parse halted when cancelled
     judge: _PythonJudge | _TreeJudge | None
     if spec.name == "python":
         judge = _PythonJudge(text, lines, before, tree, check)
@@ -249,7 +249,7 @@ class _PythonJudge:
 
     def __init__(self, text: str, lines: list[tuple[int, int]], before: tuple[int, str] | None, tree: Any,
                  check: Callable[[int], None] | None = None):
-        self.text, self.before, self.tree = text, before, tree
+        self.text, self.before, self.tree, self.check = text, before, tree, check
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         first = self._line(min(lo for lo, _ in lines)) - 1
         last = self._line(max(hi for _, hi in lines)) - 1
@@ -258,7 +258,7 @@ class _PythonJudge:
             check(0)
         self.inner = self._inner(first, last, self.top)
         rest = text[self.top.hi:]
-        error = python_error(rest) if rest.strip() else None
+        error = python_error(rest, check) if rest.strip() else None
         # the line of the first error in the code after the top region: the document's, once the repaired top
         # region compiles (Python reads that code in a clean state); 0 where Python cannot judge it (nested too deep)
         self.after = None if error is None else self.top.end + error[0] if error[1] else 0
@@ -315,7 +315,7 @@ class _PythonJudge:
         for i in range(first, 0, -1):
             if self._indent(i) != 0 or not self._starts_statement(i):
                 continue
-            if python_error(self.text[:self.starts[i]]) is None:
+            if python_error(self.text[:self.starts[i]], self.check) is None:
                 start = i
                 break
             tries += 1
@@ -340,14 +340,15 @@ class _PythonJudge:
             return None
         text, starts = self.text, self.starts
         lead = text[starts[start]:starts[start] + depth]
-        if python_error(text[top.lo:starts[start]] + lead + "pass\n") is not None:
+        if python_error(text[top.lo:starts[start]] + lead + "pass\n", self.check) is not None:
             return None   # Python does not start a statement there (a bracket or string is open)
         return self._region(start, self._end(last, depth, top.end), _WRAP)
 
     # -- verdicts -------------------------------------------------------------------------
     def _alone(self, region: _Region, repair: Repair, threshold: int | None) -> str:
         text = self.text
-        error = python_error(region.head + text[region.lo:repair.start] + repair.new + text[repair.end:region.hi])
+        error = python_error(region.head + text[region.lo:repair.start] + repair.new + text[repair.end:region.hi],
+                             self.check)
         if error is None:
             return _OK
         line = region.first + error[0] - 1 - region.head.count("\n")
@@ -410,9 +411,10 @@ class _TreeJudge:
         return _CLEAN if len(errors) < self.baseline and not any(s <= bhi and e >= blo for s, e in errors) else None
 
 
-def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:
+def rank(text: str, repairs: list[Repair], score=None, check: Callable[[int], None] | None = None) -> list[Repair]:
     """Best first: the parser's hint, then (with ``score(prefix, line, suffix)``, the model's log-likelihood
-    of the edited line) the model's preference; without a model, the repair nearest the line's end."""
+    of the edited line) the model's preference; without a model, the repair nearest the line's end. ``check(0)``
+    (the job's cancellation) is called before each score (a forward of the model over the line's context)."""
     def prior(r: Repair) -> float:
         lo, hi = line_bounds(text, r.start)
         hint = _HINT_BONUS if r.hinted else 0.0
@@ -424,6 +426,8 @@ def rank(text: str, repairs: list[Repair], score=None) -> list[Repair]:
     head = ordered[:_MAX_RANKED]
     scored = []
     for r in head:
+        if check is not None:
+            check(0)
         fixed = apply(text, r)
         lo, hi = line_bounds(fixed, r.start)
         try:
@@ -441,7 +445,7 @@ def smallest_fix(backend: Backend, spec: LanguageSpec, text: str, spans: tuple[t
     if not repairs:
         return None
     score = backend.score_text if backend.scores_text else None
-    best = rank(text, repairs, score)[0]
+    best = rank(text, repairs, score, check)[0]
     forwards = min(len(repairs), _MAX_RANKED) if score is not None else 0
     return Completion((HoleFill(best.start, best.end, best.new),), HoleKind.SPAN, 0, forwards, 0,
                       round((time.perf_counter() - t0) * 1000, 2), True, len(repairs) - 1, backend.name)

@@ -47,23 +47,26 @@ def serve(backend: Backend, defaults: FillOptions, request: Request, control: Co
             completion = fix_syntax(backend, options, request, control)
         else:
             raise TypeError(f"not an engine request: {type(request).__name__}")
-        completion = keep_parsing(request, completion) if options.validate else completion
+        completion = keep_parsing(request, completion, control) if options.validate else completion
     return to_cr(completion) if cr else completion
 
 
-def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion) -> Completion:
+def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion,
+                 control: Control | None = None) -> Completion:
     """An action's edits as the whole-document check leaves them: holes one by one (a hole whose fill breaks
-    the document keeps its text), a rewrite or a fix whole or not at all."""
+    the document keeps its text), a rewrite or a fix whole or not at all. ``control``: the job's, whose check
+    (cancellation) is polled while the documents are parsed."""
     spec, text = spec_for(request.language), request.text
+    tick = (lambda: control.check(completion.steps)) if control is not None else None
     fixing = isinstance(request, FixRequest)
     if isinstance(request, FillRequest):
         kept: list = []
         for fill in completion.fills:
-            if edits_keep_parsing(spec, text, kept + [fill]):
+            if edits_keep_parsing(spec, text, kept + [fill], tick=tick):
                 kept.append(fill)
         fills = tuple(kept)
     else:
-        fills = completion.fills if edits_keep_parsing(spec, text, completion.fills, fixing) else ()
+        fills = completion.fills if edits_keep_parsing(spec, text, completion.fills, fixing, tick) else ()
     if len(fills) < len(completion.fills):
         log.info("%d of %d edits left out: the edited document would not parse",
                  len(completion.fills) - len(fills), len(completion.fills))

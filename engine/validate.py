@@ -22,16 +22,16 @@ _RECENT = threading.local()
 _KEEP = 8   # trees: a candidate's checks share its filled window's, and every candidate the window's own
 
 
-def parse(spec: LanguageSpec, source: str | bytes) -> Any:
+def parse(spec: LanguageSpec, source: str | bytes, tick: Callable[[], None] | None = None) -> Any:
     """``languages.parse``, remembering this thread's last few trees: a cursor fill's checks (the re-parse, the
     comment, closer and bracket checks) each read the window with the fill and the window as the user has it,
     and these are the same texts for every check and, the user's, for every candidate. Trees are never edited
-    in place (``document_parses`` edits a copy)."""
+    in place (``document_parses`` edits a copy). ``tick``: ``languages.parse``'s (a job's cancellation)."""
     recent: dict[tuple[str, str | bytes], Any] = _RECENT.__dict__.setdefault("trees", {})
     key = (spec.name, source)
     tree = recent.pop(key, None)
     if tree is None:
-        tree = _parse_anew(spec, source)
+        tree = _parse_anew(spec, source, tick=tick)
         if len(recent) >= _KEEP:
             del recent[next(iter(recent))]
     recent[key] = tree
@@ -316,18 +316,22 @@ def _assemble(text: str, win: Window, blanks: Sequence[Hole], chosen: Sequence[s
     return "".join(parts)
 
 
-def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill], fixing: bool = False) -> bool:
+def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill], fixing: bool = False,
+                       tick: Callable[[], None] | None = None) -> bool:
     """A code action's edits, checked like an inline fill but on the whole edited document: for Python (under
     the size limit) its own compiler, which must accept the document, or stop at the user's own error (moved by
     the edits) or, for a fix, past every edit; then, unless Python accepts it outright, the whole document's
     tree-sitter errors must not grow (for a fix: must shrink); in Go and Rust, each edit's returns must fit the
-    function around it (engine/returns.py)."""
+    function around it (engine/returns.py). ``tick``: called while the documents are parsed and their trees walked
+    (the job's cancellation: on a 5 MB document each parse is 1-2 s, each walk 0.5 s)."""
     if any(invents_replacement(f.text, text) for f in fills):
         return False  # the model's bytes that were no UTF-8, or a lone surrogate it read as U+FFFD: a character
         #              the user never wrote (a changed line's lone surrogates are given back: actions.minimal_edits)
     edited, spans = _edited(text, fills)
-    if _comments_out_code(spec, text, edited, fills):
+    if _comments_out_code(spec, text, edited, fills, tick):
         return False
+    if tick is not None:   # between the steps that each walk or parse the whole document
+        tick()
     if spec.name == "python" and len(edited) <= _PYTHON_CHECK_LIMIT:
         error = _first_error(edited)
         if error is None:
@@ -340,12 +344,12 @@ def edits_keep_parsing(spec: LanguageSpec, text: str, fills: Sequence[HoleFill],
         past = fixing and all(error[0] > last + 1 for _, last in spans)
         if not (same or past) or _breaks_region(text, fills):
             return False
-    old_tree, new_tree = parse(spec, text), parse(spec, edited)
+    old_tree, new_tree = parse(spec, text, tick), parse(spec, edited, tick)
     if old_tree is None or new_tree is None:
         return True
     before, after = error_count(old_tree), error_count(new_tree)
     if spec.name == "python":  # Python stopped at the user's error: an opener without its body is one more
-        before, after = before + _empty_blocks(old_tree), after + _empty_blocks(new_tree)
+        before, after = before + _empty_blocks(old_tree, tick), after + _empty_blocks(new_tree, tick)
     if after > before or fixing and after == before:
         return False
     # as in the window check: no error touching an edit, unless one touched what it replaced already
@@ -385,12 +389,18 @@ def _breaks_region(text: str, fills: Sequence[HoleFill]) -> bool:
     return False
 
 
-def _empty_blocks(tree: Any) -> int:
+_TICK_NODES = 4096   # nodes walked between two ticks (a 5 MB document's tree: millions, 0.5 s)
+
+
+def _empty_blocks(tree: Any, tick: Callable[[], None] | None = None) -> int:
     """Python blocks without a statement (``def f():`` with nothing under it): tree-sitter takes them, Python does
-    not."""
-    count, stack = 0, [tree.root_node]
+    not. ``tick``: called every ``_TICK_NODES`` nodes."""
+    count, stack, walked = 0, [tree.root_node], 0
     while stack:
         node = stack.pop()
+        walked += 1
+        if tick is not None and walked % _TICK_NODES == 0:
+            tick()
         if node.type == "block" and node.named_child_count == 0:
             count += 1
         stack.extend(node.children)
@@ -565,16 +575,21 @@ def comments_out_rest(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -
     return _comments_out_code(spec, prefix + suffix, prefix + fill + suffix, [HoleFill(at, at, fill)])
 
 
-def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequence[HoleFill]) -> bool:
+def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequence[HoleFill],
+                       tick: Callable[[], None] | None = None) -> bool:
     """Does a comment that an edit starts run on over code after the edit (``return __ + a`` filled with ``#``
-    leaves ``return # + a``, which parses)? Text after the edit that was a comment already may be run into."""
-    new_tree = parse(spec, edited)
+    leaves ``return # + a``, which parses)? Text after the edit that was a comment already may be run into.
+    ``tick``: ``parse``'s, and called every ``_TICK_NODES`` nodes walked."""
+    new_tree = parse(spec, edited, tick)
     if new_tree is None:
         return False
     comments = []
-    stack = [new_tree.root_node]
+    stack, walked = [new_tree.root_node], 0
     while stack:
         node = stack.pop()
+        walked += 1
+        if tick is not None and walked % _TICK_NODES == 0:
+            tick()
         if node.type.endswith("comment"):
             comments.append((node.start_byte, node.end_byte))
         else:
@@ -596,7 +611,7 @@ def _comments_out_code(spec: LanguageSpec, text: str, edited: str, fills: Sequen
             if gap == len(run):
                 continue  # only spaces after the edit
             if old_tree is None:
-                old_tree = parse(spec, text)
+                old_tree = parse(spec, text, tick)
             if old_tree is not None:  # the same text in the user's document: was it a comment there?
                 b = _byte(text, f.end) + gap
                 inside = old_tree.root_node.descendant_for_byte_range(b, b + 1)

@@ -171,3 +171,23 @@ def test_with_the_users_own_error_above_an_edit_may_not_leave_a_body_empty(fill)
 ])
 def test_an_edit_may_not_write_a_replacement_character_of_its_own(language, text, old, new, ok):
     assert edits_keep_parsing(spec_for(language), text, [_replace(text, old, new)]) is ok
+
+
+def test_a_cancel_stops_the_whole_document_check_of_an_action():
+    """A fix cancelled during the whole-document check of its edit (a 5 MB document: its parse and the walks of
+    its trees, 2-3 s) ran the check to its end. The job's check is polled while the documents are parsed."""
+    from engine.backends.base import Control
+    from engine.requests import Cancelled
+
+    text = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(5000)) + "def g(x)\n    return x\n"
+    at = text.index("(x)\n    return x\n") + 3
+    polled = []
+
+    def check(step):
+        polled.append(step)
+        raise Cancelled(step)
+    with pytest.raises(Cancelled):
+        keep_parsing(FixRequest(text, "python", ((at, at),)), _completion(HoleFill(at, at, ":")), Control(check))
+    assert polled
+    assert keep_parsing(FixRequest(text, "python", ((at, at),)), _completion(HoleFill(at, at, ":")),
+                        Control(lambda step: None)).fills   # never cancelled: the same verdict

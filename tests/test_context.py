@@ -628,3 +628,30 @@ def test_a_large_document_is_parsed_while_other_threads_run():
     edited = "import os\n" + text
     tree.edit(0, 0, 10, (0, 0), (0, 0), (1, 0))
     assert str(languages.parse(spec, edited, tree).root_node) == str(plain.parse(edited.encode()).root_node)
+
+
+def test_a_tick_that_raises_halts_a_large_parse_and_the_next_parse_starts_afresh():
+    """A job cancelled while tree-sitter parsed its 5 MB document (1-2 s) waited for the parse. ``tick`` is called
+    at tree-sitter's progress reports: what it raises halts the parse and is raised; the thread's parser is reset
+    (a halted parser resumes the old parse at its next call, whatever text it is given)."""
+    import tree_sitter
+
+    from engine import languages
+    from engine.requests import Cancelled
+
+    spec = spec_for("python")
+    text = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(20_000))
+    assert len(text) > languages._CHUNK
+    ticks = []
+
+    def tick() -> None:
+        ticks.append(1)
+        if len(ticks) == 5:
+            raise Cancelled(0)
+    with pytest.raises(Cancelled):
+        languages.parse(spec, text, tick=tick)
+    assert len(ticks) == 5
+    other = "".join(f"x{i} = [{i}]\n" for i in range(10_000))
+    plain = tree_sitter.Parser(languages.grammar("python"))
+    assert str(languages.parse(spec, other).root_node) == str(plain.parse(other.encode()).root_node)
+    assert str(languages.parse(spec, text, tick=lambda: None).root_node) == str(plain.parse(text.encode()).root_node)

@@ -83,3 +83,51 @@ def test_without_a_child_the_source_is_compiled_here(monkeypatch):
     monkeypatch.setattr(pyparse.sys, "executable", "/nonexistent/python")
     source = _BODY + "def g(a)\n"
     assert _outcome(pyparse.check_syntax, source) == _outcome(_here(pyparse.ONLY_AST), source)
+
+
+def _children(monkeypatch) -> list:
+    """Record each child process pyparse starts."""
+    import subprocess
+
+    started: list = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    return started
+
+
+def test_a_cancelled_job_kills_the_child_compiling_for_it(monkeypatch):
+    """A fix-syntax job cancelled (the document changed, ``$/cancelRequest``) while a child compiled its multi-MB
+    document waited for the child's verdict (about 2 s on 5 MB), and the next fill on the engine thread waited with
+    it. The job's check is polled while the child runs: what it raises (``Cancelled``) is raised here, the child
+    killed."""
+    from engine.requests import Cancelled
+
+    children = _children(monkeypatch)
+    monkeypatch.setattr(pyparse, "_CHILD", "import time\ntime.sleep(600)\n")   # a compile that never ends
+    polled = []
+
+    def check(step):
+        polled.append(children[-1].poll())
+        if len(polled) == 3:
+            raise Cancelled(step)
+    with pytest.raises(Cancelled):
+        pyparse.check_syntax(_BODY + "def g(a)\n", "<document>", check)
+    assert polled == [None, None, None]   # asked while the child ran
+    assert len(children) == 1 and children[0].returncode not in (None, 0)   # killed and reaped
+
+
+@pytest.mark.parametrize("tail", ["compiles", "missing colon", "return outside function", "too deep"])
+def test_a_child_polled_for_a_cancel_that_never_comes_gives_the_same_verdict(monkeypatch, tail):
+    """Polling the job's check (here every millisecond) changes no verdict."""
+    monkeypatch.setattr(pyparse, "POLL", 0.001)
+    source = _BODY + _TAILS[tail]
+    polled: list[int] = []
+    expected = [_outcome(_here(pyparse.ONLY_AST), source), _outcome(_here(0), source)]
+    got = [_outcome(lambda s: pyparse.check_syntax(s, "<document>", polled.append), source),
+           _outcome(lambda s: pyparse.compile_code(s, polled.append), source)]
+    assert got == expected
+    assert polled   # the check was asked while the children compiled

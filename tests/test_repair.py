@@ -269,10 +269,10 @@ def _whole_parses(monkeypatch, text: str) -> list[str]:
     seen: list[str] = []
     check_syntax = engine.pyparse.check_syntax
 
-    def counted_compile(source, filename="<document>"):
+    def counted_compile(source, filename="<document>", check=None):
         if len(source) > len(text) // 2:
             seen.append("compile")
-        return check_syntax(source, filename)
+        return check_syntax(source, filename, check)
     monkeypatch.setattr(engine.pyparse, "check_syntax", counted_compile)
     for name in ("parse", "_parse_anew"):
         if hasattr(engine.repair, name):
@@ -321,6 +321,39 @@ def test_a_repair_in_a_large_document_compiles_it_outside_the_servers_process(mo
     found = find_repairs(spec_for("python"), broken, spans)
     assert [(r.start, r.new) for r in found] == [(at + len(line) - 2, ":")]
     assert compiled_here and max(compiled_here) < engine.pyparse.APART, compiled_here   # before: 3 of the document
+
+
+def test_a_fix_cancelled_while_a_child_compiles_its_document_stops_there(monkeypatch):
+    """A fix cancelled while a child process compiled its large document (its error, the code before or after the
+    error's statements: 1-2 s each on 5 MB) went on waiting for that child, and the next fill on the engine thread
+    with it. The job's check is polled while the child runs: the child is killed and ``Cancelled`` raised. (Here
+    each child first sleeps 5 s: before, the search ran its children to the end and found its repair.)"""
+    import subprocess
+
+    import engine.pyparse
+    from engine.requests import Cancelled
+
+    text = _module(3000)
+    line = "def helper_2000(values, offset=0):\n"
+    broken = text.replace(line, line.replace("):", ")"), 1)
+    at = broken.index(line.replace("):", ")"))
+    assert len(broken) > engine.pyparse.APART
+    spans = survey(broken, "python", at, at).errors
+    children: list = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            children.append(self)
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    monkeypatch.setattr(engine.pyparse, "_CHILD", "import time\ntime.sleep(5)\n" + engine.pyparse._CHILD)
+
+    def check(step):   # the job is cancelled while a child compiles
+        if any(child.poll() is None for child in children):
+            raise Cancelled(step)
+    with pytest.raises(Cancelled):
+        find_repairs(spec_for("python"), broken, spans, check)
+    assert len(children) == 1 and children[0].returncode not in (None, 0)   # the first child, killed
 
 
 def test_a_repair_in_a_long_javascript_document_reparses_it_incrementally(monkeypatch):
@@ -395,6 +428,28 @@ def test_the_region_verdict_is_the_whole_documents(bad, good, second):
     found = find_repairs(spec, broken, spans)
     assert kept >= len(found)
     assert found == [replace(r, hinted=hinted(spec, broken, r, before)) for r in reference if r not in opens]
+
+
+def test_a_cancelled_job_stops_before_the_model_scores_its_repairs():
+    """Ranking scores up to 8 repairs with the model (0.3 s on the embedded model for a 5 MB document): a fix
+    cancelled then ran on to its end. The job's check is called before each score."""
+    from engine.requests import Cancelled
+
+    text = "x = [1, 2, 3\ny = 2\n"
+    repairs = find_repairs(spec_for("python"), text, survey(text, "python", 5, 5).errors)
+    assert len(repairs) > 1
+    scored = []
+
+    def score(prefix, line, suffix):
+        scored.append(line)
+        return 0.0
+
+    def check(step):
+        if scored:
+            raise Cancelled(step)
+    with pytest.raises(Cancelled):
+        rank(text, repairs, score, check)
+    assert len(scored) == 1
 
 
 def test_a_cancelled_job_stops_between_candidates():
