@@ -78,8 +78,9 @@ def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | 
     """The syntax tree of ``source`` (str, or its UTF-8 bytes); None without a grammar. ``old_tree``: the tree of
     an earlier text, edited to match (``Tree.edit``), reparsed incrementally. Safe from any thread: each thread
     parses with its own parser (tree-sitter parsers are not shared across threads). ``tick()`` is called at each of
-    tree-sitter's progress reports on a source over ``_CHUNK`` bytes (about every 100 of its parse operations, a
-    unit of work: a job's cancellation, a search's budget); what it raises halts the parse and is raised here."""
+    tree-sitter's progress reports (about every 100 of its parse operations: a unit of work, for a job's
+    cancellation or a search's budget; a source given a tick is read through callbacks whatever its size); what it
+    raises halts the parse and is raised here."""
     parsers = _local.__dict__.setdefault("parsers", {})
     if spec.name not in parsers:
         language = grammar(spec.name)
@@ -88,7 +89,7 @@ def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | 
     if parser is None:
         return None
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-    if len(data) <= _CHUNK:
+    if len(data) <= _CHUNK and tick is None:
         return parser.parse(data) if old_tree is None else parser.parse(data, old_tree)
     return _parse_in_chunks(parser, data, old_tree, tick)
 

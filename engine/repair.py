@@ -10,7 +10,13 @@ pseudo-log-likelihood of the edited line with each of its tokens masked in turn.
 
 A candidate is judged without parsing the whole document again (hundreds of candidates, each a parse of a 5 MB
 document, took 4 minutes on the engine thread): Python compiles the code around the error (``_PythonJudge``), other
-grammars reparse the document's tree incrementally (``_TreeJudge``).
+grammars reparse the document's tree incrementally (``_TreeJudge``). Such a reparse still costs in proportion to the
+document (tree-sitter steps over each top-level node: 110-150 ms a candidate at 5 MB, and an inserted opener whose
+error runs to the end of the file a parse of the rest, 0.6-3 s), so the tree judge judges the likeliest candidates
+first (those tree-sitter's MISSING node names, then closers, the others, openers last) and stops when ``_SECONDS``
+have passed (a reparse running then is halted), keeping what it found: the code action list waits for it. A
+search that ends sooner (a document under about 100 KB, on a loaded 2-core machine) finds what the whole search
+finds, in the same order.
 """
 
 from __future__ import annotations
@@ -40,6 +46,12 @@ _MAX_RANKED = 8       # candidates scored by the model
 _HINT_BONUS = 3.0     # nats: the parser named this token
 _SECOND_EDIT = 4.0    # nats: a two-token repair must be that much likelier than a one-token one
 _MAX_CANDIDATES = 20_000  # a round with more (a line of ~1,400 tokens, or ~110 for two-token edits) is not searched
+# seconds the tree judge may spend on a fix's candidates, both rounds (the code action list waits for them). On a
+# loaded 2-core machine a candidate costs 1-2 ms in a 100 KB document (an opener up to 20 ms), 12 ms at 500 KB (an
+# opener 0.1 s), 110-150 ms at 5 MB (an opener 0.6-3 s); a 100 KB document's whole one-token round took 3 s.
+_SECONDS = 2.0
+_OPENERS = "([{"
+_CLOSERS = ")]}"
 log = logging.getLogger(__name__)
 
 
@@ -185,32 +197,47 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
     lines = _error_lines(text, spans, before)
     if not lines:
         return []
-    tree = parse(spec, text, (lambda: check(0)) if check is not None else None)   # a parse halted when cancelled
+    tree = parse(spec, text, tick=(lambda: check(0)) if check is not None else None)   # halted when cancelled
     judge: _PythonJudge | _TreeJudge | None
     if spec.name == "python":
         judge = _PythonJudge(text, lines, before, tree, check)
     else:
-        judge = _TreeJudge(spec, text, tree) if tree is not None else None
+        judge = _TreeJudge(spec, text, tree, _Work(_SECONDS, check)) if tree is not None else None
     if judge is None:
         return []
+    judged = 0
     for two in (False, True):
         tried = list(dict.fromkeys(candidates(text, lines, two)))
         if len(tried) > _MAX_CANDIDATES:  # a long line (minified code): too many candidates to judge
             log.info("repair: %d %s-token candidates on the error's lines, more than %d: not searched",
                      len(tried), "two" if two else "one", _MAX_CANDIDATES)
             return []
-        found, clean = [], []
-        for i, r in enumerate(tried):
-            if check is not None and i % _CHECK_EVERY == 0:
-                check(0)
-            verdict = judge.verdict(r)
-            if verdict is not None:
-                found.append(r)
-                if verdict == _CLEAN:
-                    clean.append(r)
-        # a repair after which the whole document parses beats one that only moves the error further down
-        if clean or found:
-            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before, tree)) for r in clean or found]
+        found, clean, spent = [], [], False
+        order = judge.order(tried) if isinstance(judge, _TreeJudge) else range(len(tried))
+        try:
+            for n, i in enumerate(order):
+                if check is not None and n % _CHECK_EVERY == 0:
+                    check(0)
+                if isinstance(judge, _TreeJudge) and judge.work is not None:
+                    judge.work.tick()
+                verdict = judge.verdict(tried[i])
+                judged += 1
+                if verdict is not None:
+                    found.append(i)
+                    if verdict == _CLEAN:
+                        clean.append(i)
+        except _Spent:
+            spent = True
+            log.info("repair: the search's %.1f s were spent after %d candidates, %d of this %s-token round's %d, "
+                     "in a document of %d characters; repairs found: %d; the rest not judged",
+                     _SECONDS, judged, n, "two" if two else "one", len(tried), len(text), len(found))
+        # a repair after which the whole document parses beats one that only moves the error further down; the
+        # candidates' own order (ranking's ties), whatever order they were judged in
+        kept = [tried[i] for i in sorted(clean or found)]
+        if kept:
+            return [Repair(r.start, r.end, r.new, r.edits, hinted(spec, text, r, before, tree)) for r in kept]
+        if spent:
+            return []
     return []
 
 
@@ -374,15 +401,39 @@ class _PythonJudge:
         return _MOVED if threshold is not None and self.after > threshold else None
 
 
+class _Spent(Exception):
+    """The search's time is spent (raised from a reparse, which it halts, or before a candidate)."""
+
+
+class _Work:
+    """The search's time: ``seconds`` by ``clock`` from now. ``tick`` is called before each candidate and at each of
+    tree-sitter's progress reports in its reparse (about every 100 parse operations); it asks the job's ``check``
+    (a long reparse is cancelled as it runs) and raises ``_Spent`` once the time is past."""
+
+    def __init__(self, seconds: float, check: Callable[[int], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.check, self.clock, self.ticks = check, clock, 0
+        self.deadline = clock() + seconds
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.check is not None:
+            self.check(0)
+        if self.clock() > self.deadline:
+            raise _Spent
+
+
 class _TreeJudge:
     """Tree-sitter's verdict on a repair (fewer errors than the document has, none on the repaired line): the
-    document's tree edited and reparsed incrementally, not parsed anew."""
+    document's tree edited and reparsed incrementally, not parsed anew. ``work``: the search's time (``_Spent`` is
+    raised, the reparse halted, when it is past); None: no bound."""
 
-    def __init__(self, spec: LanguageSpec, text: str, tree: Any):
-        self.spec, self.text, self.tree = spec, text, tree
+    def __init__(self, spec: LanguageSpec, text: str, tree: Any, work: _Work | None = None):
+        self.spec, self.text, self.tree, self.work = spec, text, tree, work
         self.data = text.encode("utf-8", "surrogatepass")
         self.baseline = len(error_spans(tree, nested=False))
         self.lines: dict[int, tuple[int, int, int, int]] = {}   # line start -> its row, end, start byte, end byte
+        self.missing: set[tuple[str, int]] | None = None   # the tree's MISSING nodes: (type, start byte)
 
     def _line(self, offset: int) -> tuple[int, int, int, int, int]:
         lo, hi = line_bounds(self.text, offset)
@@ -392,6 +443,35 @@ class _TreeJudge:
                               blo + len(self.text[lo:hi].encode("utf-8", "surrogatepass")))
         row, hi, blo, bhi = self.lines[lo]
         return lo, row, hi, blo, bhi
+
+    def _byte(self, offset: int) -> int:
+        lo, _, _, blo, _ = self._line(offset)
+        return blo + len(self.text[lo:offset].encode("utf-8", "surrogatepass"))
+
+    def order(self, tried: list[Repair]) -> list[int]:
+        """The indexes of ``tried``, likeliest first: an insertion where tree-sitter put a MISSING node of that token
+        (``hinted``'s test), then the other candidates that insert a closer, then those that insert no opener, then
+        those that do (an unclosed opener's error runs to the end of the file: its reparse is the rest's parse)."""
+        if self.missing is None:
+            self.missing, stack = set(), [self.tree.root_node] if self.tree.root_node.has_error else []
+            while stack:
+                node = stack.pop()
+                if node.is_missing:
+                    self.missing.add((node.type, node.start_byte))
+                stack.extend(c for c in node.children if c.has_error or c.is_missing)
+        missing = self.missing
+        types = {t for t, _ in missing}
+
+        def rank(i: int) -> int:
+            r = tried[i]
+            if r.new in types:
+                at = self._byte(r.start)
+                if any((r.new, b) in missing for b in (at - 1, at, at + 1)):
+                    return 0
+            if any(c in r.new for c in _OPENERS):
+                return 3
+            return 1 if any(c in r.new for c in _CLOSERS) else 2
+        return sorted(range(len(tried)), key=rank)
 
     def verdict(self, repair: Repair) -> str | None:
         lo, row, _, blo, bhi = self._line(repair.start)
@@ -403,7 +483,8 @@ class _TreeJudge:
         edited.edit(start_byte=start, old_end_byte=end, new_end_byte=start + len(new),
                     start_point=(row, start - blo), old_end_point=(row, end - blo),
                     new_end_point=(row, start - blo + len(new)))
-        tree = _parse_anew(self.spec, self.data[:start] + new + self.data[end:], edited)
+        tree = _parse_anew(self.spec, self.data[:start] + new + self.data[end:], edited,
+                           self.work.tick if self.work is not None else None)
         if tree is None:
             return None
         errors = error_spans(tree, nested=False)

@@ -1,13 +1,16 @@
 """Smallest syntax repairs (engine/repair.py): one token inserted or deleted at the error, nothing else touched."""
 
+from dataclasses import replace
+
 import pytest
 
 from engine.backends.base import Control
 from engine.config import FillOptions, LoadConfig
 from engine.requests import FixRequest
 from engine.serve import serve
+from engine.languages import parse as parse_tree
 from engine.languages import spec_for
-from engine.repair import find_repairs, python_error, rank
+from engine.repair import candidates, error_lines, find_repairs, python_error, rank
 from engine.targets import survey
 
 
@@ -276,10 +279,11 @@ def _whole_parses(monkeypatch, text: str) -> list[str]:
     monkeypatch.setattr(engine.pyparse, "check_syntax", counted_compile)
     for name in ("parse", "_parse_anew"):
         if hasattr(engine.repair, name):
-            def counted(spec, source, old_tree=None, _parse=getattr(engine.repair, name)):
+            def counted(spec, source, *args, _parse=getattr(engine.repair, name), _name=name, **kwargs):
+                old_tree = args[0] if args and _name == "_parse_anew" else kwargs.get("old_tree")
                 if old_tree is None and len(source) > len(text) // 2:
                     seen.append("tree-sitter")
-                return _parse(spec, source, old_tree) if old_tree is not None else _parse(spec, source)
+                return _parse(spec, source, *args, **kwargs)
             monkeypatch.setattr(engine.repair, name, counted)
     return seen
 
@@ -366,6 +370,108 @@ def test_a_repair_in_a_long_javascript_document_reparses_it_incrementally(monkey
     found = find_repairs(spec_for("javascript"), broken, spans)
     assert (at + len("return g(c, [1, 2, 3]"), ")") in [(r.start, r.new) for r in found]
     assert seen.count("tree-sitter") <= 1, len(seen)   # before: a parse of the whole document per candidate
+
+
+def _javascript(functions: int) -> tuple[str, int]:
+    """A JavaScript document of ``functions`` functions, one ``)`` missing in the middle one; and where."""
+    text = "".join(f"function f_{i}(a, b) {{\n  const c = a + b * {i};\n  if (c > 10) {{\n    return g(c, [1, 2, 3], 'é');\n"
+                   f"  }}\n  return {{ value: c, name: 'f_{i}' }};\n}}\n\n" for i in range(functions))
+    at = text.index("return g(c, [1, 2, 3], 'é');", len(text) // 2)
+    return text[:at] + text[at:].replace("'é');", "'é';", 1), at
+
+
+def _clock(monkeypatch, clock):
+    """The tree search's time read from ``clock`` (a fake: no test depends on the machine's speed); the class."""
+    import engine.repair
+
+    work = getattr(engine.repair._Work, "work", engine.repair._Work)
+
+    def made(seconds, check=None):
+        return work(seconds, check, clock)
+    made.work = work
+    monkeypatch.setattr(engine.repair, "_Work", made)
+    return work
+
+
+def test_the_tree_search_judges_the_likeliest_candidates_first_and_stops_at_its_budget(monkeypatch, caplog):
+    """Each candidate's incremental reparse still costs in proportion to the document (110-150 ms at 5 MB, an opener
+    whose error runs to the end of the file 0.6-3 s): a fix in a 5 MB JavaScript file kept the code action list
+    (and every other request on the engine) waiting 72-203 s. Candidates are judged likeliest first (tree-sitter's
+    MISSING node, closers, the others, openers last) and the search stops when its time is spent (here a fake
+    clock, one unit a tick), with a log line, keeping what it found."""
+    import itertools
+    import logging
+
+    import engine.repair
+    from engine.languages import parse
+
+    text, at = _javascript(300)
+    spec = spec_for("javascript")
+    spans = survey(text, "javascript", at, at).errors
+    judged: list = []
+    verdict = engine.repair._TreeJudge.verdict
+
+    def spy(self, repair):
+        judged.append(repair)
+        return verdict(self, repair)
+    monkeypatch.setattr(engine.repair._TreeJudge, "verdict", spy)
+    work = _clock(monkeypatch, lambda: 0.0)   # time stands still: the whole search
+    whole = find_repairs(spec, text, spans)
+    hint = (at + len("return g(c, [1, 2, 3], 'é'"), ")")
+    assert [(r.start, r.new) for r in whole if r.hinted] == [hint]
+    # the order: the MISSING node's token first, then closers, the others, openers last
+    assert (judged[0].start, judged[0].new) == hint
+    kinds = [0 if (r.start, r.new) == hint else 3 if set(r.new) & set("([{") else 1 if set(r.new) & set(")]}") else 2
+             for r in judged]
+    assert kinds == sorted(kinds) and kinds.count(3) > 0
+    # what the whole search finds is what judging every candidate (in their own order) finds
+    tree = parse(spec, text)
+    tried = list(dict.fromkeys(candidates(text, error_lines(spec, text, spans))))
+    reference = [r for r in tried if engine.repair._TreeJudge(spec, text, tree).verdict(r) is not None]
+    assert [(r.start, r.end, r.new) for r in whole] == [(r.start, r.end, r.new) for r in reference]
+    # 200 units of time, one a tick (before each candidate, at each progress report of its reparse): the search
+    # stops there, the hinted repair found
+    ticks = []
+    tick = work.tick
+    monkeypatch.setattr(work, "tick", lambda self: (ticks.append(1), tick(self)))
+    _clock(monkeypatch, itertools.count().__next__)
+    monkeypatch.setattr(engine.repair, "_SECONDS", 200)
+    judged.clear()
+    with caplog.at_level(logging.INFO, logger="engine.repair"):
+        bounded = find_repairs(spec, text, spans)
+    assert (bounded[0].start, bounded[0].new) == hint and bounded[0].hinted
+    assert len(ticks) == 201 and 1 < len(judged) < len(tried)   # the last reparse halted at the 201st tick
+    assert set(bounded) <= set(whole) and bounded == [r for r in whole if r in bounded]   # in the same order
+    assert "the search's 200.0 s were spent" in caplog.text
+
+
+@pytest.mark.parametrize("language,text,error", [
+    ("javascript", "const s = '😀 é';\r\nfunction f(a) {\r\n\tif (a > 1 {\r\n\t\treturn a;\r\n\t}\r\n}\r\n", "1 {"),
+    ("javascript", "// 日本語\nlet x = [1, 2\nlet y = 3;\n", "2\n"),
+    ("go", "package m\n\n// 😀\nfunc f(a int) int {\n\treturn a +\n}\n", "+\n"),
+    ("rust", "fn f() {\n    let s = \"é😀\"; let x = (1 + 2;\n}\n", "2;"),
+    ("typescript", "function f(a: number): number {\n  return Math.max(a, 1;\n}\n", "1;"),
+])
+def test_a_tree_search_judged_likeliest_first_finds_what_the_whole_document_accepts(monkeypatch, language, text, error):
+    """Judged in another order, a normal document's repairs are still every candidate that the whole document parsed
+    again accepts, in the candidates' order (ranking's ties)."""
+    from engine.languages import error_spans
+    from engine.repair import accepted, hinted
+
+    _clock(monkeypatch, lambda: 0.0)   # however loaded the machine
+
+    spec = spec_for(language)
+    at = text.index(error)
+    spans = survey(text, language, at, at).errors
+    baseline = len(error_spans(parse_tree(spec, text), nested=False))
+    lines = error_lines(spec, text, spans)
+    expected = []
+    for two in (False, True):
+        expected = [r for r in dict.fromkeys(candidates(text, lines, two)) if accepted(spec, text, r, None, baseline)]
+        if expected:
+            break
+    assert expected
+    assert find_repairs(spec, text, spans) == [replace(r, hinted=hinted(spec, text, r, None)) for r in expected]
 
 
 _BROKEN = [   # (the line as the user has it, the line it replaces): errors in the long document of _module
