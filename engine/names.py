@@ -294,12 +294,12 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.
 
 def _scan(tree: ast.AST, elsewhere: Callable[[ast.AST], bool] = lambda node: False
           ) -> tuple[set[str], bool, list[tuple[ast.Name, frozenset[str]]], set[str]]:
-    """``_bindings`` and the names read, each with the parameter names visible at it (its enclosing functions' and
-    lambdas'), in document order (each node before its children, in field order): one walk of the tree, without a
-    generator per level (a large file's tree is walked for each fill). A name bound only inside a scope (a
-    function, lambda, class or comprehension) that ``elsewhere`` says neither holds nor starts in the fill is
-    that scope's local, not defined for the fill (``global`` and ``nonlocal`` names count wherever they are):
-    those are the fourth value."""
+    """The names bound (``_bind``), whether a star import is present, and the names read, each with the parameter
+    names visible at it (its enclosing functions' and lambdas'), in document order (each node before its children,
+    in field order): one walk of the tree, without a generator per level (a large file's tree is walked for each
+    fill). A name bound only inside a scope (a function, lambda, class or comprehension) that ``elsewhere`` says
+    neither holds nor starts in the fill is that scope's local, not defined for the fill (``global`` and
+    ``nonlocal`` names count wherever they are): those are the fourth value."""
     names: set[str] = set()
     local: set[str] = set()   # the names bound in those scopes
     star = False
@@ -344,15 +344,6 @@ def _outside_fill(document: str, lines: list[int], lo: int, hi: int) -> Callable
         end = lines[end_row - 1] + _char_col(document, lines[end_row - 1], node.end_col_offset)
         return not (start <= first and last <= end or lo <= start < hi)
     return away
-
-
-def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
-    """Every name bound anywhere except as a parameter, and whether a star import is present."""
-    names: set[str] = set()
-    star = False
-    for node in ast.walk(tree):
-        star = _bind(node, names) or star
-    return names, star
 
 
 def _bind(node: ast.AST, names: set[str]) -> bool:

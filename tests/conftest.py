@@ -16,6 +16,21 @@ for _name in [name for name in os.environ if name.startswith("GIT_")]:
 os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 
 
+@pytest.fixture
+def child_processes(monkeypatch) -> list:
+    """Each child process started (``subprocess.Popen``) during the test, in order."""
+    import subprocess
+
+    started: list = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    return started
+
+
 @pytest.fixture(scope="module")
 def embedded_engine():
     """The engine on the embedded model, one thread, no confidence bar (started once per module)."""

@@ -85,28 +85,14 @@ def test_without_a_child_the_source_is_compiled_here(monkeypatch):
     assert _outcome(pyparse.check_syntax, source) == _outcome(_here(pyparse.ONLY_AST), source)
 
 
-def _children(monkeypatch) -> list:
-    """Record each child process pyparse starts."""
-    import subprocess
-
-    started: list = []
-
-    class Recorded(subprocess.Popen):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            started.append(self)
-    monkeypatch.setattr(subprocess, "Popen", Recorded)
-    return started
-
-
-def test_a_cancelled_job_kills_the_child_compiling_for_it(monkeypatch):
+def test_a_cancelled_job_kills_the_child_compiling_for_it(monkeypatch, child_processes):
     """A fix-syntax job cancelled (the document changed, ``$/cancelRequest``) while a child compiled its multi-MB
     document waited for the child's verdict (about 2 s on 5 MB), and the next fill on the engine thread waited with
     it. The job's check is polled while the child runs: what it raises (``Cancelled``) is raised here, the child
     killed."""
     from engine.requests import Cancelled
 
-    children = _children(monkeypatch)
+    children = child_processes
     monkeypatch.setattr(pyparse, "_CHILD", "import time\ntime.sleep(600)\n")   # a compile that never ends
     polled = []
 

@@ -303,6 +303,18 @@ def test_a_repair_in_a_long_document_parses_it_a_fixed_number_of_times(monkeypat
     assert seen.count("compile") <= 3 and seen.count("tree-sitter") <= 1, seen   # before: 180 compiles
 
 
+def _large_broken_module() -> tuple[str, int, tuple]:
+    """A module over ``pyparse.APART`` characters with one method header's ``:`` missing: the document, where the
+    header starts, and the survey's error spans."""
+    import engine.pyparse
+
+    line = "def helper_2000(values, offset=0):\n"
+    broken = _module(3000).replace(line, line.replace("):", ")"), 1)
+    at = broken.index(line.replace("):", ")"))
+    assert len(broken) > engine.pyparse.APART
+    return broken, at, survey(broken, "python", at, at).errors
+
+
 def test_a_repair_in_a_large_document_compiles_it_outside_the_servers_process(monkeypatch):
     """The whole-document compiles a repair makes (its error, the code before and after the error's statements) held
     the interpreter's lock, and with it the server's event loop, for each one's whole length (a 5 MB document: up to
@@ -310,12 +322,7 @@ def test_a_repair_in_a_large_document_compiles_it_outside_the_servers_process(mo
     process: ``compile`` is called here only on the code around the error; the repair found is the same."""
     import engine.pyparse
 
-    text = _module(3000)
-    line = "def helper_2000(values, offset=0):\n"
-    broken = text.replace(line, line.replace("):", ")"), 1)
-    at = broken.index(line.replace("):", ")"))
-    assert len(broken) > engine.pyparse.APART
-    spans = survey(broken, "python", at, at).errors
+    broken, at, spans = _large_broken_module()
     compiled_here: list[int] = []
 
     def spy(source, *args, **kwargs):
@@ -323,33 +330,20 @@ def test_a_repair_in_a_large_document_compiles_it_outside_the_servers_process(mo
         return compile(source, *args, **kwargs)
     monkeypatch.setattr(engine.pyparse, "compile", spy, raising=False)
     found = find_repairs(spec_for("python"), broken, spans)
-    assert [(r.start, r.new) for r in found] == [(at + len(line) - 2, ":")]
+    assert [(r.start, r.new) for r in found] == [(at + len("def helper_2000(values, offset=0)"), ":")]
     assert compiled_here and max(compiled_here) < engine.pyparse.APART, compiled_here   # before: 3 of the document
 
 
-def test_a_fix_cancelled_while_a_child_compiles_its_document_stops_there(monkeypatch):
+def test_a_fix_cancelled_while_a_child_compiles_its_document_stops_there(monkeypatch, child_processes):
     """A fix cancelled while a child process compiled its large document (its error, the code before or after the
     error's statements: 1-2 s each on 5 MB) went on waiting for that child, and the next fill on the engine thread
     with it. The job's check is polled while the child runs: the child is killed and ``Cancelled`` raised. (Here
     each child first sleeps 5 s: before, the search ran its children to the end and found its repair.)"""
-    import subprocess
-
     import engine.pyparse
     from engine.requests import Cancelled
 
-    text = _module(3000)
-    line = "def helper_2000(values, offset=0):\n"
-    broken = text.replace(line, line.replace("):", ")"), 1)
-    at = broken.index(line.replace("):", ")"))
-    assert len(broken) > engine.pyparse.APART
-    spans = survey(broken, "python", at, at).errors
-    children: list = []
-
-    class Recorded(subprocess.Popen):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            children.append(self)
-    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    broken, _, spans = _large_broken_module()
+    children = child_processes
     monkeypatch.setattr(engine.pyparse, "_CHILD", "import time\ntime.sleep(5)\n" + engine.pyparse._CHILD)
 
     def check(step):   # the job is cancelled while a child compiles

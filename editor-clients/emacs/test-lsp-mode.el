@@ -38,6 +38,20 @@
     (setq test-failures (1+ test-failures))
     (princ (format "FAIL %s\n" what))))
 
+(defun test-item-regions ()
+  "The buffer regions the completion items at point replace, one per item."
+  (let* ((response (lsp-request "textDocument/completion" (lsp--text-document-position-params)))
+         (items (and response (append (lsp-get response :items) nil))))
+    (mapcar (lambda (item)
+              (let ((range (lsp-get (lsp-get item :textEdit) :range)))
+                (cons (lsp--position-to-point (lsp-get range :start))
+                      (lsp--position-to-point (lsp-get range :end)))))
+            items)))
+
+(defun test-replaces-typed-word (regions)
+  "Do all REGIONS replace exactly the three characters typed before point?"
+  (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions)))
+
 (unless (require 'lsp-mode nil t)
   (princ "skip: lsp-mode is not installed\n")
   (kill-emacs 0))
@@ -115,14 +129,8 @@
   ;; the item's edit replaces exactly the word typed before the cursor.
   (goto-char (point-max))
   (insert "\ntotal = 1\nprint(\"\U0001F600\", tot")
-  (let* ((response (lsp-request "textDocument/completion" (lsp--text-document-position-params)))
-         (items (and response (append (lsp-get response :items) nil)))
-         (regions (mapcar (lambda (item)
-                            (let ((range (lsp-get (lsp-get item :textEdit) :range)))
-                              (cons (lsp--position-to-point (lsp-get range :start))
-                                    (lsp--position-to-point (lsp-get range :end)))))
-                          items)))
-    (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
+  (let ((regions (test-item-regions)))
+    (test-check (test-replaces-typed-word regions)
                 (format "after an emoji the items replace the typed word %S (got %S)"
                         (cons (- (point) 3) (point)) regions)))
   ;; A carriage return inside a line is a line break to the server (LSP) and none to Emacs: changes
@@ -196,14 +204,8 @@
     (insert " ")
     (goto-char (point-min))
     (search-forward "value = tot")
-    (let* ((response (lsp-request "textDocument/completion" (lsp--text-document-position-params)))
-           (items (and response (append (lsp-get response :items) nil)))
-           (regions (mapcar (lambda (item)
-                              (let ((range (lsp-get (lsp-get item :textEdit) :range)))
-                                (cons (lsp--position-to-point (lsp-get range :start))
-                                      (lsp--position-to-point (lsp-get range :end)))))
-                            items)))
-      (test-check (and regions (cl-every (lambda (region) (equal region (cons (- (point) 3) (point)))) regions))
+    (let ((regions (test-item-regions)))
+      (test-check (test-replaces-typed-word regions)
                   (format "edits made while the buffer held a carriage return reached the server: the items replace the typed word %S (got %S)"
                           (cons (- (point) 3) (point)) regions)))
     (set-buffer-modified-p nil)
