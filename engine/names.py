@@ -346,6 +346,16 @@ def _outside_fill(document: str, lines: list[int], lo: int, hi: int) -> Callable
     return away
 
 
+def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
+    """Every name bound anywhere except as a parameter, and whether a star import is present (read by
+    benchmarks/neighbour_probes.py)."""
+    names: set[str] = set()
+    star = False
+    for node in ast.walk(tree):
+        star = _bind(node, names) or star
+    return names, star
+
+
 def _bind(node: ast.AST, names: set[str]) -> bool:
     """Add the names ``node`` binds (not as a parameter) to ``names``; is it a star import?"""
     star = False
