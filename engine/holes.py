@@ -11,7 +11,7 @@ import threading
 import tree_sitter
 
 from .deliberate import is_deliberate
-from .languages import LanguageSpec, grammar, parse
+from .languages import LanguageSpec, document_tree, grammar
 from .requests import Hole, HoleKind
 
 MAX_HOLES = 16          # holes filled by one action
@@ -57,7 +57,7 @@ class Source:
     def __init__(self, spec: LanguageSpec, text: str):
         self.spec, self.text = spec, text
         self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = parse(spec, self.data)
+        self.tree = document_tree(spec, self.data)   # the engine's job for the action reads it too
         self._chars: list[int] = []   # str index of each non-ASCII character
         self._bytes: list[int] = []   # its byte offset
         self._extra: list[int] = []   # extra bytes up to and including it

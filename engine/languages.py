@@ -95,6 +95,34 @@ def parse(spec: LanguageSpec, source: str | bytes, old_tree: tree_sitter.Tree | 
 
 
 _CHUNK = 1 << 16     # bytes: a source up to this long is parsed in one call; a longer one is read in chunks
+_SHARED_KEEP = 2     # large documents whose trees ``document_tree`` keeps
+_shared: dict[tuple[str, bytes], tree_sitter.Tree] = {}
+_shared_lock = threading.Lock()
+
+
+def document_tree(spec: LanguageSpec, source: str | bytes, tick: Callable[[], None] | None = None
+                  ) -> tree_sitter.Tree | None:
+    """``parse(spec, source)``, kept across threads for a source over ``_CHUNK`` bytes: the last ``_SHARED_KEEP``
+    such documents' trees. A code action's survey parses the document on a thread of its own, and the engine's job
+    for that action (a fix's search, the whole-document check of its edits) had to parse it again: 1.2-1.5 s each at
+    5 MB. Each caller gets its own copy (``Tree.copy``: shared, not parsed again), which it may edit."""
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    if len(data) <= _CHUNK:
+        return parse(spec, data, tick=tick)
+    key = (spec.name, data)
+    with _shared_lock:
+        tree = _shared.pop(key, None)
+        if tree is not None:
+            _shared[key] = tree
+            return tree.copy()
+    tree = parse(spec, data, tick=tick)
+    if tree is not None:
+        with _shared_lock:
+            _shared[key] = tree
+            while len(_shared) > _SHARED_KEEP:
+                del _shared[next(iter(_shared))]
+        tree = tree.copy()
+    return tree
 _PROGRESS = True     # tree-sitter takes a progress callback (>= 0.25)
 
 

@@ -191,3 +191,122 @@ def test_a_cancel_stops_the_whole_document_check_of_an_action():
     assert polled
     assert keep_parsing(FixRequest(text, "python", ((at, at),)), _completion(HoleFill(at, at, ":")),
                         Control(lambda step: None)).fills   # never cancelled: the same verdict
+
+
+_SAMPLES = {
+    "javascript": "// 😀 naïve\nconst s = 'é';\nfunction f(a, b) {\n  /* the sum */ const c = a + b * 2;\n"
+                  "  if (c > 10) {\n    return g(c, [1, 2, 3]); // a note\n  }\n  return { value: c, name: `f_${a}` };\n}\n",
+    "typescript": "function f(a: number): number {\n  // 日本語\n  return Math.max(a, 1);\n}\nlet x = [1, 2\n",
+    "go": "package m\n\n// 😀\nfunc f(a int) (int, error) {\n\tif a > 1 {\n\t\treturn a, nil // ok\n\t}\n"
+          "\treturn 0, nil\n}\n",
+    "rust": "/// docs\nfn f(a: i32) -> i32 {\n    let s = \"é😀\"; // a note\n    if a > 1 { a } else { 0 }\n}\n",
+    "python": "# 😀\nclass A:\n    def f(self, a):\n        return a + 1  # one\n\n    def g(self):\n        x = (\n",
+}
+
+
+def _edits(text: str) -> list[list[HoleFill]]:
+    """Every one-token edit of each line (engine/repair.py's candidates) and comment openers, alone, and some
+    pairs of them on different lines."""
+    from engine.repair import candidates, line_bounds
+
+    lines, at = [], 0
+    while at <= len(text):
+        lo, hi = line_bounds(text, at)
+        lines.append((lo, hi))
+        at = text.find("\n", at) + 1
+        if at == 0:
+            break
+    one = [HoleFill(r.start, r.end, r.new) for r in candidates(text, lines)]
+    one += [HoleFill(lo, lo, c) for lo, _ in lines for c in ("// ", "# ", "/* ", "*/")]
+    pairs = [[one[i], one[j]] for i in range(0, len(one), 37) for j in range(i + 11, len(one), 53)
+             if text.count("\n", one[i].end, one[j].start)]
+    return [[f] for f in one] + pairs
+
+
+@pytest.mark.parametrize("language", sorted(_SAMPLES))
+def test_the_incremental_check_of_an_actions_edits_is_the_whole_parses(monkeypatch, language):
+    """The edited document's tree is the user's reparsed incrementally (tree-sitter's edit and parse: at 5 MB about
+    0.1 s where its whole parse took 1.2-1.5 s and a walk of the whole tree for comments 1.3-2 s more), and only the
+    nodes at the edits are visited for comments: every verdict is the one that parsing the edited document anew and
+    walking all of it gives, for every one-token edit of each line, comment openers, and pairs of edits."""
+    import engine.validate
+    from engine.languages import parse
+
+    spec, text = spec_for(language), _SAMPLES[language]
+    edits = _edits(text)
+    incremental = [edits_keep_parsing(spec, text, fills) for fills in edits]
+    fixing = [edits_keep_parsing(spec, text, fills, fixing=True) for fills in edits]
+
+    def whole_parse(spec, old_tree, text, data, placed, tick=None):
+        return parse(spec, data)
+
+    def walked(tree, lo, hi):   # every node of the tree, as the check walked before
+        found, stack = [], [tree.root_node]
+        while stack:
+            node = stack.pop()
+            if node.type.endswith("comment"):
+                if lo <= node.start_byte < hi:
+                    found.append((node.start_byte, node.end_byte))
+            else:
+                stack.extend(node.children)
+        return found
+    monkeypatch.setattr(engine.validate, "_reparsed", whole_parse)
+    monkeypatch.setattr(engine.validate, "_comments_starting", walked)
+    assert incremental == [edits_keep_parsing(spec, text, fills) for fills in edits]
+    assert fixing == [edits_keep_parsing(spec, text, fills, fixing=True) for fills in edits]
+    assert True in incremental and False in incremental
+
+
+@pytest.mark.parametrize("language", sorted(_SAMPLES))
+def test_the_comments_at_an_edit_are_those_of_a_walk_of_the_whole_tree(language):
+    from engine.languages import parse
+    from engine.validate import _comments_starting
+
+    spec = spec_for(language)
+    data = _SAMPLES[language].encode("utf-8")
+    tree = parse(spec, data)
+    every = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type.endswith("comment"):
+            every.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    assert every
+    for lo in range(len(data) + 1):
+        for hi in range(lo, min(len(data), lo + 40) + 1):
+            assert sorted(_comments_starting(tree, lo, hi)) == sorted(s for s in every if lo <= s[0] < hi), (lo, hi)
+
+
+def test_a_fix_in_a_large_document_is_checked_without_parsing_it_anew(monkeypatch):
+    """The whole-document check of a fix's edit parsed the user's document and the edited one from scratch and walked
+    the edited tree whole (a 5 MB JavaScript file: 2.5-3.5 s of the engine thread, after the survey had parsed the
+    same document for the action). The user's tree is the survey's (``languages.document_tree``), the edited one
+    reparsed from it; an edit that breaks the document is still refused."""
+    import engine.languages
+    import engine.validate
+    from engine.targets import survey
+
+    text = "".join(f"function f_{i}(a, b) {{\n  // step {i}\n  const c = g(a, b * {i});\n  return c;\n}}\n\n"
+                   for i in range(1500))
+    at = text.index("b * 750)") + len("b * 750")
+    broken = text[:at] + text[at + 1:]
+    assert len(broken.encode()) > 1 << 16
+    spans = survey(broken, "javascript", at, at).errors   # the code action's survey: the document parsed once
+    whole: list[int] = []
+    for module, name in ((engine.languages, "parse"), (engine.validate, "_parse_anew")):
+        def counted(spec, source, *args, _parse=getattr(module, name), **kwargs):
+            old_tree = args[0] if args else kwargs.get("old_tree")
+            if old_tree is None and len(source) > len(broken) // 2:
+                whole.append(len(source))
+            return _parse(spec, source, *args, **kwargs)
+        monkeypatch.setattr(module, name, counted)
+    request = FixRequest(broken, "javascript", spans)
+    assert keep_parsing(request, _completion(HoleFill(at, at, ")"))).fills == (HoleFill(at, at, ")"),)
+    assert whole == []   # before: 2, the document and the edited one
+    later = broken.index("return c;", at)
+    for fills in ([HoleFill(at, at, ")"), HoleFill(later, later + 9, "return (c;")],   # fixes one, breaks another
+                  [HoleFill(at, at, ") // done")],                                    # comments out the ';'
+                  [HoleFill(at, at, "]")]):
+        assert keep_parsing(request, _completion(*fills)).fills == (), fills
