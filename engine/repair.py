@@ -16,7 +16,11 @@ error runs to the end of the file a parse of the rest, 0.6-3 s), so the tree jud
 first (those tree-sitter's MISSING node names, then closers, the others, openers last) and stops when ``_SECONDS``
 have passed (a reparse running then is halted), keeping what it found: the code action list waits for it. A
 search that ends sooner (a document under about 100 KB, on a loaded 2-core machine) finds what the whole search
-finds, in the same order.
+finds, in the same order. Python's candidates cost what compiling the code around the error costs, whatever the
+document's size (a method: under a millisecond; a 75 KB dict literal at the top level, ``html.entities``: 8 ms, and
+its two-token round's 2,306 candidates 19 s), so its judge is bounded the same way, from when its few compiles of
+the document's parts are done: the candidates Python's message names (``expected ':'``) or a MISSING node marks
+first, then closers, the others, openers; a child process compiling a large region is killed when the time is spent.
 """
 
 from __future__ import annotations
@@ -46,9 +50,10 @@ _MAX_RANKED = 8       # candidates scored by the model
 _HINT_BONUS = 3.0     # nats: the parser named this token
 _SECOND_EDIT = 4.0    # nats: a two-token repair must be that much likelier than a one-token one
 _MAX_CANDIDATES = 20_000  # a round with more (a line of ~1,400 tokens, or ~110 for two-token edits) is not searched
-# seconds the tree judge may spend on a fix's candidates, both rounds (the code action list waits for them). On a
-# loaded 2-core machine a candidate costs 1-2 ms in a 100 KB document (an opener up to 20 ms), 12 ms at 500 KB (an
-# opener 0.1 s), 110-150 ms at 5 MB (an opener 0.6-3 s); a 100 KB document's whole one-token round took 3 s.
+# seconds a judge may spend on a fix's candidates, both rounds (the code action list waits for them). On a loaded
+# 2-core machine a tree-sitter candidate costs 1-2 ms in a 100 KB document (an opener up to 20 ms), 12 ms at 500 KB
+# (an opener 0.1 s), 110-150 ms at 5 MB (an opener 0.6-3 s); a 100 KB document's whole one-token round took 3 s. A
+# Python candidate costs a compile of the statements around the error: 0.1-70 ms, whatever the document's size.
 _SECONDS = 2.0
 _OPENERS = "([{"
 _CLOSERS = ")]}"
@@ -201,6 +206,7 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
     judge: _PythonJudge | _TreeJudge | None
     if spec.name == "python":
         judge = _PythonJudge(text, lines, before, tree, check)
+        judge.work = _Work(_SECONDS, check)   # from here: the region's fixed compiles are done
     else:
         judge = _TreeJudge(spec, text, tree, _Work(_SECONDS, check)) if tree is not None else None
     if judge is None:
@@ -213,12 +219,12 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
                      len(tried), "two" if two else "one", _MAX_CANDIDATES)
             return []
         found, clean, spent = [], [], False
-        order = judge.order(tried) if isinstance(judge, _TreeJudge) else range(len(tried))
+        order = judge.order(tried)
         try:
             for n, i in enumerate(order):
                 if check is not None and n % _CHECK_EVERY == 0:
                     check(0)
-                if isinstance(judge, _TreeJudge) and judge.work is not None:
+                if judge.work is not None:
                     judge.work.tick()
                 verdict = judge.verdict(tried[i])
                 judged += 1
@@ -277,6 +283,8 @@ class _PythonJudge:
     def __init__(self, text: str, lines: list[tuple[int, int]], before: tuple[int, str] | None, tree: Any,
                  check: Callable[[int], None] | None = None):
         self.text, self.before, self.tree, self.check = text, before, tree, check
+        self.work: _Work | None = None   # the search's time, for the candidates (``find_repairs`` starts it)
+        self.bytes = _Bytes(text)
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         first = self._line(min(lo for lo, _ in lines)) - 1
         last = self._line(max(hi for _, hi in lines)) - 1
@@ -374,8 +382,9 @@ class _PythonJudge:
     # -- verdicts -------------------------------------------------------------------------
     def _alone(self, region: _Region, repair: Repair, threshold: int | None) -> str:
         text = self.text
+        check = self.check if self.work is None else self.work.poll   # a region's child compile halted when spent
         error = python_error(region.head + text[region.lo:repair.start] + repair.new + text[repair.end:region.hi],
-                             self.check)
+                             check)
         if error is None:
             return _OK
         line = region.first + error[0] - 1 - region.head.count("\n")
@@ -383,6 +392,16 @@ class _PythonJudge:
                 or any(m in error[1] for m in _EOF_ERRORS):
             return _UNSURE   # may depend on the code after the region
         return _MOVED if threshold is not None and line > threshold else _REJECT
+
+    def order(self, tried: list[Repair]) -> list[int]:
+        """The indexes of ``tried``, likeliest first (``_likeliest``): those Python's message names (``hinted``'s
+        test: ``expected ':'``) or where tree-sitter put a MISSING node of their token come first."""
+        error = self.before
+        named = {v for k, v in _HINTS.items() if error is not None and k in error[1]}
+
+        def hint(r: Repair) -> bool:
+            return (r.new or self.text[r.start:r.end]).strip() in named
+        return _likeliest(tried, self.tree, self.bytes, hint)
 
     def verdict(self, repair: Repair) -> str | None:
         """``_CLEAN``: the repaired document compiles; ``_MOVED``: its first error is past the repaired line and
@@ -422,6 +441,64 @@ class _Work:
         if self.clock() > self.deadline:
             raise _Spent
 
+    def poll(self, _step: int) -> None:
+        """``tick`` as a job's check (``pyparse``'s, polled while a child process compiles: it is killed when the
+        time is spent)."""
+        self.tick()
+
+
+class _Bytes:
+    """UTF-8 byte offsets of ``text``'s str offsets (tree-sitter's), each line's start encoded once."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines: dict[int, tuple[int, int, int, int]] = {}   # line start -> its row, end, start byte, end byte
+
+    def line(self, offset: int) -> tuple[int, int, int, int, int]:
+        """The line of ``offset``: its start, row, end (str), start and end byte."""
+        lo, hi = line_bounds(self.text, offset)
+        if lo not in self.lines:
+            blo = len(self.text[:lo].encode("utf-8", "surrogatepass"))
+            self.lines[lo] = (self.text.count("\n", 0, lo), hi, blo,
+                              blo + len(self.text[lo:hi].encode("utf-8", "surrogatepass")))
+        row, hi, blo, bhi = self.lines[lo]
+        return lo, row, hi, blo, bhi
+
+    def byte(self, offset: int) -> int:
+        lo, _, _, blo, _ = self.line(offset)
+        return blo + len(self.text[lo:offset].encode("utf-8", "surrogatepass"))
+
+
+def _likeliest(tried: list[Repair], tree: Any, bytes_: _Bytes, hint: Callable[[Repair], bool] | None = None
+               ) -> list[int]:
+    """The indexes of ``tried``, likeliest first: an insertion where tree-sitter put a MISSING node of that token
+    (``hinted``'s test) or one ``hint`` names, then the other candidates that insert a closer, then those that insert
+    no opener, then those that do (an unclosed opener's error runs to the end of the file: for tree-sitter its
+    reparse is the rest's parse). Within each, the candidates' own order."""
+    missing: set[tuple[str, int]] = set()
+    stack = [tree.root_node] if tree is not None and tree.root_node.has_error else []
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            missing.add((node.type, node.start_byte))
+        stack.extend(c for c in node.children if c.has_error or c.is_missing)
+    types = {t for t, _ in missing}
+
+    def rank(i: int) -> int:
+        r = tried[i]
+        if r.new in types:
+            at = bytes_.byte(r.start)
+            if any((r.new, b) in missing for b in (at - 1, at, at + 1)):
+                return 0
+        if hint is not None and hint(r):
+            return 0
+        if any(c in r.new for c in _OPENERS):
+            return 3
+        return 1 if any(c in r.new for c in _CLOSERS) else 2
+    return sorted(range(len(tried)), key=rank)
+
+
+
 
 class _TreeJudge:
     """Tree-sitter's verdict on a repair (fewer errors than the document has, none on the repaired line): the
@@ -432,49 +509,14 @@ class _TreeJudge:
         self.spec, self.text, self.tree, self.work = spec, text, tree, work
         self.data = text.encode("utf-8", "surrogatepass")
         self.baseline = len(error_spans(tree, nested=False))
-        self.lines: dict[int, tuple[int, int, int, int]] = {}   # line start -> its row, end, start byte, end byte
-        self.missing: set[tuple[str, int]] | None = None   # the tree's MISSING nodes: (type, start byte)
-
-    def _line(self, offset: int) -> tuple[int, int, int, int, int]:
-        lo, hi = line_bounds(self.text, offset)
-        if lo not in self.lines:
-            blo = len(self.text[:lo].encode("utf-8", "surrogatepass"))
-            self.lines[lo] = (self.text.count("\n", 0, lo), hi, blo,
-                              blo + len(self.text[lo:hi].encode("utf-8", "surrogatepass")))
-        row, hi, blo, bhi = self.lines[lo]
-        return lo, row, hi, blo, bhi
-
-    def _byte(self, offset: int) -> int:
-        lo, _, _, blo, _ = self._line(offset)
-        return blo + len(self.text[lo:offset].encode("utf-8", "surrogatepass"))
+        self.bytes = _Bytes(text)
 
     def order(self, tried: list[Repair]) -> list[int]:
-        """The indexes of ``tried``, likeliest first: an insertion where tree-sitter put a MISSING node of that token
-        (``hinted``'s test), then the other candidates that insert a closer, then those that insert no opener, then
-        those that do (an unclosed opener's error runs to the end of the file: its reparse is the rest's parse)."""
-        if self.missing is None:
-            self.missing, stack = set(), [self.tree.root_node] if self.tree.root_node.has_error else []
-            while stack:
-                node = stack.pop()
-                if node.is_missing:
-                    self.missing.add((node.type, node.start_byte))
-                stack.extend(c for c in node.children if c.has_error or c.is_missing)
-        missing = self.missing
-        types = {t for t, _ in missing}
-
-        def rank(i: int) -> int:
-            r = tried[i]
-            if r.new in types:
-                at = self._byte(r.start)
-                if any((r.new, b) in missing for b in (at - 1, at, at + 1)):
-                    return 0
-            if any(c in r.new for c in _OPENERS):
-                return 3
-            return 1 if any(c in r.new for c in _CLOSERS) else 2
-        return sorted(range(len(tried)), key=rank)
+        """The indexes of ``tried``, likeliest first (``_likeliest``)."""
+        return _likeliest(tried, self.tree, self.bytes)
 
     def verdict(self, repair: Repair) -> str | None:
-        lo, row, _, blo, bhi = self._line(repair.start)
+        lo, row, _, blo, bhi = self.bytes.line(repair.start)
         text = self.text
         start = blo + len(text[lo:repair.start].encode("utf-8", "surrogatepass"))
         end = start + len(text[repair.start:repair.end].encode("utf-8", "surrogatepass"))

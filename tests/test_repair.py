@@ -484,7 +484,7 @@ _BROKEN = [   # (the line as the user has it, the line it replaces): errors in t
 
 @pytest.mark.parametrize("bad, good", _BROKEN)
 @pytest.mark.parametrize("second", [False, True])
-def test_the_region_verdict_is_the_whole_documents(bad, good, second):
+def test_the_region_verdict_is_the_whole_documents(monkeypatch, bad, good, second):
     """Every candidate the region judge keeps, the whole document's verdict keeps (``accepted``: the document
     parsed again), and a repair called clean leaves a document that compiles; the repairs found are the whole
     document's, but those that leave a bracket or string open for code after the statement to close. ``second``:
@@ -525,6 +525,7 @@ def test_the_region_verdict_is_the_whole_documents(bad, good, second):
             break
     opens = [r for r in reference if any(m in (python_error(broken[:r.start] + r.new + broken[r.end:]) or (0, ""))[1]
                                          for m in ("unterminated", "never closed"))]
+    _clock(monkeypatch, lambda: 0.0)   # the whole search, however loaded the machine (judged likeliest first)
     found = find_repairs(spec, broken, spans)
     assert kept >= len(found)
     assert found == [replace(r, hinted=hinted(spec, broken, r, before)) for r in reference if r not in opens]
@@ -564,3 +565,59 @@ def test_a_cancelled_job_stops_between_candidates():
             raise Cancelled(step)
     with pytest.raises(Cancelled):
         find_repairs(spec_for("python"), text, survey(text, "python", 10, 10).errors, check)
+
+
+def test_the_python_search_judges_the_likeliest_candidates_first_and_stops_at_its_budget(monkeypatch, caplog):
+    """Python's search had no time bound: each candidate compiles the code around the error, and where that is a long
+    statement (a real case: the standard library's ``html.entities``, 75 KB of one dict, in a 5 MB document, one quote
+    missing) the two-token round's 2,306 candidates took 19 s of the engine thread. It judges the likeliest first
+    (the token Python's message or tree-sitter's MISSING node names, closers, the others, openers last) and stops when
+    its time (``_SECONDS``, here a fake clock) is spent, keeping what it found; with time standing still it finds what
+    judging every candidate in order finds."""
+    import itertools
+    import logging
+
+    import engine.repair
+    from engine.repair import _PythonJudge, _error_lines
+    from engine.validate import parse
+
+    line = "    def get_7(self, key, default=None):\n"
+    broken = _module(40).replace(line, line.replace("):", ")"), 1)
+    hint = (broken.index(line.replace("):", ")")) + len(line) - 2, ":")
+    spec = spec_for("python")
+    before = python_error(broken)
+    at = sum(len(x) + 1 for x in broken.split("\n")[:before[0] - 1])
+    spans = survey(broken, "python", at, at).errors
+    judged: list = []
+    verdict = _PythonJudge.verdict
+
+    def spy(self, repair):
+        judged.append(repair)
+        return verdict(self, repair)
+    monkeypatch.setattr(_PythonJudge, "verdict", spy)
+    _clock(monkeypatch, lambda: 0.0)   # time stands still: the whole search
+    whole = find_repairs(spec, broken, spans)
+    assert [(r.start, r.new) for r in whole if r.hinted] == [hint]
+    # the order: the token Python names (a ':' at each place on the error's lines, the repair among them), then
+    # closers, the others, openers last
+    kinds = [0 if r.new == ":" else 3 if set(r.new) & set("([{") else 1 if set(r.new) & set(")]}") else 2
+             for r in judged]
+    assert kinds == sorted(kinds) and kinds.count(3) > 0 and hint in [(r.start, r.new) for r in judged[:kinds.count(0)]]
+    # what judging every candidate in their own order finds (find_repairs before the budget)
+    lines = _error_lines(broken, spans, before)
+    reference_judge = _PythonJudge(broken, lines, before, parse(spec, broken))
+    tried = list(dict.fromkeys(candidates(broken, lines)))
+    verdicts = [verdict(reference_judge, r) for r in tried]
+    clean = [r for r, v in zip(tried, verdicts) if v == engine.repair._CLEAN]
+    assert [(r.start, r.end, r.new) for r in whole] == [(r.start, r.end, r.new)
+                                                         for r in clean or [r for r, v in zip(tried, verdicts) if v]]
+    # 30 units of time, one a tick: the search stops there, the hinted repair found, the log says so
+    _clock(monkeypatch, itertools.count().__next__)
+    monkeypatch.setattr(engine.repair, "_SECONDS", 30)
+    judged.clear()
+    with caplog.at_level(logging.INFO, logger="engine.repair"):
+        bounded = find_repairs(spec, broken, spans)
+    assert (bounded[0].start, bounded[0].new) == hint and bounded[0].hinted
+    assert 1 < len(judged) < len(tried)
+    assert set(bounded) <= set(whole) and bounded == [r for r in whole if r in bounded]   # in the same order
+    assert "the search's 30.0 s were spent" in caplog.text
