@@ -17,8 +17,8 @@ from .lines import to_crlf, to_lf, uses_crlf
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import (PARSES, Verdict, baseline_errors, comments_out_rest, document_parses, parses, python_check,
-                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
+from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses, parses,
+                       python_check, regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -195,7 +195,7 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
 
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | None]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
-               whole: Verdict | None, document: Callable[[str], bool] | None = None,
+               whole: Verdict | None, document: DocumentCheck | None = None,
                fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
     """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
@@ -285,7 +285,7 @@ def _within_block(raw: str) -> str:
 def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: LanguageSpec, win: Window,
                  baseline: int | None, indents: tuple[str, ...] = (),
                  whole_document_ok: Verdict | None = None,
-                 document: Callable[[str], bool] | None = None,
+                 document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
                  replacement_ok: bool = False, rewrite: bool = False) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
@@ -319,11 +319,17 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             # Python's parser on the whole document is the authority when it accepts the document as a
             # whole: the window can start inside a docstring, where tree-sitter sees errors everywhere.
             # Else the window's re-parse, and when the window's own errors reject the fill the whole document's.
+            # A window with errors of its own (its cut) that accepts a fill has the whole document confirm it: the
+            # fill can absorb or move the window's errors, its count staying, and break the document.
             verdict = whole_document_ok(fill) if whole_document_ok is not None else None
-            if verdict == "" or (verdict != PARSES and not parses(spec, win, fill, baseline)
-                                 and not (document is not None and document(fill))):
+            if verdict == "":
                 bad += 1
                 continue
+            if verdict != PARSES:
+                in_window = parses(spec, win, fill, baseline)
+                if not (document(fill, confirm=in_window) if document is not None else in_window):
+                    bad += 1
+                    continue
             if fits is not None and not fits(fill):
                 bad += 1
                 continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from . import pyparse
 from .context import Window
@@ -203,7 +203,14 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
 _DOCUMENT_CHECK_LIMIT = 300_000   # characters; a larger document keeps the window's verdict
 
 
-def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+class DocumentCheck(Protocol):
+    """``document_parses``' verdict on a fill: ``check(fill)`` for one the window rejected, ``check(fill,
+    confirm=True)`` for one it accepted."""
+
+    def __call__(self, fill: str, confirm: bool = False) -> bool: ...
+
+
+def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> DocumentCheck | None:
     """For a fill the window check rejected because the window itself has errors (it is cut from the document:
     a ``case`` whose ``switch`` is above it, an ``else`` without its ``if``, and tree-sitter's recovery may
     cover the cursor's line with one of them): does the whole document with the fill in ``text[start:end]``
@@ -211,7 +218,13 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
     place, moved by the fill's length), and none touching the fill? The user's document is parsed once, when
     first asked; each filled one is reparsed from its tree (tree-sitter's incremental parse: a few
     milliseconds where a whole parse of a 300 KB file takes about 60). None without a grammar or for a document
-    over ``_DOCUMENT_CHECK_LIMIT`` characters."""
+    over ``_DOCUMENT_CHECK_LIMIT`` characters.
+
+    ``confirm=True``: for a fill the window accepted although it has errors of its own (its cut). The fill can
+    absorb or move them, so that the window's count stays while the document, which had none there, gets one
+    (``Err(e) => { .. };`` inside a ``match``, an object literal opened and never closed): the filled document may
+    have no more ERROR/MISSING nodes than the user's and none touching the fill (the user's own may move: a
+    half-typed line's MISSING closer after a fill that does not close it)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, the tree, its errors
@@ -220,7 +233,7 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
         """The (row, byte column) at the end of ``data``."""
         return data.count(b"\n"), len(data) - (data.rfind(b"\n") + 1)
 
-    def accepts(fill: str) -> bool:
+    def accepts(fill: str, confirm: bool = False) -> bool:
         if not user:   # the document is encoded and parsed only for a hole whose window rejects a fill
             head, middle, tail = (t.encode("utf-8", "surrogatepass") for t in (text[:start], text[start:end],
                                                                                text[end:]))
@@ -238,6 +251,10 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Call
         tree = _parse_anew(spec, head + added + tail, edited)
         if tree is None:
             return True
+        if confirm:
+            spans = error_spans(tree)
+            return len(spans) <= len(before) and not any(s < max(hi, lo + 1) and e > lo or s == hi < e
+                                                          for s, e in spans)
         shift = hi - old_hi
         kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before
                 if e <= lo and s < lo or s >= old_hi and e > old_hi}

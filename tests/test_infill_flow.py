@@ -304,3 +304,34 @@ def test_a_fill_that_copies_the_code_line_next_to_it_is_not_offered(language, te
     c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
                  InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
     assert bool(c.fills) is offered and all(answer in f.text for f in c.fills), [f.text for f in c.fills]
+
+
+_MATCH = ("use std::env;\n\nfn main() {\n    let target = match env::var(\"TARGET\") {\n        Ok(target) => target,\n"
+          "        Err(e) => {\n            println!(\n                \"cargo:warning={}: no TARGET: {}\",\n"
+          "                env!(\"CARGO_PKG_NAME\"),\n                e\n            );\n            return;\n"
+          "        }\n    };\n\n    // a comment about what follows\n    if target.starts_with(\"x\") {\n"
+          "        println!(\"cargo:rustc-cfg=x\");\n    }\n}\n")
+_RANGE = ("package m\n\nfunc f(cs []C) {\n\tfor i, c := range cs {\n\t\tif c.A == nil {\n\t\t\tif i > 0 {\n"
+          "\t\t\t\tc.B = 1\n\t\t\t}\n\t\t}\n\t}\n\treturn\n}\n")
+_MODES = ("export default function wren(hljs) {\n  const FIELD = { scope: 'property' };\n  return {\n"
+          "    name: 'Wren',\n    contains: [\n      hljs.C_LINE_COMMENT_MODE,\n      FIELD,\n      VARIABLE\n"
+          "    ]\n  };\n}\n\nexport { wren as default };\n")
+
+
+@pytest.mark.parametrize("language,text,at,answer,context", [
+    # each window is cut inside a construct, so it has errors of its own; the fill absorbs or moves them (the
+    # window's count stays), while the whole document, which had none, gets one at the fill
+    ("rust", _MATCH, "return;\n        }", ";", 64),                   # `Err(e) => { .. };` inside a match
+    ("go", _RANGE, "c.B = 1\n\t\t\t}", "{", 12),                        # an `{` opened after the closer
+    ("javascript", _MODES, "VARIABLE\n    ]", ";", 24),               # `[ .. ];` inside an object literal
+    ("javascript", _MODES, "  };\n", "  const X = {\n", 24),          # an object opened and never closed
+])
+def test_a_fill_that_breaks_the_document_is_not_offered_when_the_window_has_errors_of_its_own(
+        language, text, at, answer, context):
+    from engine.languages import error_count, parse, spec_for
+    cursor = text.index(at) + len(at)
+    assert error_count(parse(spec_for(language), text[:cursor] + answer + text[cursor:])) > 0
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, prefix_tokens=context,
+                                                              suffix_tokens=context),
+                 InfillRequest(text, cursor, language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == []
