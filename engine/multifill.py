@@ -15,7 +15,7 @@ from .languages import LanguageSpec, has_grammar, spec_for
 from .lines import eol_of, to_lf, with_eol
 from .model_text import invents_replacement
 from .requests import Completion, EngineError, FillRequest, Hole, HoleFill, HoleKind
-from .validate import choose
+from .validate import choose, repeats_neighbour
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,11 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     for candidate in result.candidates:
         # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill; one
         # with U+FFFD the document lacks (the model's bytes that are no UTF-8, or a lone surrogate it read as U+FFFD)
-        # writes a character the user never wrote
+        # writes a character the user never wrote; one that writes a line twice, or the code line beside it again,
+        # is a stutter of the model, as in a cursor fill (validate.repeats_neighbour): its shorter forms remain
         options = [[o for o in shape(b, candidate, i, eol)
-                    if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)]
+                    if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)
+                    and not _repeats(text, b, _hole_fill(b, o).text)]
                    for i, b in enumerate(blanks)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
         chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]
@@ -115,6 +117,14 @@ def _callers(text: str, callers: Sequence[tuple[int, int]], win: Window) -> str:
         return ""
     sep = "" if not win.suffix or win.suffix.endswith("\n") else "\n"
     return sep + "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+_REPEAT_CONTEXT = 16_000   # characters each side of a hole read for the code lines beside it
+
+
+def _repeats(text: str, blank: Hole, fill: str) -> bool:
+    return repeats_neighbour(text[max(0, blank.start - _REPEAT_CONTEXT):blank.start], fill,
+                             text[blank.end:blank.end + _REPEAT_CONTEXT])
 
 
 def _width(ws: str) -> int:

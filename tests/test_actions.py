@@ -206,6 +206,18 @@ def test_complete_body_sees_far_callers_and_a_same_line_body_moves_down():
     assert _applied(text, completion.fills).startswith("def area(w, h):\n    return w * h\nx = 1\n")
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_body_that_writes_a_line_twice_is_cut_before_the_copy(eol):
+    # the embedded model continued a held-out file's body (torch's module_tracker.py, CRLF) with the same call twice;
+    # the shorter form, the call once, is offered instead, as a cursor fill would be (validate.repeats_neighbour)
+    text = ("class T:\n    def fn(self, name):\n        if name:\n            self.log(name)\n"
+            "        self.parents.add(name)\n\n    def g(self):\n        return 1\n").replace("\n", eol)
+    found = survey(text, "python", text.index("if name"), text.index("if name"))
+    backend = ScriptedBackend("\n        self.parents.add(name, name)\n        self.parents.add(name, name)")
+    completion = _run(FillRequest(text, "python", (found.body,), found.callers, body=True), backend)
+    assert [f.text for f in completion.fills] == [f"{eol}        self.parents.add(name, name)"]
+
+
 def test_a_fix_is_kept_only_when_it_removes_the_error():
     # no repair of one or two tokens parses here, so the lines around the error are re-masked
     text = "def f(x):\n    y = (x + 1 2 3\n    return y\n\n\nprint(f(2))\n"
