@@ -7,7 +7,9 @@ own file left out: its lines are the document's, and the right line is among the
 registers it under ``bench:<package>`` and names it for the engine. Tasks are filled grouped by package
 (``grouped``), so each package is read once. Reading a package seeks to its records through an index of the
 corpus's JSONL files (byte offsets per file id, ``workspace-index.json`` beside the manifest, rebuilt when a
-JSONL file changes).
+JSONL file changes). Where the corpus keeps its unpacked packages (``raw/<ecosystem>/<package>/src/``), a folder of
+corpus ids is that folder on disk (``disk``), as an editor's would be: the invented-names rule reads a Rust package's
+``Cargo.toml`` there.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ class CorpusWorkspaces:
         if package != self._loaded:
             if self._loaded is not None:
                 worklines.unregister(f"bench:{self._loaded}")
-            self._workspace = worklines.Workspace()
+            self._workspace = worklines.Workspace(disk=self.disk)
             files = ((i, lang, text) for i, text, lang in self._read(self.members[package]))
             worklines.scan("", self._workspace, files)
             self._loaded, self._left_out = package, None
@@ -107,6 +109,17 @@ class CorpusWorkspaces:
             ws.refresh()
             self._left_out = fid
         return f"bench:{package}"
+
+    def disk(self, folder: str) -> str | None:
+        """Where a folder of the corpus ids (``debian:librust-rmp-dev/usr/share/...``) is unpacked on disk, when the
+        corpus keeps its packages (``raw/<ecosystem>/<package>/src/``): what an editor's workspace holds beside the
+        files the corpus kept (a package's ``Cargo.toml``)."""
+        ecosystem, _, rest = folder.partition(":")
+        package, _, inner = rest.partition("/")
+        if not ecosystem or not package or ".." in inner.split("/"):
+            return None
+        found = self.corpus / "raw" / ecosystem / package / "src" / inner
+        return str(found) if found.is_dir() else None
 
     def path(self, task: Task) -> str:
         """The key the hole's file has among its workspace's files (its corpus id): its directory is its package's."""

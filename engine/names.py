@@ -18,7 +18,9 @@ its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct liter
 checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
 checked, a closure's parameters bind); a Rust path's lower-case root is a crate or a module (``memmap2::Mmap``:
 Rust needs no ``use`` for a crate), while a glob import (``use rmp::decode::*``) does not stop the check (on the
-development set, files with one got 6 more fills offered, none right); the browser's and Node's globals are in the
+development set, skipping the check in files with one offered 6 more fills, none right): with the workspace, the
+items of the module file a glob names are ``defined`` (``engine.rustmods``), and an unresolved glob (an external
+crate's) defines nothing; the browser's and Node's globals are in the
 JavaScript prelude (``Image``, ``indexedDB``); JSX's lowercase tags (``<div>``) are the page's elements, not
 names; a type the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's conversion
 ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of its

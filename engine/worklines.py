@@ -20,7 +20,9 @@ A ``Workspace`` also keeps each Go file's top-level names (``engine.names.packag
 variables and constants, found by a scan of its lines as it is counted) by directory and ``package`` clause:
 ``defined`` gives the names the other files of a document's package define, which the invented-names rule
 (``engine.names``) does not count as invented (the request names the document's path: ``InfillRequest.path``). On
-the Go standard library's 35 MB: 73,000 names, 11 MB, 0.75 s of scanning.
+the Go standard library's 35 MB: 73,000 names, 11 MB, 0.75 s of scanning. Each Rust file's module-level items and
+glob imports are kept too (``engine.rustmods.scan``), and ``defined`` gives a Rust document the names its glob imports
+bring in from those files (``rustmods.glob_names``).
 
 A ``Workspace`` also counts each file's distinct pairs of neighbouring code lines (``steps_of``: a line, the next
 code line, the step of indentation between them), for an empty line's options (``doclines.neighbour_options``):
@@ -45,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import names
+from . import names, rustmods
 from .commonlines import Table
 
 log = logging.getLogger(__name__)
@@ -116,8 +118,11 @@ class Workspace:
     language's counted lines are kept in code point order as files change after its first table (an insertion
     or removal per line that appears or goes), so a refresh after a save does not sort them again."""
 
-    def __init__(self, min_files: int = MIN_FILES) -> None:
+    def __init__(self, min_files: int = MIN_FILES, disk: Callable[[str], str | None] | None = None) -> None:
         self.min_files = min_files
+        # where a folder of the keyed paths is on disk (None: nowhere): the server keys files by their real paths;
+        # a benchmark's corpus ids name their package's unpacked folder (``benchmarks/workspaces.py``)
+        self.disk = disk or _on_disk
         self._lock = threading.Lock()
         self._files: dict[str, tuple[str, frozenset[str]]] = {}     # path -> (table language, its lines)
         self._counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -138,6 +143,7 @@ class Workspace:
         # (directory, package), then path: a fill may read them without the document defining them
         self._packages: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
         self._package_of: dict[str, tuple[str, str]] = {}   # path -> its (directory, package)
+        self._rust: dict[str, rustmods.Items] = {}   # a Rust file's module-level names and globs (``rustmods.scan``)
         self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
         self._bytes = 0                             # their sum
 
@@ -147,12 +153,15 @@ class Workspace:
         lines = lines_of(text)
         pairs = steps_of(text)
         defines = names.package_defines(language, text)
+        items = rustmods.scan(text) if language == "rust" else None
         with self._lock:
             self._drop_names(path)
             if defines is not None:
                 where = (os.path.dirname(path), defines[0])
                 self._package_of[path] = where
                 self._packages.setdefault(where, {})[path] = defines[1]
+            if items is not None:
+                self._rust[path] = items
             old = self._files.get(path)
             steps = self._keys(pairs)
             if old is not None and old == (name, lines) and np.array_equal(self._steps.get(path, _NO_KEYS), steps):
@@ -188,6 +197,7 @@ class Workspace:
             self._drop_names(path)
 
     def _drop_names(self, path: str) -> None:
+        self._rust.pop(path, None)
         where = self._package_of.pop(path, None)
         if where is not None:
             files = self._packages[where]
@@ -196,11 +206,17 @@ class Workspace:
                 del self._packages[where]
 
     def defined(self, language: str, path: str | None, text: str) -> frozenset[str]:
-        """The names the other files of the package of the document at ``path`` (as its files are keyed) with
-        ``text`` define at their top level: Go's files of the same directory with the same ``package`` clause
-        (``names.package_defines``); empty for another language or without a path."""
-        package = names.package_of(language, text) if path else None
-        if package is None or path is None:
+        """The names the document at ``path`` (as its files are keyed) with ``text`` reads from other files without
+        defining them. Go: what the other files of its package define at their top level (``names.package_defines``):
+        the counted files of the same directory with the same ``package`` clause. Rust: the names its glob imports
+        bring in from the counted files (``rustmods.glob_names``). Empty for another language or without a path."""
+        if path is None:
+            return frozenset()
+        if language == "rust":
+            return rustmods.glob_names(path, text, self._rust.get,
+                                       lambda package: rustmods.library_names(package, self.disk(package)))
+        package = names.package_of(language, text)
+        if package is None:
             return frozenset()
         with self._lock:
             files = self._packages.get((os.path.dirname(path), package))
@@ -317,6 +333,11 @@ class Workspace:
     def size(self, path: str) -> int:
         """The bytes of the file at ``path`` as counted (UTF-8), 0 when it is not counted."""
         return self._sizes.get(path, 0)
+
+
+def _on_disk(folder: str) -> str | None:
+    """A folder of a workspace keyed by real paths, as it is on disk (None for a key that is no absolute path)."""
+    return folder if os.path.isabs(folder) else None
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
