@@ -9,7 +9,7 @@ registers it under ``bench:<package>`` and names it for the engine. Tasks are fi
 corpus's JSONL files (byte offsets per file id, ``workspace-index.json`` beside the manifest, rebuilt when a
 JSONL file changes). Where the corpus keeps its unpacked packages (``raw/<ecosystem>/<package>/src/``), a folder of
 corpus ids is that folder on disk (``disk``), as an editor's would be: the invented-names rule reads a Rust package's
-``Cargo.toml`` there.
+``Cargo.toml`` and the Go files the corpus left out (generated, over 300 KB) there.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class CorpusWorkspaces:
     def disk(self, folder: str) -> str | None:
         """Where a folder of the corpus ids (``debian:librust-rmp-dev/usr/share/...``) is unpacked on disk, when the
         corpus keeps its packages (``raw/<ecosystem>/<package>/src/``): what an editor's workspace holds beside the
-        files the corpus kept (a package's ``Cargo.toml``)."""
+        files the corpus kept (a package's ``Cargo.toml``, the Go files it left out as generated or too large)."""
         ecosystem, _, rest = folder.partition(":")
         package, _, inner = rest.partition("/")
         if not ecosystem or not package or ".." in inner.split("/"):

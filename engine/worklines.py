@@ -20,7 +20,9 @@ A ``Workspace`` also keeps each Go file's top-level names (``engine.names.packag
 variables and constants, found by a scan of its lines as it is counted) by directory and ``package`` clause:
 ``defined`` gives the names the other files of a document's package define, which the invented-names rule
 (``engine.names``) does not count as invented (the request names the document's path: ``InfillRequest.path``). On
-the Go standard library's 35 MB: 73,000 names, 11 MB, 0.75 s of scanning. Each Rust file's module-level items and
+the Go standard library's 35 MB: 73,000 names, 11 MB, 0.75 s of scanning. The Go files of the document's folder it
+does not count (over 200 KB: generated code, tables) are scanned on disk when asked (``_uncounted_go``: at most
+``UNCOUNTED_READ`` bytes of new files per request, each kept until it changes). Each Rust file's module-level items and
 glob imports are kept too (``engine.rustmods.scan``), and ``defined`` gives a Rust document the names its glob imports
 bring in from those files (``rustmods.glob_names``).
 
@@ -208,8 +210,10 @@ class Workspace:
     def defined(self, language: str, path: str | None, text: str) -> frozenset[str]:
         """The names the document at ``path`` (as its files are keyed) with ``text`` reads from other files without
         defining them. Go: what the other files of its package define at their top level (``names.package_defines``):
-        the counted files of the same directory with the same ``package`` clause. Rust: the names its glob imports
-        bring in from the counted files (``rustmods.glob_names``). Empty for another language or without a path."""
+        the counted files of the same directory with the same ``package`` clause, and that directory's Go files on
+        disk the workspace did not count (over ``engine.adapt.files.MAX_FILE_BYTES``: generated code, tables;
+        ``_uncounted_go``). Rust: the names its glob imports bring in from the counted files
+        (``rustmods.glob_names``). Empty for another language or without a path."""
         if path is None:
             return frozenset()
         if language == "rust":
@@ -218,11 +222,14 @@ class Workspace:
         package = names.package_of(language, text)
         if package is None:
             return frozenset()
+        folder = os.path.dirname(path)
         with self._lock:
-            files = self._packages.get((os.path.dirname(path), package))
-            if not files:
-                return frozenset()
-            return frozenset().union(*(found for other, found in files.items() if other != path))
+            files = self._packages.get((folder, package)) or {}
+            found = frozenset().union(*(found for other, found in files.items() if other != path))
+        own = os.path.basename(path)
+        uncounted = _uncounted_go(self.disk(folder), package,
+                                  lambda name: name == own or os.path.join(folder, name) in self._files)
+        return found | uncounted if uncounted else found
 
     def _drop(self, path: str) -> None:
         old = self._files.pop(path, None)
@@ -338,6 +345,64 @@ class Workspace:
 def _on_disk(folder: str) -> str | None:
     """A folder of a workspace keyed by real paths, as it is on disk (None for a key that is no absolute path)."""
     return folder if os.path.isabs(folder) else None
+
+
+UNCOUNTED_READ = 8_000_000    # bytes of a Go folder's uncounted files read per request, at most (then cached)
+UNCOUNTED_FILE = 16_000_000   # a larger file is not read
+UNCOUNTED_FILES = 2_000       # a folder's Go files looked at, at most
+_uncounted_lock = threading.Lock()
+_uncounted: collections.OrderedDict[str, tuple[tuple[int, int], tuple[str, frozenset[str]] | None]] = \
+    collections.OrderedDict()  # a file's path -> ((mtime_ns, size), its package and names), the last 1,024 read
+_UNCOUNTED_KEPT = 1024
+
+
+def _uncounted_go(folder: str | None, package: str, counted: Callable[[str], bool]) -> frozenset[str]:
+    """The top-level names the Go files in ``folder`` (on disk) of ``package`` that the workspace does not count
+    (``counted``: by file name; the document's own among them) define: the files over the listing's 200 KB per file
+    (generated code: ``opGen.go``, ``zz_generated.deepcopy.go``, Unicode tables), gitignored ones, those past its
+    30 MB. Each is scanned like a counted one (``names.package_defines``, about 25 ms a MB) and kept until it changes
+    (its modification time and size); a request reads ``UNCOUNTED_READ`` bytes of new files at most."""
+    if folder is None:
+        return frozenset()
+    from .adapt.files import read_text
+
+    found: set[str] = set()
+    budget, looked = UNCOUNTED_READ, 0
+    try:
+        entries = os.scandir(folder)
+    except (OSError, ValueError):
+        return frozenset()
+    with entries:
+        for entry in entries:
+            if not entry.name.endswith(".go") or counted(entry.name):
+                continue
+            looked += 1
+            if looked > UNCOUNTED_FILES:
+                break
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            stamp = (st.st_mtime_ns, st.st_size)
+            with _uncounted_lock:
+                known = _uncounted.get(entry.path)
+                if known is not None:
+                    _uncounted.move_to_end(entry.path)
+            if known is None or known[0] != stamp:
+                if st.st_size > UNCOUNTED_FILE or st.st_size > budget:
+                    continue
+                budget -= st.st_size
+                text = read_text(entry.path, UNCOUNTED_FILE)
+                known = (stamp, names.package_defines("go", text) if text is not None else None)
+                with _uncounted_lock:
+                    _uncounted[entry.path] = known
+                    while len(_uncounted) > _UNCOUNTED_KEPT:
+                        _uncounted.popitem(last=False)
+            if known[1] is not None and known[1][0] == package:
+                found |= known[1][1]
+    return frozenset(found)
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)

@@ -863,3 +863,91 @@ def test_the_server_offers_a_call_of_a_function_another_file_of_the_go_package_d
             "context": {"triggerKind": 1}})
         items = got["items"] if isinstance(got, dict) else (got or [])
         assert [i["insertText"] for i in items][:1] == ["ickyBit(name)"]
+
+
+def _go_package_with_a_generated_table(root):
+    """A real Go package folder: two small files and a generated one over the listing's 200 KB per file."""
+    from engine.adapt.files import MAX_FILE_BYTES
+
+    pkg = root / "ssa"
+    pkg.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (pkg / "op.go").write_text("package ssa\n\ntype Op int32\n\nfunc (o Op) String() string { return \"\" }\n")
+    (pkg / "rewrite.go").write_text("package ssa\n\nfunc rewriteITab(v int) Op {\n\treturn OpITab\n}\n")
+    rows = "".join(f"\tOpGenerated{i}\n" for i in range(MAX_FILE_BYTES // 14 + 100))
+    (pkg / "opGen.go").write_text("// Code generated. DO NOT EDIT.\n\npackage ssa\n\nconst (\n\tOpInvalid Op = iota\n"
+                                  f"\tOpITab\n{rows})\n\nvar opcodeTable = [...]int{{}}\n")
+    (pkg / "gen_test.go").write_text("package ssa_test\n\nfunc genHelper() {}\n" + "// pad\n" * 40_000)
+    assert (pkg / "opGen.go").stat().st_size > MAX_FILE_BYTES
+    return pkg
+
+
+def test_a_go_packages_names_in_a_file_the_workspace_does_not_count_are_defined(tmp_path):
+    """The Go files of the document's folder that the workspace does not count (over its 200 KB per file: generated
+    code, tables) define names its package reads: ssa/decompose.go's ``OpITab`` (opGen.go, 1 MB) was reported as
+    invented by a right fill. They are read from disk, the document's folder's only, and kept until they change."""
+    from engine.names import invented_names
+
+    pkg = _go_package_with_a_generated_table(tmp_path)
+    ws = worklines.scan(tmp_path)
+    assert ws.size(str(pkg / "opGen.go")) == 0 and ws.size(str(pkg / "op.go")) > 0   # not counted
+    doc = "package ssa\n\nfunc decompose(v int) Op {\n\treturn <>\n}\n"
+    start, text = doc.index("<>"), doc.replace("<>", "")
+    path = str(pkg / "decompose.go")
+    defined = ws.defined("go", path, text)
+    assert {"Op", "rewriteITab", "OpITab", "OpInvalid", "opcodeTable"} <= defined and "genHelper" not in defined
+    go = spec_for("go")
+    assert invented_names(go, text, start, "OpITab") == ["OpITab"]
+    assert invented_names(go, text, start, "OpITab", defined=defined) == []
+    assert invented_names(go, text, start, "OpITabz", defined=defined) == ["OpITabz"]
+    # the other package's file, and a key that is no path on disk, read nothing; a changed file is read again
+    assert "genHelper" in ws.defined("go", str(pkg / "x_test.go"), text.replace("package ssa", "package ssa_test"))
+    assert ws.defined("go", "bench:ssa/decompose.go", text) == set()
+    (pkg / "opGen.go").write_text((pkg / "opGen.go").read_text().replace("OpITab", "OpITable"))
+    defined = ws.defined("go", path, text)
+    assert "OpITable" in defined and "OpITab" not in defined
+
+
+def test_the_server_offers_names_from_a_rust_glob_import_and_a_go_file_too_large_to_count(tmp_path):
+    """A real server over stdio, its workspace counted: a Rust bench's call of ``read_int``, which its
+    ``use minipack::decode::*;`` brings in from the crate's src/decode/mod.rs, and a Go call of ``OpITab``, defined in
+    the package's generated opGen.go (over the 200 KB the workspace counts), were withheld as inventing a name; both
+    are offered now (the workspace's lines that read them, for the typed starts)."""
+    from benchmarks.lsp_client import LspClient
+
+    root = tmp_path / "ws"
+    crate = root / "minipack"
+    for rel, text in {
+        "Cargo.toml": '[package]\nname = "minipack"\nversion = "0.1.0"\n',
+        "src/lib.rs": "pub mod decode;\n",
+        "src/decode/mod.rs": "pub fn read_int(rd: &mut &[u8]) -> Option<i64> {\n    Some(rd[0] as i64)\n}\n",
+        "src/lookup.rs": "fn lookup(buf: &[u8]) {\n    let res = crate::decode::read_int(&mut &buf[..]);\n"
+                         "    let res = read_int(&mut &buf[..]);\n}\n",
+    }.items():
+        (crate / rel).parent.mkdir(parents=True, exist_ok=True)
+        (crate / rel).write_text(text)
+    pkg = _go_package_with_a_generated_table(root)
+    rust_doc = crate / "benches" / "bench.rs"
+    rust_text = "use minipack::decode::*;\n\nfn bench() {\n    let buf = [1u8];\n    let res = read_i\n}\n"
+    go_doc = pkg / "decompose.go"
+    go_text = "package ssa\n\nfunc decompose(v int) Op {\n\treturn OpIT\n}\n"
+    rust_doc.parent.mkdir()
+    rust_doc.write_text(rust_text)
+    go_doc.write_text(go_text)
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["state"] == "ready")
+        offered = []
+        for doc, language, text, line, typed in ((rust_doc, "rust", rust_text, 4, "    let res = read_i"),
+                                                 (go_doc, "go", go_text, 3, "\treturn OpIT")):
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": doc.as_uri(), "languageId": language,
+                                                                    "version": 1, "text": text}})
+            got = client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": doc.as_uri()}, "position": {"line": line, "character": len(typed)},
+                "context": {"triggerKind": 1}})
+            items = got["items"] if isinstance(got, dict) else (got or [])
+            offered.append([i["insertText"] for i in items][:1])
+        assert offered == [["nt(&mut &buf[..]);"], ["ab"]]
