@@ -16,7 +16,7 @@ server offered `if (body.length === 0)` where only another function had a `body`
 read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place in
 its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
 checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
-checked, a closure's parameters bind); a Rust path's lower-case root is a crate or a module (``memmap2::Mmap``:
+checked, a closure's parameters bind); a Rust lifetime (``'a``: an identifier in tree-sitter) is not checked; a Rust path's lower-case root is a crate or a module (``memmap2::Mmap``:
 Rust needs no ``use`` for a crate), while a glob import (``use rmp::decode::*``) does not stop the check (on the
 development set, skipping the check in files with one offered 6 more fills, none right): with the workspace, the
 items of the module file a glob names are ``defined`` (``engine.rustmods``), and an unresolved glob (an external
@@ -420,6 +420,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     stack = [(tree.root_node, False)]
     while stack:
         node, away = stack.pop()
+        if node.type == "lifetime":
+            continue   # Rust's ``'a``: a lifetime's name (an identifier in it) is no value's
         if node.type in _FUNCTIONS and not away:
             own = node.child_by_field_name("name")   # a function's name is its outer scope's
             if own is not None:

@@ -424,3 +424,15 @@ def test_rust_crate_roots_and_browser_globals(language, document, fill, expected
     """Dev right answers the rule flagged: gimli's `memmap2::Mmap`,
     smol's `native_tls::TlsAcceptor`, ol's `new Image()`, msw's `indexedDB.open`."""
     assert invented(fill, document, language) == expected
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    ("fn f() {\n    <>\n}\n", "fn g<'b>(s: &'b str) -> &'b str { s }", []),
+    ("struct M {\n    v: Vec<u8>,\n}\nimpl M {\n    <>\n}\n", "fn get<'a>(&'a self) -> &'a [u8] { &self.v }", []),
+    ("fn f() {\n    <>\n}\n", "fn g<'b>(s: &'b str) -> &'b str { zz }", ["zz"]),
+    ("fn f() {\n    <>\n}\n", "let s: &'static str = \"a\";", []),
+])
+def test_a_rust_lifetimes_name_is_not_a_name_read(document, fill, expected):
+    """tree-sitter holds a lifetime's name as an identifier (``'b``: ``b``): a right fill that declares its own
+    lifetime, in a file with no other ``b``, was reported as inventing ``b``."""
+    assert invented(fill, document, "rust") == expected
