@@ -314,16 +314,25 @@ def test_fill_holes_never_writes_a_lone_surrogate_back_as_a_replacement_characte
 
 
 def test_a_rewritten_line_gets_its_lone_surrogate_back(embedded_engine):
-    """The real model's rewrite of these lines gives the lone surrogate (read as U+FFFD) back on a line it changed.
+    """The real model's rewrite of these lines gave the lone surrogate (read as U+FFFD) back on a line it changed.
     It was refused whole: the U+FFFD was taken for the model's bytes that are no UTF-8, since only the text around
     the selection was asked whether it had one (a surrogate elsewhere in the window let it through, and the edit
     wrote ``'\\ufffd'``). A rewrite may give back what it read in the selection, and a changed run of lines gets the
     lone surrogates the model read as U+FFFD back, in order, when it has as many; else the whole-document check
-    refuses the rewrite."""
+    refuses the rewrite.
+
+    The real model's U+FFFD here was byte tokens that formed no UTF-8 (``s = '\\ufffd'`` on its last line): its loop
+    keeps byte tokens valid UTF-8 now (engine/backends/masked/utf8.py), and it writes whole characters of its own
+    there (``\\ufb06``, ``'\\\\'``), so a backend that gives the U+FFFD back stands in for it below; the real
+    model's rewrite still writes no U+FFFD into the file."""
     lo, hi = SURROGATE_PY.index("    s ="), SURROGATE_PY.index("    return")
     fills = embedded_engine.submit(RewriteRequest(SURROGATE_PY, "python", lo, hi)).future.result(120).fills
     assert all("\ufffd" not in f.text for f in fills)
-    assert fills and "\udc00" in _applied(SURROGATE_PY, fills)
+    assert "\ufffd" not in _applied(SURROGATE_PY, fills)
+    back = _run(RewriteRequest(SURROGATE_PY, "python", lo, hi),
+                ScriptedBackend('    s = "\ufffd" * 2\n    if x:\n        ...\n')).fills
+    assert back and all("\ufffd" not in f.text for f in back)
+    assert _applied(SURROGATE_PY, back) == SURROGATE_PY.replace('"\udc00"', '"\udc00" * 2')
 
 
 def test_given_back_restores_lone_surrogates_only_one_for_one():

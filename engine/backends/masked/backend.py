@@ -21,6 +21,7 @@ from ..loading import (apply_threads, check_masked_quantization, quantize_masked
 from ..score_window import SCORE_PREFIX, SCORE_SUFFIX, head, tail
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
+from .utf8 import Utf8Guard
 
 log = logging.getLogger(__name__)
 DEFAULT_STEPS = 16
@@ -89,6 +90,8 @@ class MaskedBackend:
         vocab = len(tokenizer)
         self.piece = [tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in range(vocab)]
         self.newlines = torch.tensor([i for i, p in enumerate(self.piece) if "\n" in p] or [self.mask_id])
+        # byte tokens are accepted only where their hole can still be valid UTF-8 (None: no byte tokens)
+        self.utf8 = Utf8Guard.for_tokenizer(tokenizer, self.piece, self.terminators, self.newlines)
         self.leading = tokenizer("", add_special_tokens=True)["input_ids"]  # [CLS] [SEP] for BERT, [] for ours
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 512))
         # ModernBERT: the head runs on the masked slots only
@@ -365,7 +368,7 @@ class MaskedBackend:
             logits_at = _keeping_first(row, logits_at)
         out = denoise(logits_at, row.canvas, row.holes,
                       self.terminators, self.newlines, self.suppressed, plan.steps, row.threshold, self.order,
-                      control.check, row.on_step, row.free)
+                      control.check, row.on_step, row.free, self.utf8)
         return self._result(row, out)
 
     @torch.inference_mode()
@@ -392,7 +395,8 @@ class MaskedBackend:
             try:
                 rows[i] = row = self._prepare(plan, control)
                 loops[i] = denoise_steps(row.canvas, row.holes, self.terminators, self.newlines, self.suppressed,
-                                         plan.steps, row.threshold, self.order, control.check, row.on_step, row.free)
+                                         plan.steps, row.threshold, self.order, control.check, row.on_step, row.free,
+                                         self.utf8)
             except Exception as exc:  # noqa: BLE001 (one bad plan fails alone)
                 results[i] = exc
         sizes = [len(rows[i].canvas) if i in rows else 1 for i in range(len(plans))]

@@ -13,8 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from .utf8 import Utf8Guard
 
 DEFAULT_THRESHOLD = 0.9
 
@@ -50,10 +54,11 @@ def denoise(
     check: Callable[[int], None] | None = None,
     on_step: Callable[[int, torch.Tensor, torch.Tensor, list[int], torch.Tensor], None] | None = None,
     free: torch.Tensor | None = None,
+    utf8: Utf8Guard | None = None,
 ) -> Denoised:
     """``ids`` (T,) holds masks in the holes; ``logits_at(ids, positions) -> (N, V)``."""
     loop = denoise_steps(ids, holes, terminators, newline_tokens, suppressed, steps, threshold, order, check,
-                         on_step, free)
+                         on_step, free, utf8)
     try:
         want = next(loop)
         while True:
@@ -74,10 +79,14 @@ def denoise_steps(
     check: Callable[[int], None] | None = None,
     on_step: Callable[[int, torch.Tensor, torch.Tensor, list[int], torch.Tensor], None] | None = None,
     free: torch.Tensor | None = None,
+    utf8: Utf8Guard | None = None,
 ) -> Generator[tuple[torch.Tensor, torch.Tensor], torch.Tensor, Denoised]:
     """The loop as a generator: it yields ``(ids, positions)`` before each forward and is sent the logits
     ``(N, V)`` at those positions; it returns the ``Denoised``. ``denoise`` drives one; the masked backend's
-    ``fill_many`` drives several in lockstep, one batched forward per step for all of them."""
+    ``fill_many`` drives several in lockstep, one batched forward per step for all of them. With ``utf8`` (a
+    byte-level vocabulary's guard, engine/backends/masked/utf8.py) a token that would leave its hole's byte tokens
+    no way to valid UTF-8 is not accepted (or, where the slot must be decided, replaced by the likeliest token
+    that keeps one)."""
     T = ids.shape[0]
     ids = ids.clone()
     if free is None:
@@ -104,10 +113,11 @@ def denoise_steps(
         logits[first.nonzero(), terminators] = -math.inf  # a hole is never empty
         probs = logits.softmax(-1)
         conf, pred = probs.max(-1)                                  # (N,), (N,)
+        every = order != "left_to_right" and step >= steps - 1
         if order == "left_to_right":
             accept = torch.zeros_like(conf, dtype=torch.bool)
             accept[0] = True
-        elif step >= steps - 1:  # the budget is spent: take the argmax everywhere (anytime answer)
+        elif every:  # the budget is spent: take the argmax everywhere (anytime answer)
             accept = torch.ones_like(conf, dtype=torch.bool)
         else:
             # A terminator may only be accepted at a hole's frontier (its leftmost free slot): pads
@@ -121,6 +131,8 @@ def denoise_steps(
             accept = eligible & (conf >= threshold)
             if int(accept.sum()) < need:
                 accept[torch.where(eligible, conf, -1.0).topk(need).indices] = True
+        if utf8 is not None:
+            utf8.settle(ids, free, holes, ends, positions, logits, probs, pred, conf, accept, every)
         chosen = positions[accept]
         ids[chosen] = pred[accept]
         confidence[chosen] = conf[accept]
