@@ -130,7 +130,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             if first is not None and len(found) >= want:
                 break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document,
-                                     fits, replacement_ok, request.rewrite)
+                                     fits, replacement_ok, model_text(original) if request.rewrite else None)
             rejected += bad
             if fill is None:
                 # said in the server's log when no fill is offered (a candidate refused for no check the user can
@@ -287,15 +287,16 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  whole_document_ok: Verdict | None = None,
                  document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
-                 replacement_ok: bool = False, rewrite: bool = False) -> tuple[HoleFill | None, int]:
+                 replacement_ok: bool = False, rewrite: str | None = None) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
     indented with what the file does not use, which is not offered as written: ``context.foreign_indent``;
-    such a fill's deeper lines get the file's unit too, ``context.restyle``). A ``rewrite`` writes the user's own
-    lines of the selection again: only a copy of the nearest code line is refused there, not of the line after next
-    (validate.repeats_neighbour's ``after_next``: a user's ``x = f()``, ``y = 1``, ``x = f()`` would refuse every
-    rewrite of them)."""
+    such a fill's deeper lines get the file's unit too, ``context.restyle``). A ``rewrite`` (the selection's text,
+    as the model read it) writes the user's own lines of the selection again: a line it gives back unchanged is the
+    user's, never a repeat of its neighbour (validate.repeats_neighbour's ``kept``), and only a copy of the nearest
+    code line is refused there, not of the line after next (``after_next``: a user's ``x = f()``, ``y = 1``,
+    ``x = f()`` would refuse every rewrite of them)."""
     bad = 0
     # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote. A U+FFFD the
     # window really has may be copied; a lone surrogate, which the model reads as U+FFFD, may not be written as
@@ -313,7 +314,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill \
-                    or repeats_neighbour(win.prefix, fill, win.suffix, after_next=not rewrite):
+                    or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant)
                 continue
             # Python's parser on the whole document is the authority when it accepts the document as a

@@ -4,6 +4,7 @@ multi-hole fill that keeps the file parsing."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -494,7 +495,7 @@ def reopens_closer(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> b
     return token_at(prefix + fill + suffix, len(prefix) + len(fill) + at) != closer
 
 
-def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = True) -> bool:
+def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = True, kept: str | None = None) -> bool:
     """Does a fill make a line of code a copy of the code line next to it? ``self.status = status`` twice, a line
     inserted before the same line, a fill that repeats its own line, a loop or impl header copied into its own
     body, an ``if``'s body that is the line after the ``if`` (``return width`` before the function's ``return
@@ -514,8 +515,12 @@ def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = Tr
     of lines equal the code line after next. Lines that may repeat it: those the rule above lets repeat,
     comments, decorators and attributes (``@overload``, ``#[inline]``), and lines of keywords and literals alone
     (``return``, ``pass``, ``else:``, ``return None``: a tenth of the real repeats). ``after_next`` off: the
-    nearest code line only (a rewrite, whose lines include the user's own, unchanged)."""
-    code = _code_lines(prefix, fill, suffix)
+    nearest code line only (a rewrite, whose lines include the user's own, unchanged).
+
+    ``kept``: the text a rewrite's ``fill`` replaces. The lines of it the fill gives back as they were (as
+    ``actions.minimal_edits`` keeps them) are the user's, not the fill's: two equal lines the user wrote side by side
+    (``self.advance()`` twice, ``next(reader)`` twice) refused every rewrite that kept them."""
+    code = _code_lines(prefix, fill, suffix, kept)
     for (a, wa), (b, wb) in zip(code, code[1:]):
         same = a.strip()
         if not (wa or wb) or same != b.strip() or not any(ch.isalnum() for ch in same):
@@ -534,15 +539,20 @@ def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = Tr
     return False
 
 
-def _code_lines(prefix: str, fill: str, suffix: str) -> list[tuple[str, bool]]:
+def _code_lines(prefix: str, fill: str, suffix: str, kept: str | None = None) -> list[tuple[str, bool]]:
     """The non-blank lines around and of a fill (up to ``_REPEAT_LOOK`` each side), each with whether the fill
-    writes text in it."""
+    writes text in it (a line of ``kept``, the text a rewrite replaces, given back unchanged is not written)."""
     head = prefix[prefix.rfind("\n") + 1:]
     cut = suffix.find("\n")
     tail = suffix if cut < 0 else suffix[:cut]
     parts = fill.split("\n")
     lines = (head + fill + tail).split("\n")
     written = [bool(p.strip()) for p in parts]   # the lines holding text of the fill's own
+    if kept is not None:
+        same = difflib.SequenceMatcher(None, kept.split("\n"), parts, autojunk=False).get_matching_blocks()
+        for block in same:
+            for j in range(block.b, block.b + block.size):
+                written[j] = False
     if not any(written):
         return []
     before = prefix[:len(prefix) - len(head)].split("\n")[-_REPEAT_LOOK:]

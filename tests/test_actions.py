@@ -300,6 +300,20 @@ def test_a_rewrite_leaves_a_line_the_model_gave_back_with_its_lone_surrogate(emb
     assert "    u = '\ud800'\n" in _applied(text, fills)
 
 
+def test_a_rewrite_may_keep_two_equal_lines_of_the_users(embedded_engine):
+    """The real model kept the user's two ``self.advance()`` lines and changed the line after them; the repeat check
+    took the kept lines for a copy the rewrite made of its neighbour and refused it (the server offered no rewrite).
+    Lines given back unchanged are the user's (validate.repeats_neighbour's ``kept``): the edit is offered, and it
+    leaves the two lines as they were."""
+    text = ("class Lexer:\n    def skip_pair(self):\n        self.advance()\n        self.advance()\n"
+            "        return self.peek()\n\n    def peek(self):\n        return self.text[self.pos]\n")
+    lo = text.index("        self.advance()")
+    hi = text.index("\n\n    def peek") + 1
+    fills = embedded_engine.submit(RewriteRequest(text, "python", lo, hi)).future.result(120).fills
+    assert fills
+    assert "    def skip_pair(self):\n        self.advance()\n        self.advance()\n" in _applied(text, fills)
+
+
 SURROGATE_PY = 'def g(x):\n    s = "\udc00"\n    if x:\n        ...\n    return s\n'
 
 

@@ -509,6 +509,28 @@ def test_a_rewrite_may_write_the_users_line_after_next_again():
     assert repeats_neighbour("x = foo(a)\n", "x = foo(a)", "\n", after_next=False) is True
 
 
+def test_a_rewrite_that_keeps_the_users_two_equal_lines_is_no_repeat():
+    """A rewrite gives the selection's lines back: two equal lines the user wrote side by side (``self.advance()``
+    twice) made every rewrite that kept them "a copy of the line next to it", so the real server offered no rewrite
+    of such a selection whatever the model changed around them. The lines a rewrite gives back unchanged are the
+    user's (``kept``); a line it changes into a copy of its neighbour, or a copy it adds, is still refused."""
+    from engine.validate import repeats_neighbour
+    pre, post = "    def skip(self):\n", "\n    def peek(self):\n        return 1\n"
+    user = "        self.advance()\n        self.advance()\n        return self.peek()\n"
+    changed = "        self.advance()\n        self.advance()\n        return self.pos\n"
+    assert repeats_neighbour(pre, changed, post, after_next=False) is True           # as before: refused
+    assert repeats_neighbour(pre, changed, post, after_next=False, kept=user) is False
+    # the model's own copies: a changed line that copies its kept neighbour, a copy added between the user's lines
+    assert repeats_neighbour(pre, "        self.advance()\n        self.advance()\n        self.advance()\n", post,
+                             after_next=False, kept=user) is True
+    user2 = "        self.advance()\n        return self.peek()\n"
+    assert repeats_neighbour(pre, "        self.advance()\n        self.advance()\n        return self.peek()\n",
+                             post, after_next=False, kept=user2) is True
+    # the line above the selection equal to the selection's first line, kept
+    assert repeats_neighbour("    def skip(self):\n        self.advance()\n", changed[len("        self.advance()\n"):],
+                             post, after_next=False, kept=user[len("        self.advance()\n"):]) is False
+
+
 _FAR = "".join(f"\n\ndef helper_{i}(a, b):\n    c = a * {i} + b\n    return c\n" for i in range(10))
 _LOOPS = ("import os\n\n\ndef total(xs):\n    t = 0\n    for x in xs:\n        if x is None:\n            continue\n"
           "        t += x\n    return t\n\n\ndef name_of(path):\n    base = os.path.basename(path)\n    <>\n"
