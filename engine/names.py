@@ -1,39 +1,37 @@
 """Invented names: the free names a fill uses that are defined nowhere in the document it goes into.
 
-A fill that reads a name no code in the file binds, imports or receives (and that is no builtin) is
-almost always wrong (`return row_row_row`). Python is checked on the filled document's syntax tree:
-a name counts as defined when the document binds it (assignment, `def`, `class`, import,
-`global`/`nonlocal`, `except ... as`, `for`/`with`/comprehension targets, `match` captures) at the module's
-level or inside a scope (function, lambda, class, comprehension) that holds the fill or starts in it:
-a name bound only inside other functions is their local, and parameters count only inside their own function
-or lambda (`return self` in a plain function is invented); `global`/`nonlocal` names count anywhere; a star
-import may define anything, and a global the user's own code already reads (outside the fill, where it is
-neither a parameter nor another function's local: ``compute`` of ``y = compute(2)`` in a file that never
-imports it) is the user's, not an invention. Attributes after `.` are never checked. The other grammars compare
-the fill's identifiers with the document's other identifiers and the language's builtins, keywords and
-prelude, leaving out the names that functions not holding the fill bind (their parameters and locals: a real
-server offered `if (body.length === 0)` where only another function had a `body`); a name those functions only
+A fill that reads a name no code in the file binds, imports or receives (and that is no builtin) is almost always
+wrong (`return row_row_row`). Python is checked on the filled document's syntax tree: a name counts as defined when
+the document binds it (assignment, `def`, `class`, import, `global`/`nonlocal`, `except ... as`,
+`for`/`with`/comprehension targets, `match` captures) at the module's level or inside a scope (function, lambda,
+class, comprehension) that holds the fill or starts in it: a name bound only inside other functions is their local,
+and parameters count only inside their own function or lambda (`return self` in a plain function is invented);
+`global`/`nonlocal` names count anywhere; a star import may define anything, and a global the user's own code already
+reads (outside the fill, where it is neither a parameter nor another function's local: ``compute`` of ``y =
+compute(2)`` in a file that never imports it) is the user's, not an invention. Attributes after `.` are never checked.
+The other grammars compare the fill's identifiers with the document's other identifiers and the language's builtins,
+keywords and prelude, leaving out the names that functions not holding the fill bind (their parameters and locals: a
+real server offered `if (body.length === 0)` where only another function had a `body`); a name those functions only
 read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place in
-its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not
-checked; a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is
-checked, a closure's parameters bind); a Rust lifetime (``'a``: an identifier in tree-sitter) is not checked; a Rust path's lower-case root is a crate or a module (``memmap2::Mmap``:
-Rust needs no ``use`` for a crate), while a glob import (``use rmp::decode::*``) does not stop the check (on the
-development set, skipping the check in files with one offered 6 more fills, none right): with the workspace, the
-items of the module file a glob names are ``defined`` (``engine.rustmods``), and an unresolved glob (an external
-crate's) defines nothing; the browser's and Node's globals are in the
-JavaScript prelude (``Image``, ``indexedDB``); JSX's lowercase tags (``<div>``) are the page's elements, not
-names; a type the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's conversion
-``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of its
-package's other files without an import: with the request's workspace (``engine.worklines``) and the document's path
-there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan of
-each file's lines as the workspace counts it, not a parse per fill; the folder's Go files the workspace does not count,
-generated ones over its 200 KB per file, are scanned on disk) are not invented (``defined``). A name counts as
+its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not checked;
+a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is checked, a
+closure's parameters bind); a Rust lifetime (``'a``: an identifier in tree-sitter) is not checked; a Rust path's
+lower-case root is a crate or a module (``memmap2::Mmap``: Rust needs no ``use`` for a crate), while a glob import
+(``use rmp::decode::*``) does not stop the check (on the development set, skipping the check in files with one offered
+6 more fills, none right): with the workspace, the items of the module file a glob names are ``defined``
+(``engine.rustmods``), and an unresolved glob (an external crate's) defines nothing; the browser's and Node's globals
+are in the JavaScript prelude (``Image``, ``indexedDB``); JSX's lowercase tags (``<div>``) are the page's elements,
+not names; a type the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's
+conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of
+its package's other files without an import: with the request's workspace (``engine.worklines``) and the document's
+path there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan
+of each file's lines as the workspace counts it, not a parse per fill; the folder's Go files the workspace does not
+count, generated ones over its 200 KB per file, are scanned on disk) are not invented (``defined``). A name counts as
 the fill's when any of it is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the
-fill ends inside (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``),
-the word the user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse
-(the user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at
-most; a document that still does not parse, or whose error is on the hole's lines, reports nothing (nothing to
-compare).
+fill ends inside (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the
+word the user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
+user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at most; a
+document that still does not parse, or whose error is on the hole's lines, reports nothing (nothing to compare).
 """
 
 from __future__ import annotations
