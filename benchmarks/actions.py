@@ -71,7 +71,7 @@ def inject(task: Task, rng: random.Random, functions: bool = False) -> tuple[str
             broken = original[:i] + original[i + 1:]
         else:
             broken = original[:i] + rng.choice(STRAYS) + original[i:]
-        if not syntax_valid(broken, task.language):
+        if not syntax_valid(broken, task.language_id):
             return original, broken, i
     return None
 
@@ -132,14 +132,14 @@ def fix_case(backend, config, task: Task, rng: random.Random, limits: Limits, fu
         return None
     original, broken, at = made
     line = broken.count("\n", 0, at)
-    spans = survey(broken, task.language, at, at).errors
+    spans = survey(broken, task.language_id, at, at).errors
     fixed = broken
     if spans:
-        c = serve(backend, config.fill, FixRequest(broken, task.language, spans), Control(lambda step: None))
+        c = serve(backend, config.fill, FixRequest(broken, task.language_id, spans), Control(lambda step: None))
         fixed = apply(broken, c.fills)
     outside = {i for i in changed_lines(broken, fixed) if abs(i - line) > 1}
     return {"task_id": task.task_id, "language": task.language, "line": line, "applied": fixed != broken,
-            "parses": syntax_valid(fixed, task.language), "exact": fixed == original,
+            "parses": syntax_valid(fixed, task.language_id), "exact": fixed == original,
             "passed": (passes(task, fixed, limits) if fixed != broken else False) if task.has_test else None,
             "lines_changed_outside": len(outside), "tokens_changed": tokens_lost(original, fixed),
             "lines_deleted_outside": lines_deleted(broken, fixed, {line})}
@@ -155,11 +155,11 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
     text = task.prompt + stub + (task.suffix if functions else "") + decoy
     lo, hi = len(task.prompt), len(task.prompt) + len(stub)        # the stub: the only hole in the function
     cursor = lo + len(stub) - len(stub.lstrip()) + 1
-    found = survey(text, task.language, cursor, cursor)
+    found = survey(text, task.language_id, cursor, cursor)
     if action == "fill":
-        request = FillRequest(text, task.language, found.blanks) if found.blanks else None
+        request = FillRequest(text, task.language_id, found.blanks) if found.blanks else None
     else:
-        request = FillRequest(text, task.language, (found.body,), found.callers, body=True) \
+        request = FillRequest(text, task.language_id, (found.body,), found.callers, body=True) \
             if found.body is not None else None
     fills = serve(backend, config.fill, request, Control(lambda step: None)).fills if request else ()
     document = apply(text, fills)
@@ -169,7 +169,7 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
     program_doc = document[:len(document) - len(decoy)] if decoy and document.endswith(decoy) else document
     return {"task_id": task.task_id, "language": task.language, "action": action,
             "stub": stub.strip().split("\n")[0], "holes": len(found.blanks), "applied": bool(fills),
-            "parses": syntax_valid(document, task.language),
+            "parses": syntax_valid(document, task.language_id),
             "passed": (passes(task, program_doc, limits) if fills else False) if task.has_test else None,
             "edits_outside_scope": outside, "tokens_changed_outside": changed,
             "decoy_intact": document.endswith(decoy)}

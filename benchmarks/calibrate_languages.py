@@ -77,7 +77,7 @@ def prepare(considered: str, data: str) -> list[dict]:
         task = tasks.get(r["task_id"])
         if task is None:
             continue
-        spec, kind = spec_for(task.language), HoleKind(r["kind"])
+        spec, kind = spec_for(task.language_id), HoleKind(r["kind"])
         fills = [HoleFill(f["start"], f["end"], f["text"], tuple(f["confidences"]), copied=bool(f.get("copied")),
                           common=f.get("common"), workspace=f.get("workspace"),
                           neighbour=f.get("neighbour"), between=bool(f.get("between")))

@@ -35,7 +35,7 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
     from engine.confidence import assess, model_signals
     from engine.languages import spec_for
 
-    spec = spec_for(task.language)
+    spec = spec_for(task.language_id)
     fills = []
     for fill, feats in assess(completion.considered, task.text, spec, completion.kind, None):
         document = apply_edits(task.text, [(fill.start, fill.end, fill.text)])
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         with out.open("a", encoding="utf-8") as f:
             for task in progress(tasks, len(tasks), "considered"):
                 workspace = workspaces.key(task) if workspaces is not None else None
-                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language,
+                c = engine.infill_sync(InfillRequest(text=task.text, offset=task.offset, language=task.language_id,
                                                      workspace=workspace,
                                                      path=workspaces.path(task) if workspaces is not None else None))
                 # the engine thread is idle between jobs: the signals run on the same backend here

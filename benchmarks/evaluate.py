@@ -63,7 +63,7 @@ def score(task: Task, fill: Fill, result: ExecResult | None) -> dict:
     return {
         "task_id": task.task_id,
         "exact_match": exact_match(fill.completion, task.canonical_solution),
-        "syntax_valid": syntax_valid(fill.document, task.language),
+        "syntax_valid": syntax_valid(fill.document, task.language_id),
         "passed": None if result is None else result.passed,
         "status": None if result is None else result.status,
         "detail": None if result is None else result.detail,

@@ -78,7 +78,7 @@ class EngineFiller:
 
         workspace = self.workspaces.key(task) if self.workspaces is not None else None
         path = self.workspaces.path(task) if self.workspaces is not None else None
-        request = InfillRequest(text=task.text, offset=task.offset, language=task.language,
+        request = InfillRequest(text=task.text, offset=task.offset, language=task.language_id,
                                 kind=HoleKind(self.kind) if self.kind else None, max_tokens=self.slots,
                                 workspace=workspace, path=path)
         start = time.perf_counter()
@@ -110,7 +110,7 @@ class ReferenceFiller:
 
 
 def uri_for(task: Task, n: int) -> str:
-    ext = EXTENSIONS.get(task.language, ".py")
+    ext = EXTENSIONS.get(task.language_id, ".py")
     return f"file:///benchmark/{n:05d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', task.task_id)}{ext}"
 
 
@@ -162,7 +162,7 @@ def fill_over_lsp(client: LspClient, task: Task, uri: str, trigger: int = INVOKE
     """Open ``task`` as ``uri``, ask for an inline completion at its hole, apply the item, close it."""
     text = task.text
     client.notify("textDocument/didOpen", {"textDocument": {
-        "uri": uri, "languageId": task.language, "version": 1, "text": text}})
+        "uri": uri, "languageId": task.language_id, "version": 1, "text": text}})
     before = _completed(client)
     start = time.perf_counter()
     try:

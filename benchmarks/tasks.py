@@ -40,6 +40,14 @@ class Task:
         return len(self.prompt)
 
     @property
+    def language_id(self) -> str:
+        """The language id an editor sends for the task's file: ``typescriptreact`` for a ``.tsx`` file among the
+        ``typescript`` holes (VS Code's id; its JSX does not parse as plain TypeScript), else ``language``."""
+        if self.language == "typescript" and self.task_id.rsplit(":", 1)[0].endswith(".tsx"):
+            return "typescriptreact"
+        return self.language
+
+    @property
     def has_test(self) -> bool:
         return bool(self.test) and bool(self.entry_point)
 

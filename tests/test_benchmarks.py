@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import table
-from benchmarks.evaluate import evaluate, summarise
+from benchmarks.evaluate import evaluate, score, summarise
 from benchmarks.fillers import ReferenceFiller, apply_edits, make_fill
 from benchmarks.holesets import body_after_opener, one_per_problem, typing_task
 from benchmarks.lsp_client import offset_at, position_at
@@ -100,6 +100,24 @@ def test_auto_closed_holes_are_typed_to_the_first_opener_with_its_closer_after_t
     path.write_text(json.dumps({"task_id": one.task_id, "prompt": one.prompt, "suffix": one.suffix,
                                 "canonical_solution": one.canonical_solution}) + "\n")
     assert load_task_set(f"typed-closed:{path}") == [got] == typed_tasks([one], auto_close=True)
+
+
+def test_a_tsx_files_holes_are_sent_and_judged_as_typescriptreact():
+    """The development set files a ``.tsx`` file's holes under ``typescript`` (its figures are TypeScript's), but an
+    editor sends ``typescriptreact`` for it, and its JSX does not parse as plain TypeScript: the engine and the
+    syntax check get the editor's id (before, a right fill with JSX counted as a syntax error)."""
+    prompt = "export function Stats() {\n  return (\n    <Box>\n"
+    suffix = "    </Box>\n  );\n}\n"
+    line = '      <Skeleton height="9" width="225px" />\n'
+    tsx = Task("typescript:npm:ui/src/Stats.tsx:4", prompt, suffix, line, language="typescript")
+    assert tsx.language == "typescript" and tsx.language_id == "typescriptreact"
+    assert syntax_valid(prompt + line + suffix, tsx.language_id)
+    assert not syntax_valid(prompt + line + suffix, tsx.language)
+    record = score(tsx, make_fill(tsx, prompt + line + suffix, line, elapsed_ms=0.0), None)
+    assert record["syntax_valid"] and record["exact_match"]
+    plain = Task("typescript:npm:src/a.ts:1", "", "", "let x = 1;\n", language="typescript")
+    assert plain.language_id == "typescript"
+    assert Task("javascript:npm:a.tsx.js:1", "", "", "x\n", language="javascript").language_id == "javascript"
 
 
 def test_dataset_name():
