@@ -336,7 +336,7 @@ def test_a_rewritten_line_gets_its_lone_surrogate_back(embedded_engine):
     refuses the rewrite.
 
     The real model's U+FFFD here was byte tokens that formed no UTF-8 (``s = '\\ufffd'`` on its last line): its loop
-    keeps byte tokens valid UTF-8 now (engine/backends/masked/utf8.py), and it writes whole characters of its own
+    keeps byte tokens valid UTF-8 now (engine/backends/utf8.py), and it writes whole characters of its own
     there (``\\ufb06``, ``'\\\\'``), so a backend that gives the U+FFFD back stands in for it below; the real
     model's rewrite still writes no U+FFFD into the file."""
     lo, hi = SURROGATE_PY.index("    s ="), SURROGATE_PY.index("    return")

@@ -405,6 +405,163 @@ def test_sampling_draws_what_torch_multinomial_draws():
     assert torch.equal(multinomial(probs, torch.Generator().manual_seed(7)), want)
 
 
+# --- byte tokens committed as valid UTF-8 (engine/backends/utf8.py) --------------------------------
+
+def _byte_ids(tok) -> dict[int, int]:
+    """Byte -> id of the tiny tokenizer's byte token (its byte-level alphabet: ``Ã`` is 0xC3, ``©`` 0xA9)."""
+    from engine.backends.utf8 import _byte_decoder
+    return {b: tok.convert_tokens_to_ids(ch) for ch, b in _byte_decoder().items()}
+
+
+def _scripted_denoise(backend, want: list[list[int]], steps: int, guarded: bool):
+    """One row, a hole of ``len(want)`` slots between pinned quotes, the sampler's loop on a scripted decoder that
+    wants ``want[k]`` at slot ``k`` (each next choice a tenth as likely); -> the hole's text."""
+    quote = backend.encode('"')
+    C = len(want) + 2 * len(quote)
+    lo = len(quote)
+    start = torch.tensor([quote + [-1] * len(want) + quote])
+    pinned = start >= 0
+    V = backend.vocab_size
+
+    def decode(canvas, sc):
+        out = torch.full((1, C, V), -20.0)
+        for k, choices in enumerate(want):
+            for rank, t in enumerate(choices):
+                out[0, lo + k, t] = 5.0 - rank * math.log(10)
+        return out
+
+    out = denoise(decode, start, pinned, backend.sampling, steps=steps, vocab_size=V,
+                  generator=torch.Generator().manual_seed(0), sc_dtype=torch.float32,
+                  utf8=backend.utf8 if guarded else None, holes=[[(lo, lo + len(want))]])
+    text, *_ = backend.reader.read(out.argmax[0, lo:lo + len(want)].tolist(), out.logp[0, lo:lo + len(want)].tolist(),
+                                   HoleSpec(len(want)))
+    return text, out
+
+
+def test_the_checkpoints_byte_tokens_are_guarded(backend):
+    """The tiny checkpoint's tokenizer spells every non-ASCII character in byte tokens, as Gemma's does with its
+    byte-fallback ``<0xC3>`` entries: the 128 bytes 0x80-0xFF, each U+FFFD alone."""
+    assert backend.utf8 is not None and backend.utf8.size == 128
+    assert all(backend.tokenizer.decode([i]) == "\ufffd" for i in backend.utf8.ids.tolist())
+
+
+def test_a_byte_fallback_vocabulary_gives_its_byte_tokens_not_its_latin1_characters():
+    """Gemma's (sentencepiece) kind of vocabulary: ``<0xHH>`` entries for bytes, and whole characters such as
+    ``é`` as entries of their own, whose one character is a byte in the GPT-2 alphabet but is no byte token."""
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    from engine.backends.utf8 import byte_tokens
+
+    vocab = {"<pad>": 0, "<eos>": 1, **{f"<0x{b:02X}>": 2 + b for b in range(256)}}
+    for word in ("é", "▁x", "x", "Ã©"):
+        vocab[word] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], byte_fallback=True))
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    assert tokenizer.decode([vocab["<0xC3>"], vocab["<0xA9>"]]) == "é" and tokenizer.decode([vocab["é"]]) == "é"
+    table = byte_tokens(tokenizer)
+    assert table == {2 + b: bytes([b]) for b in range(0x80, 0x100)}      # not "é", not "Ã©"
+
+
+def test_byte_tokens_that_cannot_form_utf8_are_not_committed(backend):
+    """The model wants ``x``, then 0xC3 (the lead byte of ``é``), then ``x`` where the continuation belongs (0xA9 a
+    tenth as likely): unguarded the fill is ``x`` U+FFFD ``x`` (the engine refuses it: no fill); guarded the last slot
+    takes 0xA9 and its own log-probability. A continuation first and a lead last: no U+FFFD either."""
+    byte = _byte_ids(backend.tokenizer)
+    x = backend.encode("x")[0]
+    for steps in (1, 4):
+        text, _ = _scripted_denoise(backend, [[x], [byte[0xC3]], [x, byte[0xA9]]], steps, guarded=False)
+        assert text == "x\ufffdx"
+        text, out = _scripted_denoise(backend, [[x], [byte[0xC3]], [x, byte[0xA9]]], steps, guarded=True)
+        assert text == "xé"
+        row = torch.full((backend.vocab_size,), -20.0)
+        row[x], row[byte[0xA9]] = 5.0, 5.0 - math.log(10)
+        assert math.isclose(float(out.logp[0, 3]), float(row.log_softmax(0)[byte[0xA9]]), rel_tol=1e-5)
+        text, _ = _scripted_denoise(backend, [[x], [byte[0xA9]], [byte[0xC3]], [x]], steps, guarded=True)
+        assert "\ufffd" not in text and text, text
+    emoji = [byte[b] for b in "\U0001f600".encode()]
+    text, _ = _scripted_denoise(backend, [[t] for t in emoji] + [[backend.pad_id]], 3, guarded=True)
+    assert text == "\U0001f600"                             # whole characters are kept as the model spelled them
+
+
+def _biased_toward_bytes(backend, monkeypatch, bias: float = 4.0):
+    """The backend's decoder with the 128 byte tokens' logits raised: a model that writes bytes everywhere."""
+    ids = backend.utf8.ids
+    make = backend.decoder
+
+    def decoder(batch):
+        decode = make(batch)
+
+        def biased(canvas, sc):
+            logits = decode(canvas, sc).clone()
+            logits[..., ids] += bias
+            return logits
+        return biased
+    monkeypatch.setattr(backend, "decoder", decoder)
+
+
+BYTE_PLANS = [plan(PREFIX, HoleSpec(16), SUFFIX, steps=8),
+              plan(PREFIX, HoleSpec(6), "\n\n\ndef main():\n    ", HoleSpec(6, stop_at_newline=True), SUFFIX, steps=6),
+              plan(PREFIX, HoleSpec(12, init="handle.read()"), SUFFIX, steps=5),
+              plan('s = "\U0001f600é', HoleSpec(12), '"\n', steps=6)]
+
+
+def test_fills_forced_toward_byte_tokens_decode_without_u_fffd(backend, monkeypatch):
+    """The tiny checkpoint with its byte tokens' logits raised, through ``backend.fill`` (every row of every plan,
+    drafts too): unguarded 15 of 15 candidates held U+FFFD; guarded none, and each plan still has a fill."""
+    _biased_toward_bytes(backend, monkeypatch)
+    guard = backend.utf8
+    broken = total = 0
+    backend.utf8 = None
+    for p in BYTE_PLANS:
+        for c in backend.fill(p, Control(never)).candidates:
+            total += 1
+            broken += any("\ufffd" in t for t in c.texts)
+    assert broken == total > 10
+    backend.utf8 = guard
+    for p in BYTE_PLANS:
+        drafts: list = []
+        cands = backend.fill(p, Control(never, draft=lambda step, texts, *_: drafts.append(texts))).candidates
+        assert cands and all("\ufffd" not in t for c in cands for t in c.texts), [c.texts for c in cands]
+        assert drafts and all("\ufffd" not in t for texts in drafts for t in texts)
+
+
+def test_holes_without_byte_tokens_are_the_loops_bit_for_bit(backend):
+    """The guard's summary rides along the loop (no draw, no acceptance changes): every hole whose unguarded argmax
+    holds no byte token is the same tokens with the same log-probabilities guarded, at the same seed, under each
+    stop rule; the steps and forwards are the same too. The others hold valid UTF-8."""
+    plans = BYTE_PLANS[:3] + [plan(PREFIX, HoleSpec(24), SUFFIX, steps=12)]
+    base, same = backend.sampling, 0
+    is_byte = set(backend.utf8.ids.tolist())
+    for rule in stop_rules():
+        backend.sampling = replace(base, **rule) if rule else base
+        for p in plans:
+            prefix, segments = backend.segments(p)
+            batch = layout(segments, backend.canvas_length, backend.pad_id)
+            with backend.no_grad():
+                backend.prompt_cache.update(prefix)
+                kw = dict(steps=p.steps, vocab_size=backend.vocab_size, sc_dtype=torch.float32)
+                want = reference_denoise(backend.decoder(batch), batch.start, batch.pinned, backend.sampling,
+                                         generator=torch.Generator().manual_seed(0), **kw)
+                got = denoise(backend.decoder(batch), batch.start, batch.pinned, backend.sampling,
+                              generator=torch.Generator().manual_seed(0), utf8=backend.utf8, holes=batch.holes, **kw)
+            assert (got.steps, got.forwards) == (want.steps, want.steps)
+            for b, spans in enumerate(batch.holes):
+                for lo, hi in spans:
+                    toks = want.argmax[b, lo:hi].tolist()
+                    end = next((j for j, t in enumerate(toks) if backend.reader.is_terminator(t)), len(toks))
+                    if not is_byte & set(toks[:end]):
+                        same += 1
+                        assert torch.equal(got.argmax[b, lo:hi], want.argmax[b, lo:hi])
+                        assert torch.equal(got.logp[b, lo:hi], want.logp[b, lo:hi])
+                    text, *_ = backend.reader.read(got.argmax[b, lo:hi].tolist(), got.logp[b, lo:hi].tolist(),
+                                                   HoleSpec(hi - lo))
+                    assert "\ufffd" not in text
+    backend.sampling = base
+    assert same >= 3
+
+
 # --- cancellation ----------------------------------------------------------------------------------
 
 def test_cancel_stops_within_one_step(backend):

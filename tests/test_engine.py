@@ -249,7 +249,7 @@ def test_a_lone_surrogate_is_never_written_back_as_a_replacement_character(engin
 def test_a_fill_after_an_emoji_is_written_in_bytes_that_form_utf8(engine):
     """After an emoji and an accent the real model filled this line with byte tokens that form no UTF-8
     ('\ufffd' x 12 then '")'): refused whatever the settings, so no fill, even with ``validate`` off. The loop now
-    accepts a byte token only where its hole can still be valid UTF-8 (engine/backends/masked/utf8.py): the fill is
+    accepts a byte token only where its hole can still be valid UTF-8 (engine/backends/utf8.py): the fill is
     ``' "\U0001f600\u00e9"'``, and no candidate is refused for its bytes."""
     from engine import FillOptions
     line = '    s = "\U0001f600\U0001f600\u00e9" + '

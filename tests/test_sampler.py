@@ -54,7 +54,7 @@ def test_the_budget_bounds_the_forwards_and_the_last_step_takes_every_argmax():
     assert out.ids[lo:out.ends[0]].tolist() == CONTENT
 
 
-# -- byte tokens that must form UTF-8 (engine/backends/masked/utf8.py), on the embedded model's own tokenizer ------
+# -- byte tokens that must form UTF-8 (engine/backends/utf8.py), on the embedded model's own tokenizer ------
 
 def _embedded_tokenizer():
     from transformers import AutoTokenizer
@@ -66,7 +66,7 @@ def _embedded_tokenizer():
 def _guarded_denoise(want: list[list[int]], steps: int, p: float = 0.95, lo: int = 2):
     """The loop over one hole on the real tokenizer's vocabulary, the scripted model wanting ``want[k]`` (the
     likeliest first, each next one a tenth as likely) at slot ``k``."""
-    from engine.backends.masked.utf8 import Utf8Guard
+    from engine.backends.utf8 import Utf8Guard
 
     tok = _embedded_tokenizer()
     pieces = [tok.decode([i], clean_up_tokenization_spaces=False) for i in range(len(tok))]
@@ -123,7 +123,7 @@ def test_an_emoji_the_model_spells_in_bytes_is_kept_as_it_is():
 def test_whatever_the_model_wants_a_guarded_hole_decodes_without_u_fffd():
     """A model that favours byte tokens everywhere (random logits, the 128 byte tokens raised), over hole sizes,
     budgets and both hole kinds: every fill the guarded loop writes is valid UTF-8 (unguarded, all 24 held U+FFFD)."""
-    from engine.backends.masked.utf8 import Utf8Guard
+    from engine.backends.utf8 import Utf8Guard
 
     tok = _embedded_tokenizer()
     pieces = [tok.decode([i], clean_up_tokenization_spaces=False) for i in range(len(tok))]

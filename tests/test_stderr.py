@@ -62,7 +62,7 @@ def test_an_empty_answer_says_why_in_the_log(tmp_path):
     """The real model's fill after this emoji line is withheld as too unsure, so the answer is empty, and the
     server's log said nothing about why: with -v it now says so, and still nothing at the default verbosity (the
     test above). (Its fill here was once byte tokens that form no UTF-8, refused whatever the settings; the loop
-    keeps byte tokens valid UTF-8 now, engine/backends/masked/utf8.py, and tests/test_utf8_fills.py gets the fill
+    keeps byte tokens valid UTF-8 now, engine/backends/utf8.py, and tests/test_utf8_fills.py gets the fill
     with ``minConfidence`` 0.)"""
     stderr = tmp_path / "stderr.txt"
     line = '    s = "\U0001f600\U0001f600\u00e9" + '

@@ -13,7 +13,7 @@ TEXT = "def f(x):\n" + LINE + "\n    return s\n"
 
 def test_a_line_after_emoji_gets_a_fill_in_whole_characters_at_its_utf16_column():
     """The real model's fill here was 12 byte tokens that form no UTF-8 then ``")``: refused, so no fill, with
-    ``validate`` on or off. The loop now keeps every hole's byte tokens valid UTF-8 (engine/backends/masked/utf8.py):
+    ``validate`` on or off. The loop now keeps every hole's byte tokens valid UTF-8 (engine/backends/utf8.py):
     a fill comes back, at the cursor's UTF-16 column (each emoji is two units), with no U+FFFD and no lone
     surrogate, and the document it makes keeps the user's line as it was."""
     at = TEXT.index(LINE) + len(LINE)

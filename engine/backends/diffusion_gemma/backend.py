@@ -25,6 +25,7 @@ from ...requests import ModelLoadError
 from ..base import Control, FillPlan, FillResult
 from ..loading import apply_threads, quiet_libraries, resolve_device, resolve_dtype, resolve_quantization
 from ..canvas_text import Segment, split_plan
+from ..utf8 import CanvasGuard
 from .canvas import CanvasBatch, FillReader, candidates, layout
 from .options import OptionError, experts_implementation, is_quantized, quantization_config
 from .prompt_cache import PromptCache
@@ -94,7 +95,10 @@ class DiffusionGemmaBackend:
         self.canvas_length = model.config.canvas_length or 256
         self.pad_id = first_id(tokenizer.pad_token_id, text.pad_token_id, tokenizer.eos_token_id)
         self.bos_id = first_id(tokenizer.bos_token_id, text.bos_token_id)
-        self.reader = FillReader(tokenizer, self.terminators(text))
+        ends = self.terminators(text)
+        self.reader = FillReader(tokenizer, ends)
+        # every hole's byte tokens (<0xC3> ...) are committed as valid UTF-8 (None: the vocabulary has none)
+        self.utf8 = CanvasGuard.for_tokenizer(tokenizer, ends)
         self.model_dir: Path | None = None  # set by load()
         self.quantization = "none"          # set by load(): the quantization the weights were loaded with
         self.quantized = any(is_quantized(p) for p in model.parameters())
@@ -228,7 +232,7 @@ class DiffusionGemmaBackend:
             return denoise(self.decoder(batch), batch.start.to(device), batch.pinned.to(device), sampling,
                            steps=plan.steps, vocab_size=self.vocab_size,
                            generator=generator, sc_dtype=self.model.get_input_embeddings().weight.dtype,
-                           check=control.check, on_step=on_step)
+                           check=control.check, on_step=on_step, utf8=self.utf8, holes=batch.holes)
 
     def draft_hook(self, batch: CanvasBatch, plan: FillPlan, control: Control
                    ) -> Callable[[int, torch.Tensor, torch.Tensor], None]:

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 from torch.profiler import record_function
+
+if TYPE_CHECKING:
+    from ..utf8 import CanvasGuard
 
 PIN_LOGIT = -1e4  # off-token logit at a pinned slot: exp() underflows to exactly 0 in float32
 
@@ -67,11 +71,18 @@ OnStep = Callable[[int, torch.Tensor, torch.Tensor], None]           # (step, ar
 def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling: Sampling, *,
             steps: int, vocab_size: int, generator: torch.Generator, sc_dtype: torch.dtype,
             check: Callable[[int], None] = lambda step: None, on_step: OnStep | None = None,
-            stop_lag: int | None = None) -> Denoised:
+            stop_lag: int | None = None, utf8: CanvasGuard | None = None,
+            holes: list[list[tuple[int, int]]] | None = None) -> Denoised:
     """Denoise ``start`` (B, C): pinned slots hold their token, free slots a token to start from or -1 for noise.
 
     ``stop_lag``: steps between the stop verdict and the host reading it (default: 1 on CUDA without
-    ``on_step``, else 0). It changes how many forwards run, never the result or ``steps``."""
+    ``on_step``, else 0). It changes how many forwards run, never the result or ``steps``.
+
+    ``utf8`` (a vocabulary with byte tokens, engine/backends/utf8.py) with ``holes`` (per row, each hole's
+    ``[lo, hi)``): each step also keeps a summary of the byte tokens' log-probabilities (tensor operations), and
+    the committed canvas (and each draft's) has every hole's byte tokens valid UTF-8, a token that breaks a
+    character replaced by the likeliest that keeps it whole; the loop itself (its sampling, acceptance and stop)
+    is unchanged, and a hole whose argmax holds no byte token is exactly as without it."""
     B, C = start.shape
     device = start.device
     lag = stop_lag if stop_lag is not None else int(device.type == "cuda" and on_step is None)
@@ -83,6 +94,7 @@ def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling:
     history = torch.full((sampling.stability, B, C), -1, dtype=torch.long, device=device)
     verdicts: list[Callable[[], bool]] = []                             # stop verdicts not read yet
     sc = None
+    guide: tuple[torch.Tensor, torch.Tensor] | None = None              # utf8's summary of each row's last step
     forwards = 0
     for step in range(steps):
         check(step)
@@ -92,7 +104,10 @@ def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling:
         with record_function("sampling"):
             # Committed tokens and their untempered log-probability (the score and the confidence users see).
             new_argmax = torch.where(pinned, pins.ids, raw.argmax(-1))     # (B, C)
-            new_logp = raw.gather(-1, new_argmax[..., None]).squeeze(-1) - raw.logsumexp(-1)
+            lse = raw.logsumexp(-1)                                        # (B, C)
+            new_logp = raw.gather(-1, new_argmax[..., None]).squeeze(-1) - lse
+            new_guide = utf8.summary(raw, lse) if utf8 is not None else None
+            del lse
             # Temperature falls linearly from t_max to t_min as the remaining steps run out (as in generate).
             logits = pins.impose(raw.div_(temperature(sampling, steps - step, steps)))
             logprobs = logits.log_softmax(-1)                              # (B, C, V)
@@ -109,6 +124,9 @@ def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling:
             canvas = torch.where(keep, canvas, new_canvas)
             argmax = torch.where(keep, argmax, new_argmax)
             logp = torch.where(keep, logp, new_logp)
+            if new_guide is not None:
+                guide = new_guide if guide is None else (torch.where(keep[..., None], guide[0], new_guide[0]),
+                                                         torch.where(keep[..., None], guide[1], new_guide[1]))
             new_sc = logits.to(sc_dtype)                                   # (B, C, V) self-conditioning
             sc = new_sc if sc is None else torch.where(keep[..., None], sc, new_sc)
             del logits, new_sc
@@ -122,10 +140,19 @@ def denoise(decode: Decode, start: torch.Tensor, pinned: torch.Tensor, sampling:
             done |= stable & (mean_free(entropy, pinned) < sampling.confidence)
             verdicts.append(read_later(done.all()))
         if on_step is not None:
-            on_step(step + 1, argmax, logp)
+            on_step(step + 1, *settled(utf8, holes, argmax, logp, guide))
         if len(verdicts) > lag and verdicts.pop(0)():
             break
+    argmax, logp = settled(utf8, holes, argmax, logp, guide)
     return Denoised(argmax, logp, int(ran), forwards)
+
+
+def settled(utf8: CanvasGuard | None, holes: list[list[tuple[int, int]]] | None, argmax: torch.Tensor,
+            logp: torch.Tensor, guide: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The committed canvas with its holes' byte tokens made valid UTF-8 (unchanged without a guard)."""
+    if utf8 is None or holes is None or guide is None:
+        return argmax, logp
+    return utf8.settle(argmax, logp, guide, holes)
 
 
 def multinomial(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

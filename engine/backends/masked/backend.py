@@ -21,7 +21,7 @@ from ..loading import (apply_threads, check_masked_quantization, quantize_masked
 from ..score_window import SCORE_PREFIX, SCORE_SUFFIX, head, tail
 from . import kv_cache as kv_cache_mod
 from .sampler import DEFAULT_THRESHOLD, Denoised, HoleSlots, denoise, denoise_steps
-from .utf8 import Utf8Guard
+from ..utf8 import Utf8Guard
 
 log = logging.getLogger(__name__)
 DEFAULT_STEPS = 16

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from .utf8 import Utf8Guard
+    from ..utf8 import Utf8Guard
 
 DEFAULT_THRESHOLD = 0.9
 
@@ -84,7 +84,7 @@ def denoise_steps(
     """The loop as a generator: it yields ``(ids, positions)`` before each forward and is sent the logits
     ``(N, V)`` at those positions; it returns the ``Denoised``. ``denoise`` drives one; the masked backend's
     ``fill_many`` drives several in lockstep, one batched forward per step for all of them. With ``utf8`` (a
-    byte-level vocabulary's guard, engine/backends/masked/utf8.py) a token that would leave its hole's byte tokens
+    byte-level vocabulary's guard, engine/backends/utf8.py) a token that would leave its hole's byte tokens
     no way to valid UTF-8 is not accepted (or, where the slot must be decided, replaced by the likeliest token
     that keeps one)."""
     T = ids.shape[0]

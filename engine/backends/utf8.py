@@ -20,6 +20,7 @@ ASCII fill) is not looked at: the loop runs as without the guard, bit for bit.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import torch
 
@@ -86,6 +87,26 @@ def token_bytes(token: str, decoder: dict[str, int]) -> bytes | None:
     return None
 
 
+def byte_tokens(tokenizer, pieces: list[str] | None = None) -> dict[int, bytes]:
+    """The vocabulary's byte tokens that are no whole character, id to bytes: a byte-level BPE's (GPT-2 alphabet,
+    the embedded model's) or byte-fallback ``<0xHH>`` entries (sentencepiece, Gemma's). A token counts only where it
+    decodes alone as U+FFFD (``pieces``: each id decoded alone; None: only the candidates are decoded, for a large
+    vocabulary): an entry such as Gemma's ``é`` reads as bytes in the GPT-2 alphabet but is the character itself."""
+    decoder = _byte_decoder()
+    partial: dict[int, bytes] = {}
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    for i, token in enumerate(tokens):
+        if pieces is not None and "\ufffd" not in pieces[i]:
+            continue
+        data = token_bytes(token or "", decoder)
+        if data is None or _bytes_step(0, data) == 0:   # no bytes, or whole characters (a real U+FFFD token too)
+            continue
+        piece = pieces[i] if pieces is not None else tokenizer.decode([i], clean_up_tokenization_spaces=False)
+        if "\ufffd" in piece:
+            partial[i] = data
+    return partial
+
+
 def _union(table: list[int], states: int) -> int:
     """Where the states of the set ``states`` lead, each by ``table``."""
     out = 0
@@ -136,18 +157,12 @@ class Utf8Guard:
         self._is_ending: torch.Tensor | None = None
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, pieces: list[str], terminators: torch.Tensor,
+    def for_tokenizer(cls, tokenizer, pieces: list[str] | None, terminators: torch.Tensor,
                       newlines: torch.Tensor) -> Utf8Guard | None:
-        """The guard for ``tokenizer`` (``pieces``: each id decoded alone), or None where no token is a byte run that
-        is no whole character (a WordPiece vocabulary, say): nothing to guard."""
-        decoder = _byte_decoder()
-        partial: dict[int, bytes] = {}
-        for i, piece in enumerate(pieces):
-            if "\ufffd" not in piece:
-                continue
-            data = token_bytes(tokenizer.convert_ids_to_tokens(i) or "", decoder)
-            if data is not None and _bytes_step(0, data) != 0:   # a real U+FFFD token is a whole character
-                partial[i] = data
+        """The guard for ``tokenizer`` (``pieces``: each id decoded alone, or None to decode only the candidates), or
+        None where no token is a byte run that is no whole character (a WordPiece vocabulary, say): nothing to
+        guard."""
+        partial = byte_tokens(tokenizer, pieces)
         return cls(partial, terminators, newlines) if partial else None
 
     # -- the automaton over one hole --------------------------------------------------------------------------
@@ -276,3 +291,90 @@ class Utf8Guard:
         best = int(torch.where(ok, logits[k], torch.tensor(-torch.inf, dtype=logits.dtype)).argmax())
         pred[k] = best
         conf[k] = probs[k, best]
+
+
+@dataclass
+class _Span:
+    """A hole as ``Utf8Guard.settle`` reads it: its first slot (the line rule is the reader's: no newline ends it)."""
+
+    lo: int
+    newline_ends: bool = False
+
+
+class CanvasGuard:
+    """The guard for a loop whose fill is each slot's argmax of one step, every slot at once (DiffusionGemma: the
+    committed canvas). The loop keeps, per slot, a summary of its last step's log-probabilities (``summary``, on the
+    device, no read-back): each byte token's, the likeliest other token's and the likeliest terminator's, so a
+    vocabulary of ``P + 2`` stand-ins. ``settle`` then checks the argmax canvas hole by hole, as ``Utf8Guard.settle``
+    does the masked loop's last step (most confident first, a token that leaves its hole no way to valid UTF-8
+    replaced by the likeliest one that keeps one, with its own log-probability); a hole (cut at its first terminator)
+    whose argmax holds no byte token is not looked at, so an ASCII fill is the loop's, bit for bit."""
+
+    def __init__(self, partial: dict[int, bytes], terminators: torch.Tensor):
+        """``partial``: the byte tokens that are no whole character (``byte_tokens``); ``terminators``: (V,) bool,
+        the ids that end a fill (EOS, pad, ids outside the tokenizer)."""
+        self.ids = torch.tensor(sorted(partial), dtype=torch.long)                  # (P,)
+        self.size = P = len(self.ids)
+        self.guard = Utf8Guard({k: partial[t] for k, t in enumerate(self.ids.tolist())},
+                               torch.tensor([P + 1]), torch.zeros(0, dtype=torch.long))
+        self.index = {t: k for k, t in enumerate(self.ids.tolist())}               # byte token -> stand-in
+        self.is_term = terminators.tolist()
+        other = ~terminators.clone()
+        other[self.ids] = False
+        self.term_ids = terminators.nonzero().squeeze(1)
+        self.other_bias = torch.zeros(len(terminators)).masked_fill_(~other, -torch.inf)  # (V,) 0 or -inf
+        self._on: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, terminators: torch.Tensor) -> CanvasGuard | None:
+        """None where the vocabulary has no byte token that is no whole character: nothing to guard."""
+        partial = {i: b for i, b in byte_tokens(tokenizer).items() if i < len(terminators) and not terminators[i]}
+        return cls(partial, terminators) if partial else None
+
+    def summary(self, raw: torch.Tensor, lse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """From one step's untempered logits ``raw`` (B, C, V) and their ``logsumexp`` (B, C): the stand-ins'
+        log-probabilities (B, C, P + 2) and the ids of the last two (B, C, 2). Tensor operations only."""
+        if raw.device not in self._on:
+            self._on[raw.device] = (self.ids.to(raw.device), self.other_bias.to(raw.device),
+                                    self.term_ids.to(raw.device))
+        ids, bias, term_ids = self._on[raw.device]
+        other, other_id = (raw + bias).max(-1)                                     # (B, C)
+        if len(term_ids):
+            term, at = raw.index_select(-1, term_ids).max(-1)
+            term_id = term_ids[at]
+        else:
+            term, term_id = torch.full_like(other, -torch.inf), torch.zeros_like(other_id)
+        logits = torch.cat([raw.index_select(-1, ids), other[..., None], term[..., None]], -1)
+        return logits - lse[..., None], torch.stack([other_id, term_id], -1)
+
+    def settle(self, argmax: torch.Tensor, logp: torch.Tensor, summary: tuple[torch.Tensor, torch.Tensor],
+               holes: list[list[tuple[int, int]]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The argmax canvas (B, C) and its log-probabilities with every hole's tokens valid UTF-8 (``holes``: per
+        row, each hole's ``[lo, hi)``); the tensors themselves where nothing changes. Reads the canvas back."""
+        rows = argmax.tolist()
+        out_ids: torch.Tensor | None = None
+        out_logp = logp
+        P = self.size
+        for b, spans in enumerate(holes):
+            for lo, hi in spans:
+                toks = rows[b][lo:hi]
+                n = next((j for j, t in enumerate(toks) if t >= len(self.is_term) or self.is_term[t]), len(toks))
+                toks = toks[:n]
+                if not any(t in self.index for t in toks):
+                    continue   # no byte token: the loop's fill stands
+                stand_in = summary[0][b, lo:lo + n].float().cpu()                  # (n, P + 2)
+                which = summary[1][b, lo:lo + n].cpu()                             # (n, 2)
+                was = [self.index.get(t, P) for t in toks]
+                pred = torch.tensor(was)
+                conf = logp[b, lo:lo + n].float().cpu().exp()
+                self.guard.settle(pred.clone(), torch.ones(n, dtype=torch.bool), [_Span(0)], [n],
+                                  torch.arange(n), stand_in, stand_in.exp(), pred, conf,
+                                  torch.ones(n, dtype=torch.bool), True)
+                for p, k in enumerate(pred.tolist()):
+                    if k == was[p]:
+                        continue
+                    if out_ids is None:
+                        out_ids, out_logp = argmax.clone(), logp.clone()
+                    out_ids[b, lo + p] = int(self.ids[k] if k < P else which[p, k - P])
+                    out_logp[b, lo + p] = float(stand_in[p, k])
+        return (argmax if out_ids is None else out_ids), out_logp
