@@ -13,7 +13,7 @@ from .confidence import offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
 from .languages import LanguageSpec, spec_for
-from .lines import to_crlf, to_lf, uses_crlf
+from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
@@ -33,6 +33,8 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
     """The fill for ``request`` (``config``: the fill options in force for it)."""
     t0 = time.perf_counter()
     check_request(request)
+    if "\r\n" in request.text:
+        return _complete_lf(backend, config, request, control, t0)
     spec = spec_for(request.language)
     hole = decide_hole(spec, request.text, request.offset, request.end, request.kind)
     numbering = itertools.count()  # the request's attempts, for its drafts
@@ -53,21 +55,39 @@ def complete(backend: Backend, config: FillOptions, request: InfillRequest, cont
                    not_utf8=typed.not_utf8 + healed.not_utf8)
 
 
+def _complete_lf(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
+                 t0: float) -> Completion:
+    """A CRLF document's fill: everything (window, options, checks, the model) on its text read as LF, so it gets
+    its LF twin's fill; the fills' ranges mapped back (never inside a ``\\r\\n``), written with the document's line end
+    (``eol_of``), and so its drafts."""
+    doc = LfText(request.text)
+    offset = doc.to_lf(request.offset)
+    end = None if request.end is None else doc.to_lf(request.end)
+    eol = eol_of(request.text)  # the document's, as a code action's edits have it
+    draft = control.draft
+    if draft is not None:
+        def place(step, texts, confidences, pieces=None, **where):
+            if "spans" in where:
+                where["spans"] = tuple((doc.to_doc(s), doc.to_doc(e)) for s, e in where["spans"])
+            if eol != "\n":
+                texts = tuple(t.replace("\n", eol) for t in texts)
+                pieces = None if pieces is None else tuple(tuple(p.replace("\n", eol) for p in ps) for ps in pieces)
+            draft(step, texts, confidences, pieces, **where)
+        control = Control(control.check, place)
+    completion = complete(backend, config, replace(request, text=doc.lf, offset=offset, end=end), control)
+    return replace(doc.completion_back(completion, eol), elapsed_ms=_ms(t0))
+
+
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,
                    spec: LanguageSpec, hole: Hole, t0: float, numbering: Iterator[int]) -> Completion:
     text = request.text
     original = text[hole.start:hole.end]
-    span_tokens = backend.count_tokens(to_lf(original)) if hole.kind is HoleKind.SPAN else 0
+    span_tokens = backend.count_tokens(original) if hole.kind is HoleKind.SPAN else 0
     slots = lengths.cursor_slots(hole.kind, request.max_tokens, config, span_tokens)
     # the context is cut to what the model's positions leave beside the hole (a rewrite starts from its text)
     pre, suf = lengths.context_tokens(backend, config, max(slots, span_tokens if request.rewrite else 0))
+    # (a CRLF document is read as LF before it gets here: ``_complete_lf``)
     win = window(spec, text, hole.start, hole.end, backend.count_tokens, pre, suf)
-    # the model reads and writes LF; the user's CRLF comes back on the way out (a rewrite's text is read too: a
-    # selection of the whole document has no window around it)
-    crlf = uses_crlf(win.prefix, win.suffix, original)
-    if crlf:
-        win = replace(win, prefix=to_lf(win.prefix), suffix=to_lf(win.suffix))
-        original = to_lf(original)
     line_end = text.find("\n", hole.end)
     rest_of_line = text[hole.end: len(text) if line_end < 0 else line_end]
     baseline = baseline_errors(spec, win, original) if config.validate else None
@@ -156,11 +176,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     known = worklines.lookup(request.workspace) if firsts else None
     defined = known.defined(spec.name, request.path, text) if known is not None else frozenset()
     fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined)
-    def eol(f: HoleFill) -> HoleFill:
-        return to_crlf(f) if crlf else f
-    return Completion(() if fill is None else (eol(fill),), hole.kind, steps, forwards, tokens, _ms(t0),
-                      baseline is not None, rejected, backend.name, tuple(map(eol, considered)),
-                      tuple(map(eol, alternatives)), not_utf8)
+    return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
+                      baseline is not None, rejected, backend.name, tuple(considered), tuple(alternatives), not_utf8)
 
 
 COPIES_CHECKED = 3   # the best-ranked lines validated, at most

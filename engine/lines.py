@@ -6,6 +6,7 @@ CR-only document's fills go back with CR (``cr_only``, ``to_cr``)."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import replace
 
 from .requests import Completion, HoleFill
@@ -60,10 +61,37 @@ def with_eol(text: str, spans: Spans, eol: str) -> tuple[str, Spans]:
     return "".join(out), tuple((where[min(s, last)], where[min(e, last)]) for s, e in spans)
 
 
-def to_crlf(fill: HoleFill) -> HoleFill:
-    """The fill with CRLF line ends, token spans shifted to match."""
-    text, spans = with_eol(fill.text, fill.token_spans, "\r\n")
-    return replace(fill, text=text, token_spans=spans)
+class LfText:
+    """A document's text with each ``\\r\\n`` read as ``\\n`` (``lf``: what the model and every check of a cursor
+    fill see, so a CRLF document gets its LF twin's window, options and fill), and the offsets mapped both ways.
+    A lone ``\\r`` is left as it is (``lf_view`` reads it as LF first)."""
+
+    def __init__(self, text: str):
+        self.lf = text.replace("\r\n", "\n")
+        pairs = [m.start() for m in re.finditer("\r\n", text)]       # where each CRLF's \r is, in ``text``
+        self._cr = pairs
+        self._lf_breaks = [at - i for i, at in enumerate(pairs)]      # where its \n is, in ``lf``
+
+    def to_lf(self, offset: int) -> int:
+        """The ``lf`` offset of a document offset; one between a CRLF's ``\\r`` and ``\\n`` is its line's end."""
+        return offset - bisect_left(self._cr, offset)
+
+    def to_doc(self, offset: int) -> int:
+        """The document offset of an ``lf`` offset: before a line's ``\\r\\n`` at its end, after it at the next
+        line's start (never between the two)."""
+        return offset + bisect_left(self._lf_breaks, offset)
+
+    def fill_back(self, fill: HoleFill, eol: str) -> HoleFill:
+        """A fill computed on ``lf``: its range in the document, its line breaks ``eol``, token spans moved."""
+        text, spans = with_eol(fill.text, fill.token_spans, eol)
+        return replace(fill, start=self.to_doc(fill.start), end=self.to_doc(fill.end), text=text, token_spans=spans)
+
+    def completion_back(self, completion: Completion, eol: str) -> Completion:
+        def back(fill: HoleFill) -> HoleFill:
+            return self.fill_back(fill, eol)
+        return replace(completion, fills=tuple(map(back, completion.fills)),
+                       considered=tuple(map(back, completion.considered)),
+                       alternatives=tuple(map(back, completion.alternatives)))
 
 
 def to_cr(completion: Completion) -> Completion:
