@@ -100,4 +100,5 @@ def to_cr(completion: Completion) -> Completion:
         text, spans = with_eol(fill.text, fill.token_spans, "\r")
         return replace(fill, text=text, token_spans=spans)
     return replace(completion, fills=tuple(map(cr, completion.fills)), considered=tuple(map(cr, completion.considered)),
-                   alternatives=tuple(map(cr, completion.alternatives)))
+                   alternatives=tuple(map(cr, completion.alternatives)),
+                   fallbacks=tuple(tuple(map(cr, forms)) for forms in completion.fallbacks))

@@ -40,6 +40,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     result = backend.fill(plan, control)
     eol = eol_of(text)
     best: list[Option | None] = [None] * len(blanks)
+    shorter: list[list[Option]] = [[] for _ in blanks]   # per hole, the chosen fill's forms after the chosen one
     rejected = 0
     for candidate in result.candidates:
         # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill; one
@@ -55,12 +56,19 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
         rejected += bad
         if sum(c is not None for c in chosen) > sum(c is not None for c in best):
             best = chosen
+            shorter = [[] if k is None else opts[k + 1:] for opts, k in zip(options, picks)]
         if all(c is not None for c in best):
             break
-    fills = tuple(_hole_fill(b, o) for b, o in zip(blanks, best) if o is not None)
+    held = [(b, o, rest) for b, o, rest in zip(blanks, best, shorter) if o is not None]
+    fills = tuple(_hole_fill(b, o) for b, o, _ in held)
+    # the window's check passed the longest form that adds no tree-sitter error there; the whole document's
+    # (serve.keep_parsing: Python's compiler, the comments, the returns) may still refuse it: it then falls back to
+    # the shorter forms, in order (each already clear of a repeated line and of U+FFFD), before the hole keeps its text
+    fallbacks = tuple(tuple(_hole_fill(b, o) for o in rest) for b, _, rest in held)
     checked = config.validate and has_grammar(spec)
     return Completion(fills, HoleKind.BLOCK, result.steps, result.forwards, result.tokens,
-                      round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name)
+                      round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name,
+                      fallbacks=fallbacks)
 
 
 def _check(text: str, blanks: list[Hole]) -> None:

@@ -152,6 +152,10 @@ class Completion:
     # of ``rejected``, the model's fills written in byte tokens that form no UTF-8 (U+FFFD the user's text lacks:
     # never offered, whatever the checks; the embedded model does so after an emoji or accents in the line)
     not_utf8: int = 0
+    # A code action's holes (``fill_blanks``): per fill of ``fills``, the hole's other forms of the same fill (shorter
+    # cuts), in order of preference; the whole-document check (``serve.keep_parsing``) falls back to them, in order,
+    # when the fill breaks the document, and leaves this empty
+    fallbacks: tuple[tuple[HoleFill, ...], ...] = ()
 
     @property
     def text(self) -> str:

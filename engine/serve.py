@@ -53,21 +53,28 @@ def serve(backend: Backend, defaults: FillOptions, request: Request, control: Co
 
 def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion,
                  control: Control | None = None) -> Completion:
-    """An action's edits as the whole-document check leaves them: holes one by one (a hole whose fill breaks
-    the document keeps its text), a rewrite or a fix whole or not at all. ``control``: the job's, whose check
-    (cancellation) is polled while the documents are parsed."""
+    """An action's edits as the whole-document check leaves them: holes one by one, each its fill or else the first
+    of its shorter forms (``Completion.fallbacks``, in order) that keeps the document parsing with the holes kept
+    before it (a hole none of whose forms does keeps its text), a rewrite or a fix whole or not at all. ``control``:
+    the job's, whose check (cancellation) is polled while the documents are parsed."""
     spec, text = spec_for(request.language), request.text
     tick = (lambda: control.check(completion.steps)) if control is not None else None
     fixing = isinstance(request, FixRequest)
+    refused = 0
     if isinstance(request, FillRequest):
         kept: list = []
-        for fill in completion.fills:
-            if edits_keep_parsing(spec, text, kept + [fill], tick=tick):
-                kept.append(fill)
+        for i, fill in enumerate(completion.fills):
+            forms = (fill,) + (completion.fallbacks[i] if i < len(completion.fallbacks) else ())
+            for form in forms:
+                if edits_keep_parsing(spec, text, kept + [form], tick=tick):
+                    kept.append(form)
+                    break
+                refused += 1
         fills = tuple(kept)
     else:
         fills = completion.fills if edits_keep_parsing(spec, text, completion.fills, fixing, tick) else ()
+        refused = len(completion.fills) - len(fills)
     if len(fills) < len(completion.fills):
         log.info("%d of %d edits left out: the edited document would not parse",
                  len(completion.fills) - len(fills), len(completion.fills))
-    return replace(completion, fills=fills, rejected=completion.rejected + len(completion.fills) - len(fills))
+    return replace(completion, fills=fills, rejected=completion.rejected + refused, fallbacks=())

@@ -218,6 +218,32 @@ def test_a_body_that_writes_a_line_twice_is_cut_before_the_copy(eol):
     assert [f.text for f in completion.fills] == [f"{eol}        self.parents.add(name, name)"]
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_body_the_document_refuses_falls_back_to_its_shorter_form(eol):
+    # the embedded model's body on a held-out file (torch's module_tracker.py, LF) ended in `add(name) name`: the
+    # window's tree-sitter check passed it, Python's compiler (the whole-document check) did not, and the hole was
+    # dropped although its shorter form, the first line alone, parses: that form is offered instead
+    text = ("class T:\n    def fn(self, name):\n        if name:\n            self.log(name)\n"
+            "        self.parents.add(name)\n\n    def g(self):\n        return 1\n").replace("\n", eol)
+    found = survey(text, "python", text.index("if name"), text.index("if name"))
+    backend = ScriptedBackend("\n        self.parents.add(name, name)\n        self.parents.add(name) name")
+    request = FillRequest(text, "python", (found.body,), found.callers, body=True)
+    completion = _run(request, backend)
+    assert [f.text for f in completion.fills] == [f"{eol}        self.parents.add(name, name)"]
+    assert completion.rejected == 1 and completion.fallbacks == ()
+    assert compile(_applied(text, completion.fills), "<doc>", "exec")
+
+
+def test_a_body_none_of_whose_forms_the_document_takes_is_not_offered():
+    # both forms (two lines, then the first alone) pass the window's check and fail Python's: no edit at all
+    text = ("class T:\n    def fn(self, name):\n        if name:\n            self.log(name)\n"
+            "        self.parents.add(name)\n\n    def g(self):\n        return 1\n")
+    found = survey(text, "python", text.index("if name"), text.index("if name"))
+    backend = ScriptedBackend("\n        self.log(name) name\n        self.parents.add(name) name")
+    completion = _run(FillRequest(text, "python", (found.body,), found.callers, body=True), backend)
+    assert completion.fills == () and completion.rejected == 2 and completion.fallbacks == ()
+
+
 def test_a_fix_is_kept_only_when_it_removes_the_error():
     # no repair of one or two tokens parses here, so the lines around the error are re-masked
     text = "def f(x):\n    y = (x + 1 2 3\n    return y\n\n\nprint(f(2))\n"
