@@ -491,14 +491,13 @@ def run(args: argparse.Namespace) -> dict:
     files = dev_files(corpus, tuple(args.languages)) if (corpus / "files").is_dir() \
         else sample_files(tuple(args.languages))
     docs: list[Doc] = []
-    action_docs: list[tuple[str, str, str]] = []
+    picked_by_lang = {}
     for lang in args.languages:
         docs += synthetic(lang)
-        picked = rng.sample(files[lang], min(args.files, len(files[lang])))
+        picked = picked_by_lang[lang] = rng.sample(files[lang], min(args.files, len(files[lang])))
         for name, text in picked:
             docs += variants(name, language_of(name, lang), text, rng, args.cursors)
-            action_docs.append((name, language_of(name, lang), text))
-            action_docs.append((name + " [crlf]", language_of(name, lang), _BREAK.sub("\r\n", text)))
+    action_docs = action_documents(picked_by_lang, args.action_files)
     # interleave languages so that --limit reaches every language
     options = {"threads": args.threads, "minConfidence": args.min_confidence}
     stats: dict[str, Any] = {"positions": 0, "action_places": 0}
@@ -532,13 +531,24 @@ def run(args: argparse.Namespace) -> dict:
             s.close(uri)
             print(f"[{time.perf_counter() - t0:.0f}s] {stats['positions']} positions, {len(s.rows)} rows: {doc.name}",
                   file=sys.stderr)
-        for i, (name, lang, text) in enumerate(action_docs[:args.action_files * len(args.languages) * 2]):
+        for i, (name, lang, text) in enumerate(action_docs):
             for kind, place_text, start, end in action_places(text, lang):
                 s.actions(name, lang, kind, place_text, start, end, race=(i % 5 == 4))
                 stats["action_places"] += 1
             print(f"[{time.perf_counter() - t0:.0f}s] actions: {name}", file=sys.stderr)
         rows = s.rows
     return {**stats, **summary(rows), "seconds": round(time.perf_counter() - t0), "rows": rows}
+
+
+def action_documents(picked: dict[str, list[tuple[str, str]]], per_language: int) -> list[tuple[str, str, str]]:
+    """(name, language id, text): the first ``per_language`` picked files of each language, as they are and as a
+    CRLF copy."""
+    out = []
+    for lang, files in picked.items():
+        for name, text in files[:per_language]:
+            out.append((name, language_of(name, lang), text))
+            out.append((name + " [crlf]", language_of(name, lang), _BREAK.sub("\r\n", text)))
+    return out
 
 
 def summary(rows: list[dict]) -> dict:

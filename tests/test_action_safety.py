@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.action_safety import apply_edits, check_cursor_edit, check_result, main
+from benchmarks.action_safety import action_documents, apply_edits, check_cursor_edit, check_result, main
 
 
 def _edit(text: str, start: int, end: int, new: str) -> dict:
@@ -29,6 +29,16 @@ def test_the_checks_catch_each_kind_of_damage():
     # UTF-16: the emoji is two units; an edit after it lands after it
     quote = text.index("'", text.index("😀"))
     assert apply_edits(text, [_edit(text, quote, quote, "!")])[0].count("😀!'") == 1
+
+
+def test_code_actions_reach_every_language():
+    # --action-files is per language: the list was cut at files x languages x 2 documents in language order, so
+    # with 6 files picked per language the first language took every place and the last ones none
+    picked = {lang: [(f"{lang}-{i}.x", "a\nb\n") for i in range(6)] for lang in ("python", "go", "rust")}
+    docs = action_documents(picked, 2)
+    assert [(name, lang) for name, lang, _ in docs] == [
+        (f"{lang}-{i}.x{crlf}", lang) for lang in picked for i in range(2) for crlf in ("", " [crlf]")]
+    assert docs[1][2] == "a\r\nb\r\n"
 
 
 def test_a_smoke_run_through_the_real_server_finds_no_damage(tmp_path):
