@@ -16,7 +16,7 @@ from .config import FillOptions
 from .context import window
 from .infill import complete, offset_steps
 from .languages import spec_for
-from .lines import eol_of, to_lf, with_eol
+from .lines import eol_of, with_eol
 from .model_text import given_back, model_text
 from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
@@ -105,8 +105,8 @@ def fix_syntax(backend: Backend, config: FillOptions, request: FixRequest, contr
         baseline = errors_in(spec, win.prefix + original + win.suffix)
         if not baseline:
             continue
-        for init in (original, None):  # the model reads LF (engine/lines.py); the fill goes back with the document's
-            plan = FillPlan((to_lf(win.prefix), HoleSpec(slots, init=to_lf(init) if init else None), to_lf(win.suffix)),
+        for init in (original, None):  # (a CRLF document is read as LF before it gets here: engine/serve.py)
+            plan = FillPlan((win.prefix, HoleSpec(slots, init=init or None), win.suffix),
                             steps=budget, threshold=config.threshold)
             result = backend.fill(plan, offset_steps(control, steps))
             steps, forwards, tokens = steps + result.steps, forwards + result.forwards, tokens + result.tokens

@@ -64,18 +64,26 @@ def _complete_lf(backend: Backend, config: FillOptions, request: InfillRequest, 
     offset = doc.to_lf(request.offset)
     end = None if request.end is None else doc.to_lf(request.end)
     eol = eol_of(request.text)  # the document's, as a code action's edits have it
-    draft = control.draft
-    if draft is not None:
-        def place(step, texts, confidences, pieces=None, **where):
-            if "spans" in where:
-                where["spans"] = tuple((doc.to_doc(s), doc.to_doc(e)) for s, e in where["spans"])
-            if eol != "\n":
-                texts = tuple(t.replace("\n", eol) for t in texts)
-                pieces = None if pieces is None else tuple(tuple(p.replace("\n", eol) for p in ps) for ps in pieces)
-            draft(step, texts, confidences, pieces, **where)
-        control = Control(control.check, place)
-    completion = complete(backend, config, replace(request, text=doc.lf, offset=offset, end=end), control)
+    completion = complete(backend, config, replace(request, text=doc.lf, offset=offset, end=end),
+                          lf_control(control, doc, eol))
     return replace(doc.completion_back(completion, eol), elapsed_ms=_ms(t0))
+
+
+def lf_control(control: Control, doc: LfText, eol: str) -> Control:
+    """``control`` for a job run on ``doc.lf``: its drafts' spans mapped back to the document's offsets, their text
+    written with the document's line end ``eol``."""
+    draft = control.draft
+    if draft is None:
+        return control
+
+    def place(step, texts, confidences, pieces=None, **where):
+        if "spans" in where:
+            where["spans"] = tuple((doc.to_doc(s), doc.to_doc(e)) for s, e in where["spans"])
+        if eol != "\n":
+            texts = tuple(t.replace("\n", eol) for t in texts)
+            pieces = None if pieces is None else tuple(tuple(p.replace("\n", eol) for p in ps) for ps in pieces)
+        draft(step, texts, confidences, pieces, **where)
+    return Control(control.check, place)
 
 
 def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest, control: Control,

@@ -91,7 +91,8 @@ class LfText:
             return self.fill_back(fill, eol)
         return replace(completion, fills=tuple(map(back, completion.fills)),
                        considered=tuple(map(back, completion.considered)),
-                       alternatives=tuple(map(back, completion.alternatives)))
+                       alternatives=tuple(map(back, completion.alternatives)),
+                       fallbacks=tuple(tuple(map(back, forms)) for forms in completion.fallbacks))
 
 
 def to_cr(completion: Completion) -> Completion:

@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec, Piec
 from .config import FillOptions
 from .context import Window, window
 from .languages import LanguageSpec, has_grammar, spec_for
-from .lines import eol_of, to_lf, with_eol
+from .lines import eol_of, with_eol
 from .model_text import invents_replacement
 from .requests import Completion, EngineError, FillRequest, Hole, HoleFill, HoleKind
 from .validate import choose, repeats_neighbour
@@ -101,7 +101,7 @@ def _canvas(spec: LanguageSpec, text: str, blanks: list[Hole], sizes: list[int],
         else:
             current = b.tail + win.suffix + _callers(text, callers, win)
     pieces.append(current)
-    pieces = [to_lf(p) if isinstance(p, str) else p for p in pieces]  # the model reads LF (engine/lines.py)
+    # (a CRLF document is read as LF before it gets here, so the budgets count what the model sees: engine/serve.py)
     used = sum(count(p) for p in pieces if isinstance(p, str)) + sum(sizes)
     if used > cap:
         raise EngineError(f"{len(blanks)} holes and their context do not fit the model's window; select fewer")

@@ -11,15 +11,16 @@ from .backends.base import Backend, Control
 from .config import FillOptions
 from .confidence import language_of
 from .decoding import Table, for_language
-from .infill import complete
+from .infill import complete, lf_control
 from .languages import spec_for
-from .lines import cr_only, lf_view, to_cr
+from .lines import LfText, cr_only, eol_of, lf_view, to_cr, to_lf
 from .model_text import ModelText
 from .multifill import fill_blanks
-from .requests import Completion, FillRequest, FixRequest, InfillRequest, Request, RewriteRequest
+from .requests import Completion, FillRequest, FixRequest, Hole, InfillRequest, Request, RewriteRequest
 from .validate import edits_keep_parsing
 
 log = logging.getLogger(__name__)
+Action = FillRequest | RewriteRequest | FixRequest   # a code action's request
 
 
 def serve(backend: Backend, defaults: FillOptions, request: Request, control: Control,
@@ -37,18 +38,43 @@ def serve(backend: Backend, defaults: FillOptions, request: Request, control: Co
     if view is not request.text:
         request = replace(request, text=view)
     if isinstance(request, InfillRequest):
-        completion = complete(backend, options, request, control)
+        completion = complete(backend, options, request, control)  # it reads a CRLF document as LF itself
+    elif isinstance(request, (FillRequest, RewriteRequest, FixRequest)):
+        completion = _action(backend, options, request, control)
     else:
-        if isinstance(request, FillRequest):
-            completion = fill_blanks(backend, options, request, control)
-        elif isinstance(request, RewriteRequest):
-            completion = rewrite(backend, options, request, control)
-        elif isinstance(request, FixRequest):
-            completion = fix_syntax(backend, options, request, control)
-        else:
-            raise TypeError(f"not an engine request: {type(request).__name__}")
-        completion = keep_parsing(request, completion, control) if options.validate else completion
+        raise TypeError(f"not an engine request: {type(request).__name__}")
     return to_cr(completion) if cr else completion
+
+
+def _action(backend: Backend, options: FillOptions, request: Action, control: Control) -> Completion:
+    """A code action's edits, through the whole-document check. A CRLF document's action runs on its text read as LF
+    (``LfText``: windows, middles and budgets counted on what the model sees, every check), so it gets its LF twin's
+    edits; they go back in the document's offsets (never inside a ``\r\n``), written with its line end."""
+    if "\r\n" in request.text:
+        doc, eol = LfText(request.text), eol_of(request.text)
+        completion = _action(backend, options, _read_as_lf(request, doc), lf_control(control, doc, eol))
+        return doc.completion_back(completion, eol)
+    if isinstance(request, FillRequest):
+        completion = fill_blanks(backend, options, request, control)
+    elif isinstance(request, RewriteRequest):
+        completion = rewrite(backend, options, request, control)
+    else:
+        completion = fix_syntax(backend, options, request, control)
+    return keep_parsing(request, completion, control) if options.validate else completion
+
+
+def _read_as_lf(request: Action, doc: LfText) -> Action:
+    """``request`` on ``doc.lf``: its offsets mapped, a found hole's fixed texts (its line breaks, a TODO line) LF."""
+    at = doc.to_lf
+    if isinstance(request, FillRequest):
+        def hole(h: Hole) -> Hole:
+            return replace(h, start=at(h.start), end=at(h.end), heal=to_lf(h.heal), indent=to_lf(h.indent),
+                           lead=to_lf(h.lead), tail=to_lf(h.tail), context=to_lf(h.context))
+        return replace(request, text=doc.lf, holes=tuple(map(hole, request.holes)),
+                       callers=tuple((at(lo), at(hi)) for lo, hi in request.callers))
+    if isinstance(request, RewriteRequest):
+        return replace(request, text=doc.lf, start=at(request.start), end=at(request.end))
+    return replace(request, text=doc.lf, spans=tuple((at(lo), at(hi)) for lo, hi in request.spans))
 
 
 def keep_parsing(request: FillRequest | RewriteRequest | FixRequest, completion: Completion,
