@@ -211,7 +211,10 @@ def functions(text: str, language: str) -> list[tuple[int, int, list[tuple[int, 
         if node.type in FUNCTIONS[language]:
             body = node.child_by_field_name("body")
             if body is not None and 3 <= body.end_point[0] - body.start_point[0] <= 30:
-                stmts = [(at(c.start_byte), at(c.end_byte)) for c in body.named_children if "comment" not in c.type]
+                inner = body.named_children
+                if len(inner) == 1 and inner[0].type == "statement_list":   # Go's block holds its statements so
+                    inner = inner[0].named_children
+                stmts = [(at(c.start_byte), at(c.end_byte)) for c in inner if "comment" not in c.type]
                 if len(stmts) >= 3:
                     out.append((at(node.start_byte), at(node.end_byte), stmts))
     return sorted(out)

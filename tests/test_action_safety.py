@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.action_safety import action_documents, apply_edits, check_cursor_edit, check_result, main
+import pytest
+
+from benchmarks.action_safety import (action_documents, action_places, apply_edits, check_cursor_edit, check_result,
+                                      functions, main)
 
 
 def _edit(text: str, start: int, end: int, new: str) -> dict:
@@ -39,6 +42,25 @@ def test_code_actions_reach_every_language():
     assert [(name, lang) for name, lang, _ in docs] == [
         (f"{lang}-{i}.x{crlf}", lang) for lang in picked for i in range(2) for crlf in ("", " [crlf]")]
     assert docs[1][2] == "a\r\nb\r\n"
+
+
+FUNCTION = {
+    "python": "def f(x):\n    a = 1\n    b = 2\n    c = (a, b)\n    return c\n",
+    "javascript": "function f(x) {\n  const a = 1;\n  const b = 2;\n  const c = f(a, b);\n  return c;\n}\n",
+    "typescript": "function f(x: number) {\n  const a = 1;\n  const b = 2;\n  const c = f(a, b);\n  return c;\n}\n",
+    "go": "package m\n\nfunc F(x int) int {\n\ta := 1\n\tb := 2\n\tc := F(a + b)\n\treturn c\n}\n",
+    "rust": "fn f(x: i32) -> i32 {\n    let a = 1;\n    let b = 2;\n    let c = f(a + b);\n    c\n}\n",
+}
+
+
+@pytest.mark.parametrize("language", sorted(FUNCTION))
+def test_every_language_has_action_places(language):
+    """Before: Go's body block holds its statements in a statement_list, so no Go function was found and the
+    benchmark placed no Go action (0 of 79 Go development files)."""
+    text = FUNCTION[language]
+    (start, end, stmts), = functions(text, language)
+    assert len(stmts) == 4 and text[stmts[0][0]:].startswith(("a = 1", "const a", "a :=", "let a"))
+    assert [kind for kind, *_ in action_places(text, language)] == ["selection", "cursor", "stubbed", "broken"]
 
 
 def test_a_smoke_run_through_the_real_server_finds_no_damage(tmp_path):
