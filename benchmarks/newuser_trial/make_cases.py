@@ -1,0 +1,106 @@
+"""Picks the new-user trial's cases from held-out corpus files (runs/corpus/files/valid/*.jsonl):
+per language, 4 "finish the line I started" cases (an existing line cut near its middle at a token
+boundary, the user types the next 2-3 characters) and 1 code-action case (a function body line turned
+into a hole). Deterministic (seed 7). Writes the files into a workspace and the cases as JSON.
+
+    python benchmarks/newuser_trial/make_cases.py CORPUS_VALID_DIR OUT_DIR [--mid]
+
+--mid: other lines (seed 11), each ending in closers ")]};," that stay after the cursor, no action cases.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+EXT = {"python": "py", "go": "go", "rust": "rs", "javascript": "js", "typescript": "ts"}
+COMMENT = ("#", "//", "/*", "*", '"""', "'''")
+
+
+def pick_line(lines: list[str], rng: random.Random) -> tuple[int, int] | None:
+    candidates = []
+    for i in range(20, len(lines) - 5):
+        s = lines[i].strip()
+        if not (18 <= len(s) <= 70) or s.startswith(COMMENT):
+            continue
+        if s.count('"') + s.count("'") > 2:   # mostly strings: nothing to infer
+            continue
+        candidates.append(i)
+    if not candidates:
+        return None
+    i = rng.choice(candidates)
+    line = lines[i]
+    indent = len(line) - len(line.lstrip())
+    body = line[indent:]
+    # cut points: right after a non-word char followed by a word char, near the middle
+    cuts = [indent + m.start() for m in re.finditer(r"(?<=[\s(.=,\[:])\w", body)]
+    cuts = [c for c in cuts if len(line) * 0.3 <= c <= len(line) * 0.7]
+    if not cuts:
+        return None
+    return i, rng.choice(cuts)
+
+
+def main() -> None:
+    corpus, out = Path(sys.argv[1]), Path(sys.argv[2])
+    mid = len(sys.argv) > 3 and sys.argv[3] == "--mid"   # cursor inside the line, closers after it
+    rng = random.Random(11 if mid else 7)
+    (out / "ws").mkdir(parents=True, exist_ok=True)
+    cases = []
+    for lang, ext in EXT.items():
+        docs = [json.loads(line) for line in (corpus / f"{lang}.jsonl").open()]
+        docs = [d for d in docs if 80 <= d["text"].count("\n") <= 1500 and "\r" not in d["text"]]
+        rng.shuffle(docs)
+        n_line = 0
+        for d in docs:
+            if n_line == 4:
+                break
+            lines = d["text"].split("\n")
+            got = pick_line(lines, rng)
+            if got is None:
+                continue
+            row, col = got
+            name = f"{lang}_{n_line}.{ext}"
+            (out / "ws" / name).write_text(d["text"])
+            rest = lines[row][col:]
+            tail = ""
+            if mid:  # the closers at the line's end stay after the cursor (as an auto-pair plugin leaves them)
+                tail = rest[len(rest.rstrip(")]};,")):]
+                if not tail or len(rest) - len(tail) < 4:
+                    continue
+                rest = rest[: len(rest) - len(tail)]
+            typed = rest[: 3 if len(rest) > 6 else 2]
+            cases.append({"kind": "line", "lang": lang, "file": name, "source": d["id"], "row": row, "col": col,
+                          "typed": typed, "expected": rest[len(typed):], "tail": tail, "line": lines[row]})
+            n_line += 1
+        if mid:
+            continue
+        # code action: a function body's line replaced by the language's hole
+        hole = {"python": "pass", "go": "// TODO", "rust": "todo!()", "javascript": "// TODO",
+                "typescript": "// TODO"}[lang]
+        for d in docs[10:]:
+            lines = d["text"].split("\n")
+            pat = {"python": r"^\s*def \w+\(.*\):\s*$", "go": r"^func .*\{\s*$", "rust": r"^\s*(pub )?fn .*\{\s*$",
+                   "javascript": r"^\s*(function \w+|\w+\s*\(.*\)\s*)\{?\s*$|function \w+\(.*\)\s*\{\s*$",
+                   "typescript": r"^\s*(public |private |async |static )*\w+\(.*\)(: [\w<>\[\]| ]+)?\s*\{\s*$"}[lang]
+            rows = [i for i, s in enumerate(lines[:-3]) if re.match(pat, s) and lines[i + 1].strip()
+                    and lines[i + 2].strip() in ("}", "")]
+            if not rows:
+                continue
+            row = rng.choice(rows) + 1
+            indent = lines[row][: len(lines[row]) - len(lines[row].lstrip())]
+            original = lines[row]
+            lines[row] = indent + hole
+            name = f"{lang}_action.{ext}"
+            (out / "ws" / name).write_text("\n".join(lines))
+            cases.append({"kind": "action", "lang": lang, "file": name, "source": d["id"], "row": row,
+                          "col": len(indent), "typed": hole, "expected": original.strip(), "line": original})
+            break
+    (out / "cases.json").write_text(json.dumps(cases, indent=1))
+    for c in cases:
+        print(c["kind"], c["file"], c["row"] + 1, repr(c["line"]), "| typed", repr(c["typed"]))
+
+
+if __name__ == "__main__":
+    main()
