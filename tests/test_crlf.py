@@ -167,3 +167,72 @@ def test_a_crlf_document_whose_lf_twin_is_cut_mid_line_still_maps_back(backend):
     assert [replace(f, text=f.text.replace("\r\n", "\n"), start=0, end=0, token_spans=()) for f in cr.fills] == [
         replace(f, start=0, end=0, token_spans=()) for f in lf.fills]
     assert all(f.start == crlf_offset for f in cr.fills)
+
+
+HOLE_DOCS = [("python", PY.replace("    n = len(xs)\n    \n    return total(xs) / n\n", "    pass\n")),
+             ("javascript", JS.replace("  const n = xs.length;\n  \n", "  // TODO: the mean\n")),
+             ("go", GO.replace("\tif n == 0 {\n\t\t\n\t}\n", "\tif n == 0 {\n\t\t// TODO\n\t}\n"))]
+
+
+@pytest.mark.parametrize("language,text", HOLE_DOCS, ids=[d[0] for d in HOLE_DOCS])
+def test_a_crlf_documents_holes_get_their_lf_twins_canvas_and_fills(backend, language, text):
+    """"Fill holes" on a CRLF file: the canvas was cut on the CRLF text (the model got other context, each "\\r" a
+    token) and the checks read the "\\r"s: found in the Neovim new-user trial, a JavaScript file's "Fill 1 hole"
+    filled it as LF and found "no fill that parses" as CRLF. Before: every plan here differed from the LF twin's."""
+    from engine.holes import Source, find_blanks
+    from engine.languages import spec_for
+    from engine.requests import FillRequest
+
+    def run(doc: str):
+        holes = tuple(find_blanks(Source(spec_for(language), doc), 0, len(doc)))
+        assert holes
+        model = Recording(backend)
+        drafts: list = []
+        control = Control(lambda step: None, lambda step, texts, confs, pieces=None, **where: drafts.append(texts))
+        return model.plans, serve(model, FillOptions(), FillRequest(doc, language, holes), control), drafts
+
+    lf_plans, lf, _ = run(text)
+    crlf_text = text.replace("\n", "\r\n")
+    cr_plans, cr, drafts = run(crlf_text)
+    assert cr_plans == lf_plans
+    assert [f.text.replace("\r\n", "\n") for f in cr.fills] == [f.text for f in lf.fills]
+    for f, g in zip(cr.fills, lf.fills):
+        assert not re.search(r"(?<!\r)\n", f.text) and not inside_crlf(crlf_text, f.start)
+        assert crlf_text[:f.start] + f.text + crlf_text[f.end:] == (text[:g.start] + g.text + text[g.end:]).replace(
+            "\n", "\r\n")
+    assert not any(re.search(r"(?<!\r)\n", t) for texts in drafts for t in texts)
+
+
+FIX_DOCS = [("python", PY.replace("    n = len(xs)\n", "    n = [1, 2 3 4 5 6 7]\n"), "n = ["),   # no 1-2 token repair
+            ("javascript", JS.replace("const n = xs.length;", "const n = xs.length +;"), "const n ="),
+            ("go", GO.replace("\tn := len(xs)\n", "\tn := len(xs\n"), "n := len")]
+
+
+@pytest.mark.parametrize("language,text,at", FIX_DOCS, ids=[d[0] for d in FIX_DOCS])
+def test_a_crlf_documents_syntax_fix_is_its_lf_twins(backend, language, text, at):
+    """"Fix syntax error" on a CRLF file re-noised a window cut on the CRLF text: before, the Python case's model
+    got 1 plan (less context) where the LF twin got 2, and the CRLF file got a fill ("s = [1, 2, 2, 22] * n") the
+    LF file did not."""
+    from engine.requests import FixRequest
+
+    def run(doc: str):
+        start = doc.rindex("\n", 0, doc.index(at)) + 1
+        model = Recording(backend)
+        drafts: list = []
+        control = Control(lambda step: None, lambda step, texts, confs, pieces=None, **where: drafts.append(texts))
+        c = serve(model, FillOptions(), FixRequest(doc, language, ((start, doc.index("\n", start)),)), control)
+        return model.plans, c, drafts
+
+    lf_plans, lf, _ = run(text)
+    crlf_text = text.replace("\n", "\r\n")
+    cr_plans, cr, drafts = run(crlf_text)
+    assert cr_plans == lf_plans
+    assert [f.text.replace("\r\n", "\n") for f in cr.fills] == [f.text for f in lf.fills]
+    lf_edited, cr_edited = text, crlf_text
+    for f in sorted(lf.fills, key=lambda f: -f.start):
+        lf_edited = lf_edited[:f.start] + f.text + lf_edited[f.end:]
+    for f in sorted(cr.fills, key=lambda f: -f.start):
+        assert not inside_crlf(crlf_text, f.start) and not inside_crlf(crlf_text, f.end)
+        cr_edited = cr_edited[:f.start] + f.text + cr_edited[f.end:]
+    assert cr_edited == lf_edited.replace("\n", "\r\n")
+    assert not any(re.search(r"(?<!\r)\n", t) for texts in drafts for t in texts)
