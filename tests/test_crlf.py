@@ -12,10 +12,17 @@ import pytest
 
 from benchmarks.lsp_client import LspClient, offset_at, position_at
 from engine.backends.base import Control
-from engine.config import FillOptions, LoadConfig
+from engine.config import FillOptions
 from engine.lines import LfText
 from engine.requests import InfillRequest
 from engine.serve import serve
+from tests.crlf_support import Recording, inside_crlf, real_backend
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return real_backend()
+
 
 SERVER = [sys.executable, "-m", "lsp_server"]
 
@@ -36,28 +43,7 @@ def crlf(text: str, offset: int) -> tuple[str, int]:
     return text.replace("\n", "\r\n"), offset + text[:offset].count("\n")
 
 
-def inside_crlf(text: str, offset: int) -> bool:
-    return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
 
-
-@pytest.fixture(scope="module")
-def backend():
-    from engine.backends import load_backend
-    return load_backend(LoadConfig(threads=1))
-
-
-class Recording:
-    """The real backend, its plans kept (what the model was given)."""
-
-    def __init__(self, backend):
-        self.backend, self.plans = backend, []
-
-    def __getattr__(self, name):
-        return getattr(self.backend, name)
-
-    def fill(self, plan, control):
-        self.plans.append(plan)
-        return self.backend.fill(plan, control)
 
 
 def _fill(backend, language: str, text: str, offset: int):

@@ -12,10 +12,17 @@ import pytest
 
 from benchmarks.lsp_client import LspClient, offset_at, position_at
 from engine.backends.base import Control
-from engine.config import FillOptions, LoadConfig
+from engine.config import FillOptions
 from engine.requests import FillRequest, FixRequest, RewriteRequest
 from engine.serve import serve
 from engine.targets import survey
+from tests.crlf_support import Recording, inside_crlf, real_backend
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return real_backend()
+
 
 SERVER = [sys.executable, "-m", "lsp_server"]
 _BARE_LF = re.compile(r"(?<!\r)\n")
@@ -42,9 +49,6 @@ GO = ("package m\n\nconst (\n" + "".join(f"\tC{i} = {i} // constant {i}\n" for i
 def crlf(text: str, offset: int) -> tuple[str, int]:
     return text.replace("\n", "\r\n"), offset + text[:offset].count("\n")
 
-
-def inside_crlf(text: str, offset: int) -> bool:
-    return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
 
 
 def apply(text: str, fills) -> str:
@@ -82,28 +86,6 @@ def request_for(language: str, text: str, start: int, end: int, action: str):
     return FixRequest(text, language, found.errors)
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from engine.backends import load_backend
-    return load_backend(LoadConfig(threads=1))
-
-
-class Recording:
-    """The real backend, its plans kept (what the model was given: canvases to fill, texts to score)."""
-
-    def __init__(self, backend):
-        self.backend, self.plans = backend, []
-
-    def __getattr__(self, name):
-        return getattr(self.backend, name)
-
-    def fill(self, plan, control):
-        self.plans.append(plan)
-        return self.backend.fill(plan, control)
-
-    def score_text(self, *texts):
-        self.plans.append(texts)
-        return self.backend.score_text(*texts)
 
 
 def _run(backend, request):
