@@ -7,7 +7,7 @@ character and just after it; the rest of the line is deleted and the server is a
 (textDocument/inlineCompletion, UTF-16 positions). The server runs with -v, so its log says why an answer is
 empty ("N candidate(s) written in byte tokens that form no UTF-8").
 
-    python -m benchmarks.nonascii_fills --out /tmp/nonascii.json
+    python -m benchmarks.nonascii_fills --out benchmarks/results/nonascii-fills.json
 """
 
 from __future__ import annotations
