@@ -250,7 +250,10 @@ async function main() {
   check(paintedNow === 0, `drafts turned off at runtime: none painted (${paintedNow})`);
   if (fs.existsSync('/proc/self/stat')) {
     for (const pid of serverProcesses()) process.kill(pid, 'SIGKILL');
-    await waitFor(60000, () => /restarting it/.test(record.tooltip || ''));
+    // The tooltip says "restarting it" only until the new server's status replaces it (milliseconds): the
+    // log keeps the line.
+    const told = await waitFor(60000, () => record.output.lines.some((l) => /The server died; restarting it/.test(l)));
+    check(told, 'a server that died is restarted automatically, and the log says so');
     const back = await waitFor(300000, () => record.statusTexts[record.statusTexts.length - 1].includes('sparkle'));
     paintedNow = back ? await paintedDrafts() : -1;
     check(paintedNow === 0, `...and still off once the server died and was restarted (${paintedNow} drafts painted)`);
