@@ -31,6 +31,7 @@ from engine.team.app import PlainServer, check_bind, make_app
 from engine.team.service import Collector, Denoiser, Job
 from benchmarks.lsp_client import LspClient
 from lsp_server.settings import parse_settings
+from tests.ports import HeldPort
 
 CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for name in os.listdir(root):\n        \n    return result\n"
 CURSOR = CODE.index("        \n") + 8
@@ -372,13 +373,15 @@ def test_a_token_rotated_in_its_file_while_the_session_runs_is_used_without_a_re
     again from the file and the request sent once more with it."""
     token = tmp_path / "token"
     token.write_text("first-token\n")
-    first = PlainServer(make_app(denoiser, "first-token"), token="first-token").start()
+    held = HeldPort()
+    first = PlainServer(make_app(denoiser, "first-token"), token="first-token", sock=held.socket()).start()
     engine = engine_for(first.url, engine_token_file=str(token), engine_retries=0)
     try:
         assert engine.state is EngineState.READY, engine.error
         assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
         first.stop()
-        again = PlainServer(make_app(denoiser, "second-token"), port=first.port, token="second-token").start()
+        held.down()
+        again = PlainServer(make_app(denoiser, "second-token"), token="second-token", sock=held.socket()).start()
         try:
             with pytest.raises(EngineError, match="refused the token"):   # the file not rewritten yet
                 engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
@@ -389,6 +392,7 @@ def test_a_token_rotated_in_its_file_while_the_session_runs_is_used_without_a_re
             again.stop()
     finally:
         engine.close()
+        held.close()
 
 
 def _self_signed(tmp_path):
@@ -525,17 +529,18 @@ def test_an_event_the_engine_garbles_is_its_error_not_an_internal_one(denoiser, 
 
 
 def test_an_engine_that_goes_away_is_reported_and_comes_back(denoiser):
-    first = PlainServer(make_app(denoiser)).start()
-    port = first.port
+    held = HeldPort()   # the port stays this test's while no server listens on it
+    first = PlainServer(make_app(denoiser), sock=held.socket()).start()
     engine = engine_for(first.url, engine_retries=1)
     states = []
     engine.on_state(lambda state, error: states.append((state, error)))
     assert engine.state is EngineState.READY
     first.stop()
+    held.down()
     with pytest.raises(EngineUnreachable, match="unreachable"):
         engine.infill_sync(InfillRequest(CODE, CURSOR, "python"))
     assert engine.state is EngineState.UNREACHABLE and engine.stats()["remote_retries"] >= 1
-    again = PlainServer(make_app(denoiser), port=port).start()
+    again = PlainServer(make_app(denoiser), sock=held.socket()).start()
     try:
         assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
         assert engine.state is EngineState.READY
@@ -543,6 +548,7 @@ def test_an_engine_that_goes_away_is_reported_and_comes_back(denoiser):
     finally:
         engine.close()
         again.stop()
+        held.close()
 
 
 def test_the_first_request_after_the_engine_restarted_is_not_an_outage(denoiser):
@@ -550,12 +556,14 @@ def test_the_first_request_after_the_engine_restarted_is_not_an_outage(denoiser)
     with engineRetries 0 it failed as 'unreachable (BrokenPipeError ...)' and the editor was told of an outage while
     the engine was up (with retries, it cost a backoff and a counted retry). A kept-alive connection the engine
     closed is now replaced before it is used."""
-    first = PlainServer(make_app(denoiser)).start()
+    held = HeldPort()
+    first = PlainServer(make_app(denoiser), sock=held.socket()).start()
     engine = engine_for(first.url, engine_retries=0)
     try:
         assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
         first.stop()
-        again = PlainServer(make_app(denoiser), port=first.port).start()
+        held.down()
+        again = PlainServer(make_app(denoiser), sock=held.socket()).start()
         try:
             assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
             assert engine.state is EngineState.READY and engine.stats()["remote_failures"] == 0
@@ -563,6 +571,7 @@ def test_the_first_request_after_the_engine_restarted_is_not_an_outage(denoiser)
             again.stop()
     finally:
         engine.close()
+        held.close()
 
 
 def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_is_read_again(denoiser):
@@ -574,7 +583,8 @@ def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_
     import http.client
     import threading
 
-    first = PlainServer(make_app(denoiser)).start()
+    held = HeldPort()
+    first = PlainServer(make_app(denoiser), sock=held.socket()).start()
     remote = open_remote(first.url, LoadConfig(engine_retries=0))
     engine = engine_for(first.url, engine_retries=0)
     notices: list[str] = []
@@ -587,7 +597,8 @@ def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_
         assert other.info()["digest"] != info["digest"]
         assert engine.infill_sync(InfillRequest(CODE, CURSOR, "python")).steps > 0
         first.stop()
-        again = PlainServer(make_app(other), port=first.port).start()
+        held.down()
+        again = PlainServer(make_app(other), sock=held.socket()).start()
         try:
             with pytest.raises(EngineChanged, match="now serves another-model, not the model it served when this "
                                                     "editor connected \\(embedded\\)") as changed:
@@ -621,13 +632,13 @@ def test_a_team_server_that_now_serves_another_model_is_engine_changed_and_info_
     finally:
         remote.close()
         engine.close()
+        held.close()
 
 
 def test_an_engine_that_never_answers_is_an_outage_with_a_clear_message():
     """Unreachable at its load: the engine is ``unreachable`` (each job tries the load again), not failed."""
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        engine = engine_for(f"http://127.0.0.1:{s.getsockname()[1]}", engine_retries=1, engine_timeout=2)
+    held = HeldPort()   # a port nobody listens on (for the whole test: released, anyone could listen there)
+    engine = engine_for(held.url, engine_retries=1, engine_timeout=2)
     try:
         assert engine.state is EngineState.UNREACHABLE and "unreachable" in engine.error and "127.0.0.1" in engine.error
         with pytest.raises(EngineUnreachable, match="127.0.0.1"):
@@ -635,6 +646,7 @@ def test_an_engine_that_never_answers_is_an_outage_with_a_clear_message():
         assert engine.state is EngineState.UNREACHABLE
     finally:
         engine.close()
+        held.close()
 
 
 def test_an_engine_url_that_is_some_other_web_server_says_so_at_once():
@@ -943,7 +955,8 @@ def test_the_ray_serve_command_stopped_while_its_replicas_start_exits_cleanly_le
 def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(denoiser):
     from benchmarks.lsp_client import LspClient, LspResponseError
 
-    first = PlainServer(make_app(denoiser)).start()
+    held = HeldPort()
+    first = PlainServer(make_app(denoiser), sock=held.socket()).start()
     uri = "file:///unreachable.py"
     params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
     with LspClient([sys.executable, "-m", "lsp_server", "-v"]) as client:
@@ -953,31 +966,29 @@ def test_the_editor_is_told_when_the_engine_is_unreachable_and_when_it_is_back(d
                                                                 "text": CODE}})
         client.request("textDocument/inlineCompletion", params, 120)
         first.stop()
+        held.down()
         with pytest.raises(LspResponseError, match="unreachable"):
             client.request("textDocument/inlineCompletion", params, 120)
         down = client.wait_for("diffusion/status", lambda p: p["state"] == "error", 60)
         assert "unreachable" in down["message"] and down["model"] == first.url
         client.wait_for("window/showMessage", lambda p: "unreachable" in p["message"], 60)
-        again = PlainServer(make_app(denoiser), port=first.port).start()
+        again = PlainServer(make_app(denoiser), sock=held.socket()).start()
         try:
             client.request("textDocument/inlineCompletion", params, 120)
             states = [p["state"] for _, m, p in list(client.notifications) if m == "diffusion/status"]
             assert states[-2:] == ["error", "ready"]
         finally:
             again.stop()
+            held.close()
 
 
 def test_an_engine_down_when_the_editor_starts_is_an_outage_that_ends_when_it_answers(denoiser):
     """A team server not yet up (or restarting) when the editor starts was a load error: suggestions stayed off
     until a setting changed. It is an outage now: told once, and the first request after it is up loads it."""
-    import socket
-
     from benchmarks.lsp_client import LspClient, LspResponseError
 
-    with socket.socket() as probe:   # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
+    held = HeldPort()   # a port nothing listens on, until the server below does
+    url = held.url
     uri = "file:///late.py"
     params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
@@ -988,7 +999,7 @@ def test_an_engine_down_when_the_editor_starts_is_an_outage_that_ends_when_it_an
                                                                 "text": CODE}})
         with pytest.raises(LspResponseError, match="unreachable"):
             client.request("textDocument/inlineCompletion", params, 120)
-        server = PlainServer(make_app(denoiser), port=port).start()
+        server = PlainServer(make_app(denoiser), sock=held.socket()).start()
         try:
             client.request("textDocument/inlineCompletion", params, 120)
             told = [(m, p.get("state")) for _, m, p in list(client.notifications)
@@ -999,6 +1010,7 @@ def test_an_engine_down_when_the_editor_starts_is_an_outage_that_ends_when_it_an
             assert stats["state"] == "ready" and stats["completed"] == 1, stats
         finally:
             server.stop()
+            held.close()
 
 
 def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
@@ -1007,7 +1019,8 @@ def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
     an outage is now said once, and its end once."""
     from benchmarks.lsp_client import LspClient, LspResponseError
 
-    first = PlainServer(make_app(denoiser)).start()
+    held = HeldPort()
+    first = PlainServer(make_app(denoiser), sock=held.socket()).start()
     uri = "file:///outage.py"
     params = {"textDocument": {"uri": uri}, "position": {"line": 6, "character": 8}, "context": {"triggerKind": 1}}
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
@@ -1016,10 +1029,11 @@ def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
         client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
                                                                 "text": CODE}})
         first.stop()
+        held.down()
         for _ in range(3):
             with pytest.raises(LspResponseError, match="unreachable"):
                 client.request("textDocument/inlineCompletion", params, 120)
-        again = PlainServer(make_app(denoiser), port=first.port).start()
+        again = PlainServer(make_app(denoiser), sock=held.socket()).start()
         try:
             client.request("textDocument/inlineCompletion", params, 120)
             client.request("textDocument/inlineCompletion", params, 120)
@@ -1030,6 +1044,7 @@ def test_an_outage_is_told_once_however_many_requests_fail_during_it(denoiser):
                             ("diffusion/status", "ready")], told
         finally:
             again.stop()
+            held.close()
 
 
 def _slow(denoiser: Denoiser, seconds: float):
@@ -1200,18 +1215,6 @@ def test_ray_serves_app_builder_reads_its_token_file_as_the_serve_command_does(t
         assert str(path) in str(raised.value)
 
 
-def _serve_plain(port: int, *extra: str) -> subprocess.Popen:
-    """``diffusion-lsp serve --plain`` on ``port``, returned once it listens."""
-    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | {"OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "serve", "--plain", "--port", str(port), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()   # printed once it listens
-    if f"http://127.0.0.1:{port}" not in line:
-        proc.kill()
-        raise AssertionError(f"the team server did not start: {line!r} {proc.stderr.read()[-2000:]}")
-    return proc
-
-
 def _get(url: str) -> dict:
     import urllib.request
 
@@ -1219,28 +1222,27 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
-def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_told_once(tmp_path):
+def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_told_once(denoiser, tmp_path):
     """The team server was restarted on the same port with another model (a tiny BERT: another tokenizer, 128
     positions): the language server kept the /v1/info it read at connect, so its windows were cut with the old
     tokenizer and positions (the new server refused the plans as over its positions), diffusion/stats still named
     the old model, and nothing told the user. The server now states a digest of what it serves; the fill that
     meets another one fails, the engine reads /v1/info again before the next job, the user is told once, and the
-    next fills are the new model's."""
+    next fills are the new model's. (Both servers run in this process, on a port the test holds between them: a
+    ``serve --plain`` process stopped and another started on its port left the port free for seconds.)"""
     from tests.bert_checkpoint import write_tiny_bert
 
     texts = ["def add(a, b):\n    return a + b\n", "for x in range(10):\n    print(x)\n"] * 50
     bert = write_tiny_bert(tmp_path / "tiny-bert", texts, hidden=32, layers=1, intermediate=64, max_positions=128)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
+    held = HeldPort()
+    url = held.url
     # a document whose window, cut for the embedded model, is far over the tiny BERT's 128 positions
     code = "".join(f"def helper_{i}(values, offset):\n    total = sum(values) + offset * {i}\n    return total\n\n\n"
                    for i in range(12)) + CODE
     uri = "file:///restarted.py"
     line = code[:code.index("        \n")].count("\n")
     params = {"textDocument": {"uri": uri}, "position": {"line": line, "character": 8}, "context": {"triggerKind": 1}}
-    team = _serve_plain(port)
+    team, other = PlainServer(make_app(denoiser), sock=held.socket()).start(), None
     try:
         with LspClient([sys.executable, "-m", "lsp_server"]) as client:
             client.initialize({"engine": url, "minConfidence": 0, "threads": 1})
@@ -1249,9 +1251,10 @@ def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_t
                                                                     "text": code}})
             client.request("textDocument/inlineCompletion", params, 120)
             assert client.request("diffusion/stats", {}, 60)["remote_model"] == "embedded"
-            team.terminate()
-            assert team.wait(60) == 0
-            team = _serve_plain(port, "--model", str(bert))
+            team.stop()
+            held.down()
+            other = Denoiser.load(LoadConfig(model=str(bert)))
+            team = PlainServer(make_app(other), sock=held.socket()).start()
             served = _get(url + "/v1/info")
             assert served["max_positions"] == 128 and served["model"] == str(bert)
             # the first request meets the change: it answers nothing (or the new model's fill), never an error
@@ -1271,5 +1274,7 @@ def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_t
                      if m in ("diffusion/status", "window/showMessage") and "now serves" in p.get("message", "")]
             assert sorted(m for m, _ in notes) == ["diffusion/status", "window/showMessage"], notes   # told once
     finally:
-        team.terminate()
-        team.wait(60)
+        team.stop()
+        held.close()
+        if other is not None:
+            other.close()

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -27,6 +26,7 @@ from engine.backends.vllm.client import Endpoint
 from engine.config import LoadConfig
 from engine.requests import Cancelled, EngineError, InfillRequest, ModelLoadError
 from tests.gemma_checkpoint import write_checkpoint
+from tests.ports import HeldPort
 from tests.vllm_fake import FakeVllm, hole_writer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,15 +271,17 @@ def test_a_token_rotated_in_its_file_is_sent_without_a_reload(tokenizer, gemma_d
 
 
 def test_unreachable_server(gemma_dir, tokenizer):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]          # closed when the block ends: nothing listens there
-    with pytest.raises(ModelLoadError, match="unreachable: connection refused"):
-        open_backend(f"vllm+http://127.0.0.1:{port}/m", load(gemma_dir))
-    with FakeVllm(tokenizer) as fake:
-        backend = open_backend(fake.url(), load(gemma_dir))
-    with pytest.raises(EngineError, match="unreachable"):   # the server went away after the open
-        backend.fill(plan("y = ", HoleSpec(max_tokens=4), "\n"), Control(never))
+    # The ports are held for the whole test (tests/ports.py): a port closed here would be free for any process to
+    # listen on (another test run's server), and the test would meet it instead of a refused connection.
+    with HeldPort() as held:   # nothing listens there
+        with pytest.raises(ModelLoadError, match="unreachable: connection refused"):
+            open_backend(f"vllm+http://127.0.0.1:{held.port}/m", load(gemma_dir))
+    with HeldPort() as held:
+        with FakeVllm(tokenizer, sock=held.socket()) as fake:
+            backend = open_backend(fake.url(), load(gemma_dir))
+        held.down()
+        with pytest.raises(EngineError, match="unreachable"):   # the server went away after the open
+            backend.fill(plan("y = ", HoleSpec(max_tokens=4), "\n"), Control(never))
     assert backend.stats()["retries"] >= 2
 
 

@@ -70,6 +70,7 @@ class FakeVllm:
     logprobs: bool = True                  # False: answer without log-probabilities
     hold: bool = False                     # True: never finish; wait for the client to go away
     tls: tuple[Path, Path] | None = None   # (certificate, key): serve https
+    sock: socket.socket | None = None       # a bound socket to listen on (tests/ports.py's HeldPort), not port 0
     writer: Writer | None = None
     tokenize: Callable[[str], list[int]] | None = None
     bodies: list[dict] = field(default_factory=list)
@@ -126,7 +127,13 @@ class FakeVllm:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.sock is None:
+            self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        else:
+            self.httpd = ThreadingHTTPServer(self.sock.getsockname(), Handler, bind_and_activate=False)
+            self.httpd.socket.close()
+            self.httpd.socket = self.sock
+            self.httpd.server_activate()
         self.httpd.daemon_threads = True
         if self.tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

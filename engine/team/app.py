@@ -178,13 +178,17 @@ class PlainServer:
     """The protocol under uvicorn in a thread of this process (tests, one-machine use): ``url`` once started."""
 
     def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 certfile: str | None = None, keyfile: str | None = None):
+                 certfile: str | None = None, keyfile: str | None = None, sock: socket.socket | None = None):
+        """``sock``: a socket already bound to ``host`` to listen on instead of binding ``port`` (closed by
+        ``stop``); tests keep a port this way across a server that stops and one that starts on it."""
         import uvicorn
 
         check_bind(host, token)
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
+        if sock is None:
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        self.sock = sock
         self.port = self.sock.getsockname()[1]
         scheme = "https" if certfile else "http"
         self.url = f"{scheme}://{host if ':' not in host else f'[{host}]'}:{self.port}"
