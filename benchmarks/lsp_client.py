@@ -56,6 +56,28 @@ def offset_at(text: str, position: dict) -> int:
     return i
 
 
+def apply_workspace_edit(text: str, uri: str, edit: dict) -> str:
+    """``text`` (the document ``uri``) with the TextEdits a WorkspaceEdit (``changes`` or ``documentChanges``) makes
+    to it, as an editor applies them: ranges in UTF-16 positions of the text before the edit."""
+    edits = list((edit.get("changes") or {}).get(uri, []))
+    for change in edit.get("documentChanges") or []:
+        if change.get("textDocument", {}).get("uri") == uri:
+            edits += change.get("edits", [])
+    spans = sorted(((offset_at(text, e["range"]["start"]), offset_at(text, e["range"]["end"]), e["newText"])
+                    for e in edits), key=lambda span: span[:2], reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+# Server-to-client requests whose answer is null (LSP 3.17): a progress token made, a registration taken, no
+# message action chosen, no workspace folders, a refresh done.
+_NULL_ANSWERS = {"window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability",
+                 "window/showMessageRequest", "workspace/workspaceFolders", "workspace/codeLens/refresh",
+                 "workspace/semanticTokens/refresh", "workspace/inlayHint/refresh", "workspace/inlineValue/refresh",
+                 "workspace/diagnostic/refresh", "workspace/foldingRange/refresh", "workspace/textDocumentContent/refresh"}
+
+
 def server_command() -> list[str]:
     """The ``diffusion-lsp`` console script beside this interpreter, else ``python -m lsp_server``."""
     script = Path(sys.executable).with_name("diffusion-lsp")
@@ -66,10 +88,21 @@ def server_command() -> list[str]:
 
 
 class LspClient:
-    """Spawns the server, frames JSON-RPC on its stdin/stdout, and records when each answer arrived."""
+    """Spawns the server, frames JSON-RPC on its stdin/stdout, and records when each answer arrived.
 
-    def __init__(self, command: list[str] | None = None, stderr_path: str | os.PathLike = os.devnull):
+    The server's own requests are answered as an editor would (LSP 3.17): ``workspace/applyEdit`` with
+    ``{"applied": apply_edits}`` (the edit is kept in ``edits``, to inspect or apply with ``apply_workspace_edit``:
+    this client holds no documents), ``workspace/configuration`` with one item per section asked from
+    ``configuration`` (``initialize`` puts its options there as ``diffusionLsp``), ``window/showDocument`` with
+    ``{"success": false}``, the others of the protocol with null, and a method it does not know with
+    MethodNotFound."""
+
+    def __init__(self, command: list[str] | None = None, stderr_path: str | os.PathLike = os.devnull,
+                 apply_edits: bool = True):
         self.command = command or server_command()
+        self.apply_edits = apply_edits
+        self.edits: list[dict] = []                 # the WorkspaceEdit of each workspace/applyEdit, in order
+        self.configuration: dict[str, Any] = {}     # what workspace/configuration answers, by section
         self._stderr = open(stderr_path, "wb")
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr)
@@ -110,8 +143,8 @@ class LspClient:
         while (message := self._read_message()) is not None:
             arrived = time.perf_counter()
             if "id" in message and "method" in message:        # a request from the server: answered, and kept
-                self._send({"id": message["id"], "result": None})  # with the notifications (by method)
-                with self._changed:
+                self._send({"id": message["id"], **self._answer(message["method"], message.get("params"))})
+                with self._changed:                            # with the notifications (by method)
                     self.notifications.append((arrived, message["method"], message.get("params")))
                     self._changed.notify_all()
             elif "id" in message:                               # an answer to one of ours
@@ -126,6 +159,31 @@ class LspClient:
             future.set_exception(LspError(f"server exited with status {self.proc.poll()}"))
         with self._changed:
             self._changed.notify_all()
+
+    def _answer(self, method: str, params: Any) -> dict:
+        """The response to the server's request ``method``: ``{"result": ...}`` or ``{"error": ...}``."""
+        params = params if isinstance(params, dict) else {}
+        if method == "workspace/applyEdit":
+            self.edits.append(params.get("edit") or {})
+            if self.apply_edits:
+                return {"result": {"applied": True}}
+            return {"result": {"applied": False, "failureReason": "this client was told to refuse edits"}}
+        if method == "workspace/configuration":
+            return {"result": [self._section(item.get("section")) for item in params.get("items") or []]}
+        if method == "window/showDocument":
+            return {"result": {"success": False}}
+        if method in _NULL_ANSWERS:
+            return {"result": None}
+        return {"error": {"code": -32601, "message": f"this client does not handle {method}"}}
+
+    def _section(self, section: str | None) -> Any:
+        """The configuration under a dotted ``section`` (all of it for none), null where there is none."""
+        value: Any = self.configuration
+        for name in section.split(".") if section else []:
+            if not isinstance(value, dict) or name not in value:
+                return None
+            value = value[name]
+        return value
 
     # -- requests --------------------------------------------------------------------------
     def request_timed(self, method: str, params: Any, timeout: float = 60.0) -> tuple[Any, float]:
@@ -151,11 +209,13 @@ class LspClient:
 
     # -- session ---------------------------------------------------------------------------
     def initialize(self, options: dict, timeout: float = 60.0, root_uri: str | None = None) -> dict:
+        self.configuration.setdefault("diffusionLsp", options)
         capabilities = {
             "general": {"positionEncodings": ["utf-16"]},
             "textDocument": {"inlineCompletion": {"dynamicRegistration": False},
                              "synchronization": {"dynamicRegistration": False}},
             "window": {"workDoneProgress": False},
+            "workspace": {"applyEdit": True, "configuration": True},
         }
         result = self.request("initialize", {
             "processId": os.getpid(), "rootUri": root_uri, "capabilities": capabilities,

@@ -412,7 +412,18 @@ while True:
     if method == "initialize":
         send({"id": m["id"], "result": {"capabilities": {}}})
     elif method == "initialized":
-        send({"id": 99, "method": "window/workDoneProgress/create", "params": {"token": "t"}})
+        asked = [("window/workDoneProgress/create", {"token": "t"}),
+                 ("workspace/configuration", {"items": [{"section": "diffusionLsp"}, {"section": "diffusionLsp.model"},
+                                                        {"section": "editor.tabSize"}, {}]}),
+                 ("workspace/applyEdit", {"edit": {"changes": {"file:///a.py": []}}}),
+                 ("window/showDocument", {"uri": "file:///a.py"}),
+                 ("fake/unknown", {})]
+        answers = {}
+        for i, (asked_method, params) in enumerate(asked):
+            send({"id": 100 + i, "method": asked_method, "params": params})
+            answer = read()
+            answers[asked_method] = {k: v for k, v in answer.items() if k in ("result", "error")}
+        send({"method": "fake/answers", "params": answers})
         send({"method": "diffusion/status", "params": {"state": "ready", "model": "fake", "message": ""}})
     elif method == "textDocument/didOpen":
         docs[m["params"]["textDocument"]["uri"]] = m["params"]["textDocument"]["text"]
@@ -438,11 +449,82 @@ def test_lsp_client_against_a_fake_server(tmp_path):
     with LspClient([sys.executable, str(script)]) as client:
         client.initialize({"model": "fake"})
         assert client.wait_ready(10)["state"] == "ready"
+        # the server's requests answered as LSP 3.17 has them (each was answered null)
+        assert client.wait_for("fake/answers", timeout=10) == {
+            "window/workDoneProgress/create": {"result": None},
+            "workspace/configuration": {"result": [{"model": "fake"}, "fake", None, {"diffusionLsp": {"model": "fake"}}]},
+            "workspace/applyEdit": {"result": {"applied": True}},
+            "window/showDocument": {"result": {"success": False}},
+            "fake/unknown": {"error": {"code": -32601, "message": "this client does not handle fake/unknown"}}}
+        assert client.edits == [{"changes": {"file:///a.py": []}}]
         fill = fill_over_lsp(client, _task(prompt="# 😀\ndef return1():\n"), "file:///a.py")
         assert fill.completion == "    return " and not fill.error and fill.elapsed_ms > 0
         refused = fill_over_lsp(client, _task(prompt=""), "file:///b.py")   # line 0: the fake refuses
         assert refused.completion == "" and "no" in refused.error
     assert client.proc.returncode == 0
+
+
+HOLES = '''import math
+
+
+def area(r):
+    """Area of a circle of radius r."""
+    ...
+
+
+def perimeter(r):
+    # TODO: two pi r
+    pass
+
+
+def describe(r):
+    return f"{area(r)} {__}"
+
+
+print(describe(2))
+'''
+
+
+def _run_fill_action(client, uri: str) -> dict:
+    """Open HOLES as ``uri`` and run its "Fill N holes" code action (a command: this client takes no literals)."""
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": HOLES}})
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": HOLES.count("\n"), "character": 0}}
+    actions = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole,
+                                                         "context": {"diagnostics": []}}, 300)
+    fill = next(a for a in actions if a["title"].startswith("Fill "))
+    return client.request("workspace/executeCommand", {"command": fill["command"], "arguments": fill["arguments"]},
+                          300)
+
+
+def test_lsp_client_applies_the_servers_edit_and_keeps_it():
+    """The client answered every request of the real server with null: a code action's workspace/applyEdit then
+    failed on the server ("the editor's answer to a request of the server could not be read: While structuring
+    ApplyWorkspaceEditResponse") and its workspace/executeCommand answered that error. It answers
+    ``{"applied": true}`` and keeps the edit, which applies to the document; told to refuse, it answers applied
+    false with a reason, which the server reports."""
+    import ast
+
+    from benchmarks.lsp_client import LspClient, apply_workspace_edit
+
+    uri = "file:///holes.py"
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.initialize({"threads": 1, "minConfidence": 0})
+        client.wait_ready(300)
+        done = _run_fill_action(client, uri)
+        assert done["applied"] is True, done
+        assert len(client.edits) == 1
+        filled = apply_workspace_edit(HOLES, uri, client.edits[0])
+        assert filled != HOLES
+        ast.parse(filled)   # the fills parse: the server only sends edits that do
+        for hole in done["result"]["holes"]:   # each hole filled is in the edited text
+            if hole.get("text"):
+                assert hole["text"] in filled
+        client.apply_edits = False
+        refused = _run_fill_action(client, "file:///refused.py")
+        assert refused["applied"] is False and refused["reason"] == "this client was told to refuse edits", refused
+        assert len(client.edits) == 2
+        client.wait_for("window/showMessage", lambda p: "the edit was not applied" in p["message"], 60)
 
 
 # -- table and plots -----------------------------------------------------------------------------
