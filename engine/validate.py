@@ -449,21 +449,35 @@ def _breaks_region(text: str, fills: Sequence[HoleFill]) -> bool:
     return False
 
 
-_TICK_NODES = 4096   # nodes walked between two ticks (a 5 MB document's tree: millions, 0.5 s)
+_TICK_NODES = 4096   # nodes walked between two ticks
+
+
+# The nodes a Python ``block`` can be under (tree-sitter-python's grammar.js: a block is a compound statement's
+# ``_suite``, or a ``match`` statement's body; compound statements are statements of the module or of a block, a
+# decorated definition's definition, an ``if``'s, a loop's or a ``try``'s clauses), and any node holding an error
+# (an ERROR node may hold anything).
+_BLOCK_HOLDERS = frozenset({
+    "module", "block", "decorated_definition", "function_definition", "class_definition", "if_statement",
+    "elif_clause", "else_clause", "for_statement", "while_statement", "try_statement", "except_clause",
+    "except_group_clause", "finally_clause", "with_statement", "match_statement", "case_clause"})
 
 
 def _empty_blocks(tree: Any, tick: Callable[[], None] | None = None) -> int:
     """Python blocks without a statement (``def f():`` with nothing under it): tree-sitter takes them, Python does
-    not. ``tick``: called every ``_TICK_NODES`` nodes."""
+    not. Only the nodes a block can be under are opened (``_BLOCK_HOLDERS``, and those holding an error): a
+    statement's expressions, most of a tree's nodes, are not walked (at 5 MB, 42,000 nodes of 860,000: 0.06 s where
+    the whole walk took 0.26-0.9 s, twice for each edit a code action checks). ``tick``: called every ``_TICK_NODES``
+    nodes looked at."""
     count, stack, walked = 0, [tree.root_node], 0
     while stack:
-        node = stack.pop()
-        walked += 1
-        if tick is not None and walked % _TICK_NODES == 0:
-            tick()
-        if node.type == "block" and node.named_child_count == 0:
-            count += 1
-        stack.extend(node.children)
+        for node in stack.pop().children:
+            walked += 1
+            if tick is not None and walked % _TICK_NODES == 0:
+                tick()
+            if node.type in _BLOCK_HOLDERS or node.has_error:
+                if node.type == "block" and node.named_child_count == 0:
+                    count += 1
+                stack.append(node)
     return count
 
 
