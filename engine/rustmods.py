@@ -7,7 +7,8 @@ more wrong fills than right ones. Instead, when the workspace (``engine.workline
 module a glob names, that file's items are defined for the document (``glob_names``):
 
 - each counted Rust file keeps the names of its module-level items (``scan``: a line scan, not a parse; an item
-  at column 0, as rustfmt writes a module's items, ``pub`` or not: ``fn``, ``struct``, ``enum``, ``union``,
+  at column 0, as rustfmt writes a module's items, or after attributes on its line (``#[cfg(x)] pub mod y;``),
+  ``pub`` or not: ``fn``, ``struct``, ``enum``, ``union``,
   ``trait``, ``const``, ``static``, ``type``, ``mod``, ``extern crate``, ``macro_rules!``, and the names its
   ``use`` declarations import, ``pub use`` re-exports among them) and its own glob imports;
 - the document's module comes from its path (``locate``): the crate is the nearest folder ``src`` (or ``tests``,
@@ -45,13 +46,16 @@ class Items(NamedTuple):
     nested: tuple[Path_, ...] = ()    # glob imports inside a block (an inline module, a function)
 
 
+# outer attributes before an item on its line (``#[cfg(feature = "std")] pub mod adapter;``, ``#[macro_use] mod
+# macros;``): brackets inside one nest a level at most (``#[cfg(all(unix, feature = "x"))]``, ``#[doc = "[a]"]``)
+_ATTRS = r"(?:#\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\][ \t]*)*"
 _VIS = r"(pub(?:[ \t]*\([^)\n]*\))?[ \t]+)?"
 _ITEM = re.compile(
-    rf"^{_VIS}(?:(?:unsafe|async|const|default|extern(?:[ \t]+\"\w*\")?)[ \t]+)*"
+    rf"^{_ATTRS}{_VIS}(?:(?:unsafe|async|const|default|auto|extern(?:[ \t]+\"\w*\")?)[ \t]+)*"
     r"(?:fn|struct|enum|union|trait|const|static(?:[ \t]+mut)?|type|mod)[ \t]+(?:r#)?(\w+)", re.M)
-_EXTERN_CRATE = re.compile(rf"^{_VIS}extern[ \t]+crate[ \t]+(\w+)(?:[ \t]+as[ \t]+(\w+))?", re.M)
-_MACRO = re.compile(r"^macro_rules![ \t]*(\w+)", re.M)
-_USE = re.compile(rf"^([ \t]*){_VIS}use[ \t]+([^;]{{1,4000}});", re.M)
+_EXTERN_CRATE = re.compile(rf"^{_ATTRS}{_VIS}extern[ \t]+crate[ \t]+(\w+)(?:[ \t]+as[ \t]+(\w+))?", re.M)
+_MACRO = re.compile(rf"^{_ATTRS}macro_rules![ \t]*(\w+)", re.M)
+_USE = re.compile(rf"^([ \t]*){_ATTRS}{_VIS}use[ \t]+([^;]{{1,4000}});", re.M)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _ALIAS = re.compile(r"(.*?)\s+as\s+(?:r#)?(\w+)", re.S)
 DEPTH = 4   # globs followed through globs, at most

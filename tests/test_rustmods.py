@@ -113,3 +113,51 @@ def test_a_child_modules_use_super_glob_sees_the_parents_private_items_and_impor
     path = root / "src" / "util.rs"
     assert _invented(ws, path, inline, "read_int(&mut &[1u8][..])") == []
     assert _invented(ws, path, inline, "read_marker(&mut &[1u8][..])") == ["read_marker"]
+
+
+# rand 0.8.5's src/rngs/mod.rs (Debian's librust-rand-dev), its module items: attributes before an item on its line
+RAND_RNGS = '''#[cfg_attr(doc_cfg, doc(cfg(feature = "std")))]
+#[cfg(feature = "std")] pub mod adapter;
+
+pub mod mock; // Public so we don't export `StepRng` directly, making it a bit
+              // more clear it is intended for testing.
+
+#[cfg(all(feature = "small_rng", target_pointer_width = "64"))]
+mod xoshiro256plusplus;
+#[cfg(all(feature = "small_rng", not(target_pointer_width = "64")))]
+mod xoshiro128plusplus;
+#[cfg(feature = "small_rng")] mod small;
+
+#[cfg(feature = "std_rng")] mod std;
+#[cfg(all(feature = "std", feature = "std_rng"))] pub(crate) mod thread;
+
+#[cfg(feature = "small_rng")] pub use self::small::SmallRng;
+#[cfg(feature = "std_rng")] pub use self::std::StdRng;
+#[cfg(all(feature = "std", feature = "std_rng"))] pub use self::thread::ThreadRng;
+
+#[cfg_attr(doc_cfg, doc(cfg(feature = "getrandom")))]
+#[cfg(feature = "getrandom")] pub use rand_core::OsRng;
+'''
+
+
+def test_items_after_attributes_on_their_line_are_the_modules(tmp_path):
+    """The scan read an item only where its line starts with it: rand's ``src/rngs/mod.rs`` writes its ``cfg``
+    attributes on the item's line, and of its public names (``StdRng``, ``SmallRng``, ``ThreadRng``, ``OsRng``,
+    ``adapter``, ``thread``, ``mock``) only ``mock`` was found, so ``use rand::rngs::*`` left ``StdRng`` invented.
+    An item inside an inline module (``mod inner { pub fn f() }``) is still not the file's, indented or not."""
+    items = scan(RAND_RNGS + "#[cfg(test)] mod tests {\n    #[test] fn inner_item() {}\n}\n"
+                 "#[inline] #[doc = \"[a]\"] pub fn helper() {}\n#[macro_export] macro_rules! m { () => {} }\n")
+    assert items.public == {"adapter", "mock", "thread", "SmallRng", "StdRng", "ThreadRng", "OsRng", "helper", "m"}
+    assert items.private == {"xoshiro256plusplus", "xoshiro128plusplus", "small", "std", "tests"}
+    root = tmp_path / "rand"
+    files = {"Cargo.toml": '[package]\nname = "rand"\nversion = "0.8.5"\n', "src/lib.rs": "pub mod rngs;\n",
+             "src/rngs/mod.rs": RAND_RNGS, "src/rngs/std.rs": "pub struct StdRng;\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    ws = worklines.scan(root)
+    example = "use rand::rngs::*;\n\nfn main() {\n    let rng = <>;\n}\n"
+    path = root / "examples" / "seed.rs"
+    assert _invented(ws, path, example, "StdRng::default()") == []
+    assert _invented(ws, path, example, "FastRng::default()") == ["FastRng"]
