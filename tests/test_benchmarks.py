@@ -21,7 +21,10 @@ from benchmarks.sandbox import Limits, check_program, run_program
 from benchmarks.tasks import Task, TaskFormatError, dataset_name, load_task_set, load_tasks, typed, typed_tasks
 
 DATA = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "human-eval-infilling"
+# FAST: for programs the wall clock must kill. OK: for programs that must finish; its limit only guards against a
+# hang (a 1 s limit that a loaded machine overran failed CI once).
 FAST = Limits(timeout_s=1.0, cpu_s=2)
+OK = Limits(timeout_s=60.0, cpu_s=10)
 
 RETURN1 = {"task_id": "test/0", "prompt": "def return1():\n", "suffix": "1", "canonical_solution": "    return ",
            "test": "def check(candidate):\n    assert candidate() == 1", "entry_point": "return1"}
@@ -133,12 +136,12 @@ def test_shared_single_line_data():
 # -- the sandbox ---------------------------------------------------------------------------------
 
 def test_passing_program():
-    r = run_program("assert sum([1, 2]) == 3\nprint('fine')", FAST)
+    r = run_program("assert sum([1, 2]) == 3\nprint('fine')", OK)
     assert r.status == "passed" and r.passed and r.returncode == 0
 
 
 def test_failing_assert():
-    r = run_program("assert 1 == 2, 'nope'", FAST)
+    r = run_program("assert 1 == 2, 'nope'", OK)
     assert r.status == "failed" and not r.passed
     assert "AssertionError" in r.detail
 
@@ -164,12 +167,12 @@ def test_sleeping_program_is_killed_within_the_timeout():
     ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
 ])
 def test_crash(program, signal_name):
-    r = run_program(program, FAST)
+    r = run_program(program, OK)
     assert r.status == "crashed" and not r.passed and signal_name in r.detail
 
 
 def test_nonzero_exit_without_traceback_is_a_crash():
-    r = run_program("import sys\nsys.exit(3)", FAST)
+    r = run_program("import sys\nsys.exit(3)", OK)
     assert r.status == "crashed" and r.returncode == 3
 
 
@@ -194,7 +197,7 @@ def test_network_is_blocked():
     waiter = threading.Thread(target=lambda: accepted.append(_accept(listener)))
     waiter.start()
     program = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hi')"
-    r = run_program(program, FAST)
+    r = run_program(program, OK)
     waiter.join()
     listener.close()
     assert not r.passed and r.status == "failed"
@@ -211,27 +214,27 @@ def _accept(listener):
 
 def test_raw_socket_module_cannot_reach_the_network_in_a_namespace():
     program = "import _socket\ns = _socket.socket()\ns.settimeout(1)\ns.connect(('127.0.0.1', 9))"
-    r = run_program(program, FAST)
+    r = run_program(program, OK)
     if r.network != "namespace":
         pytest.skip("no network namespace here: only the socket patch applies (documented)")
     assert not r.passed
 
 
 def test_child_processes_and_deletes_are_blocked():
-    assert run_program("import os\nos.fork()", FAST).status == "failed"
-    assert run_program("import subprocess\nsubprocess.run(['true'])", FAST).status == "failed"
-    assert run_program("import shutil\nshutil.rmtree('/nonexistent-dir')", FAST).detail.startswith("OSError: blocked")
+    assert run_program("import os\nos.fork()", OK).status == "failed"
+    assert run_program("import subprocess\nsubprocess.run(['true'])", OK).status == "failed"
+    assert run_program("import shutil\nshutil.rmtree('/nonexistent-dir')", OK).detail.startswith("OSError: blocked")
 
 
 def test_early_exit_zero_does_not_pass():
-    r = run_program("import sys\nsys.exit(0)\nassert False", FAST)
+    r = run_program("import sys\nsys.exit(0)\nassert False", OK)
     assert r.status == "failed" and r.returncode == 0
 
 
 def test_runs_in_a_fresh_temporary_directory_with_stdin_closed():
     r = run_program("import os, sys\nassert sorted(os.listdir('.')) == ['main.py']\n"
                     "assert os.getcwd().split('/')[-1].startswith('bench-exec-')\n"
-                    "assert sys.stdin.read() == ''\nassert 'http_proxy' not in os.environ", FAST)
+                    "assert sys.stdin.read() == ''\nassert 'http_proxy' not in os.environ", OK)
     assert r.passed, r.detail
 
 
@@ -249,8 +252,8 @@ def test_human_eval_infilling_example_samples():
                "    import time\n    time.sleep(10)\n    return ", "    return ", "  return ", "\treturn "]
     expected = [False] * 7 + [True] * 3
     t = RETURN1
-    got = [run_program(check_program(t["prompt"], s, t["suffix"], t["test"], t["entry_point"]), FAST).passed
-           for s in samples]
+    got = [run_program(check_program(t["prompt"], s, t["suffix"], t["test"], t["entry_point"]),
+                       FAST if "sleep" in s else OK).passed for s in samples]   # the sleeps are killed
     assert got == expected
 
 
@@ -329,7 +332,7 @@ def test_make_fill_reads_the_completion_off_the_document():
 def test_reference_filler_passes_everything():
     tasks = [_task(), _task(task_id="test/1", test=None, entry_point=None)]
     with ReferenceFiller() as filler:
-        records = evaluate(filler, tasks, FAST, workers=1)
+        records = evaluate(filler, tasks, OK, workers=1)
     s = summarise(records)
     assert s["n"] == 2 and s["tested"] == 1
     assert s["pass_at_1"] == 1.0 and s["exact_match"] == 1.0 and s["syntax_valid"] == 1.0
