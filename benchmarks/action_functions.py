@@ -14,6 +14,12 @@ to break:
 A function qualifies when its body is 3 to 25 whole lines of at most 1,200 characters and it starts at its
 line's first non-blank character. Files are shuffled (seeded), at most 2 functions taken per file, and the
 languages interleaved (a benchmark's ``--limit`` keeps the mix).
+
+``--dev``: a development set for tuning the code actions (``DEV`` below: another seed, and none of the committed
+test set's functions, nor a function whose text is in one of its documents or around one of its bodies,
+``--exclude``), never the reported set:
+
+    python -m benchmarks.action_functions --corpus runs/corpus --dev     # -> runs/conf/action-dev.jsonl
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ STUB_LINES = {"python": ("...", "pass", "# TODO: implement\n{indent}pass"),
               "rust": ("todo!()", "unimplemented!()")}
 STUB_LINES["typescript"] = STUB_LINES["javascript"]
 CONTEXT_BEFORE, CONTEXT_AFTER = 1500, 500   # characters of the file kept around the function (whole lines)
+COMMITTED = Path(__file__).resolve().parent / "data" / "action-functions.jsonl.gz"
+DEV = {"seed": 23, "per_language": [60, 30, 30, 30, 30], "exclude": [COMMITTED], "out": "runs/conf/action-dev.jsonl"}
 
 
 def stub(language: str, indent: str, i: int) -> str:
@@ -125,16 +133,64 @@ def _cut(name: str, lines: list[str], row0: int, first: int, last: int, language
             "suffix": after, "language": language}
 
 
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Excluded:
+    """The functions of other data files (``--exclude``), and what they hold: a function is left out when it is one
+    of them (the same ``task_id``: file and line), when its body is inside one of their documents, or when its
+    document holds one of their bodies (whitespace collapsed), so neither set's text is the other's context."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.ids: set[str] = set()
+        self.documents: list[str] = []
+        self.bodies: list[str] = []
+        for path in paths:
+            opener = gzip.open if str(path).endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as f:
+                for task in map(json.loads, filter(str.strip, f)):
+                    self.ids.add(task["task_id"])
+                    self.documents.append(_collapsed(task["prompt"] + task["canonical_solution"] + task["suffix"]))
+                    self.bodies.append(_collapsed(task["canonical_solution"]))
+
+    def __contains__(self, task: object) -> bool:
+        assert isinstance(task, dict)
+        if task["task_id"] in self.ids:
+            return True
+        body = _collapsed(task["canonical_solution"])
+        document = _collapsed(task["prompt"] + task["canonical_solution"] + task["suffix"])
+        return any(body in d for d in self.documents) or any(b in document for b in self.bodies)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.action_functions", description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, help="the built corpus (engine.training.codecorpus --out)")
-    p.add_argument("--out", required=True, help="the JSONL(.gz) to write")
-    p.add_argument("--per-language", type=int, nargs="*", default=[60, 30, 30, 30, 30],
-                   help="functions per language, in the order of --languages")
+    p.add_argument("--out", help="the JSONL(.gz) to write (with --dev: " + DEV["out"] + ")")
+    p.add_argument("--per-language", type=int, nargs="*", default=None,
+                   help="functions per language, in the order of --languages (default 60 30 30 30 30)")
     p.add_argument("--languages", nargs="*", default=list(LANGUAGES))
     p.add_argument("--per-file", type=int, default=2)
-    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--seed", type=int, default=None, help="default 5 (--dev: " + str(DEV["seed"]) + ")")
+    p.add_argument("--exclude", action="append", default=[], metavar="DATA",
+                   help="leave out this data file's functions, and any function whose body its documents hold or "
+                        "whose document holds one of its bodies (JSONL, .gz allowed); repeatable")
+    p.add_argument("--dev", action="store_true",
+                   help="the code actions' development set: seed " + str(DEV["seed"]) + ", the committed "
+                        "benchmarks/data/action-functions.jsonl.gz excluded")
     args = p.parse_args(argv)
+    if args.dev:
+        args.exclude = [*map(str, DEV["exclude"]), *args.exclude]
+        args.out = args.out or DEV["out"]
+        args.seed = DEV["seed"] if args.seed is None else args.seed
+    if args.out is None:
+        p.error("--out is required (or --dev)")
+    args.seed = 5 if args.seed is None else args.seed
+    args.per_language = args.per_language or [60, 30, 30, 30, 30]
+    for path in args.exclude:
+        if not Path(path).is_file():
+            p.error(f"--exclude {path}: no such file")
+    excluded = Excluded(args.exclude)
     rng = random.Random(args.seed)
     per_language: dict[str, list[dict]] = {}
     for language, want in zip(args.languages, args.per_language):
@@ -144,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, text in files:
             if len(got) >= want:
                 break
-            found = functions_of(name, text, language)
+            found = [t for t in functions_of(name, text, language) if t not in excluded]
             got += rng.sample(found, min(len(found), args.per_file, want - len(got)))
         per_language[language] = got
     # interleaved, so that --limit / --fill-limit keep the mix of languages

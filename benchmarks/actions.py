@@ -109,6 +109,20 @@ def changed_lines(before: str, after: str) -> set[int]:
     return {i for i, (x, y) in enumerate(zip(a, b)) if x != y}
 
 
+def similarity(offered: str, original: str) -> float:
+    """How close an offered body is to the original one: difflib's ratio over their tokens (words and punctuation;
+    whitespace and indentation ignored), 1.0 for the same tokens."""
+    a, b = _TOKEN.findall(offered), _TOKEN.findall(original)
+    return round(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio(), 4) if a or b else 1.0
+
+
+def lines_in_original(offered: str, original: str) -> float | None:
+    """The share of the offered body's non-blank lines (stripped) that are a line of the original body."""
+    lines = [line.strip() for line in offered.splitlines() if line.strip()]
+    known = {line.strip() for line in original.splitlines()}
+    return round(sum(line in known for line in lines) / len(lines), 4) if lines else None
+
+
 def apply(text: str, fills) -> str:
     for f in sorted(fills, key=lambda f: f.start, reverse=True):
         text = text[:f.start] + f.text + text[f.end:]
@@ -167,7 +181,15 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
     changed = sum(len(_TOKEN.findall(text[f.start:min(f.end, lo)])) + len(_TOKEN.findall(text[max(f.start, hi):f.end]))
                   for f in fills)
     program_doc = document[:len(document) - len(decoy)] if decoy and document.endswith(decoy) else document
-    return {"task_id": task.task_id, "language": task.language, "action": action,
+    offered = document[lo:hi + len(document) - len(text)] if fills and not outside else None
+    quality = {"offered": offered, "confidences": [list(f.confidences) for f in fills]}
+    if offered is not None and functions:
+        from engine.validate import degenerate
+
+        quality.update(similarity=similarity(offered, task.canonical_solution),
+                       lines_in_original=lines_in_original(offered, task.canonical_solution),
+                       degenerate=degenerate(offered, text) is not None)
+    return {**quality, "task_id": task.task_id, "language": task.language, "action": action,
             "stub": stub.strip().split("\n")[0], "holes": len(found.blanks), "applied": bool(fills),
             "parses": syntax_valid(document, task.language_id),
             "passed": (passes(task, program_doc, limits) if fills else False) if task.has_test else None,
@@ -190,6 +212,20 @@ def rates(rows: list[dict], keys: tuple[str, ...]) -> dict:
     return out
 
 
+def offered_quality(rows: list[dict]) -> dict:
+    """Among the cases with an edit offered: how many, how many degenerate (``engine.validate.degenerate``: a word
+    or a token run repeated abnormally), the mean token similarity to the original body and the mean share of
+    offered lines that are lines of the original (``--functions`` only: the original body is known)."""
+    offered = [r for r in rows if r.get("similarity") is not None]
+    if not offered:
+        return {}
+    share = [r["lines_in_original"] for r in offered if r["lines_in_original"] is not None]
+    return {"offered": len(offered), "degenerate_offered": sum(r["degenerate"] for r in offered),
+            "mean_similarity": round(sum(r["similarity"] for r in offered) / len(offered), 4),
+            "mean_lines_in_original": round(sum(share) / len(share), 4) if share else None,
+            "exact_body": sum(r["similarity"] == 1.0 for r in offered)}
+
+
 def summary(fixes: list[dict], fills: list[dict]) -> dict:
     fix_keys = ("applied", "parses", "exact", "passed")
     return {
@@ -197,7 +233,8 @@ def summary(fixes: list[dict], fills: list[dict]) -> dict:
                                              ("lines_changed_outside", "lines_deleted_outside", "tokens_changed")}},
         **{name: {**rates([r for r in fills if r["action"] == name], ("applied", "parses", "passed", "decoy_intact")),
                   **{k: sum(r[k] for r in fills if r["action"] == name)
-                     for k in ("edits_outside_scope", "tokens_changed_outside")}}
+                     for k in ("edits_outside_scope", "tokens_changed_outside")},
+                  **offered_quality([r for r in fills if r["action"] == name])}
            for name in ("fill", "body")},
     }
 

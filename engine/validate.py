@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -742,3 +743,66 @@ def _moved_line(line: int, text: str, fills: Sequence[HoleFill]) -> int | None:
         if last < line:
             moved += f.text.count("\n") - (last - first)
     return moved
+
+
+# A model's stutter: the denoiser, unsure of a long name, writes the same piece again and again
+# (``locket.lock_lock_lock_lock_lock_lock``, ``abc_abc_abc_abc``, ``hookhookhook``, ``max___``, ``y, y, y, y, y``,
+# ``the the the the``), which real code rarely does: on the corpus's held-out files 198 of 531,610 lines (data rows
+# ``any, any, any, any``, ``"\x00\x00..."``, ``"foofoofoo"``), and 8 of 6,085 whole function bodies with the rest of
+# their file as the document (``k, k, k, k`` in a shape, ``DEADBEEFDEADBEEF...``, ``obj___all__``)
+_WORD_TOKEN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9][A-Za-z0-9_.]*|\\\w+|%\w+|\S")   # `\x00`, `%v`: no name
+_STUTTER_PIECE = re.compile(r"([A-Za-z]{2,})(?:_*\1){2}", re.IGNORECASE)   # a piece 3 times in a row
+_UNDERSCORES = re.compile(r"[A-Za-z0-9]_{3,}|_{3,}[A-Za-z0-9]")     # `___` in a name: `max___`, `a___b`
+_TOKEN_REPEATS = 4        # an n-gram of tokens this many times in a row
+_TOKEN_NGRAM = 4          # up to this many tokens
+_PLAIN_VALUES = frozenset({"None", "True", "False", "true", "false", "null", "nil", "undefined", "self", "this",
+                           "Self", "_"})
+
+
+def degenerate(fill: str, document: str = "") -> str | None:
+    """Why ``fill`` is the model's stutter rather than code, or ``None``. A name with one piece three times in a row
+    (``lock_lock_lock``, ``hookhookhook``; a piece of two letters at least, not one letter repeated: ``XXXXXX``,
+    ``aaaa`` stay) or with a run of three underscores or more (``max___``; ``__init__``, ``_x``, ``__`` stay); the
+    same run of one to four tokens, a name among them, four times in a row (``y, y, y, y``, ``the the the the``;
+    ``0, 0, 0, 0`` and ``None, None, None, None`` stay: no name). What the user's ``document`` already has (the
+    name, or the run twice) is not the model's invention."""
+    for m in _WORD_TOKEN.finditer(fill):
+        word = m.group()
+        if not (word[0].isalpha() or word[0] in "_$"):
+            continue
+        piece = next((p.group(1) for p in _STUTTER_PIECE.finditer(word) if len(set(p.group(1).lower())) > 1), None)
+        if piece is not None and word not in document:
+            return f"{word!r} repeats {piece!r}"
+        if _UNDERSCORES.search(word) and word not in document:
+            return f"{word!r} has a run of underscores"
+    tokens = [(m.group(), m.start(), m.end()) for m in _WORD_TOKEN.finditer(fill)]
+    words = [t for t, _, _ in tokens]
+    for n in range(1, _TOKEN_NGRAM + 1):
+        for i in range(len(words) - n * _TOKEN_REPEATS + 1):
+            gram = words[i:i + n]
+            if not any(_is_name(t) for t in gram):
+                continue
+            if all(words[i + k * n:i + (k + 1) * n] == gram for k in range(1, _TOKEN_REPEATS)):
+                twice = fill[tokens[i][1]:tokens[i + 2 * n - 1][2]]
+                if twice not in document:
+                    return f"{' '.join(gram)!r} {_TOKEN_REPEATS} times in a row"
+    return None
+
+
+def _is_name(token: str) -> bool:
+    return (token[0].isalpha() or token[0] in "_$") and token not in _PLAIN_VALUES
+
+
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+
+
+def writes_no_code(spec: LanguageSpec, fill: str) -> bool:
+    """Is ``fill`` comments alone (``#`` lines, ``// TODO:``)? A hole's fill that is writes nothing the code runs: no
+    fill. A language without a grammar, or a fill its parser cannot read: no verdict (False)."""
+    if not fill.strip() or not has_grammar(spec):
+        return not fill.strip()
+    tree = _parse_anew(spec, textwrap.dedent(fill))
+    if tree is None:
+        return False
+    root = tree.root_node
+    return not root.has_error and all(c.type in _COMMENTS for c in root.named_children)
