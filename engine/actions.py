@@ -20,7 +20,7 @@ from .lines import eol_of, with_eol
 from .model_text import given_back, model_text
 from .repair import smallest_fix
 from .requests import Completion, EngineError, FixRequest, HoleFill, HoleKind, InfillRequest, RewriteRequest
-from .validate import errors_in, fixes_error
+from .validate import degenerate, errors_in, fixes_error
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+$")
 log = logging.getLogger(__name__)
@@ -36,7 +36,12 @@ def rewrite(backend: Backend, config: FillOptions, request: RewriteRequest, cont
     if not completion.fills:
         return completion
     fill = keep_line_end(request.text[request.start:request.end], completion.fills[0])
-    return replace(completion, fills=minimal_edits(request.text, fill))
+    edits = minimal_edits(request.text, fill)
+    stutter = next((why for e in edits if (why := degenerate(e.text, request.text)) is not None), None)
+    if stutter is not None:   # the model's stutter (validate.degenerate), as in "Fill holes": no rewrite
+        log.info("rewrite: not offered: %s", stutter)
+        return replace(completion, fills=(), rejected=completion.rejected + 1)
+    return replace(completion, fills=edits)
 
 
 def keep_line_end(original: str, fill: HoleFill) -> HoleFill:

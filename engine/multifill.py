@@ -3,6 +3,7 @@ fill may take (cut at a line end, re-indented), and the choice per hole that kee
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,14 @@ from .languages import LanguageSpec, has_grammar, spec_for
 from .lines import eol_of, with_eol
 from .model_text import invents_replacement
 from .requests import Completion, EngineError, FillRequest, Hole, HoleFill, HoleKind
-from .validate import choose, repeats_neighbour
+from .validate import choose, degenerate, repeats_neighbour, writes_no_code
+
+# An action's form is offered only when its tokens' geometric mean probability reaches this (the model's own token
+# confidences; a backend that gives none: no verdict). On the code actions' development set (158 held-out functions,
+# none of the reported set's: benchmarks/action_functions.py --dev) every non-degenerate fill below it was a lone
+# literal (`"ascii"`, `{8}`), `return None`/`True`/`self` or a stutter, none of them close to the function's body;
+# benchmarks/results/actions-dev.json. ``FillOptions.min_confidence = 0`` (offer every valid fill) turns it off.
+MIN_GEOMETRIC_MEAN = 0.3
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     plan = FillPlan(pieces, steps=lengths.step_budget(request.steps, config, backend), threshold=config.threshold)
     result = backend.fill(plan, control)
     eol = eol_of(text)
+    bar = 0.0 if config.min_confidence == 0 else MIN_GEOMETRIC_MEAN
     best: list[Option | None] = [None] * len(blanks)
     shorter: list[list[Option]] = [[] for _ in blanks]   # per hole, the chosen fill's forms after the chosen one
     rejected = 0
@@ -46,10 +55,13 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
         # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill; one
         # with U+FFFD the document lacks (the model's bytes that are no UTF-8, or a lone surrogate it read as U+FFFD)
         # writes a character the user never wrote; one that writes a line twice, or the code line beside it again,
-        # is a stutter of the model, as in a cursor fill (validate.repeats_neighbour): its shorter forms remain
+        # is a stutter of the model, as in a cursor fill (validate.repeats_neighbour), and so is one with a name or a
+        # run of tokens repeated over and over (validate.degenerate: `lock_lock_lock_lock`); a statement hole's fill of
+        # comments alone writes no code (validate.writes_no_code); one whose tokens the model was unsure of
+        # (MIN_GEOMETRIC_MEAN) is not offered: its shorter forms remain
         options = [[o for o in shape(b, candidate, i, eol)
                     if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)
-                    and not _repeats(text, b, _hole_fill(b, o).text)]
+                    and not _repeats(text, b, _hole_fill(b, o).text) and _usable(spec, text, b, o, bar)]
                    for i, b in enumerate(blanks)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
         chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]
@@ -133,6 +145,21 @@ _REPEAT_CONTEXT = 16_000   # characters each side of a hole read for the code li
 def _repeats(text: str, blank: Hole, fill: str) -> bool:
     return repeats_neighbour(text[max(0, blank.start - _REPEAT_CONTEXT):blank.start], fill,
                              text[blank.end:blank.end + _REPEAT_CONTEXT])
+
+
+def _usable(spec: LanguageSpec, text: str, blank: Hole, option: Option, bar: float) -> bool:
+    """A form that is no stutter (``validate.degenerate``), writes code where a statement goes, and whose tokens'
+    geometric mean probability reaches ``bar``."""
+    if degenerate(option.text, text) is not None or (not blank.inline and writes_no_code(spec, option.text)):
+        return False
+    return geometric_mean(option.confidences) >= bar
+
+
+def geometric_mean(confidences: Sequence[float]) -> float:
+    """The tokens' geometric mean probability (1.0 for none: no verdict)."""
+    if not confidences:
+        return 1.0
+    return math.exp(sum(math.log(max(c, 1e-9)) for c in confidences) / len(confidences))
 
 
 def _width(ws: str) -> int:

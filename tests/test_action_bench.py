@@ -52,3 +52,27 @@ def test_the_committed_functions_parse_and_break_where_injected():
             original, broken, at = made
             assert len(t.prompt) <= at < len(t.prompt) + len(t.canonical_solution) + 1
             assert not syntax_valid(broken, t.language)
+
+
+def test_the_dev_set_leaves_out_the_committed_functions_and_their_text():
+    """``action_functions --dev`` excludes every committed function, and any function sharing text with one."""
+    from benchmarks.action_functions import Excluded
+
+    excluded = Excluded([str(DATA)])
+    (t,) = load_tasks(str(DATA))[:1]
+    task = {"task_id": t.task_id, "prompt": t.prompt, "canonical_solution": t.canonical_solution, "suffix": t.suffix}
+    assert task in excluded
+    assert {**task, "task_id": "python:elsewhere.py:1"} in excluded                     # the same text elsewhere
+    assert {**task, "task_id": "python:elsewhere.py:1", "canonical_solution": "    zq_never_seen = 7\n",
+            "prompt": "def zq_f():\n", "suffix": "\n"} not in excluded
+
+
+def test_an_offered_body_is_compared_with_the_original():
+    from benchmarks.actions import lines_in_original, similarity
+
+    original = "    x = f(a)\n    return x + 1\n"
+    assert similarity(original, original) == 1.0 and lines_in_original(original, original) == 1.0
+    assert similarity("        x = f(a)\n        return x + 1", original) == 1.0    # indentation aside
+    assert 0 < similarity("    return f(a) + 1\n", original) < 1
+    assert lines_in_original("    x = f(a)\n    return x\n", original) == 0.5
+    assert similarity("    return lock_lock_lock\n", original) < 0.2
