@@ -40,7 +40,7 @@ def rewrite(backend: Backend, config: FillOptions, request: RewriteRequest, cont
     stutter = next((why for e in edits if (why := degenerate(e.text, request.text)) is not None), None)
     if stutter is not None:   # the model's stutter (validate.degenerate), as in "Fill holes": no rewrite
         log.info("rewrite: not offered: %s", stutter)
-        return replace(completion, fills=(), rejected=completion.rejected + 1)
+        return replace(completion, fills=(), rejected=completion.rejected + 1, unsure=1)
     return replace(completion, fills=edits)
 
 

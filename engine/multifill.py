@@ -51,6 +51,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     best: list[Option | None] = [None] * len(blanks)
     shorter: list[list[Option]] = [[] for _ in blanks]   # per hole, the chosen fill's forms after the chosen one
     rejected = 0
+    gated = [False] * len(blanks)   # per hole: a form the model wrote was withheld by the quality gate
     for candidate in result.candidates:
         # a fill that writes back the text it replaces (``pass`` for ``pass``) changes nothing: it is no fill; one
         # with U+FFFD the document lacks (the model's bytes that are no UTF-8, or a lone surrogate it read as U+FFFD)
@@ -59,10 +60,11 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
         # run of tokens repeated over and over (validate.degenerate: `lock_lock_lock_lock`); a statement hole's fill of
         # comments alone writes no code (validate.writes_no_code); one whose tokens the model was unsure of
         # (MIN_GEOMETRIC_MEAN) is not offered: its shorter forms remain
-        options = [[o for o in shape(b, candidate, i, eol)
-                    if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)
-                    and not _repeats(text, b, _hole_fill(b, o).text) and _usable(spec, text, b, o, bar)]
-                   for i, b in enumerate(blanks)]
+        plausible = [[o for o in shape(b, candidate, i, eol)
+                      if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)
+                      and not _repeats(text, b, _hole_fill(b, o).text)] for i, b in enumerate(blanks)]
+        options = [[o for o in opts if _usable(spec, text, b, o, bar)] for b, opts in zip(blanks, plausible)]
+        gated = [g or len(o) < len(p) for g, o, p in zip(gated, options, plausible)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
         chosen = [None if k is None else opts[k] for opts, k in zip(options, picks)]
         rejected += bad
@@ -72,6 +74,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
         if all(c is not None for c in best):
             break
     held = [(b, o, rest) for b, o, rest in zip(blanks, best, shorter) if o is not None]
+    unsure = sum(1 for o, g in zip(best, gated) if o is None and g)
     fills = tuple(_hole_fill(b, o) for b, o, _ in held)
     # the window's check passed the longest form that adds no tree-sitter error there; the whole document's
     # (serve.keep_parsing: Python's compiler, the comments, the returns) may still refuse it: it then falls back to
@@ -80,7 +83,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
     checked = config.validate and has_grammar(spec)
     return Completion(fills, HoleKind.BLOCK, result.steps, result.forwards, result.tokens,
                       round((time.perf_counter() - t0) * 1000, 2), checked, rejected, backend.name,
-                      fallbacks=fallbacks)
+                      fallbacks=fallbacks, unsure=unsure)
 
 
 def _check(text: str, blanks: list[Hole]) -> None:

@@ -156,6 +156,10 @@ class Completion:
     # cuts), in order of preference; the whole-document check (``serve.keep_parsing``) falls back to them, in order,
     # when the fill breaks the document, and leaves this empty
     fallbacks: tuple[tuple[HoleFill, ...], ...] = ()
+    # A code action's holes left without a fill although the model wrote forms for them that the quality gate
+    # withheld (a stutter, comments alone, tokens it was unsure of: ``multifill._usable``); a rewrite withheld
+    # as a stutter counts 1. Says "not likely enough" rather than "nothing parses" to the user.
+    unsure: int = 0
 
     @property
     def text(self) -> str:

@@ -21,7 +21,7 @@ from .action_specs import REWRITE, SPECS, ActionSpec, JsonRpcRequestFailed, Targ
 from .documents import Document
 from .drafts import DraftStream, hole_json, range_json
 from .jobs import document_key
-from .outcome import describe
+from .outcome import describe, nothing
 
 if TYPE_CHECKING:
     from .server import DiffusionServer
@@ -176,7 +176,7 @@ class Actions:
             action.edit = self._edit(doc, data.version, completion)
             self._tell(summary)  # what the edit does, e.g. "filled 2 of 3 holes; 1 had no fill that parses"
         else:  # resolved without an edit: the client changes nothing, the user is told why
-            self._tell(data.spec.nothing)
+            self._tell(nothing(data.spec, completion))
         action.data = {**data.to_json(), "result": {**self._result(doc, completion), "summary": summary}}
         return action
 
@@ -185,8 +185,9 @@ class Actions:
         what it does)."""
         doc, completion, summary = await self._summarised(data)
         if not completion.fills:
-            self._tell(data.spec.nothing)
-            return {"applied": False, "reason": data.spec.nothing}
+            said = nothing(data.spec, completion)
+            self._tell(said)
+            return {"applied": False, "reason": said}
         edit = self._edit(doc, data.version, completion)
         result = await self.server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit, label=summary))
         if result.applied:

@@ -9,6 +9,7 @@ from engine import Completion
 from .action_specs import BODY as _BODY
 from .action_specs import FILL as _FILL
 from .action_specs import FIX as _FIX
+from .action_specs import ActionSpec
 
 
 _EOL = re.compile(r"\r\n?|\n")  # LSP's line breaks: a lone CR ends a line too
@@ -25,13 +26,26 @@ def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: 
         filled = sum(1 for s, _ in ranges if s in done)
         missing = len(ranges) - filled
         head = f"filled {filled} of {len(ranges)} hole{'s' if len(ranges) != 1 else ''}"
-        return head + (f"; {missing} had no fill that parses" if missing else "")
+        unsure = min(missing, completion.unsure)
+        unparsed = missing - unsure
+        return head + (f"; {unparsed} had no fill that parses" if unparsed else "") + \
+            (f"; {unsure} had no fill likely enough to offer" if unsure else "")
     if action == _BODY:
         return "completed the body" if completion.fills else "no body that parses was found"
     if action == _FIX:
         return _fix(text, completion)
     lines = _changed(text, completion)
     return f"rewrote {lines} line{'s' if lines != 1 else ''}" if completion.fills else "nothing changed"
+
+
+def nothing(spec: ActionSpec, completion: Completion) -> str:
+    """What the user is told when ``completion`` of ``spec``'s action has no edit: the spec's "nothing that parses"
+    sentence, or, when the quality gate withheld what the model wrote (``Completion.unsure``: a stutter, comments
+    alone, tokens the model was unsure of), that nothing was likely enough to offer."""
+    if completion.unsure and not completion.fills:
+        what = {_FILL: "fill", _BODY: "body", _FIX: "fix"}.get(spec.name, "rewrite")
+        return f"no {what} likely enough to offer was found (what the model wrote was repetitive or unsure)"
+    return spec.nothing
 
 
 def _fix(text: str, completion: Completion) -> str:

@@ -80,8 +80,10 @@ def test_a_stuttering_form_falls_back_to_its_shorter_form():
     backend = ScriptedBackend("a = r * r\n    return a.lock_lock_lock")
     completion = _run(FillRequest(DOC, "python", _hole()), backend)
     assert [f.text for f in completion.fills] == ["    a = r * r"]
+    assert completion.unsure == 0                           # the hole got a fill
     backend = ScriptedBackend("return area_area_area(r)\n    x = 1")   # every form starts with the stutter
-    assert _run(FillRequest(DOC, "python", _hole()), backend).fills == ()
+    withheld = _run(FillRequest(DOC, "python", _hole()), backend)
+    assert withheld.fills == () and withheld.unsure == 1    # told "not likely enough", not "nothing parses"
 
 
 def test_comments_alone_are_no_fill():
@@ -99,7 +101,8 @@ class Unsure(ScriptedBackend):
 
 
 def test_a_fill_the_model_is_unsure_of_is_withheld_unless_every_fill_is_asked_for():
-    assert _run(FillRequest(DOC, "python", _hole()), Unsure("return r * r")).fills == ()
+    withheld = _run(FillRequest(DOC, "python", _hole()), Unsure("return r * r"))
+    assert withheld.fills == () and withheld.unsure == 1
     offered = _run(FillRequest(DOC, "python", _hole()), Unsure("return r * r"), min_confidence=0.0).fills
     assert [f.text for f in offered] == ["    return r * r"]
     assert FillOptions().min_confidence is None
@@ -138,4 +141,29 @@ def test_the_trials_stutter_is_not_offered_through_the_server():
         written = [e["newText"] for change in (resolved.get("edit") or {}).get("documentChanges") or []
                    for e in change["edits"]]
         assert not any("lock_lock" in text for text in written), written
-        assert written == [] and resolved["data"]["result"]["summary"] == "filled 0 of 1 hole; 1 had no fill that parses"
+        # the user is told the model's fill was withheld, not that nothing parsed (it did)
+        assert written == [] and \
+            resolved["data"]["result"]["summary"] == "filled 0 of 1 hole; 1 had no fill likely enough to offer"
+        told = [params["message"] for _, method, params in client.notifications if method == "window/showMessage"]
+        assert told and "likely enough to offer" in told[-1], told
+
+
+def test_what_the_user_is_told_when_the_gate_withheld_a_fill():
+    from engine import Completion, HoleFill, HoleKind
+    from lsp_server.action_specs import BODY, FILL, REWRITE, SPECS
+    from lsp_server.outcome import describe, nothing
+
+    def completion(fills=(), unsure=0):
+        return Completion(tuple(fills), HoleKind.BLOCK, 1, 1, 1, 1.0, True, unsure=unsure)
+
+    text = "def f():\n    pass\n\ndef g():\n    pass\n"
+    holes = [(13, 17), (31, 35)]
+    one = HoleFill(13, 17, "return 1")
+    assert describe(FILL, text, holes, completion([one], unsure=1)) == \
+        "filled 1 of 2 holes; 1 had no fill likely enough to offer"
+    assert describe(FILL, text, holes, completion([one])) == "filled 1 of 2 holes; 1 had no fill that parses"
+    assert describe(FILL, text, holes, completion(unsure=1)) == \
+        "filled 0 of 2 holes; 1 had no fill that parses; 1 had no fill likely enough to offer"
+    assert nothing(SPECS[BODY], completion()) == "no body that parses was found"
+    assert nothing(SPECS[BODY], completion(unsure=1)).startswith("no body likely enough to offer was found")
+    assert nothing(SPECS[REWRITE], completion(unsure=1)).startswith("no rewrite likely enough")
