@@ -1278,3 +1278,19 @@ def test_a_team_server_restarted_with_another_model_is_reloaded_and_the_editor_t
         held.close()
         if other is not None:
             other.close()
+
+
+def test_serve_port_0_with_ray_takes_a_free_port_it_can_name():
+    """``serve --port 0`` printed ``127.0.0.1:0``: Serve's proxy binds the port it is given and cannot report one the
+    system chose. The command now takes a port free on the host (``ray_app.free_port``) and names that one."""
+    pytest.importorskip("ray.serve")
+    from engine.team.ray_app import free_port
+
+    for host in ("127.0.0.1", "::1") if socket.has_ipv6 else ("127.0.0.1",):
+        try:
+            port = free_port(host)
+        except OSError:   # no IPv6 loopback here
+            continue
+        assert 0 < port < 65536
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, port))   # free: Serve can bind it

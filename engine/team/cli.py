@@ -86,12 +86,14 @@ def run(args) -> int:
     import ray
     from ray import serve
 
-    from .ray_app import build
+    from .ray_app import build, free_port
     signal.signal(signal.SIGTERM, _stopped)
     try:
         ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
         # ray.init put in its own SIGTERM handler (a stack dump, then abort: exit -6 with the replicas loading)
         signal.signal(signal.SIGTERM, _stopped)
+        if not args.port:   # --port 0: Serve's proxy cannot report a port the system chose; one free now, named below
+            args.port = free_port(args.host)
         serve.start(http_options={"host": args.host, "port": args.port, "ssl_certfile": args.certfile,
                                   "ssl_keyfile": args.keyfile})
         serve.run(build(options, token), name="diffusion-lsp", route_prefix="/")

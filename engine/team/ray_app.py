@@ -75,18 +75,24 @@ def app_builder(args: dict[str, Any]) -> Any:
     return build(TeamOptions.parse(args), token)
 
 
+def free_port(host: str) -> int:
+    """A port free on ``host`` now, for Ray Serve's proxy, which binds the port it is given and cannot report one
+    the system chose (``port=0``). Another process could take it before the proxy binds it: the proxy then fails
+    to start, saying so; it is not silently served elsewhere."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
 def start_local(options: TeamOptions, host: str = "127.0.0.1", port: int = 0, num_cpus: int = 2,
                 token: str | None = None) -> str:
     """Start Ray in this process (a local cluster of ``num_cpus``), deploy ``options`` and return its URL once every
     replica is ready (tests and benchmarks; ``stop_local`` ends it). ``port`` 0: a free one."""
-    import socket
-
     import ray
 
-    if not port:
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
+    port = port or free_port(host)
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
              ignore_reinit_error=True)
     serve.start(http_options={"host": host, "port": port})
