@@ -19,6 +19,7 @@ from benchmarks.lsp_client import offset_at, position_at
 from benchmarks.metrics import exact_match, latency_summary, normalise, percentile, syntax_valid
 from benchmarks.sandbox import Limits, check_program, run_program
 from benchmarks.tasks import Task, TaskFormatError, dataset_name, load_task_set, load_tasks, typed, typed_tasks
+from tests.test_actions import PY as HOLES   # a Python document with three holes
 
 DATA = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "human-eval-infilling"
 # FAST: for programs the wall clock must kill. OK: for programs that must finish; its limit only guards against a
@@ -466,26 +467,6 @@ def test_lsp_client_against_a_fake_server(tmp_path):
         assert refused.completion == "" and "no" in refused.error
     assert client.proc.returncode == 0
 
-
-HOLES = '''import math
-
-
-def area(r):
-    """Area of a circle of radius r."""
-    ...
-
-
-def perimeter(r):
-    # TODO: two pi r
-    pass
-
-
-def describe(r):
-    return f"{area(r)} {__}"
-
-
-print(describe(2))
-'''
 
 
 def _run_fill_action(client, uri: str) -> dict:
