@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--auto-close", action="store_true",
                    help="with --typed: the line typed up to its first opening bracket or quote, whose closer "
                         "the editor has put after the cursor (benchmarks.tasks.auto_closed)")
+    p.add_argument("--mid-word", action="store_true",
+                   help="with --typed --auto-close: the fill's first 2-3 characters typed too when it starts with a "
+                        "word (benchmarks.tasks.mid_word_closed)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
     p.add_argument("--workspace-corpus", default=None, metavar="DIR",
                    help="a hole's workspace is the other files of its package in this code corpus "
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
     tasks = load_tasks(args.data, args.limit)
-    tasks = typed_tasks(tasks, auto_close=args.auto_close) if args.typed else tasks
+    tasks = typed_tasks(tasks, auto_close=args.auto_close, mid_word=args.mid_word) if args.typed else tasks
     tasks = [t for t in tasks if t.task_id not in done]
     workspaces = None
     if args.workspace_corpus:

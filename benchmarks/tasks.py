@@ -132,9 +132,11 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
     return replace(task, prompt=prompt, canonical_solution=code[k:], suffix=newline + task.suffix)
 
 
-def typed_tasks(tasks: list[Task], auto_close: bool = False) -> list[Task]:
-    """``typed`` of each task (with ``auto_close``: ``auto_closed``), those it cannot make left out."""
-    return [t for t in map(auto_closed if auto_close else typed, tasks) if t is not None]
+def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False) -> list[Task]:
+    """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``),
+    those it cannot make left out."""
+    make = (mid_word_closed if mid_word else auto_closed) if auto_close else typed
+    return [t for t in map(make, tasks) if t is not None]
 
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -191,14 +193,34 @@ def auto_closed(task: Task) -> Task | None:
                    suffix=close + newline + after + task.suffix)
 
 
+def mid_word_closed(task: Task) -> Task | None:
+    """``auto_closed``, and then the first characters of the fill typed too, when it starts with a word (a name or
+    a number): 3 of them when more than 6 are left, else 2, as in the new-user trial's mid-line cases
+    (benchmarks/newuser_trial/make_cases.py ``--mid``): the cursor inside or at the end of a word being typed,
+    the editor's closers after it. None where ``auto_closed`` makes nothing, the fill does not start with a word
+    character, or nothing would be left to fill."""
+    closed = auto_closed(task)
+    if closed is None:
+        return None
+    fill = closed.canonical_solution
+    k = 3 if len(fill) > 6 else 2
+    if not (fill[:1].isalnum() or fill[:1] == "_") or not fill[k:].strip():
+        return None
+    return replace(closed, prompt=closed.prompt + fill[:k], canonical_solution=fill[k:])
+
+
 TYPED_PREFIX = "typed:"
 CLOSED_PREFIX = "typed-closed:"
+MID_WORD_PREFIX = "typed-closed-word:"
 
 
 def load_task_set(spec: str) -> list[Task]:
     """The tasks of a file, or with ``typed:`` before its path the ``typed`` variant of each, with
-    ``typed-closed:`` the ``auto_closed`` one (how a considered set recorded with ``--typed`` or
-    ``--typed --auto-close`` names its data)."""
+    ``typed-closed:`` the ``auto_closed`` one, with ``typed-closed-word:`` the ``mid_word_closed`` one (how a
+    considered set recorded with ``--typed``, ``--typed --auto-close`` or ``--typed --auto-close --mid-word``
+    names its data)."""
+    if spec.startswith(MID_WORD_PREFIX):
+        return typed_tasks(load_tasks(spec[len(MID_WORD_PREFIX):]), auto_close=True, mid_word=True)
     if spec.startswith(CLOSED_PREFIX):
         return typed_tasks(load_tasks(spec[len(CLOSED_PREFIX):]), auto_close=True)
     if spec.startswith(TYPED_PREFIX):

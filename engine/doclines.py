@@ -23,6 +23,9 @@ document, its names near the cursor, a name the document lacks, its length, and 
 first for 386 held-out holes against 335 ("Ranking an empty line's neighbours"). A typed line gets those of its
 neighbours' lines that start with the typed code first (``line_options``' ``pairs``): the engine's pick on the
 1,900 typed development holes, no bar, was right for 282 holes without them and 514 with them (cross-validated).
+A word being typed inside an editor's closers (``f(err|)``) gets the text that follows the word where the document
+has it (``word_options``: ``or.message`` from ``print(error.message)``), after those lines: on the 143 mid-word
+development holes, 38 -> 49 right fills offered, 61 -> 88 offered (benchmarks/README.md, "A word being typed").
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ NEIGHBOURS_MOST = 16  # lines seen beside the neighbours per hole (``neighbour_o
 
 DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a candidate line comes from
 NEIGHBOUR, BETWEEN = "neighbour", "between"   # seen after the line above or before the line below; seen beside both
+WORD = "word"   # the rest of a word the cursor ends, or of the code after it, where the word appears (``word_options``)
 
 
 class LineOptions(NamedTuple):
@@ -66,6 +70,21 @@ class LineOptions(NamedTuple):
 
 
 NONE = LineOptions((), (), ())
+
+
+def joined(first: LineOptions, then: LineOptions) -> LineOptions:
+    """``first``'s options, then those of ``then`` that ``first`` lacks (one kind of ranks only: an empty line's
+    options have them, a typed line's do not, so only options without ranks are joined to others)."""
+    if not then.texts:
+        return first
+    if not first.texts:
+        return then
+    assert not first.ranks and not then.ranks
+    seen = set(first.texts)
+    extra = [k for k, text in enumerate(then.texts) if text not in seen]
+    return LineOptions(first.texts + tuple(then.texts[k] for k in extra),
+                       first.priors + tuple(then.priors[k] for k in extra),
+                       first.sources + tuple(then.sources[k] for k in extra))
 
 
 def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
@@ -136,6 +155,79 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             if rest is not None:
                 out.setdefault(rest, (prior, source))
     return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
+
+
+WORD_MOST = 32      # a word's candidates per hole (``word_options``), the nearest lines' first
+_FRAGMENT = re.compile(r"[A-Za-z_$][\w$]*$")
+_WORDISH = re.compile(r"[\w$]")
+_NAME_PATH = re.compile(r"[\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_QUOTES = "\"'`"
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
+    """The texts a fill could take from where the word the cursor ends appears elsewhere in the document: for a
+    cursor right after a word fragment (``err``) with nothing after it on its line but the closers an editor put
+    there (``CLOSERS``: ``f(err|)``), each place nearby (``_nearby``, nearest first) where a word starting with the
+    fragment begins gives the text after the fragment there up to the closer that ends the bracket (or quote) it is
+    in (``or.message`` in ``log(error.message)``), when that closer is the first of the closers after the cursor
+    and the text completes the word to a name or a dotted path of names (another place's call, operator or further
+    arguments were seldom this one's: on the 143 mid-word development holes, ``benchmarks.tasks.mid_word_closed``,
+    these options added 27 offered fills, 11 right; with calls and operators too 29, 11 right; with the word's rest
+    alone and the text up to a comma 44, 1 right; benchmarks/README.md).
+    At most ``WORD_MOST``, each with its source ``WORD``; empty for any other hole. (The whole line's options,
+    ``line_options``, need the line typed so far to start another line; a name typed inside a call seldom does.)"""
+    tail = rest_of_line.strip()
+    if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail or tail.strip(CLOSERS):
+        return NONE
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    m = _FRAGMENT.search(text, line_start, hole.start)
+    if m is None or m.end() != hole.start:
+        return NONE
+    fragment = m.group(0)
+    at = re.compile(r"(?<![\w$])" + re.escape(fragment))
+    line_end = text.find("\n", hole.end)
+    out: dict[str, None] = {}
+    for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end, fragment):
+        for found in at.finditer(line):
+            after = line[found.end():].rstrip("\r")
+            if not _WORDISH.match(after):   # the fragment is a whole word there: not the word being typed
+                continue
+            for rest in _word_rests(after, tail[0]):
+                if _NAME_PATH.fullmatch(rest):   # a name, or a dotted path of names: the word completed
+                    out.setdefault(rest, None)
+        if len(out) >= WORD_MOST:
+            break
+    texts = tuple(out)[:WORD_MOST]
+    return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
+
+
+def _word_rests(after: str, closer: str) -> list[str]:
+    """``word_options``' candidate from the text ``after`` a fragment's place: up to ``closer`` where it ends the
+    bracket (or quote) the place is in (its own brackets and strings skipped); none when a ``,``, a ``;`` or another
+    closer comes first: one argument or element, not a list of them (another call's further arguments were seldom
+    this one's)."""
+    depth: list[str] = []
+    i, n = 0, len(after)
+    while i < n:
+        ch = after[i]
+        if ch in _QUOTES and ch != closer:
+            j = after.find(ch, i + 1)
+            while j > 0 and after[j - 1] == "\\":
+                j = after.find(ch, j + 1)
+            if j < 0:
+                return []
+            i = j + 1
+            continue
+        if not depth and (ch == closer or ch in ",;)]}"):
+            rest = after[:i].rstrip()
+            return [rest] if ch == closer and rest.strip() else []
+        if ch in _PAIRS:
+            depth.append(_PAIRS[ch])
+        elif depth and ch == depth[-1]:
+            depth.pop()
+        i += 1
+    return []
 
 
 def _nearby(text: str, lo: int, hi: int, containing: str = "") -> Iterator[str]:

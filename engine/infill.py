@@ -126,6 +126,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                                         (spec.name, workspace))
         if not options.texts:
             options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
+        # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
+        options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
@@ -199,6 +201,8 @@ BETWEEN_FIRST = 100.0    # whole-line development holes (1,900, replayed offline
 NEIGHBOURS_FIRST = 100.0  # and before the document's, workspace and common lines on a typed line: on the 1,900 typed
                           # development holes right line first for 513 with this, 434 ranked by the score + prior
                           # like a workspace line (weights 1.5 and 2: 517; 282 before these lines were options)
+WORD_OFFSET = -100.0   # a word's rest (``doclines.word_options``): its score + this, after every line that starts
+                       # as the cursor's does (which match more of what was typed)
 
 
 def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank: float | None = None) -> float:
@@ -215,6 +219,8 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
         assert prior is not None
         return (candidate.score + NEIGHBOUR_WEIGHT * prior + NEIGHBOURS_FIRST
                 + (BETWEEN_FIRST if source == doclines.BETWEEN else 0.0))
+    if source == doclines.WORD:
+        return candidate.score + WORD_OFFSET
     return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
 
 

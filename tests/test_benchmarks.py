@@ -105,6 +105,24 @@ def test_auto_closed_holes_are_typed_to_the_first_opener_with_its_closer_after_t
     assert load_task_set(f"typed-closed:{path}") == [got] == typed_tasks([one], auto_close=True)
 
 
+def test_mid_word_closed_holes_have_the_fills_first_characters_typed_before_the_closer(tmp_path):
+    from benchmarks.tasks import mid_word_closed
+
+    one = Task("a.py:3", "def f(x):\n", "    return x\n", "    total = compute(values, [1])\n")
+    got = mid_word_closed(one)
+    assert got.prompt == one.prompt + "    total = compute(val" and got.canonical_solution == "ues, [1]"
+    assert got.suffix == ")\n" + one.suffix
+    short = mid_word_closed(Task("b.py:1", "", "", "    f(name)\n"))
+    assert short.prompt == "    f(na" and short.canonical_solution == "me"     # 6 characters or fewer: 2 typed
+    assert mid_word_closed(Task("c.py:1", "", "", "    f([1])\n")) is None        # the fill starts with no word
+    assert mid_word_closed(Task("d.py:1", "", "", "    f(ab)\n")) is None         # nothing left to fill
+    assert mid_word_closed(Task("e.py:1", "", "", "    x = 1\n")) is None         # no opener
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"task_id": one.task_id, "prompt": one.prompt, "suffix": one.suffix,
+                                "canonical_solution": one.canonical_solution}) + "\n")
+    assert load_task_set(f"typed-closed-word:{path}") == [got] == typed_tasks([one], auto_close=True, mid_word=True)
+
+
 def test_a_tsx_files_holes_are_sent_and_judged_as_typescriptreact():
     """The development set files a ``.tsx`` file's holes under ``typescript`` (its figures are TypeScript's), but an
     editor sends ``typescriptreact`` for it, and its JSX does not parse as plain TypeScript: the engine and the

@@ -231,3 +231,36 @@ def test_the_engine_offers_a_document_line_inside_an_editors_closers(embedded_en
     cursor = text.rindex("os.path.join(") + len("os.path.join(")
     c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
     assert [f.text for f in c.considered if f.copied and f.common is None] == ["path, 'config.ini'"]
+
+
+def test_a_word_typed_before_an_editors_closers_takes_its_rest_where_the_document_has_it():
+    from engine.doclines import WORD, word_options
+    text = ("function report(error) {\n  console.log(error.message, 1);\n  show(errors[0], (a, b) => a);\n"
+            "  if (error.code) { a = [errno]; }\n  wait(err.then(f(1, 2)))\n  wait(err, 1)\n  log(errors.get(\")\"))\n"
+            "}\nfunction again(error) {\n  log(err)\n}\n")
+    cursor = text.rindex("log(err") + len("log(err")
+    hole = decide_hole(spec_for("javascript"), text, cursor)
+    assert hole.kind is HoleKind.INLINE and hole.heal == ""
+    got = word_options(text, hole, ")")
+    # nearest line first, each place's text after the fragment up to the ")" that ends the bracket it is in, when
+    # it completes the word to a name or a dotted path ("or.code"); not where a comma, "]" or ";" comes first
+    # (another call's further arguments), not a call ('ors.get(")")'), nor where the fragment is a whole word
+    # ("err.then", "err, 1": not the word being typed)
+    assert got.texts == ("or", "or.code")
+    assert set(got.sources) == {WORD}
+    assert word_options(text, hole, "]").texts == ("no",)            # the closer after the cursor decides
+    assert word_options(text, hole, ") + 1").texts == ()          # code after the cursor: not a word's place
+    assert word_options(text, hole, "").texts == ()               # the line's end: the whole line's options
+    after_paren = text.rindex("log(err") + len("log(")
+    assert word_options(text, decide_hole(spec_for("javascript"), text, after_paren), "err)").texts == ()
+
+
+def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_the_document_has_it(embedded_engine):
+    # the model alone breaks the word (``err`` + ``, err``, under the bar) and no line of the document starts with
+    # ``log(err``: before word options that fill was all there was, and nothing was shown
+    text = ("def report(error):\n    print(error.message)\n    return error\n\n\n"
+            "def again(error):\n    log(err)\n")
+    cursor = text.rindex("log(err") + len("log(err")
+    c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
+    assert [f.text for f in c.considered if f.copied] == ["or.message"]
+    assert [f.text for f in c.fills] == ["or.message"]
