@@ -1,0 +1,152 @@
+"""A code action's stub line among code (``// TODO``, ``todo!()``, ``panic("not implemented")`` on a line of its own
+between statements of its block) filled as the cursor fill at that line: the cursor path's lengths
+(8 and 24 slots, stopped at the line end), its candidates from the document's and common lines, its checks and its
+calibrated confidence (``engine/infill.py``), instead of the multi-hole canvas's 48 statement slots.
+
+On the development set's one-line holes (``benchmarks.onehole``: 400 held-out corpus lines, five languages) the canvas
+filled a stub line exactly right 0 times (64 offered, 49 junk; a cursor fill at the same place: 37 of 139) and in Go,
+JavaScript and TypeScript nearly never offered one; filled so, 30 of 113 (benchmarks/results/onehole-dev.json).
+A stub that is its block's whole body is a body: it stays on the canvas."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import tree_sitter
+
+from .backends.base import Backend, Control
+from .config import FillOptions
+from .holes import Source, is_docstring, statements
+from .languages import LanguageSpec, spec_for
+from .requests import Completion, FillRequest, Hole, HoleFill, HoleKind, InfillRequest
+from .validate import degenerate, repeats_neighbour, writes_no_code
+
+MAX_LINE_HOLES = 4   # "Fill N holes" of this many stub lines at most is filled line by line (one cursor fill each)
+_REPEAT_CONTEXT = 16_000
+
+
+def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | None:
+    """(``text`` with the hole's stub emptied to the line's indentation, the cursor after it) when ``hole`` is a
+    stub alone on its line among code of its block (not the block's whole body: that is a body for the canvas);
+    else None. The text after the cursor is ``text[hole.end:]``, the same characters."""
+    if hole.inline or hole.lead or hole.tail or hole.context and "\n" in hole.context.rstrip("\n"):
+        return None
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    line_end = text.find("\n", hole.end)
+    line_end = len(text) if line_end < 0 else line_end
+    stub = text[hole.start:hole.end]
+    if line_start != hole.start or "\n" in stub or text[hole.end:line_end].strip() or not stub.strip() \
+            or hole.indent.strip() or not stub.startswith(hole.indent):
+        return None
+    if not among_code(spec, text, hole.start + len(hole.indent), hole.end):
+        return None
+    return text[:hole.start] + hole.indent + text[hole.end:], hole.start + len(hole.indent)
+
+
+_BLOCKS = frozenset({"block", "statement_block", "statement_list"})   # a body's statements (Python, Go, Rust; JS/TS)
+
+
+def among_code(spec: LanguageSpec, text: str, start: int, end: int) -> bool:
+    """Is the stub ``text[start:end]`` one statement (or comment) of a block that has other code, not the block's
+    whole body (bar comments and a docstring)?"""
+    src = Source(spec, text)
+    if src.tree is None or end <= start:
+        return False
+    node: tree_sitter.Node | None = src.tree.root_node.descendant_for_byte_range(src.to_byte(start),
+                                                                                 src.to_byte(end - 1) + 1)
+    # up to the statement that is the stub and nothing else: its parent is the block
+    while node is not None and node.parent is not None and node.parent.type not in _BLOCKS:
+        lo, hi = src.span(node.parent)
+        if (text[lo:start] + text[end:hi]).strip():
+            return False   # inside an expression or a statement that has more (a stub that is not a statement)
+        node = node.parent
+    if node is None or node.parent is None:
+        return False
+    return any(s.id != node.id and not is_docstring(s) for s in statements(node.parent))
+
+
+def line_holes(request: FillRequest) -> list[tuple[Hole, str, int]] | None:
+    """Each hole with its cursor view when every hole of ``request`` is a stub line (and there are at most
+    ``MAX_LINE_HOLES``); None when the request is for the canvas (a body, an expression hole, a stub body)."""
+    if request.body or not 0 < len(request.holes) <= MAX_LINE_HOLES:
+        return None
+    spec = spec_for(request.language)
+    out = []
+    for hole in sorted(request.holes, key=lambda h: h.start):
+        view = line_view(spec, request.text, hole)
+        if view is None:
+            return None
+        out.append((hole, *view))
+    return out
+
+
+def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, control: Control,
+               holes: list[tuple[Hole, str, int]]) -> Completion:
+    """Each stub line filled as the cursor fill at that line (the other holes stand as they are), mapped back to
+    the hole's range. A fill that writes back the stub, comments alone or a stutter is left out; a line whose fills
+    the cursor's confidence withheld counts as ``unsure``."""
+    from .infill import complete, offset_steps
+
+    spec, text = spec_for(request.language), request.text
+    fills: list[HoleFill] = []
+    steps = forwards = tokens = rejected = unsure = 0
+    elapsed = 0.0
+    for hole, emptied, offset in holes:
+        # one line, as at an empty line among code (after an opener too: the stub stood for a line of code)
+        cursor = InfillRequest(emptied, offset, request.language, kind=HoleKind.LINE, steps=request.steps,
+                               key=request.key, options=options)
+        c = complete(backend, options, cursor, _placed(offset_steps(control, steps), hole, offset))
+        steps, forwards, tokens, elapsed = steps + c.steps, forwards + c.forwards, tokens + c.tokens, \
+            elapsed + c.elapsed_ms
+        rejected += c.rejected
+        fill = _back(text, emptied, hole, c.fills[0]) if c.fills else None
+        if fill is not None and not _usable(spec, text, hole, fill):
+            fill, rejected = None, rejected + 1
+        if fill is not None:
+            fills.append(fill)
+        elif not c.fills and c.considered:
+            unsure += 1   # valid fills the calibrated confidence withheld
+    return Completion(tuple(fills), HoleKind.BLOCK, steps, forwards, tokens, round(elapsed, 2),
+                      options.validate, rejected, backend.name, unsure=unsure)
+
+
+def _back(text: str, emptied: str, hole: Hole, fill: HoleFill) -> HoleFill | None:
+    """The cursor fill ``fill`` of ``emptied`` as the hole's edit of ``text``: ``text[hole.start:hole.end]`` becomes
+    the filled line (its indentation included); None for a fill that reaches outside the line."""
+    head, rest = hole.start, len(text) - hole.end   # ``emptied`` ends with the same ``rest`` characters
+    if fill.start < head or fill.end > len(emptied) - rest:
+        return None
+    line = emptied[head:fill.start] + fill.text + emptied[fill.end:len(emptied) - rest]
+    if "\n" in line:
+        return None
+    shift = fill.start - head
+    return replace(fill, start=hole.start, end=hole.end, text=line,
+                   token_spans=tuple((s + shift, e + shift) for s, e in fill.token_spans))
+
+
+def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill) -> bool:
+    """Not the stub again, code (not comments alone), no stutter: the checks an action's canvas fill has
+    (``multifill._usable``) other than its token-confidence bar, which the cursor's calibrated one replaces."""
+    written = fill.text.strip()
+    if not written or written == text[hole.start:hole.end].strip() or writes_no_code(spec, fill.text):
+        return False
+    if degenerate(fill.text, text) is not None:
+        return False
+    return not repeats_neighbour(text[max(0, hole.start - _REPEAT_CONTEXT):hole.start], fill.text,
+                                 text[hole.end:hole.end + _REPEAT_CONTEXT])
+
+
+def _placed(control: Control, hole: Hole, offset: int) -> Control:
+    """``control`` with a draft's spans (offsets of the emptied text) as offsets of the document: the stub's
+    range for the cursor's."""
+    draft = control.draft
+    if draft is None:
+        return control
+    shift = hole.end - offset
+
+    def place(step, texts, confidences, pieces=None, **where):
+        if "spans" in where:
+            where["spans"] = tuple((s if s <= offset else s + shift, e + shift if e >= offset else e)
+                                   for s, e in where["spans"])
+        draft(step, texts, confidences, pieces, **where)
+    return Control(control.check, place)
