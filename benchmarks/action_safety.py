@@ -51,6 +51,8 @@ EMOJI_LINE = {"python": 's = "😀é😀"  # 🎉 x', "javascript": 'const s = "
               "typescript": 'const s: string = "😀é😀"; // 🎉 x', "go": 's := "😀é😀" // 🎉 x',
               "rust": 'let s = "😀é😀"; // 🎉 x'}
 STUB = {"python": "...", "javascript": "// TODO", "typescript": "// TODO", "go": "// TODO", "rust": "todo!()"}
+# a stub standing for one statement among others ("Fill holes" of a stub line: engine/oneline.py)
+STUB_LINE = {**STUB, "python": "# TODO", "rust": "todo!();"}   # a deliberate ... or pass among code is no hole
 for _table in (FUNCTIONS, EMOJI_LINE, STUB):
     _table["typescriptreact"] = _table["typescript"]   # type: ignore[index]
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -251,7 +253,8 @@ def cursor_places(text: str, language: str, rng: random.Random, n: int) -> list[
 
 def action_places(text: str, language: str) -> list[tuple[str, str, int, int]]:
     """(kind, text, start, end): a selection (rewrite), a cursor in a function (complete body), a stubbed body
-    (fill holes), a closer removed (fix syntax). A place may bring its own text."""
+    (fill holes), one statement among others stubbed (fill holes of a stub line), a closer removed (fix syntax).
+    A place may bring its own text."""
     fns = functions(text, language)
     if not fns:
         return []
@@ -260,6 +263,9 @@ def action_places(text: str, language: str) -> list[tuple[str, str, int, int]]:
            ("cursor", text, stmts[0][0], stmts[0][0])]
     lo, hi = stmts[0][0], stmts[-1][1]
     out.append(("stubbed", text[:lo] + STUB[language] + text[hi:], lo, lo))
+    one = next(((a, b) for a, b in stmts[1:-1] if "\n" not in text[a:b]), None)
+    if one is not None:   # one statement among others replaced by a stub line
+        out.append(("stubline", text[:one[0]] + STUB_LINE[language] + text[one[1]:], one[0], one[0]))
     closing = next((i for i in range(end - 1, start, -1) if text[i] == ")"), None)
     if closing is not None:
         line_lo, line_hi = line_span(text, closing)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks.action_safety import (action_documents, action_places, apply_edits, check_cursor_edit, check_result,
-                                      functions, main)
+                                      STUB_LINE, functions, main)
 
 
 def _edit(text: str, start: int, end: int, new: str) -> dict:
@@ -60,7 +60,16 @@ def test_every_language_has_action_places(language):
     text = FUNCTION[language]
     (start, end, stmts), = functions(text, language)
     assert len(stmts) == 4 and text[stmts[0][0]:].startswith(("a = 1", "const a", "a :=", "let a"))
-    assert [kind for kind, *_ in action_places(text, language)] == ["selection", "cursor", "stubbed", "broken"]
+    places = action_places(text, language)
+    assert [kind for kind, *_ in places] == ["selection", "cursor", "stubbed", "stubline", "broken"]
+    (_, stubbed, at, _), = [p for p in places if p[0] == "stubline"]
+    assert stubbed[at:].startswith(STUB_LINE[language]) and stubbed.count("\n") == text.count("\n")
+    # the survey finds the stub line as a hole, and the engine fills it as a line among code
+    from engine.oneline import line_holes
+    from engine.requests import FillRequest
+    from engine.targets import survey
+    found = survey(stubbed, language, at + 1, at + 1)
+    assert line_holes(FillRequest(stubbed, language, found.blanks)) is not None, found.blanks
 
 
 def test_a_smoke_run_through_the_real_server_finds_no_damage(tmp_path):
