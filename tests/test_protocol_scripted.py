@@ -254,9 +254,13 @@ def test_an_action_offered_before_the_version_went_back_is_not_run_on_the_new_te
     assert not [m for _, m, _ in server.notifications[sent:] if m == "workspace/applyEdit"]
 
 
-def test_an_apply_edit_answer_that_cannot_be_read_still_answers_the_command(server):
-    """This client answers every server request with ``null``, which is not an ApplyWorkspaceEditResult: pygls
-    logged it and the command waiting for it was never answered (an editor's command left running for good)."""
+def test_an_apply_edit_answer_that_cannot_be_read_still_answers_the_command(server, monkeypatch):
+    """A client that answers ``workspace/applyEdit`` with ``null``, which is not an ApplyWorkspaceEditResult: pygls
+    logged it and the command waiting for it was never answered (an editor's command left running for good).
+    (LspClient answers it as the protocol has it; here it is made to answer null.)"""
+    answer = server._answer
+    monkeypatch.setattr(server, "_answer", lambda method, params: {"result": None}
+                        if method == "workspace/applyEdit" else answer(method, params))
     uri = "file:///null-answer.py"
     open_doc(server, uri, DOC)
     at = {"line": 9, "character": 4}
