@@ -62,7 +62,7 @@ def fill_blanks(backend: Backend, config: FillOptions, request: FillRequest, con
         # (MIN_GEOMETRIC_MEAN) is not offered: its shorter forms remain
         plausible = [[o for o in shape(b, candidate, i, eol)
                       if _hole_fill(b, o).text != text[b.start:b.end] and not invents_replacement(o.text, text)
-                      and not _repeats(text, b, _hole_fill(b, o).text)] for i, b in enumerate(blanks)]
+                      and not repeats_beside(text, b, _hole_fill(b, o).text)] for i, b in enumerate(blanks)]
         options = [[o for o in opts if _usable(spec, text, b, o, bar)] for b, opts in zip(blanks, plausible)]
         gated = [g or len(o) < len(p) for g, o, p in zip(gated, options, plausible)]
         picks, bad = choose(spec, text, win, blanks, [[o.text for o in opts] for opts in options], config.validate)
@@ -145,7 +145,8 @@ def _callers(text: str, callers: Sequence[tuple[int, int]], win: Window) -> str:
 _REPEAT_CONTEXT = 16_000   # characters each side of a hole read for the code lines beside it
 
 
-def _repeats(text: str, blank: Hole, fill: str) -> bool:
+def repeats_beside(text: str, blank: Hole, fill: str) -> bool:
+    """Does ``fill`` write a code line beside the hole again (``validate.repeats_neighbour``)?"""
     return repeats_neighbour(text[max(0, blank.start - _REPEAT_CONTEXT):blank.start], fill,
                              text[blank.end:blank.end + _REPEAT_CONTEXT])
 

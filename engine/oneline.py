@@ -18,11 +18,11 @@ from .backends.base import Backend, Control
 from .config import FillOptions
 from .holes import Source, is_docstring, statements
 from .languages import LanguageSpec, spec_for
+from .multifill import repeats_beside
 from .requests import Completion, FillRequest, Hole, HoleFill, HoleKind, InfillRequest
-from .validate import degenerate, repeats_neighbour, writes_no_code
+from .validate import degenerate, writes_no_code
 
 MAX_LINE_HOLES = 4   # "Fill N holes" of this many stub lines at most is filled line by line (one cursor fill each)
-_REPEAT_CONTEXT = 16_000
 
 
 def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | None:
@@ -132,8 +132,7 @@ def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill) -> bool:
         return False
     if degenerate(fill.text, text) is not None:
         return False
-    return not repeats_neighbour(text[max(0, hole.start - _REPEAT_CONTEXT):hole.start], fill.text,
-                                 text[hole.end:hole.end + _REPEAT_CONTEXT])
+    return not repeats_beside(text, hole, fill.text)
 
 
 def _placed(control: Control, hole: Hole, offset: int) -> Control:
