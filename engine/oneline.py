@@ -10,6 +10,7 @@ A stub that is its block's whole body is a body: it stays on the canvas."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import tree_sitter
@@ -26,19 +27,20 @@ MAX_LINE_HOLES = 4   # "Fill N holes" of this many stub lines at most is filled 
 
 
 def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | None:
-    """(``text`` with the hole's stub emptied to the line's indentation, the cursor after it) when ``hole`` is a
-    stub alone on its line among code of its block (not the block's whole body: that is a body for the canvas);
-    else None. The text after the cursor is ``text[hole.end:]``, the same characters."""
+    """(``text`` with the hole's stub emptied to one line of the stub's indentation, the cursor after it) when
+    ``hole`` is a stub of whole lines (``// TODO``, ``# TODO`` + ``pass``) that is statements of a block: among its
+    code or the block's whole body; else None. The text after the cursor is ``text[hole.end:]``, the same
+    characters."""
     if hole.inline or hole.lead or hole.tail or hole.context and "\n" in hole.context.rstrip("\n"):
         return None
     line_start = text.rfind("\n", 0, hole.start) + 1
     line_end = text.find("\n", hole.end)
     line_end = len(text) if line_end < 0 else line_end
     stub = text[hole.start:hole.end]
-    if line_start != hole.start or "\n" in stub or text[hole.end:line_end].strip() or not stub.strip() \
-            or hole.indent.strip() or not stub.startswith(hole.indent):
+    if line_start != hole.start or text[hole.end:line_end].strip() or not stub.strip() \
+            or hole.indent.strip() or any(not line.startswith(hole.indent) for line in stub.split("\n")):
         return None
-    if not among_code(spec, text, hole.start + len(hole.indent), hole.end):
+    if in_block(spec, text, hole.start + len(hole.indent), hole.end) is None:
         return None
     return text[:hole.start] + hole.indent + text[hole.end:], hole.start + len(hole.indent)
 
@@ -46,23 +48,49 @@ def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | No
 _BLOCKS = frozenset({"block", "statement_block", "statement_list"})   # a body's statements (Python, Go, Rust; JS/TS)
 
 
-def among_code(spec: LanguageSpec, text: str, start: int, end: int) -> bool:
-    """Is the stub ``text[start:end]`` one statement (or comment) of a block that has other code, not the block's
-    whole body (bar comments and a docstring)?"""
+AMONG, WHOLE = "among code", "whole body"
+
+
+def in_block(spec: LanguageSpec, text: str, start: int, end: int) -> str | None:
+    """``AMONG`` or ``WHOLE`` when the stub ``text[start:end]`` is a statement of a block (among its other code, or
+    its whole body: the block's other statements are a docstring at most), after comment lines of its own
+    (``# TODO`` + ``pass``); else None."""
     src = Source(spec, text)
     if src.tree is None or end <= start:
-        return False
-    node: tree_sitter.Node | None = src.tree.root_node.descendant_for_byte_range(src.to_byte(start),
+        return None
+    last = text.rfind("\n", start, end) + 1 or start      # the stub's last line: its statement
+    last += len(text[last:end]) - len(text[last:end].lstrip())
+    for a, b in _lines(text, start, last):               # the lines before it: comments alone
+        node = src.tree.root_node.descendant_for_byte_range(src.to_byte(a), src.to_byte(b - 1) + 1)
+        if node is None or "comment" not in node.type or src.span(node)[0] > a or src.comment_span(node)[1] < b:
+            return None
+    node: tree_sitter.Node | None = src.tree.root_node.descendant_for_byte_range(src.to_byte(last),
                                                                                  src.to_byte(end - 1) + 1)
+    if node is not None and "comment" in node.type and node.next_named_sibling is not None \
+            and node.next_named_sibling.type in _BLOCKS:   # Python's comment above a block's first statement is the
+        block = node.next_named_sibling                   # block's parent's
+        return WHOLE if all(is_docstring(s) for s in statements(block)) else AMONG
     # up to the statement that is the stub and nothing else: its parent is the block
     while node is not None and node.parent is not None and node.parent.type not in _BLOCKS:
         lo, hi = src.span(node.parent)
-        if (text[lo:start] + text[end:hi]).strip():
-            return False   # inside an expression or a statement that has more (a stub that is not a statement)
+        if (text[lo:last] + text[end:hi]).strip():
+            return None   # inside an expression or a statement that has more (a stub that is not a statement)
         node = node.parent
     if node is None or node.parent is None:
-        return False
-    return any(s.id != node.id and not is_docstring(s) for s in statements(node.parent))
+        return None
+    return AMONG if any(s.id != node.id and not is_docstring(s) for s in statements(node.parent)) else WHOLE
+
+
+def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The non-blank lines of ``text[start:end]`` as their stripped ranges."""
+    out, at = [], start
+    for line in text[start:end].split("\n"):
+        core = line.strip()
+        if core:
+            a = at + line.index(core)
+            out.append((a, a + len(core)))
+        at += len(line) + 1
+    return out
 
 
 def line_holes(request: FillRequest) -> list[tuple[Hole, str, int]] | None:
@@ -124,13 +152,23 @@ def _back(text: str, emptied: str, hole: Hole, fill: HoleFill) -> HoleFill | Non
                    token_spans=tuple((s + shift, e + shift) for s, e in fill.token_spans))
 
 
+_STUB_WORDS = frozenset({"pass", "...", "todo!()", "unimplemented!()"})
+_IMPORT = re.compile(r"(?:import|from\s+[\w.]+\s+import|use)\s")   # Python's imports, Rust's ``use``
+
+
 def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill) -> bool:
-    """Not the stub again, code (not comments alone), no stutter: the checks an action's canvas fill has
-    (``multifill._usable``) other than its token-confidence bar, which the cursor's calibrated one replaces."""
+    """Not the stub again (nor a line of it, nor another stub: ``pass`` for ``# TODO`` + ``pass``), code (not
+    comments alone), no stutter: the checks an action's canvas fill has (``multifill._usable``) other than its
+    token-confidence bar, which the cursor's calibrated one replaces. And a block's whole body is no import alone:
+    the function would do nothing but import (on the actions' development set, 6 of the 38 one-line fills of a
+    stubbed body were ``import pytest``, ``from pathlib import Path``..., none right)."""
     written = fill.text.strip()
-    if not written or written == text[hole.start:hole.end].strip() or writes_no_code(spec, fill.text):
+    stub = {line.strip() for line in text[hole.start:hole.end].split("\n")}
+    if not written or written in stub or written.rstrip(";") in _STUB_WORDS or writes_no_code(spec, fill.text):
         return False
     if degenerate(fill.text, text) is not None:
+        return False
+    if _IMPORT.match(written) and in_block(spec, text, hole.start + len(hole.indent), hole.end) == WHOLE:
         return False
     return not repeats_beside(text, hole, fill.text)
 

@@ -75,19 +75,26 @@ def _hole(text=DOC):
     return survey(text, "python", at, at).blanks
 
 
+def _body(text=DOC) -> FillRequest:
+    """"Complete body" of ``text``'s stub function: the canvas (a stub body's "Fill 1 hole" is the cursor's line,
+    engine/oneline.py)."""
+    at = text.index("pass")
+    return FillRequest(text, "python", (survey(text, "python", at, at).body,), body=True)
+
+
 def test_a_stuttering_form_falls_back_to_its_shorter_form():
     """The two-line fill's second line stutters: the one-line form is offered in its place."""
     backend = ScriptedBackend("a = r * r\n    return a.lock_lock_lock")
-    completion = _run(FillRequest(DOC, "python", _hole()), backend)
+    completion = _run(_body(), backend)
     assert [f.text for f in completion.fills] == ["    a = r * r"]
     assert completion.unsure == 0                           # the hole got a fill
     backend = ScriptedBackend("return area_area_area(r)\n    x = 1")   # every form starts with the stutter
-    withheld = _run(FillRequest(DOC, "python", _hole()), backend)
+    withheld = _run(_body(), backend)
     assert withheld.fills == () and withheld.unsure == 1    # told "not likely enough", not "nothing parses"
 
 
 def test_comments_alone_are_no_fill():
-    assert _run(FillRequest(DOC, "python", _hole()), ScriptedBackend("#\n    #\n    #")).fills == ()
+    assert _run(_body(), ScriptedBackend("#\n    #\n    #")).fills == ()
 
 
 class Unsure(ScriptedBackend):
@@ -101,9 +108,9 @@ class Unsure(ScriptedBackend):
 
 
 def test_a_fill_the_model_is_unsure_of_is_withheld_unless_every_fill_is_asked_for():
-    withheld = _run(FillRequest(DOC, "python", _hole()), Unsure("return r * r"))
+    withheld = _run(_body(), Unsure("return r * r"))
     assert withheld.fills == () and withheld.unsure == 1
-    offered = _run(FillRequest(DOC, "python", _hole()), Unsure("return r * r"), min_confidence=0.0).fills
+    offered = _run(_body(), Unsure("return r * r"), min_confidence=0.0).fills
     assert [f.text for f in offered] == ["    return r * r"]
     assert FillOptions().min_confidence is None
 
@@ -121,13 +128,14 @@ CAPABILITIES = {   # Neovim 0.7's for code actions: literals, data, edits resolv
 
 
 def test_the_trials_stutter_is_not_offered_through_the_server():
-    """The real server, the embedded model, minConfidence 0 (no confidence bar: the stutter rule alone). Before: the
-    edit was `return locket.lock_lock_lock_lock_lock_lock(locked,)`; now the hole keeps its `pass` and the user is
-    told."""
+    """The real server, the embedded model, default settings. Before: "Fill 1 hole" wrote
+    `return locket.lock_lock_lock_lock_lock_lock(locked,)` (the canvas); now the stub body is the cursor's line there,
+    whose calibrated confidence withholds what the model writes: the hole keeps its `pass` and the user is told.
+    "Complete body" (the canvas, its stutter rule) writes no stutter either."""
     at = DISKUTILS.index("        pass\n\n    def _purge_leftovers") + 8
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
         client.request("initialize", {"processId": None, "rootUri": None, "capabilities": CAPABILITIES,
-                                      "initializationOptions": {"threads": 1, "minConfidence": 0}}, 120)
+                                      "initializationOptions": {"threads": 1}}, 120)
         client.notify("initialized", {})
         assert client.wait_ready(300)["state"] == "ready"
         uri = "file:///quality/diskutils.py"
@@ -137,15 +145,19 @@ def test_the_trials_stutter_is_not_offered_through_the_server():
             "textDocument": {"uri": uri}, "range": {"start": position_at(DISKUTILS, at), "end": position_at(DISKUTILS, at)},
             "context": {"diagnostics": [], "triggerKind": 1}}, 300) or []
         (fill,) = [a for a in offered if a["title"] == "Fill 1 hole"]
+        (body,) = [a for a in offered if a["title"] == "Complete body of _purge_lock"]
         resolved = client.request("codeAction/resolve", fill, 300)
         written = [e["newText"] for change in (resolved.get("edit") or {}).get("documentChanges") or []
                    for e in change["edits"]]
-        assert not any("lock_lock" in text for text in written), written
-        # the user is told the model's fill was withheld, not that nothing parsed (it did)
+        # the user is told the model's fill was withheld, not that nothing parsed
         assert written == [] and \
             resolved["data"]["result"]["summary"] == "filled 0 of 1 hole; 1 had no fill likely enough to offer"
         told = [params["message"] for _, method, params in client.notifications if method == "window/showMessage"]
         assert told and "likely enough to offer" in told[-1], told
+        completed = client.request("codeAction/resolve", body, 300)
+        written = [e["newText"] for change in (completed.get("edit") or {}).get("documentChanges") or []
+                   for e in change["edits"]]
+        assert not any(degenerate(text, DISKUTILS) for text in written), written
 
 
 def test_what_the_user_is_told_when_the_gate_withheld_a_fill():

@@ -132,7 +132,11 @@ def test_over_lsp_a_crlf_documents_actions_are_its_lf_twins():
         "workspace": {"workspaceEdit": {"documentChanges": True}, "applyEdit": True},
         "window": {"workDoneProgress": False},
     }
-    text = "# 😀 é naïve\n" + PY
+    # mean's stub after spread: "Fill 1 hole" on a stub body is the cursor's line (engine/oneline.py), and after total
+    # the model's `return s` would copy total's last line (refused): here it writes a line, an edit to compare
+    py = PY.replace("def mean(xs):\n    ...\n\n\n", "").replace("def middle(xs):",
+                                                             "def mean(xs):\n    ...\n\n\ndef middle(xs):")
+    text = "# 😀 é naïve\n" + py
     stub = text.index("    ...\n")               # a cursor in a stubbed body: "Fill 1 hole", "Complete body"
     chosen = text.index("    lo = min(xs)\n")    # a selection: "Rewrite selection", "Complete body"
     places = [(stub, stub), (chosen, chosen + len("    lo = min(xs)\n    hi = max(xs)\n"))]

@@ -42,6 +42,7 @@ def _applied(text, fills):
     ("typescript", "function f(n: number) {\n  if (n) {\n    throw new Error(\"not implemented\");\n    g();\n  }\n}\n",
      "throw"),
     ("python", "def f(xs):\n    n = len(xs)\n    # TODO: implement\n    return n\n", "# TODO"),
+    ("python", "def f(xs):\n    # TODO: implement\n    return len(xs)\n", "# TODO"),   # above the block's first line
 ])
 def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
     (hole, emptied, offset), = line_holes(_request(text, language, marker))
@@ -53,13 +54,26 @@ def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
 @pytest.mark.parametrize("language, text, marker", [
     ("python", "def f(xs):\n    pass\n", "pass"),                                   # a stub body
     ("python", 'def f(xs):\n    """Doc."""\n    # TODO: implement\n', "# TODO"),     # a body after its docstring
+    ("python", "def f(xs):\n    # TODO: implement\n    pass\n", "# TODO"),          # a comment line + pass
     ("typescript", "class C {\n  constructor(id: number) {\n    // TODO\n  }\n}\n", "// TODO"),
     ("go", "package m\n\nfunc f() int {\n\tpanic(\"not implemented\")\n}\n", "panic"),
     ("rust", "fn f() -> u8 {\n    todo!()\n}\n", "todo!()"),
+    ("rust", "fn f() -> u8 {\r\n    todo!()\r\n}\r\n", "todo!()"),
 ])
-def test_a_stub_that_is_the_whole_body_stays_a_body(language, text, marker):
+def test_fill_holes_on_a_stub_that_is_the_whole_body_is_the_line_there(language, text, marker):
+    (hole, emptied, offset), = line_holes(_request(text, language, marker))
+    assert emptied == text[:hole.start] + hole.indent + text[hole.end:] and offset == hole.start + len(hole.indent)
+    assert text[hole.start:hole.end].strip().startswith(marker.strip()) and not text[hole.end:].split("\n")[0].strip()
+
+
+@pytest.mark.parametrize("language, text, marker", [
+    ("python", "def f(xs):\n    return g(xs, ...)\n", "..."),                     # inside an expression
+    ("rust", "fn f() -> u8 {\n    let x = todo!();\n    x\n}\n", "todo!()"),      # part of a statement
+    ("rust", "fn f() -> u8 {\n    todo!(); let y = 1;\n    y\n}\n", "todo!()"),        # code after it on its line
+])
+def test_a_stub_that_is_not_whole_statements_of_a_block_is_not_a_line_hole(language, text, marker):
     request = _request(text, language, marker)
-    assert request.holes and line_holes(request) is None
+    assert not request.holes or line_holes(request) is None
 
 
 def test_complete_body_is_never_a_line_hole():
