@@ -111,3 +111,29 @@ def test_drafts_say_the_stubs_place(backend):
     serve(backend, FillOptions(), request,
           Control(lambda step: None, lambda step, texts, confs, pieces=None, **where: spans.extend(where["spans"])))
     assert spans and set(spans) == {(hole.start + len(hole.indent), hole.end)}
+
+
+def _scripted(text: str, language: str, marker: str, written: str):
+    from tests.test_actions import ScriptedBackend
+
+    request = _request(text, language, marker)
+    return serve(ScriptedBackend(written), FillOptions(min_confidence=0.0), request, Control(lambda step: None))
+
+
+@pytest.mark.parametrize("written", ["pass", "# TODO: implement", "...", "# more to do"])
+def test_a_stub_bodys_line_that_is_a_stub_again_or_comments_is_no_fill(written):
+    """`# TODO` + `pass`: the model writing `pass` (one of the stub's lines) is no fill, nor another stub."""
+    text = "def f(xs):\n    # TODO: implement\n    pass\n\n\ndef g(xs):\n    return len(xs)\n"
+    completion = _scripted(text, "python", "# TODO", written)
+    assert completion.fills == ()
+
+
+def test_an_import_alone_is_no_whole_body_but_may_be_a_line_among_code():
+    """A function whose whole body would be `import os` does nothing: not offered; among code it may be right."""
+    whole = "def f(xs):\n    pass\n\n\ndef g(xs):\n    return len(xs)\n"
+    assert _scripted(whole, "python", "pass", "import os").fills == ()
+    assert [f.text for f in _scripted(whole, "python", "pass", "return sorted(xs)").fills] == ["    return sorted(xs)"]
+    among = "def f(xs):\n    n = len(xs)\n    # TODO: implement\n    return os.sep * n\n"
+    assert [f.text for f in _scripted(among, "python", "# TODO", "import os").fills] == ["    import os"]
+    rust = "fn f() -> u8 {\n    todo!()\n}\n"
+    assert _scripted(rust, "rust", "todo!()", "use std::io;").fills == ()
