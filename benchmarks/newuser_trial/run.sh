@@ -6,6 +6,8 @@
 set -eu
 cd "$(dirname "$0")/../.."
 corpus=${1:-runs/corpus/files/valid}
+command -v nvim >/dev/null || { echo "the trial needs Neovim (nvim) on PATH: apt-get install neovim" >&2; exit 2; }
+[ -d "$corpus" ] || { echo "no held-out corpus files at $corpus: bash scripts/build_corpus.sh" >&2; exit 2; }
 export PYTHONPATH=$PWD DIFFUSION_LSP=${DIFFUSION_LSP:-$PWD/.venv/bin/diffusion-lsp}
 py=${PYTHON:-python3}
 work=$(mktemp -d)
