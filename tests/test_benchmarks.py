@@ -459,6 +459,8 @@ while True:
         send({"id": m["id"], "result": None})
     elif method == "exit":
         sys.exit(0)
+    elif "id" in m:   # a request it does not know (diffusion/stats): answered as a server does, not left to time out
+        send({"id": m["id"], "error": {"code": -32601, "message": "method not found"}})
 """
 
 
