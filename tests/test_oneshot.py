@@ -159,7 +159,12 @@ def test_a_language_without_a_grammar_is_named_as_not_supported_and_filled_as_pl
 
     path = tmp_path / "sub.py"
     path.write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a \n")
-    for language, noted in (("cobol", True), ("pyhton", True), ("plaintext", False), ("py", False)):
+    from engine.languages import PLAIN, spec_for
+
+    # which names are noted: a typo too, not plain text asked for by name (no fill needed to say)
+    assert spec_for("pyhton") is PLAIN and spec_for("plaintext") is PLAIN and PLAIN.name == "plaintext"
+    assert spec_for("py") is not PLAIN
+    for language, noted in (("cobol", True), ("py", False)):   # end to end: the note, the fill, the JSON
         out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:6:14", "--language", language,
                               "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0 and isinstance(json.loads(out.stdout)["text"], str), out.stderr
