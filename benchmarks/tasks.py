@@ -132,10 +132,11 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
     return replace(task, prompt=prompt, canonical_solution=code[k:], suffix=newline + task.suffix)
 
 
-def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False) -> list[Task]:
-    """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``),
-    those it cannot make left out."""
-    make = (mid_word_closed if mid_word else auto_closed) if auto_close else typed
+def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False,
+                mid_line: bool = False) -> list[Task]:
+    """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``;
+    with ``mid_line``: ``mid_line_tail``), those it cannot make left out."""
+    make = mid_line_tail if mid_line else (mid_word_closed if mid_word else auto_closed) if auto_close else typed
     return [t for t in map(make, tasks) if t is not None]
 
 
@@ -207,6 +208,37 @@ def mid_word_closed(task: Task) -> Task | None:
     if not (fill[:1].isalnum() or fill[:1] == "_") or not fill[k:].strip():
         return None
     return replace(closed, prompt=closed.prompt + fill[:k], canonical_solution=fill[k:])
+
+
+LINE_TAIL = ")]};,"   # a line's last characters that stay after the cursor in ``mid_line_tail``
+
+
+def mid_line_tail(task: Task) -> Task | None:
+    """A word being typed in the middle of an existing line, as the new-user trial's mid-line cases
+    (benchmarks/newuser_trial/make_cases.py ``--mid``): the line's closing run (``LINE_TAIL``: ``),`` ``;``) stays
+    after the cursor; the cursor is at the cut after a non-word character followed by a word nearest the middle of
+    the code before that run, with the word's first 3 characters typed (2 when 6 or fewer are left); the fill is the
+    rest up to the run. None for a hole of several lines, a line without such a run or cut, or under 4 characters
+    left before the run."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    if after.strip():
+        return None
+    line = first.rstrip(" \t\r")
+    body = line.rstrip(LINE_TAIL)
+    tail = line[len(body):]
+    lead = len(body) - len(body.lstrip(" \t"))
+    cuts = [i for i in range(lead + 1, len(body)) if not (body[i - 1].isalnum() or body[i - 1] == "_")
+            and (body[i].isalpha() or body[i] == "_")]
+    if not tail or not cuts:
+        return None
+    middle = (lead + len(body)) / 2
+    cut = min(cuts, key=lambda i: (abs(i - middle), i))
+    rest = body[cut:]
+    if len(rest) < 4:
+        return None
+    k = 3 if len(rest) > 6 else 2
+    return replace(task, prompt=task.prompt + body[:cut + k], canonical_solution=rest[k:],
+                   suffix=tail + newline + task.suffix)
 
 
 TYPED_PREFIX = "typed:"

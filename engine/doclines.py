@@ -158,6 +158,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
 
 
 WORD_MOST = 32      # a word's candidates per hole (``word_options``), the nearest lines' first
+WORD_TAIL = CLOSERS + ",;"   # ``word_options``: closers after the cursor, or a line's own `,` / `;` and closers
 _FRAGMENT = re.compile(r"[A-Za-z_$][\w$]*$")
 _WORDISH = re.compile(r"[\w$]")
 _NAME_PATH = re.compile(r"[\w$]*(?:\.[A-Za-z_$][\w$]*)*")
@@ -178,7 +179,8 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     At most ``WORD_MOST``, each with its source ``WORD``; empty for any other hole. (The whole line's options,
     ``line_options``, need the line typed so far to start another line; a name typed inside a call seldom does.)"""
     tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail or tail.strip(CLOSERS):
+    if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail or tail.strip(CLOSERS) \
+            and (tail[0] not in ",;" or tail.strip(WORD_TAIL)):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     m = _FRAGMENT.search(text, line_start, hole.start)
@@ -199,6 +201,8 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
         if len(out) >= WORD_MOST:
             break
     texts = tuple(out)[:WORD_MOST]
+    if tail[0] in ",;" and len(texts) != 1:
+        return NONE   # a line's own `,` / `;` after the cursor: only a word the document completes one way
     return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
 
 

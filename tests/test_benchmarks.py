@@ -105,6 +105,20 @@ def test_auto_closed_holes_are_typed_to_the_first_opener_with_its_closer_after_t
     assert load_task_set(f"typed-closed:{path}") == [got] == typed_tasks([one], auto_close=True)
 
 
+def test_mid_line_holes_keep_the_lines_closing_run_after_a_word_typed_near_the_middle():
+    from benchmarks.tasks import mid_line_tail
+
+    one = Task("a.py:3", "def f(x):\n", "    return x\n", "    total = compute(values, [1]),\n")
+    got = mid_line_tail(one)
+    # the cut nearest the middle of `total = compute(values, [1` after a non-word character: before "values"
+    assert got.prompt == one.prompt + "    total = compute(val" and got.canonical_solution == "ues, [1"
+    assert got.suffix == "]),\n" + one.suffix
+    assert mid_line_tail(Task("b.py:1", "", "", "    x = 1\n")) is None             # no closing run
+    assert mid_line_tail(Task("c.py:1", "", "", "    f(a);\n")) is None            # under 4 characters left
+    assert mid_line_tail(Task("d.py:1", "", "", "    f(a,\n    b);\n")) is None     # several lines
+    assert typed_tasks([one], mid_line=True) == [got]
+
+
 def test_mid_word_closed_holes_have_the_fills_first_characters_typed_before_the_closer(tmp_path):
     from benchmarks.tasks import mid_word_closed
 

@@ -255,6 +255,29 @@ def test_a_word_typed_before_an_editors_closers_takes_its_rest_where_the_documen
     assert word_options(text, decide_hole(spec_for("javascript"), text, after_paren), "err)").texts == ()
 
 
+def test_a_word_typed_before_a_lines_own_comma_or_semicolon_takes_the_one_rest_the_document_has():
+    """A word typed in the middle of an existing line whose `,` or `;` stays after the cursor (the new-user trial's
+    `HKE|,` for `HKEY_LOCAL_MACHINE,`): the rest where the document has the word before that character, only when
+    it has one such rest (with several, 1 of 32 offered on the development holes was right)."""
+    from engine.doclines import word_options
+
+    def options(text: str, language: str = "python") -> tuple[str, ...]:
+        cursor = text.index("|")
+        text = text.replace("|", "")
+        line_end = text.find("\n", cursor)
+        hole = decide_hole(spec_for(language), text, cursor)
+        assert hole.kind is HoleKind.INLINE and not hole.heal
+        return word_options(text, hole, text[cursor:line_end]).texts
+
+    keys = "keys = [\n    HKEY_LOCAL_MACHINE,\n    HKEY_USERS,\n]\nroots = (\n    HKEY_CURRENT_USER)\n"
+    assert options(keys + "first = [HKE|,\n") == ()                      # two rests before a comma: none taken
+    assert options(keys + "first = f(HKE|)\n") == ("Y_CURRENT_USER",)    # a closer: every rest, as before
+    assert options(keys.replace("    HKEY_USERS,\n", "") + "first = [HKE|,\n") == ("Y_LOCAL_MACHINE",)
+    js = "const a = templatesPath;\nconst b = tem|;\n"
+    assert options(js, "javascript") == ("platesPath",)
+    assert options(js.replace("|;", "|; x()"), "javascript") == ()         # code after it: not a word's place
+
+
 def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_the_document_has_it(embedded_engine):
     # the model alone breaks the word (``err`` + ``, err``, under the bar) and no line of the document starts with
     # ``log(err``: before word options that fill was all there was, and nothing was shown
