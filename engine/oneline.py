@@ -63,8 +63,8 @@ def in_block(spec: LanguageSpec, text: str, start: int, end: int) -> str | None:
     last = text.rfind("\n", start, end) + 1 or start      # the stub's last line: its statement
     last += len(text[last:end]) - len(text[last:end].lstrip())
     for a, b in _lines(text, start, last):               # the lines before it: comments alone
-        node = src.tree.root_node.descendant_for_byte_range(src.to_byte(a), src.to_byte(b - 1) + 1)
-        if node is None or "comment" not in node.type or src.span(node)[0] > a or src.comment_span(node)[1] < b:
+        note = src.tree.root_node.descendant_for_byte_range(src.to_byte(a), src.to_byte(b - 1) + 1)
+        if note is None or "comment" not in note.type or src.span(note)[0] > a or src.comment_span(note)[1] < b:
             return None
     node: tree_sitter.Node | None = src.tree.root_node.descendant_for_byte_range(src.to_byte(last),
                                                                                  src.to_byte(end - 1) + 1)
