@@ -179,8 +179,9 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     At most ``WORD_MOST``, each with its source ``WORD``; empty for any other hole. (The whole line's options,
     ``line_options``, need the line typed so far to start another line; a name typed inside a call seldom does.)"""
     tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail or tail.strip(CLOSERS) \
-            and (tail[0] not in ",;" or tail.strip(WORD_TAIL)):
+    own = tail[:1] in (",", ";")   # the line's own `,` / `;` (then closers) after the cursor, not an editor's closers
+    if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail \
+            or tail.strip(WORD_TAIL if own else CLOSERS):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     m = _FRAGMENT.search(text, line_start, hole.start)
@@ -201,8 +202,8 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
         if len(out) >= WORD_MOST:
             break
     texts = tuple(out)[:WORD_MOST]
-    if tail[0] in ",;" and len(texts) != 1:
-        return NONE   # a line's own `,` / `;` after the cursor: only a word the document completes one way
+    if own and len(texts) != 1:
+        return NONE   # before a line's own `,` / `;`: only a word the document completes one way
     return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
 
 

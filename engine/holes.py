@@ -190,6 +190,15 @@ def is_stub(src: Source, node: tree_sitter.Node) -> bool:
     return raise_re is not None and node.type != "comment" and bool(raise_re.search(text))
 
 
+def is_stub_text(spec: LanguageSpec, text: str) -> bool:
+    """Is the one statement or comment ``text`` a stub ``find_blanks`` takes for a hole: ``pass``, ``...``, a
+    not-implemented raise (``todo!()``, ``panic("not implemented")``), a ``TODO`` / ``FIXME`` comment?"""
+    raise_re = _RAISE.get(spec.name)
+    code = text.strip().rstrip(";").strip()
+    return code in ("pass", "...") and spec.name == "python" or bool(_TODO.match(code)) \
+        or raise_re is not None and bool(raise_re.search(code))
+
+
 def find_blanks(src: Source, start: int, end: int, deliberate: bool = False) -> list[Hole]:
     """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge).
     A deliberate ``pass``/``...`` (engine/deliberate.py) is a hole only with ``deliberate`` (a selection)."""

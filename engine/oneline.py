@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import NamedTuple
 
 import tree_sitter
 
 from .backends.base import Backend, Control
 from .config import FillOptions
-from .holes import Source, is_docstring, statements
+from .holes import Source, is_docstring, is_stub_text, statements
 from .languages import LanguageSpec, spec_for
 from .multifill import repeats_beside
 from .requests import Completion, FillRequest, Hole, HoleFill, HoleKind, InfillRequest
@@ -28,11 +29,20 @@ from .validate import degenerate, writes_no_code
 MAX_LINE_HOLES = 4   # "Fill N holes" of this many stub lines at most is filled line by line (one cursor fill each)
 
 
-def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | None:
-    """(``text`` with the hole's stub emptied to one line of the stub's indentation, the cursor after it) when
-    ``hole`` is a stub of whole lines (``// TODO``, ``# TODO`` + ``pass``) that is statements of a block: among its
-    code or the block's whole body; else None. The text after the cursor is ``text[hole.end:]``, the same
-    characters."""
+class LineView(NamedTuple):
+    """A stub hole as the cursor fill sees it: the document with the stub emptied to one line of its indentation,
+    the cursor after that indentation, and whether the stub is its block's whole body."""
+    hole: Hole
+    emptied: str
+    offset: int
+    whole: bool
+
+
+def line_view(src: Source, hole: Hole) -> LineView | None:
+    """``hole`` as a ``LineView`` when it is a stub of whole lines (``// TODO``, ``# TODO`` + ``pass``) that is
+    statements of a block: among its code or the block's whole body; else None. The text after the cursor is
+    ``text[hole.end:]``, the same characters."""
+    text = src.text
     if hole.inline or hole.lead or hole.tail or hole.context and "\n" in hole.context.rstrip("\n"):
         return None
     line_start = text.rfind("\n", 0, hole.start) + 1
@@ -42,9 +52,11 @@ def line_view(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, int] | No
     if line_start != hole.start or text[hole.end:line_end].strip() or not stub.strip() \
             or hole.indent.strip() or any(not line.startswith(hole.indent) for line in stub.split("\n")):
         return None
-    if in_block(spec, text, hole.start + len(hole.indent), hole.end) is None:
+    kind = in_block(src, hole.start + len(hole.indent), hole.end)
+    if kind is None:
         return None
-    return text[:hole.start] + hole.indent + text[hole.end:], hole.start + len(hole.indent)
+    return LineView(hole, text[:hole.start] + hole.indent + text[hole.end:], hole.start + len(hole.indent),
+                    kind == WHOLE)
 
 
 _BLOCKS = frozenset({"block", "statement_block", "statement_list"})   # a body's statements (Python, Go, Rust; JS/TS)
@@ -53,11 +65,11 @@ _BLOCKS = frozenset({"block", "statement_block", "statement_list"})   # a body's
 AMONG, WHOLE = "among code", "whole body"
 
 
-def in_block(spec: LanguageSpec, text: str, start: int, end: int) -> str | None:
+def in_block(src: Source, start: int, end: int) -> str | None:
     """``AMONG`` or ``WHOLE`` when the stub ``text[start:end]`` is a statement of a block (among its other code, or
     its whole body: the block's other statements are a docstring at most), after comment lines of its own
     (``# TODO`` + ``pass``); else None."""
-    src = Source(spec, text)
+    text = src.text
     if src.tree is None or end <= start:
         return None
     last = text.rfind("\n", start, end) + 1 or start      # the stub's last line: its statement
@@ -95,23 +107,23 @@ def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
-def line_holes(request: FillRequest) -> list[tuple[Hole, str, int]] | None:
-    """Each hole with its cursor view when every hole of ``request`` is a stub line (and there are at most
-    ``MAX_LINE_HOLES``); None when the request is for the canvas (a body, an expression hole, a stub body)."""
+def line_holes(request: FillRequest) -> list[LineView] | None:
+    """Each hole's cursor view when every hole of ``request`` is a stub of whole lines of a block (and there are
+    at most ``MAX_LINE_HOLES``); None when the request is for the canvas (a body, an expression hole)."""
     if request.body or not 0 < len(request.holes) <= MAX_LINE_HOLES:
         return None
-    spec = spec_for(request.language)
+    src = Source(spec_for(request.language), request.text)   # parsed once for every hole
     out = []
     for hole in sorted(request.holes, key=lambda h: h.start):
-        view = line_view(spec, request.text, hole)
+        view = line_view(src, hole)
         if view is None:
             return None
-        out.append((hole, *view))
+        out.append(view)
     return out
 
 
 def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, control: Control,
-               holes: list[tuple[Hole, str, int]]) -> Completion:
+               holes: list[LineView]) -> Completion:
     """Each stub line filled as the cursor fill at that line (the other holes stand as they are), mapped back to
     the hole's range. A fill that writes back the stub, comments alone or a stutter is left out; a line whose fills
     the cursor's confidence withheld counts as ``unsure``."""
@@ -121,7 +133,7 @@ def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, con
     fills: list[HoleFill] = []
     steps = forwards = tokens = rejected = unsure = 0
     elapsed = 0.0
-    for hole, emptied, offset in holes:
+    for hole, emptied, offset, whole in holes:
         # one line, as at an empty line among code (after an opener too: the stub stood for a line of code)
         cursor = InfillRequest(emptied, offset, request.language, kind=HoleKind.LINE, steps=request.steps,
                                key=request.key, options=options)
@@ -130,7 +142,7 @@ def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, con
             elapsed + c.elapsed_ms
         rejected += c.rejected
         fill = _back(text, emptied, hole, c.fills[0]) if c.fills else None
-        if fill is not None and not _usable(spec, text, hole, fill):
+        if fill is not None and not _usable(spec, text, hole, fill, whole):
             fill, rejected = None, rejected + 1
         if fill is not None:
             fills.append(fill)
@@ -154,23 +166,21 @@ def _back(text: str, emptied: str, hole: Hole, fill: HoleFill) -> HoleFill | Non
                    token_spans=tuple((s + shift, e + shift) for s, e in fill.token_spans))
 
 
-_STUB_WORDS = frozenset({"pass", "...", "todo!()", "unimplemented!()"})
 _IMPORT = re.compile(r"(?:import|from\s+[\w.]+\s+import|use)\s")   # Python's imports, Rust's ``use``
 
 
-def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill) -> bool:
-    """Not the stub again (nor a line of it, nor another stub: ``pass`` for ``# TODO`` + ``pass``), code (not
+def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill, whole: bool) -> bool:
+    """Not a stub again (``holes.is_stub_text``: ``pass`` for ``# TODO`` + ``pass``, a ``todo!()``), code (not
     comments alone), no stutter: the checks an action's canvas fill has (``multifill._usable``) other than its
-    token-confidence bar, which the cursor's calibrated one replaces. And a block's whole body is no import alone:
-    the function would do nothing but import (on the actions' development set, 6 of the 38 one-line fills of a
-    stubbed body were ``import pytest``, ``from pathlib import Path``..., none right)."""
+    token-confidence bar, which the cursor's calibrated one replaces. And a block's ``whole`` body is no import
+    alone: the function would do nothing but import (on the actions' development set, 6 of the 38 one-line fills of
+    a stubbed body were ``import pytest``, ``from pathlib import Path``..., none right)."""
     written = fill.text.strip()
-    stub = {line.strip() for line in text[hole.start:hole.end].split("\n")}
-    if not written or written in stub or written.rstrip(";") in _STUB_WORDS or writes_no_code(spec, fill.text):
+    if not written or is_stub_text(spec, written) or writes_no_code(spec, fill.text):
         return False
     if degenerate(fill.text, text) is not None:
         return False
-    if _IMPORT.match(written) and in_block(spec, text, hole.start + len(hole.indent), hole.end) == WHOLE:
+    if whole and _IMPORT.match(written):
         return False
     return not repeats_beside(text, hole, fill.text)
 

@@ -45,7 +45,8 @@ def _applied(text, fills):
     ("python", "def f(xs):\n    # TODO: implement\n    return len(xs)\n", "# TODO"),   # above the block's first line
 ])
 def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
-    (hole, emptied, offset), = line_holes(_request(text, language, marker))
+    (hole, emptied, offset, whole), = line_holes(_request(text, language, marker))
+    assert not whole
     line_start = text.rfind("\n", 0, text.index(marker)) + 1
     assert hole.start == line_start and emptied == text[:hole.start] + hole.indent + text[hole.end:]
     assert offset == hole.start + len(hole.indent) and text[hole.start:hole.end].strip().startswith(marker)
@@ -61,7 +62,8 @@ def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
     ("rust", "fn f() -> u8 {\r\n    todo!()\r\n}\r\n", "todo!()"),
 ])
 def test_fill_holes_on_a_stub_that_is_the_whole_body_is_the_line_there(language, text, marker):
-    (hole, emptied, offset), = line_holes(_request(text, language, marker))
+    (hole, emptied, offset, whole), = line_holes(_request(text, language, marker))
+    assert whole
     assert emptied == text[:hole.start] + hole.indent + text[hole.end:] and offset == hole.start + len(hole.indent)
     assert text[hole.start:hole.end].strip().startswith(marker.strip()) and not text[hole.end:].split("\n")[0].strip()
 
@@ -137,3 +139,15 @@ def test_an_import_alone_is_no_whole_body_but_may_be_a_line_among_code():
     assert [f.text for f in _scripted(among, "python", "# TODO", "import os").fills] == ["    import os"]
     rust = "fn f() -> u8 {\n    todo!()\n}\n"
     assert _scripted(rust, "rust", "todo!()", "use std::io;").fills == ()
+
+
+def test_a_stub_again_is_what_the_survey_takes_for_a_hole():
+    from engine.holes import is_stub_text
+    from engine.languages import spec_for as spec
+
+    py, js, go, rust = spec("python"), spec("javascript"), spec("go"), spec("rust")
+    assert is_stub_text(py, "pass") and is_stub_text(py, "...") and is_stub_text(py, "# TODO: later")
+    assert is_stub_text(py, "raise NotImplementedError()") and is_stub_text(rust, "todo!();")
+    assert is_stub_text(go, 'panic("not implemented")') and is_stub_text(js, 'throw new Error("not implemented");')
+    assert not is_stub_text(py, "return passed") and not is_stub_text(js, "...args") and not is_stub_text(
+        rust, "self.todo()")
