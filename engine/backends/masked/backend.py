@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -112,9 +113,12 @@ class MaskedBackend:
             raise ModelLoadError(unfit)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
-            model = AutoModelForMaskedLM.from_pretrained(
-                str(path), local_files_only=True, trust_remote_code=False, dtype=dtype,
-                **({"device_map": config.device_map} if config.device_map else {}))
+            # One typed dict: a conditional `**{...}` is inferred as dict[str, str] and checked against
+            # every keyword of from_pretrained's signature, which differs between transformers releases.
+            kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False, "dtype": dtype}
+            if config.device_map:
+                kwargs["device_map"] = config.device_map
+            model = AutoModelForMaskedLM.from_pretrained(str(path), **kwargs)
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(f"cannot load masked LM from {path}: {exc}") from exc
         if tokenizer.mask_token_id is None:
