@@ -348,13 +348,24 @@ async function main() {
     // 3. The server dies (kill -9 of the diffusion-lsp process this run started, found by its
     // unique log-file argument): the status bar turns red, the extension restarts it, the new
     // server gets the document as it is now and fills it.
-    const pids = () =>
-      spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-        .stdout.split('\n')
-        .filter((line) => line.includes(logFile) && !line.includes(' ps '))
-        .map((line) => Number(line.trim().split(/\s+/)[0]))
-        .filter((pid) => pid > 0);
-    const before = pids();
+    // Read from /proc (each process's command line, whole), polled: one `ps` listing once came back without the
+    // server while another test suite ran beside this one, though the server answered the next request.
+    const pids = () => {
+      const found = [];
+      for (const name of fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+        try {
+          const argv = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+          if (argv.includes(logFile) && Number(name) !== process.pid) {
+            found.push(Number(name));
+          }
+        } catch (error) {
+          // the process ended while the listing was read
+        }
+      }
+      return found;
+    };
+    const before = await waitFor('the diffusion-lsp process', 30000, () => (pids().length ? pids() : null))
+      .catch(() => []);
     await check('the diffusion-lsp process is found', () => {
       if (before.length === 0) {
         throw new Error('no process with ' + logFile);
