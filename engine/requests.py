@@ -158,7 +158,8 @@ class Completion:
     fallbacks: tuple[tuple[HoleFill, ...], ...] = ()
     # A code action's holes left without a fill although the model wrote forms for them that the quality gate
     # withheld (a stutter, comments alone, tokens it was unsure of: ``multifill._usable``); a rewrite withheld
-    # as a stutter counts 1. Says "not likely enough" rather than "nothing parses" to the user.
+    # as a stutter counts 1; a body written line by line counts 1 when it stopped at a line its calibrated
+    # confidence withheld (with no line before it: no body). Says "not likely enough" rather than "nothing parses".
     unsure: int = 0
 
     @property

@@ -31,7 +31,12 @@ def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: 
         return head + (f"; {unparsed} had no fill that parses" if unparsed else "") + \
             (f"; {unsure} had no fill likely enough to offer" if unsure else "")
     if action == _BODY:
-        return "completed the body" if completion.fills else "no body that parses was found"
+        if not completion.fills:
+            return "no body that parses was found"
+        written = sum(_lines(f.text.strip("\r\n")) for f in completion.fills)
+        # written line by line (engine/oneline.py ``fill_body``): ``unsure``, the line after them was withheld
+        return f"completed {written} line{'s' if written != 1 else ''} of the body" + \
+            ("; the next line was not likely enough to offer" if completion.unsure else "")
     if action == _FIX:
         return _fix(text, completion)
     lines = _changed(text, completion)

@@ -31,6 +31,14 @@ def child_processes(monkeypatch) -> list:
     return started
 
 
+@pytest.fixture
+def canvas(monkeypatch):
+    """The multi-hole canvas for a body hole, as "Fill holes" has it for a stub on its header's line
+    (``def f(): ...``) or more holes than ``oneline.MAX_LINE_HOLES``: "Complete body" itself is written line by
+    line (engine/oneline.py ``fill_body``; its gates: tests/test_oneline_actions.py)."""
+    monkeypatch.setattr("engine.serve.body_place", lambda request: None)
+
+
 @pytest.fixture(scope="module")
 def embedded_engine():
     """The engine on the embedded model, one thread, no confidence bar (started once per module)."""

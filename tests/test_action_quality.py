@@ -76,13 +76,12 @@ def _hole(text=DOC):
 
 
 def _body(text=DOC) -> FillRequest:
-    """"Complete body" of ``text``'s stub function: the canvas (a stub body's "Fill 1 hole" is the cursor's line,
-    engine/oneline.py)."""
+    """"Complete body" of ``text``'s stub function."""
     at = text.index("pass")
     return FillRequest(text, "python", (survey(text, "python", at, at).body,), body=True)
 
 
-def test_a_stuttering_form_falls_back_to_its_shorter_form():
+def test_a_stuttering_form_falls_back_to_its_shorter_form(canvas):
     """The two-line fill's second line stutters: the one-line form is offered in its place."""
     backend = ScriptedBackend("a = r * r\n    return a.lock_lock_lock")
     completion = _run(_body(), backend)
@@ -93,7 +92,7 @@ def test_a_stuttering_form_falls_back_to_its_shorter_form():
     assert withheld.fills == () and withheld.unsure == 1    # told "not likely enough", not "nothing parses"
 
 
-def test_comments_alone_are_no_fill():
+def test_comments_alone_are_no_fill(canvas):
     assert _run(_body(), ScriptedBackend("#\n    #\n    #")).fills == ()
 
 
@@ -107,7 +106,7 @@ class Unsure(ScriptedBackend):
                                      c.token_spans, c.score),), 1, 1, result.tokens)
 
 
-def test_a_fill_the_model_is_unsure_of_is_withheld_unless_every_fill_is_asked_for():
+def test_a_fill_the_model_is_unsure_of_is_withheld_unless_every_fill_is_asked_for(canvas):
     withheld = _run(_body(), Unsure("return r * r"))
     assert withheld.fills == () and withheld.unsure == 1
     offered = _run(_body(), Unsure("return r * r"), min_confidence=0.0).fills

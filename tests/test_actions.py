@@ -207,7 +207,7 @@ def test_complete_body_sees_far_callers_and_a_same_line_body_moves_down():
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
-def test_a_body_that_writes_a_line_twice_is_cut_before_the_copy(eol):
+def test_a_body_that_writes_a_line_twice_is_cut_before_the_copy(eol, canvas):
     # the embedded model continued a held-out file's body (torch's module_tracker.py, CRLF) with the same call twice;
     # the shorter form, the call once, is offered instead, as a cursor fill would be (validate.repeats_neighbour)
     text = ("class T:\n    def fn(self, name):\n        if name:\n            self.log(name)\n"
@@ -219,7 +219,7 @@ def test_a_body_that_writes_a_line_twice_is_cut_before_the_copy(eol):
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
-def test_a_body_the_document_refuses_falls_back_to_its_shorter_form(eol):
+def test_a_body_the_document_refuses_falls_back_to_its_shorter_form(eol, canvas):
     # the embedded model's body on a held-out file (torch's module_tracker.py, LF) ended in `add(name) name`: the
     # window's tree-sitter check passed it, Python's compiler (the whole-document check) did not, and the hole was
     # dropped although its shorter form, the first line alone, parses: that form is offered instead
@@ -234,7 +234,7 @@ def test_a_body_the_document_refuses_falls_back_to_its_shorter_form(eol):
     assert compile(_applied(text, completion.fills), "<doc>", "exec")
 
 
-def test_a_body_none_of_whose_forms_the_document_takes_is_not_offered():
+def test_a_body_none_of_whose_forms_the_document_takes_is_not_offered(canvas):
     # both forms (two lines, then the first alone) pass the window's check and fail Python's: no edit at all
     text = ("class T:\n    def fn(self, name):\n        if name:\n            self.log(name)\n"
             "        self.parents.add(name)\n\n    def g(self):\n        return 1\n")

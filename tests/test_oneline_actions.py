@@ -4,6 +4,8 @@ canvas (48 statement slots) left both documents below without a fill ("no fill t
 trial's Go and Rust rows); on the development set's one-line holes it was exactly right 0 of 400 times, now 30
 (benchmarks/results/onehole-dev.json)."""
 
+from dataclasses import replace
+
 import pytest
 
 from engine.backends.base import Control
@@ -151,3 +153,174 @@ def test_a_stub_again_is_what_the_survey_takes_for_a_hole():
     assert is_stub_text(go, 'panic("not implemented")') and is_stub_text(js, 'throw new Error("not implemented");')
     assert not is_stub_text(py, "return passed") and not is_stub_text(js, "...args") and not is_stub_text(
         rust, "self.todo()")
+
+
+# --- "Complete body": line by line, each line the cursor fill at the body's next line ---------------------------------
+
+class LineScript:
+    """A backend that writes the line the script gives for the code line above the cursor (the prompt's last whole
+    line, stripped); nothing for a line the script does not know. Keeps every prompt it was given."""
+
+    name, max_positions, default_steps = "line-script", 1024, 16
+    searches_lengths = takes_instruction = scores_text = scores_options = False
+    model_dir = None
+
+    def __init__(self, script: dict[str, str]):
+        self.script, self.prompts = script, []
+
+    def count_tokens(self, text):
+        return (len(text) + 3) // 4
+
+    def fill(self, plan, control):
+        from engine.backends.base import Candidate, FillResult
+
+        control.check(0)
+        prefix = plan.pieces[0]
+        self.prompts.append(prefix)
+        above = prefix.rstrip(" \t").rstrip("\n").rsplit("\n", 1)[-1].strip()
+        text = self.script.get(above, "")
+        spans = tuple((i, i + 1) for i in range(len(text)))
+        if control.draft is not None:
+            control.draft(1, (text,), (tuple(0.9 for _ in text),))
+        return FillResult((Candidate((text,), (tuple(0.9 for _ in text),), (spans,), 0.0),), 1, 1, len(text))
+
+    def stats(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+def _body(text: str, language: str, marker: str, script: dict[str, str], **options):
+    at = text.index(marker) + 1
+    found = survey(text, language, at, at)
+    assert found.body is not None
+    backend = LineScript(script)
+    request = FillRequest(text, language, (found.body,), found.callers, body=True)
+    completion = serve(backend, FillOptions(**{"min_confidence": 0.0, **options}), request,
+                       Control(lambda step: None))
+    return completion, backend
+
+
+PY_STUB = "def mean(xs):\n    pass\n\n\ndef g(xs):\n    return len(xs)\n"
+MEAN = {"def mean(xs):": "n = len(xs)", "n = len(xs)": "total = sum(xs)", "total = sum(xs)": "return total / n",
+        "return total / n": "print(n)"}
+
+
+def test_complete_body_writes_line_after_line_until_the_body_returns():
+    completion, backend = _body(PY_STUB, "python", "pass", MEAN)
+    (fill,) = completion.fills
+    assert PY_STUB[fill.start:fill.end] == "    pass"
+    assert _applied(PY_STUB, completion.fills) == PY_STUB.replace(
+        "    pass", "    n = len(xs)\n    total = sum(xs)\n    return total / n")
+    # each line's prompt is the document with the lines before it written: the line after `return` is never asked
+    assert not any(p.rstrip().endswith("return total / n") for p in backend.prompts)
+    assert any(p.endswith("def mean(xs):\n    n = len(xs)\n    total = sum(xs)\n") for p in backend.prompts)
+
+
+@pytest.mark.parametrize("stop", ["pass", "# TODO: later", "n = len(xs)", ""])
+def test_complete_body_stops_before_a_stub_a_comment_a_repeated_line_or_nothing(stop):
+    script = {**MEAN, "total = sum(xs)": stop}
+    completion, _ = _body(PY_STUB, "python", "pass", script)
+    assert _applied(PY_STUB, completion.fills) == PY_STUB.replace("    pass", "    n = len(xs)\n    total = sum(xs)")
+
+
+def test_a_body_whose_first_line_is_no_fill_is_not_offered():
+    for first in ("pass", "import os", "# TODO"):
+        completion, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": first})
+        assert completion.fills == (), first
+
+
+def test_a_body_has_at_most_max_body_lines():
+    from engine.oneline import MAX_BODY_LINES
+
+    script = {"def mean(xs):": "x0 = 0", **{f"x{i} = {i}": f"x{i + 1} = {i + 1}" for i in range(20)}}
+    completion, _ = _body(PY_STUB, "python", "pass", script)
+    (fill,) = completion.fills
+    assert fill.text.split("\n") == [f"    x{i} = {i}" for i in range(MAX_BODY_LINES)]
+
+
+def test_a_rust_line_without_a_semicolon_is_the_bodys_value_and_ends_it():
+    text = "fn f(a: u8) -> u8 {\n    todo!()\n}\n"
+    script = {"fn f(a: u8) -> u8 {": "let b = a * 2;", "let b = a * 2;": "b + 1", "b + 1": "let c = 3;"}
+    completion, _ = _body(text, "rust", "todo!()", script)
+    assert _applied(text, completion.fills) == "fn f(a: u8) -> u8 {\n    let b = a * 2;\n    b + 1\n}\n"
+
+
+@pytest.mark.parametrize("language, text, marker, script, after", [
+    # after the body's last statement
+    ("python", "def f(xs):\n    n = len(xs)\n\n\ndef g():\n    pass\n", "n = len",
+     {"n = len(xs)": "return n * 2"}, "def f(xs):\n    n = len(xs)\n    return n * 2\n\n\ndef g():\n    pass\n"),
+    # an empty braces body moves to its own lines
+    ("javascript", "function f(a) {}\n", "{}", {"function f(a) {": "const b = a + 1;", "const b = a + 1;": "return b;"},
+     "function f(a) {\n  const b = a + 1;\n  return b;\n}\n"),
+    ("go", "package m\n\nfunc f(a int) int {\n\tpanic(\"not implemented\")\n}\n", "panic",
+     {"func f(a int) int {": "b := a + 1", "b := a + 1": "return b"},
+     "package m\n\nfunc f(a int) int {\n\tb := a + 1\n\treturn b\n}\n"),
+])
+def test_complete_body_in_each_place_a_body_goes(language, text, marker, script, after):
+    completion, _ = _body(text, language, marker, script)
+    assert _applied(text, completion.fills) == after
+    crlf = text.replace("\n", "\r\n")   # the CRLF twin gets the same body, with its line ends
+    twin, _ = _body(crlf, language, marker, script)
+    assert _applied(crlf, twin.fills) == after.replace("\n", "\r\n")
+
+
+def test_complete_body_drafts_show_the_lines_written_before_the_one_being_written():
+    at = PY_STUB.index("pass") + 1
+    found = survey(PY_STUB, "python", at, at)
+    shown: list[str] = []
+    serve(LineScript(MEAN), FillOptions(min_confidence=0.0), FillRequest(PY_STUB, "python", (found.body,), body=True),
+          Control(lambda step: None, lambda step, texts, confs, pieces=None, **where: shown.extend(texts)))
+    assert "    n = len(xs)\n    total = sum(xs)\n    return total / n" in shown and "    n = len(xs)" in shown
+
+
+def test_complete_body_with_the_embedded_model_is_lines_at_the_bodys_indentation(backend):
+    """The real model: the body it writes (if any) is whole lines at the body's indentation, the document parses."""
+    from benchmarks.metrics import syntax_valid
+
+    for language, text, marker in [("go", GO, "// TODO"), ("rust", "fn f(a: u8) -> u8 {\n    todo!()\n}\n", "todo!()"),
+                                   ("python", PY_STUB, "pass")]:
+        at = text.index(marker) + 1
+        found = survey(text, language, at, at)
+        completion = serve(backend, FillOptions(), FillRequest(text, language, (found.body,), body=True),
+                           Control(lambda step: None))
+        for fill in completion.fills:
+            indent = found.body.indent
+            assert all(line.startswith(indent) and line.strip() for line in fill.text.strip("\n").split("\n"))
+        assert syntax_valid(_applied(text, completion.fills), language)
+
+
+def test_a_body_line_the_model_is_unsure_of_is_withheld_unless_every_fill_is_asked_for():
+    """The body's lines pass the cursor's calibrated confidence: a first line the model wrote at token probability
+    0.1 is withheld and the user is told (``unsure``); with ``minConfidence`` 0 it is offered."""
+    from engine.config import EMBEDDED_DIR
+
+    class Unsure(LineScript):
+        model_dir = EMBEDDED_DIR   # the embedded model's calibration (confidence.json) and its bar
+
+        def fill(self, plan, control):
+            result = super().fill(plan, control)
+            (c,) = result.candidates
+            return type(result)((type(c)(c.texts, tuple(tuple(0.1 for _ in t) for t in c.texts), c.token_spans,
+                                         c.score),), 1, 1, result.tokens)
+
+    at = PY_STUB.index("pass") + 1
+    request = FillRequest(PY_STUB, "python", (survey(PY_STUB, "python", at, at).body,), body=True)
+    withheld = serve(Unsure(MEAN), FillOptions(), request, Control(lambda step: None))
+    assert withheld.fills == () and withheld.unsure == 1
+    offered = serve(Unsure(MEAN), FillOptions(min_confidence=0.0), request, Control(lambda step: None))
+    assert _applied(PY_STUB, offered.fills) == PY_STUB.replace(
+        "    pass", "    n = len(xs)\n    total = sum(xs)\n    return total / n")
+
+
+def test_the_user_is_told_how_many_lines_were_written_and_why_it_stopped():
+    from lsp_server.action_specs import BODY
+    from lsp_server.outcome import describe
+
+    completion, _ = _body(PY_STUB, "python", "pass", MEAN)
+    assert describe(BODY, PY_STUB, [], completion) == "completed 3 lines of the body"
+    one = replace(completion, fills=(replace(completion.fills[0], text="    n = len(xs)"),), unsure=1)
+    assert describe(BODY, PY_STUB, [], one) == \
+        "completed 1 line of the body; the next line was not likely enough to offer"
+    assert describe(BODY, PY_STUB, [], replace(completion, fills=())) == "no body that parses was found"

@@ -171,7 +171,13 @@ async function main() {
   // An action's edit is for the version it was computed on. "Complete body" once as is, then again
   // with the document moved on while the server works (the user typed; the didChange is still on its
   // way, so the server computes for the old version): the second edit must not be applied.
-  stub.window.activeTextEditor = { document: doc, selection: new stub.Selection(new stub.Position(2, 8), new stub.Position(2, 8)) };
+  // (a stub body: "Complete body" writes it line by line, and the model writes no line after example.py's `return`)
+  const bodyFile = path.join(dir, 'add.py');
+  const bodyText = 'def add(a, b):\n    pass\n\n\nprint(add(1, 2))\n';
+  fs.writeFileSync(bodyFile, bodyText);
+  const bodyDoc = stub.__document(bodyFile, 'python', bodyText);
+  stub.__openDocument(bodyDoc);
+  stub.window.activeTextEditor = { document: bodyDoc, selection: new stub.Selection(new stub.Position(1, 6), new stub.Position(1, 6)) };
   record.messages.length = 0;
   let before = record.applied.length;
   await record.commands['diffusionLsp.completeBody']();
@@ -180,9 +186,9 @@ async function main() {
   record.messages.length = 0;
   before = record.applied.length;
   const running = record.commands['diffusionLsp.completeBody']();
-  doc.version = 2;
+  bodyDoc.version = 2;
   await running;
-  doc.version = 1;
+  bodyDoc.version = 1;
   check(record.applied.length === before && record.messages.some((m) => m[0] === 'warning' && /no longer applies/.test(m[1])),
     `an edit made for a version the document has moved past is not applied (${record.applied.length - before} edits; ${record.messages.map((m) => m.join(': ')).join('; ')})`);
   // The server restarted while a command runs: the command says so in words, not with the library's
