@@ -145,7 +145,7 @@ class DiffusionGemmaBackend:
                 kwargs["device_map"] = str(device)
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(str(path), **kwargs)
             if "device_map" not in kwargs:
-                model.to(device)  # type: ignore[arg-type]  # transformers' stub wraps to() oddly
+                model.to(device)
         except Exception as exc:  # a broken checkpoint fails in many library-specific ways; report each the same
             raise ModelLoadError(f"cannot load the DiffusionGemma checkpoint at {path}: {exc}") from exc
         model.eval()

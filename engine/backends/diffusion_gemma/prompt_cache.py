@@ -73,11 +73,11 @@ class PromptCache:
             keys, values = src.keys, src.values
             if isinstance(src, DynamicSlidingWindowLayer):
                 keys, values = keys[..., -(src.sliding_window - 1):, :], values[..., -(src.sliding_window - 1):, :]
-            dst.lazy_initialization(keys, values)  # type: ignore[union-attr]
-            dst.keys = keys.expand(batch, -1, -1, -1)  # type: ignore[union-attr]
-            dst.values = values.expand(batch, -1, -1, -1)  # type: ignore[union-attr]
+            dst.lazy_initialization(keys, values)
+            dst.keys = keys.expand(batch, -1, -1, -1)
+            dst.values = values.expand(batch, -1, -1, -1)
             if isinstance(src, DynamicSlidingWindowLayer):
-                dst.cumulative_length = src.cumulative_length  # type: ignore[union-attr]
+                dst.cumulative_length = src.cumulative_length
         return view
 
     @staticmethod
