@@ -149,7 +149,7 @@ def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, con
             elapsed + c.elapsed_ms
         rejected += c.rejected
         fill = _back(text, emptied, hole, c.fills[0]) if c.fills else None
-        if fill is not None and not _usable(spec, text, hole, fill, whole):
+        if fill is not None and not _usable(spec, text, hole, fill.text, whole):
             fill, rejected = None, rejected + 1
         if fill is not None:
             fills.append(fill)
@@ -176,20 +176,20 @@ def _back(text: str, emptied: str, hole: Hole, fill: HoleFill) -> HoleFill | Non
 _IMPORT = re.compile(r"(?:import|from\s+[\w.]+\s+import|use)\s")   # Python's imports, Rust's ``use``
 
 
-def _usable(spec: LanguageSpec, text: str, hole: Hole, fill: HoleFill, whole: bool) -> bool:
+def _usable(spec: LanguageSpec, text: str, hole: Hole, line: str, whole: bool) -> bool:
     """Not a stub again (``holes.is_stub_text``: ``pass`` for ``# TODO`` + ``pass``, a ``todo!()``), code (not
     comments alone), no stutter: the checks an action's canvas fill has (``multifill._usable``) other than its
     token-confidence bar, which the cursor's calibrated one replaces. And a block's ``whole`` body is no import
     alone: the function would do nothing but import (on the actions' development set, 6 of the 38 one-line fills of
     a stubbed body were ``import pytest``, ``from pathlib import Path``..., none right)."""
-    written = fill.text.strip()
-    if not written or is_stub_text(spec, written) or writes_no_code(spec, fill.text):
+    written = line.strip()
+    if not written or is_stub_text(spec, written) or writes_no_code(spec, line):
         return False
-    if degenerate(fill.text, text) is not None:
+    if degenerate(line, text) is not None:
         return False
     if whole and _IMPORT.match(written):
         return False
-    return not repeats_beside(text, hole, fill.text)
+    return not repeats_beside(text, hole, line)
 
 
 def _placed(control: Control, hole: Hole, offset: int) -> Control:
@@ -229,14 +229,17 @@ def body_place(request: FillRequest) -> BodyPlace | None:
     hole, text = request.holes[0], request.text
     if hole.inline or hole.context or hole.indent.strip():
         return None
+    rest = text[hole.end:]
     if not hole.lead:
-        if text.rfind("\n", 0, hole.start) + 1 != hole.start or text[hole.end:].split("\n", 1)[0].strip():
+        line_end = rest.find("\n")
+        if text.rfind("\n", 0, hole.start) + 1 != hole.start or rest[:line_end if line_end >= 0 else None].strip():
             return None
-        return BodyPlace(hole, text[:hole.start], text[hole.end:], hole.indent)
+        return BodyPlace(hole, text[:hole.start], rest, hole.indent)
     if hole.lead != "\n" or hole.tail.strip():
         return None
-    return BodyPlace(hole, text[:hole.start] + hole.lead, "\n" + text[hole.end:] if not hole.tail else
-                     hole.tail + text[hole.end:], hole.indent)
+    # the cursor's line ends where the hole did (a line break follows it there, or the body's closer after ``tail``)
+    return BodyPlace(hole, text[:hole.start] + hole.lead,
+                     hole.tail + rest if hole.tail or rest.startswith("\n") else "\n" + rest, hole.indent)
 
 
 _ENDS = re.compile(r"(?:return|raise|throw|panic!|unreachable!|os\.Exit)\b")
@@ -271,14 +274,14 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         line = None
         if fill is not None and fill.start >= len(head) and fill.end <= offset:
             line = doc[len(head):fill.start] + fill.text
-            if "\n" in line or not _usable_line(spec, text, hole, line, not lines) or \
+            if "\n" in line or not _usable(spec, text, hole, line, not lines) or \
                     line.strip() in (seen.strip() for seen in lines):
                 line, rejected = None, rejected + 1
         if line is None or fill is None:
             if not c.fills and c.considered:
                 unsure += 1   # the line was withheld by its calibrated confidence (the first: no body at all)
             break
-        if line.rstrip().endswith(spec.block_opener or "\0"):
+        if spec.block_opener and line.rstrip().endswith(spec.block_opener):
             break   # a block of its own: left to the user
         base = sum(len(seen) + 1 for seen in lines) + len(line) - len(fill.text)
         spans += [(s + base, e + base) for s, e in fill.token_spans]
@@ -296,11 +299,6 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
                           None if chance is None else round(chance, 4)),)
     return Completion(fills, HoleKind.BLOCK, steps, forwards, tokens, round(elapsed, 2), options.validate, rejected,
                       backend.name, unsure=unsure)
-
-
-def _usable_line(spec: LanguageSpec, text: str, hole: Hole, line: str, first: bool) -> bool:
-    """A body line as ``_usable`` judges a stub's line (the first one as a whole body's)."""
-    return _usable(spec, text, hole, HoleFill(hole.start, hole.end, line), first)
 
 
 def _shown(control: Control, done: str) -> Control:

@@ -324,3 +324,22 @@ def test_the_user_is_told_how_many_lines_were_written_and_why_it_stopped():
     assert describe(BODY, PY_STUB, [], one) == \
         "completed 1 line of the body; the next line was not likely enough to offer"
     assert describe(BODY, PY_STUB, [], replace(completion, fills=())) == "no body that parses was found"
+
+
+@pytest.mark.parametrize("language, text, marker, seen", [
+    # after the last statement; at the file's end; a stub on its header's line; an empty braces body
+    ("python", "def f(xs):\n    n = len(xs)\n\n\ndef g():\n    pass\n", "n = len",
+     "def f(xs):\n    n = len(xs)\n    |\n\n\ndef g():\n    pass\n"),
+    ("python", "def f(xs):\n    n = len(xs)", "n = len", "def f(xs):\n    n = len(xs)\n    |\n"),
+    ("python", "def f(x): ...\n\nprint(1)\n", "...", "def f(x):\n    |\n\nprint(1)\n"),
+    ("javascript", "function f(a) {}\n", "{}", "function f(a) {\n  |\n}\n"),
+])
+def test_a_bodys_first_line_is_read_in_the_document_as_the_file_has_it(language, text, marker, seen):
+    """What the model reads for a body's first line (``|``: the cursor): one line of the body's indentation where
+    the body goes and the code around it as the file has it (an extra blank line after the cursor once crept in)."""
+    from engine.oneline import body_place
+
+    at = text.index(marker) + 1
+    found = survey(text, language, at, at)
+    place = body_place(FillRequest(text, language, (found.body,), body=True))
+    assert place.pre + place.indent + "|" + place.post == seen
