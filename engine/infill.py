@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
-from .languages import LanguageSpec, spec_for
+from .languages import LanguageSpec, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -160,7 +160,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             if first is not None and len(found) >= want:
                 break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document,
-                                     fits, replacement_ok, model_text(original) if request.rewrite else None)
+                                     fits, replacement_ok, model_text(original) if request.rewrite else None,
+                                     request.opens)
             rejected += bad
             if fill is None:
                 # said in the server's log when no fill is offered (a candidate refused for no check the user can
@@ -175,7 +176,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits)
+    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens)
     rejected += bad
     if copy is not None and all(_key(copy) != _key(f) for f in firsts):
         firsts.append(copy)
@@ -227,13 +228,14 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | None]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
                whole: Verdict | None, document: DocumentCheck | None = None,
-               fits: Callable[[str], bool] | None = None) -> tuple[HoleFill | None, int]:
+               fits: Callable[[str], bool] | None = None, opens: str = "") -> tuple[HoleFill | None, int]:
     """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
     for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
-        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits)
+        fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits,
+                                 opens=opens)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
@@ -318,7 +320,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  whole_document_ok: Verdict | None = None,
                  document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
-                 replacement_ok: bool = False, rewrite: str | None = None) -> tuple[HoleFill | None, int]:
+                 replacement_ok: bool = False, rewrite: str | None = None,
+                 opens: str = "") -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
@@ -327,7 +330,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     as the model read it) writes the user's own lines of the selection again: a line it gives back unchanged is the
     user's, never a repeat of its neighbour (validate.repeats_neighbour's ``kept``), and only a copy of the nearest
     code line is refused there, not of the line after next (``after_next``: a user's ``x = f()``, ``y = 1``,
-    ``x = f()`` would refuse every rewrite of them)."""
+    ``x = f()`` would refuse every rewrite of them). With ``opens`` (``InfillRequest.opens``) a line that opens a
+    block of statements (``languages.opens_block``) is checked with that empty block after it: the checks see the
+    block its lines will fill, not an opener without a body."""
     bad = 0
     # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote. A U+FFFD the
     # window really has may be copied; a lone surrogate, which the model reads as U+FFFD, may not be written as
@@ -348,28 +353,30 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant)
                 continue
+            # an opener is checked with its empty block after it (the fill stays the line)
+            checked = fill + opens if opens and "\n" not in fill and opens_block(spec, fill) else fill
             # Python's parser on the whole document is the authority when it accepts the document as a
             # whole: the window can start inside a docstring, where tree-sitter sees errors everywhere.
             # Else the window's re-parse, and when the window's own errors reject the fill the whole document's.
             # A window with errors of its own (its cut) that accepts a fill has the whole document confirm it: the
             # fill can absorb or move the window's errors, its count staying, and break the document.
-            verdict = whole_document_ok(fill) if whole_document_ok is not None else None
+            verdict = whole_document_ok(checked) if whole_document_ok is not None else None
             if verdict == "":
                 bad += 1
                 continue
             if verdict != PARSES:
-                in_window = parses(spec, win, fill, baseline)
-                if not (document(fill, confirm=in_window) if document is not None else in_window):
+                in_window = parses(spec, win, checked, baseline)
+                if not (document(checked, confirm=in_window) if document is not None else in_window):
                     bad += 1
                     continue
-            if fits is not None and not fits(fill):
+            if fits is not None and not fits(checked):
                 bad += 1
                 continue
-            if baseline is not None and comments_out_rest(spec, win.prefix, fill, win.suffix):
+            if baseline is not None and comments_out_rest(spec, win.prefix, checked, win.suffix):
                 bad += 1  # the code after the cursor would become a comment: it parses, and it is lost
                 continue
-            if baseline is not None and (reopens_closer(spec, win.prefix, fill, win.suffix)
-                                         or regroups_brackets(spec, win.prefix, fill, win.suffix)):
+            if baseline is not None and (reopens_closer(spec, win.prefix, checked, win.suffix)
+                                         or regroups_brackets(spec, win.prefix, checked, win.suffix)):
                 bad += 1  # the fill closes what the user's closer after the cursor closes (that one is text now,
                 continue  # or closes a bracket the fill opened)
             return _hole_fill(candidate, hole, fill, edits), bad

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,21 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
 
 _local = threading.local()
 PLAIN = LanguageSpec("plaintext", "", block_opener="")
+
+# A line that opens a block of statements of its own (the body of an ``if``, a loop, a ``try``): "Complete body"
+# may write one, then its lines (``engine/oneline.py``). Not a function or class, a ``match`` in Python (its cases),
+# an object literal or a closure: their lines are not the function's statements.
+_BLOCK_STATEMENT = {
+    "python": re.compile(r"(?:if|elif|else|for|while|with|try|except|finally|async\s+(?:for|with))\b.*:$"),
+    "braces": re.compile(r"(?:if|else|for|while|switch|try|catch|finally|do|select|loop|match|unsafe)\b.*\{$"),
+}
+
+
+def opens_block(spec: LanguageSpec, line: str) -> bool:
+    """Whether ``line`` (one line of code) is a statement that opens a block of statements: ``if x:``,
+    ``for (const a of b) {``, ``if err != nil {``, ``match x {``."""
+    pattern = _BLOCK_STATEMENT.get("python" if spec.block_opener == ":" else "braces" if spec.block_opener else "")
+    return pattern is not None and pattern.match(line.strip()) is not None
 
 
 def spec_for(language_id: str) -> LanguageSpec:

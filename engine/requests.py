@@ -39,6 +39,8 @@ class InfillRequest:
     workspace: str | None = None       # the workspace whose files' lines may fill a typed line (engine/worklines.py)
     path: str | None = None            # the document's path as that workspace keys its files: the names its package's
                                        # other files define are not invented (engine/names.py)
+    opens: str = ""                    # a line fill may open a block (``languages.opens_block``): it is checked with
+                                       # this after it, an empty block ("\n        pass", "\n    }"); "Complete body"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from engine.backends.base import Control
 from engine.config import FillOptions
 from engine.oneline import line_holes
-from engine.requests import FillRequest
+from engine.requests import FillRequest, HoleKind, InfillRequest
 from engine.serve import serve
 from engine.targets import survey
 from tests.crlf_support import real_backend
@@ -264,6 +264,79 @@ def test_complete_body_in_each_place_a_body_goes(language, text, marker, script,
     crlf = text.replace("\n", "\r\n")   # the CRLF twin gets the same body, with its line ends
     twin, _ = _body(crlf, language, marker, script)
     assert _applied(crlf, twin.fills) == after.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("language, text, marker, script, after", [
+    # a guard clause, then the body goes on at its level
+    ("python", PY_STUB, "pass", {"def mean(xs):": "if not xs:", "if not xs:": "return 0.0",
+                                 "return 0.0": "return sum(xs) / len(xs)"},
+     PY_STUB.replace("    pass", "    if not xs:\n        return 0.0\n    return sum(xs) / len(xs)")),
+    # a braces language closes the block
+    ("go", "package m\n\nfunc f(a int) int {\n\tpanic(\"not implemented\")\n}\n", "panic",
+     {"func f(a int) int {": "if a < 0 {", "if a < 0 {": "return 0", "}": "return a * 2"},
+     "package m\n\nfunc f(a int) int {\n\tif a < 0 {\n\t\treturn 0\n\t}\n\treturn a * 2\n}\n"),
+    # `else:` opens the next block
+    ("python", PY_STUB, "pass", {"def mean(xs):": "if xs:", "if xs:": "return xs[0]", "return xs[0]": "else:",
+                                 "else:": "return 0"},
+     PY_STUB.replace("    pass", "    if xs:\n        return xs[0]\n    else:\n        return 0")),
+    # a block whose next line is not written ends there, and the body goes on after it
+    ("javascript", "function f(a) {}\n", "{}", {"function f(a) {": "for (const x of a) {", "for (const x of a) {":
+                                                 "console.log(x);", "console.log(x);": "", "}": "return a;"},
+     "function f(a) {\n  for (const x of a) {\n    console.log(x);\n  }\n  return a;\n}\n"),
+])
+def test_complete_body_writes_a_block_a_line_opens_then_goes_on_at_its_level(language, text, marker, script, after):
+    completion, _ = _body(text, language, marker, script)
+    assert _applied(text, completion.fills) == after
+    crlf = text.replace("\n", "\r\n")
+    twin, _ = _body(crlf, language, marker, script)
+    assert _applied(crlf, twin.fills) == after.replace("\n", "\r\n")
+
+
+def test_complete_body_takes_back_an_opener_whose_block_gets_no_line():
+    completion, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": "n = len(xs)", "n = len(xs)": "for x in xs:"})
+    assert _applied(PY_STUB, completion.fills) == PY_STUB.replace("    pass", "    n = len(xs)")
+    first, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": "while True:"})
+    assert first.fills == ()
+
+
+def test_a_block_has_at_most_max_block_lines_and_no_block_of_its_own():
+    from engine.oneline import MAX_BLOCK_LINES
+
+    script = {"def mean(xs):": "for x in xs:", "for x in xs:": "y0 = x",
+              **{f"y{i} = x": f"y{i + 1} = x" for i in range(MAX_BLOCK_LINES - 1)},
+              f"y{MAX_BLOCK_LINES - 1} = x": "return x"}
+    completion, _ = _body(PY_STUB, "python", "pass", script)
+    block = "".join(f"        y{i} = x\n" for i in range(MAX_BLOCK_LINES))
+    assert _applied(PY_STUB, completion.fills) == PY_STUB.replace(
+        "    pass", "    for x in xs:\n" + block + "    return x")
+    nested, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": "for x in xs:", "for x in xs:": "if x:",
+                                                   "if x:": "return x"})
+    assert nested.fills == ()   # its block's first line opens another: left to the user, and the opener taken back
+
+
+@pytest.mark.parametrize("language, text, marker, line", [
+    ("javascript", "function f(a) {}\n", "{}", "const o = {"),   # an object literal
+    ("go", "package m\n\nfunc f() {\n\tpanic(\"not implemented\")\n}\n", "panic", "go func() {"),   # a closure
+    ("python", PY_STUB, "pass", "def inner(x):"),   # a function of its own
+])
+def test_a_line_that_opens_no_block_of_statements_is_left_to_the_user(language, text, marker, line):
+    header = text[:text.index(marker)].rstrip().rsplit("\n", 1)[-1].strip()
+    header = header[:-2].rstrip() + " {" if header.endswith("{}") else header
+    completion, _ = _body(text, language, marker, {header: line, line: "x = 1"})
+    assert completion.fills == ()
+
+
+def test_the_cursor_never_offers_an_opener_whose_block_is_empty_but_a_body_line_may_be_one():
+    from engine.infill import complete
+
+    text = "def mean(xs):\n    n = len(xs)\n    \n\n\ndef g():\n    pass\n"
+    at = text.index("    \n") + 4
+    backend = LineScript({"n = len(xs)": "if n:"})
+    cursor = InfillRequest(text, at, "python", kind=HoleKind.LINE)
+    options = FillOptions(min_confidence=0.0)
+    assert complete(backend, options, cursor, Control(lambda step: None)).fills == ()
+    (fill,) = complete(backend, options, replace(cursor, opens="\n        pass"), Control(lambda step: None)).fills
+    assert fill.text == "if n:"
 
 
 def test_complete_body_drafts_show_the_lines_written_before_the_one_being_written():
