@@ -519,9 +519,9 @@ def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = Tr
     its neighbouring code line at another indentation about 3 times in 100,000 (a ``try:`` in a ``try:``, a ``for
     {`` in a ``for {``), while a real server on third-party files (click, rich, chalk, body-parser, query-core, log)
     offered such fills at 6 of 40 trial spots, none right. Lines without a letter or digit (``}``, ``)``) may
-    repeat, and rows ending with a comma at the same indentation (rows of data: ``0,``, ``None,``), but not one that
-    is a lone name (``state,`` twice in a destructuring, ``stringReplaceAll,`` twice in an import: an error; in real
-    code 0.3% of such rows repeat).
+    repeat, and rows of data at the same indentation (``_data_row``: literals and a comma, ``0,``, ``None,``), but
+    not a lone name (``state,`` twice in a destructuring, ``stringReplaceAll,`` twice in an import: an error; in real
+    code 0.3% of such rows repeat), an entry with its key or an expression and a comma.
 
     Nor may a line the fill writes repeat the code line after next (``j.m.Lock()``, ``x := 1``, ``j.m.Lock()``
     again where ``Unlock`` belongs; ``row.index = rowIndex;`` two lines below for ``row.depth = depth;``): on the
@@ -540,14 +540,14 @@ def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = Tr
         same = a.strip()
         if not (wa or wb) or same != b.strip() or not any(ch.isalnum() for ch in same):
             continue
-        if same.endswith(",") and a == b and not _lone_name(same):
+        if a == b and _data_row(same):
             continue   # a row of data, at the same indentation
         return True
     # the code line after next: ``x = foo(a)``, ``y = 1``, then the fill's ``x = foo(a)`` again
     for (a, wa), (b, wb) in zip(code, code[2:] if after_next else []):
         same = a.strip()
         if not (wa or wb) or same != b.strip() or not any(ch.isalnum() for ch in same) \
-                or same.endswith(",") and not _lone_name(same) or same.startswith(_NOTE_LEADS) \
+                or _data_row(same) or same.startswith(_NOTE_LEADS) \
                 or set(_WORD.findall(same)) <= _PLAIN_WORDS:
             continue
         return True
@@ -577,10 +577,21 @@ def _code_lines(prefix: str, fill: str, suffix: str, kept: str | None = None) ->
         [(line.rstrip(), False) for line in after if line.strip()]
 
 
-def _lone_name(row: str) -> bool:
-    """Is a row ending with a comma one name and the comma (``state,``), not a literal (``None,``, ``true,``)?"""
-    name = row[:-1].strip()
-    return name.isidentifier() and name not in _LITERAL_NAMES
+def _data_row(row: str) -> bool:
+    """Is ``row`` (stripped) a row of data: literals and the comma after them (``0,``, ``None,``, ``0x1f, 0x00,``,
+    ``[1, -2],``, ``"a",``)? Not a lone name (``state,`` twice in a destructuring or an import), an entry with its
+    key (``new_state: state,`` twice: a key given twice) or an expression (``env!("CARGO_PKG_NAME"),`` twice in an
+    argument list): the action-safety run found a real server offering those three, each a copy of the row above."""
+    if not row.endswith(","):
+        return False
+    rest = _NUMBER.sub(" ", _STRING.sub(" ", row))
+    return all(word in _LITERAL_NAMES for word in _WORD.findall(rest)) and \
+        not _NOT_DATA.search(_WORD.sub(" ", rest))
+
+
+_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:0[xXoObB][0-9a-fA-F_]+|\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?)\w*")
+_NOT_DATA = re.compile(r"[^\s\[\](){},]")
 
 
 _LITERAL_NAMES = frozenset({"None", "True", "False", "true", "false", "null", "nil", "undefined", "NULL", "nullptr",

@@ -472,6 +472,10 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
     ("import {\n\tstringReplaceAll,\n\t", "stringReplaceAll,", "\n} from './utilities.js';\n", True),
     ("({\n      ", "state,", "\n      state,\n      queryHash,\n", True),
     ("table = [\n    0,\n        ", "0,", "\n]\n", True),
+    # ... nor an entry with its key, nor an expression (the action-safety run: a real server offered these three)
+    ("      {\n        new_state: state,\n        ", "new_state: state,", "\n      },\n", True),
+    ("    eprintln!(\n        \"{}\",\n        env!(\"CARGO_PKG_NAME\"),\n        e", "nv!(\"CARGO_PKG_NAME\"),",
+     "\n    );\n", True),
     # the code line after next: the development fills that copied it were wrong 12 times in 13 (a Go job's second
     # ``j.m.Lock()`` where ``Unlock`` belongs; a row's ``index`` set the line before its ``id`` and ``index``)
     ("func (j *countJob) Run() {\n\tj.m.Lock()\n\tj.started++\n\tj.", "m.Lock()", "\n\ttime.Sleep(j.delay)\n",
@@ -492,6 +496,9 @@ def test_the_checks_share_their_trees_and_never_see_an_edited_one():
     ("#[inline]\nfn a() {}\n", "#[inline]", "\nfn b() {}\n", False),
     ("// sets a\na = 1;\n", "// sets a", "\nb = 1;\n", False),
     ("table = [\n    0, 1,\n    1, 0,\n    ", "0, 1,", "\n]\n", False),
+    ("names = [\n    \"a\",\n    ", "\"a\",", "\n]\n", False),
+    ("const m = [\n  [1, -2],\n  ", "[1, -2],", "\n];\n", False),
+    ("let k = [\n    0x1f, 0u8,\n    ", "0x1f, 0u8,", "\n];\n", False),
     # the repeat is the user's own, not the fill's
     ("a = 1\na = 1\n", "b = 2", "\n", False),
     ("a = 1\na = ", "", "1\n", False),
