@@ -47,8 +47,9 @@ def _applied(text, fills):
     ("python", "def f(xs):\n    # TODO: implement\n    return len(xs)\n", "# TODO"),   # above the block's first line
 ])
 def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
-    (hole, emptied, offset, whole), = line_holes(_request(text, language, marker))
-    assert not whole
+    (view,) = line_holes(_request(text, language, marker))
+    hole, emptied, offset = view.hole, view.emptied, view.offset
+    assert not view.whole and not view.function
     line_start = text.rfind("\n", 0, text.index(marker)) + 1
     assert hole.start == line_start and emptied == text[:hole.start] + hole.indent + text[hole.end:]
     assert offset == hole.start + len(hole.indent) and text[hole.start:hole.end].strip().startswith(marker)
@@ -64,8 +65,9 @@ def test_a_stub_line_among_code_is_a_line_hole(language, text, marker):
     ("rust", "fn f() -> u8 {\r\n    todo!()\r\n}\r\n", "todo!()"),
 ])
 def test_fill_holes_on_a_stub_that_is_the_whole_body_is_the_line_there(language, text, marker):
-    (hole, emptied, offset, whole), = line_holes(_request(text, language, marker))
-    assert whole
+    (view,) = line_holes(_request(text, language, marker))
+    hole, emptied, offset = view.hole, view.emptied, view.offset
+    assert view.whole and view.function   # a function's whole body: "Fill holes" writes it line by line
     assert emptied == text[:hole.start] + hole.indent + text[hole.end:] and offset == hole.start + len(hole.indent)
     assert text[hole.start:hole.end].strip().startswith(marker.strip()) and not text[hole.end:].split("\n")[0].strip()
 
@@ -397,6 +399,39 @@ def test_the_user_is_told_how_many_lines_were_written_and_why_it_stopped():
     assert describe(BODY, PY_STUB, [], one) == \
         "completed 1 line of the body; the next line was not likely enough to offer"
     assert describe(BODY, PY_STUB, [], replace(completion, fills=())) == "no body that parses was found"
+
+
+@pytest.mark.parametrize("language, text, marker, body", [
+    ("python", PY_STUB, "pass", "    n = len(xs)\n    total = sum(xs)\n    return total / n"),
+    ("python", PY_STUB.replace("    pass", "    # TODO: implement\n    pass"), "# TODO",
+     "    n = len(xs)\n    total = sum(xs)\n    return total / n"),
+    ("go", "package m\n\nfunc f(a int) int {\n\tpanic(\"not implemented\")\n}\n", "panic", "\tb := a + 1\n\treturn b"),
+])
+def test_fill_holes_on_a_functions_stub_body_writes_the_body_line_by_line(language, text, marker, body):
+    from lsp_server.action_specs import FILL
+    from lsp_server.outcome import describe
+
+    script = {**MEAN, "func f(a int) int {": "b := a + 1", "b := a + 1": "return b"}
+    request = _request(text, language, marker)
+    (hole,) = request.holes
+    completion = serve(LineScript(script), FillOptions(min_confidence=0.0), request, Control(lambda step: None))
+    assert _applied(text, completion.fills) == text[:hole.start] + body + text[hole.end:]
+    assert describe(FILL, text, [(hole.start, hole.end)], completion) == "filled 1 of 1 hole"
+    crlf = text.replace("\n", "\r\n")
+    twin = serve(LineScript(script), FillOptions(min_confidence=0.0), _request(crlf, language, marker),
+                 Control(lambda step: None))
+    assert _applied(crlf, twin.fills) == _applied(text, completion.fills).replace("\n", "\r\n")
+
+
+def test_fill_holes_on_a_branchs_whole_body_is_one_line():
+    text = "def f(xs):\n    if xs:\n        return 1\n    else:\n        # TODO: implement\n        pass\n"
+    request = _request(text, "python", "# TODO")
+    (view,) = line_holes(request)
+    assert view.whole and not view.function
+    completion = serve(LineScript({"else:": "n = len(xs)", "n = len(xs)": "return n"}), FillOptions(min_confidence=0.0),
+                       request, Control(lambda step: None))
+    assert _applied(text, completion.fills) == text.replace("        # TODO: implement\n        pass",
+                                                            "        n = len(xs)")
 
 
 @pytest.mark.parametrize("language, text, marker, seen", [
