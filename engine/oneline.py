@@ -47,7 +47,7 @@ class LineView(NamedTuple):
     emptied: str
     offset: int
     whole: bool
-    function: bool = False   # the whole body of a function: "Fill holes" writes it as "Complete body" does
+    function: bool   # the whole body of a function: "Fill holes" writes it as "Complete body" does
 
 
 def line_view(src: Source, hole: Hole) -> LineView | None:
@@ -281,8 +281,13 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
     spec, text = spec_for(request.language), request.text
     hole, pre, post, indent = place
     braces = spec.block_opener == "{"
-    # a block's lines: one level deeper (a body moved to its own lines has the level its indentation was made with)
-    inner = indent + (Source(spec, text).indent_unit() if hole.lead else indent_unit(text, hole.start, spec.name))
+    closer = [indent + "}"] if braces else []   # the line that ends a block the body opens
+    if hole.lead:   # a body moved to its own lines: one level deeper than its header's line, as its indentation is
+        header = text[text.rfind("\n", 0, hole.start) + 1:hole.start]
+        unit = indent[len(header) - len(header.lstrip(" \t")):]
+    else:
+        unit = indent_unit(text, hole.start, spec.name)
+    inner = indent + unit   # a block's lines
     lines: list[str] = []   # as written, indentation included (a block's closer too)
     confs: list[float] = []
     spans: list[tuple[int, int]] = []
@@ -317,7 +322,7 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
             line = None   # a block in the block: left to the user
         if line is None or fill is None:
             if opened is not None and len(lines) > opened[0] + 1:
-                lines += [indent + "}"] if braces else []
+                lines += closer
                 opened = None
                 continue   # the block ends here; the body goes on at its level after it
             # the line was withheld by its calibrated confidence (the first: no body at all)
@@ -335,7 +340,7 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         code += 1
         ends = _ENDS.match(line.strip()) or spec.name == "rust" and not line.rstrip().endswith((";", "{", "}", ","))
         if opened is not None and len(lines) > opened[0] + 1 and (ends or len(lines) - opened[0] > MAX_BLOCK_LINES):
-            lines += [indent + "}"] if braces else []   # the block ends here; the body goes on after it
+            lines += closer   # the block ends here; the body goes on after it
             opened = None
         elif opened is None and ends:
             break   # the body returns here (a Rust line without `;` is its block's value)
@@ -343,7 +348,7 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         del lines[opened[0]:], confs[opened[1]:], spans[opened[2]:]
         chance = opened[3]
     elif opened is not None:   # the lines ran out in a block: it is closed
-        lines += [indent + "}"] if braces else []
+        lines += closer
     fills: tuple[HoleFill, ...] = ()
     if lines:
         lead = hole.lead
