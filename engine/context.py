@@ -139,8 +139,7 @@ def _level(text: str, at: int, language: str) -> str:
     code line near ``at`` is at one depth of spaces (``def f():`` bodies two spaces deep: no step seen, so
     ``indent_unit`` says four spaces) that depth."""
     unit = indent_unit(text, at, language)
-    widths = {len(m.group(1)) for m in re.finditer(r"^( +)[^ \t\r\n*#/]", text[max(0, at - 20_000):at + 20_000],
-                                                   re.MULTILINE)}
+    widths = {len(indent) for indent in code_indents(text, at, language) if indent and "\t" not in indent}
     return " " * widths.pop() if unit != "\t" and len(widths) == 1 else unit
 
 
@@ -156,25 +155,50 @@ def foreign_indent(fill: str, indents: tuple[str, ...]) -> bool:
     return bool(style) and any(c != style for c in lead)
 
 
-def indent_unit(text: str, at: int, language: str | None = None) -> str:
-    """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
-    with tabs, else the commonest step between two code lines' space indentations there. Comment lines do not
-    count (a block comment's `` * `` lines step by one space), nor do lines at the first column (most of a Go
-    file's lines, gofmt's tabs notwithstanding). With no step seen: a tab in Go (gofmt), else 4 spaces (a
-    continuation line's hanging indent is rarer than a block's)."""
-    lo = max(0, at - 20_000)
-    widths: list[int | None] = []
-    tabs = indented = 0
-    for line in text[lo:at + 20_000].split("\n")[1:-1]:
+def code_indents(text: str, at: int, language: str | None = None, span: int = 20_000) -> list[str]:
+    """The indentation of each code line within ``span`` characters of ``at``, in order (no indentation for a line
+    at the first column). Comment lines are no code (a block comment's `` * `` lines step by one space), nor are
+    the lines inside a block comment that opens a line (a licence's ``/*`` header, its lines indented three
+    spaces) or, in Python, inside a string that opens a line with three quotes (a docstring's text)."""
+    closing = ""   # what ends the block comment or docstring the lines are in
+    out: list[str] = []
+    lo, hi = max(0, at - span), at + span
+    lines = text[lo:hi].split("\n")   # the first and last only when whole
+    for line in lines[1 if lo else 0:len(lines) - 1 if hi < len(text) else len(lines)]:
         code = line.strip()
-        if not code or code.startswith(("*", "/*", "//", "#")):
+        if closing:
+            if closing in code:
+                closing = ""
             continue
-        indent = line[:len(line) - len(line.lstrip(" \t"))]
-        indented += bool(indent)
-        tabs += indent.startswith("\t")
-        widths.append(len(indent) if "\t" not in indent else None)
+        if code.startswith("/*") and language != "python":
+            closing = "" if "*/" in code[2:] else "*/"
+            continue
+        if language == "python":
+            quote = '"""' if code.count('"""') % 2 else "'''" if code.count("'''") % 2 else ""
+            if quote:   # a string of lines opens here: its lines are text (this one is code where code starts it)
+                closing = quote
+                if code.lstrip("rRbBuUfF").startswith(quote):
+                    continue
+        if not code or code.startswith(("*", "//", "#")):
+            continue
+        out.append(line[:len(line) - len(line.lstrip(" \t"))])
+    return out
+
+
+def indent_unit(text: str, at: int, language: str | None = None, default: str | None = None) -> str:
+    """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
+    with tabs, else the commonest step between two code lines' space indentations there (``code_indents``: no
+    comment counts). Lines at the first column do not count for tabs (most of a Go file's lines, gofmt's tabs
+    notwithstanding). With no indented code line: ``default`` where given, else a tab in Go (gofmt), else 4 spaces
+    (a continuation line's hanging indent is rarer than a block's)."""
+    indents = code_indents(text, at, language)
+    indented = sum(1 for indent in indents if indent)
+    tabs = sum(1 for indent in indents if indent.startswith("\t"))
+    if not indented and default is not None:
+        return default
     if tabs * 2 > indented or (not indented and language == "go"):
         return "\t"
+    widths = [len(indent) if "\t" not in indent else None for indent in indents]
     steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None
                                 and a != b)
     return " " * max(steps, key=lambda n: (steps[n], -n)) if steps else "    "

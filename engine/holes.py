@@ -10,6 +10,7 @@ import threading
 
 import tree_sitter
 
+from .context import indent_unit
 from .deliberate import is_deliberate
 from .languages import LanguageSpec, document_tree, grammar
 from .requests import Hole, HoleKind
@@ -101,11 +102,10 @@ class Source:
         line = self.text[lo:self.line_end(lo)]
         return line[:len(line) - len(line.lstrip(" \t"))]
 
-    def indent_unit(self) -> str:
-        for m in re.finditer(r"\n([ \t]+)\S", self.text[:20_000]):
-            ws = m.group(1)
-            return "\t" if ws.startswith("\t") else " " * min(len(ws), 8)
-        return _DEFAULT_INDENT.get(self.spec.name, "  ")
+    def indent_unit(self, at: int) -> str:
+        """One level of indentation near ``at`` (``context.indent_unit``: its code lines, no comment's), else the
+        language's usual one."""
+        return indent_unit(self.text, at, self.spec.name, _DEFAULT_INDENT.get(self.spec.name, "  "))
 
 
 def found_hole(start: int, end: int, label: str, inline: bool = False, indent: str = "", lead: str = "",
@@ -157,7 +157,7 @@ def _sole_body(node: tree_sitter.Node) -> bool:
 def header_blank(src: Source, opener_end: int, end: int, label: str) -> Hole:
     """A body on its header's line (``def f(): ...``, ``{ todo!() }``) moves to its own line."""
     indent = src.indent_at(opener_end)
-    unit = src.indent_unit()
+    unit = src.indent_unit(opener_end)
     if src.spec.block_opener == "{":
         return found_hole(opener_end, end, label, indent=indent + unit, lead=src.eol, tail=src.eol + indent)
     return found_hole(opener_end, end, label, indent=indent + unit, lead=src.eol)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.context import decide_hole, window
+from engine.context import decide_hole, indent_options, window
 from engine.languages import spec_for
 from engine.requests import HoleKind
 from engine.validate import baseline_errors, parses, tidy
@@ -684,3 +684,36 @@ def test_a_tick_that_raises_halts_a_large_parse_and_the_next_parse_starts_afresh
     plain = tree_sitter.Parser(languages.grammar("python"))
     assert str(languages.parse(spec, other).root_node) == str(plain.parse(other.encode()).root_node)
     assert str(languages.parse(spec, text, tick=lambda: None).root_node) == str(plain.parse(text.encode()).root_node)
+
+
+APACHE = ("/*\n   Copyright The Authors.\n\n   Licensed under the Apache License, Version 2.0 (the \"License\");\n"
+          "   you may not use this file except in compliance with the License.\n\n"
+          "       http://www.apache.org/licenses/LICENSE-2.0\n\n   limitations under the License.\n*/\n\n")
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_licence_comments_lines_do_not_set_the_indentation(eol):
+    """A licence header in a block comment (its lines three spaces in) is no code: a small Go file under one is
+    tab-indented (a real user's `return false` came indented four spaces under such a header), a JavaScript one
+    two spaces."""
+    from engine.context import code_indents, indent_unit
+    from engine.holes import Source
+    go = (APACHE + "package p\n\nfunc On() bool {\n\n}\n").replace("\n", eol)
+    at = go.index("{" + eol + eol) + 1 + len(eol)
+    assert code_indents(go, at, "go") == ["", "", ""]            # package, func, closing brace
+    assert indent_unit(go, at, "go") == "\t"
+    body = (APACHE + "package p\n\nfunc On(c bool) bool {\n\tif c {\n\n\t}\n\treturn c\n}\n").replace("\n", eol)
+    assert indent_unit(body, body.index("if c"), "go") == "\t"
+    hole = decide_hole(spec_for("go"), go, at)
+    assert indent_options(spec_for("go"), go, hole)[0] == "\t"
+    js = APACHE + "function on() {}\n"
+    assert Source(JS, js).indent_unit(js.index("{")) == "  "     # nothing indented: JavaScript's usual two spaces
+    assert indent_unit(js + "function g() {\n    return 1;\n}\n", 0, "javascript") == "    "
+
+
+def test_a_docstrings_text_does_not_set_pythons_indentation():
+    from engine.context import indent_unit
+    text = ('"""Module.\n\n   Indented three in the text.\n      six.\n   three.\n      six.\n   three.\n"""\n\n'
+            'def f(x):\n  return x\n\ndef g(y):\n  z = """\n     text\n        more\n     text\n  """\n  return y\n')
+    assert indent_unit(text, 0, "python") == "  "
+
