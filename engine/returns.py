@@ -1,4 +1,5 @@
-"""Returns the enclosing function cannot take: a fill that parses but would not compile, in Go and Rust.
+"""Returns the enclosing function cannot take, and jumps with nowhere to go: a fill that parses but would not
+compile (or run).
 
 A neighbour's line or the model's fill is often a ``return`` from a function of another shape: ``return err``
 where the function returns ``(T, error)``, ``return nil`` from a function with no results, ``return;`` from a
@@ -12,11 +13,18 @@ with a return type other than ``()``; ``?``, ``return Ok(..)``/``Err``/``Some``/
 without one. Only the innermost function counts: in a Go function literal its own results, in a Rust closure or
 ``async`` block nothing is checked (their types are inferred).
 
-The code around the hole is found by text, as gofmt and rustfmt lay it out: from the nearest line above that
-starts at the first column (a Go ``func``, a Rust ``fn``, ``impl`` or ``mod``) to the first ``}`` at the first column
-below. That code alone is parsed with each fill (a few milliseconds at most where a large file takes tens), and the
-innermost function around each ``return`` decides. Whatever is not certain is accepted: no such code found (the
-hole at the top level), a parse with any error, another language.
+A ``break`` or ``continue`` outside every loop of its function (for ``break`` also a ``switch`` or ``select``, or
+a label's block, in the languages that have them) is refused in Go, Rust, JavaScript and TypeScript: it parses, and
+``continue`` at a Go function's level is a compile error, in JavaScript an early error. A labeled Rust ``break 'a``
+is accepted (it may leave a labeled block). Python needs no such check here: its fills are compiled
+(``validate.python_check``), and the compiler refuses a jump outside a loop.
+
+The code around the hole is found by text, as gofmt, rustfmt and most JavaScript are laid out: from the nearest line
+above that starts at the first column (a Go ``func``, a Rust ``fn``, ``impl`` or ``mod``, a ``function`` or ``class``)
+to the first ``}`` at the first column below. That code alone is parsed with each fill that writes a ``return``
+(``?``), ``break`` or ``continue`` (a few milliseconds at most where a large file takes tens), and the innermost
+function around each decides. Whatever is not certain is accepted: no such code found (the hole at the top level),
+a parse with any error, another language.
 """
 
 from __future__ import annotations
@@ -29,21 +37,45 @@ import tree_sitter
 from .languages import LanguageSpec, parse
 
 MAX_REGION = 20_000   # characters each side of the hole: code around it that reaches further is not checked
-_LANGUAGES = frozenset({"go", "rust"})
+_LANGUAGES = frozenset({"go", "rust", "typescript", "tsx"})   # returns are checked; jumps in every one of ``_JUMPS``
+_TS_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                           "method_definition", "generator_function_declaration", "generator_function"})
 _FUNCTIONS = {
     "go": frozenset({"function_declaration", "method_declaration", "func_literal"}),
     "rust": frozenset({"function_item", "closure_expression", "async_block"}),
+    "typescript": _TS_FUNCTIONS,
+    "tsx": _TS_FUNCTIONS,
 }
-_RETURNS = {"go": frozenset({"return_statement"}), "rust": frozenset({"return_expression", "try_expression"})}
+_RETURNS = {"go": frozenset({"return_statement"}), "rust": frozenset({"return_expression", "try_expression"}),
+            "typescript": frozenset({"return_statement"}), "tsx": frozenset({"return_statement"})}
+_JS_JUMPS = (frozenset({"break_statement", "continue_statement"}),
+             frozenset({"for_statement", "for_in_statement", "while_statement", "do_statement"}),
+             frozenset({"switch_statement", "labeled_statement"}),
+             frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                        "method_definition", "generator_function_declaration", "generator_function",
+                        "class_static_block", "class_body"}))
+# per language: the jumps, the loops they may leave, what else a ``break`` may leave, where the search stops
+_JUMPS = {
+    "go": (frozenset({"break_statement", "continue_statement"}), frozenset({"for_statement"}),
+           frozenset({"expression_switch_statement", "type_switch_statement", "select_statement"}), _FUNCTIONS["go"]),
+    "rust": (frozenset({"break_expression", "continue_expression"}),
+             frozenset({"loop_expression", "for_expression", "while_expression"}), frozenset(),
+             _FUNCTIONS["rust"] | {"const_item", "static_item"}),
+    "javascript": _JS_JUMPS,
+    "typescript": _JS_JUMPS,
+    "tsx": _JS_JUMPS,
+}
+_JUMP_WORD = re.compile(r"\b(?:break|continue)\b")
 _RUST_VALUES = frozenset({"Ok", "Err", "Some"})
 _RUST_LITERALS = frozenset({"integer_literal", "float_literal", "string_literal", "raw_string_literal",
                             "char_literal", "boolean_literal"})
 
 
 def returns_check(spec: LanguageSpec, text: str, start: int, end: int) -> Callable[[str], bool] | None:
-    """For a fill of ``text[start:end]`` in a Go or Rust function: does every ``return`` (and Rust ``?``) the
-    fill writes fit the function it is in? ``None``: nothing to check (another language, no code around)."""
-    if spec.name not in _LANGUAGES:
+    """For a fill of ``text[start:end]`` in a function: does every ``return`` (and Rust ``?``) the fill writes fit
+    the function it is in (Go and Rust), and has every ``break`` and ``continue`` it writes a loop (or switch) to
+    leave? ``None``: nothing to check (another language, no code around)."""
+    if spec.name not in _JUMPS:
         return None
     region = _top_level_around(text, start, end)
     if region is None:
@@ -53,24 +85,30 @@ def returns_check(spec: LanguageSpec, text: str, start: int, end: int) -> Callab
     head = text[lo:start].encode("utf-8", "surrogatepass")
     tail = text[end:hi].encode("utf-8", "surrogatepass")
     line = len(head) - len(typed.encode("utf-8", "surrogatepass"))
+    language = spec.name
 
     def fits(fill: str) -> bool:
         written = typed + fill
-        if "return" not in written and (spec.name != "rust" or "?" not in written):
+        returns = language in _LANGUAGES and ("return" in written or language == "rust" and "?" in written)
+        jumps = _JUMP_WORD.search(written) is not None
+        if not returns and not jumps:
             return True
         added = fill.encode("utf-8", "surrogatepass")
         tree = parse(spec, head + added + tail)
         if tree is None or tree.root_node.has_error:
             return True
-        return all(_fits(spec.name, node)
-                   for node in _returns_in(tree.root_node, spec.name, line, len(head) + len(added)))
+        hi_byte = len(head) + len(added)
+        if returns and not all(_fits(language, node) for node in _returns_in(tree.root_node, language, line, hi_byte)):
+            return False
+        return not jumps or all(_jump_fits(language, node)
+                                for node in _nodes_in(tree.root_node, _JUMPS[language][0], line, hi_byte))
     return fits
 
 
 def _top_level_around(text: str, start: int, end: int) -> tuple[int, int] | None:
     """``[lo, hi)``: from the nearest line above ``start``'s line that starts at the first column with code (not a
     comment, a label or an attribute) to the end of the first line below ``end`` that is a ``}`` at the first
-    column; None when the first such line above is itself a closing one (the hole is at the top level) or either
+    column (``};``, ``})`` too: a JavaScript ``exports.f = () => {`` ends so); None when the first such line above is itself a closing one (the hole is at the top level) or either
     is further than ``MAX_REGION``."""
     pos = text.rfind("\n", 0, start) + 1
     floor = max(0, start - MAX_REGION)
@@ -88,12 +126,16 @@ def _top_level_around(text: str, start: int, end: int) -> tuple[int, int] | None
 
 
 _LABEL = re.compile(r"[A-Za-z_]\w*:\s*(?://.*)?$")
-_CLOSE = re.compile(r"^}[ \t]*(?://[^\n]*)?\r?$", re.M)
+_CLOSE = re.compile(r"^}[)\];, \t]*(?://[^\n]*)?\r?$", re.M)   # `}`, `};`, `})`: a closer at the first column
 
 
 def _returns_in(node: tree_sitter.Node, language: str, lo: int, hi: int) -> list[tree_sitter.Node]:
     """The returns (and Rust ``?`` expressions) that start inside ``[lo, hi)``."""
-    kinds = _RETURNS[language]
+    return _nodes_in(node, _RETURNS[language], lo, hi)
+
+
+def _nodes_in(node: tree_sitter.Node, kinds: frozenset[str], lo: int, hi: int) -> list[tree_sitter.Node]:
+    """The nodes of ``kinds`` that start inside ``[lo, hi)``."""
     found: list[tree_sitter.Node] = []
     stack = [node]
     while stack:
@@ -114,11 +156,29 @@ def _fits(language: str, node: tree_sitter.Node) -> bool:
         function = function.parent
     if function is None or function.type in ("closure_expression", "async_block"):
         return True
-    return _go_fits(function, node) if language == "go" else _rust_fits(function, node)
+    if language == "go":
+        return _go_fits(function, node)
+    return _rust_fits(function, node) if language == "rust" else _ts_fits(function, node)
+
+
+def _jump_fits(language: str, jump: tree_sitter.Node) -> bool:
+    """Has this ``break`` or ``continue`` a loop (a ``break`` also a switch, a select, a label's block) around it
+    inside its function?"""
+    _, loops, switches, stops = _JUMPS[language]
+    if jump.has_error or language == "rust" and any(c.type == "label" for c in jump.children):
+        return True
+    breaking = jump.type.startswith("break")
+    node = jump.parent
+    while node is not None and node.type not in stops:
+        if node.type in loops or breaking and node.type in switches:
+            return True
+        node = node.parent
+    return False
 
 
 def _go_fits(function: tree_sitter.Node, ret: tree_sitter.Node) -> bool:
-    results, named = _go_results(function.child_by_field_name("result"))
+    result = function.child_by_field_name("result")
+    results, named = _go_results(result)
     values = [c for c in ret.named_children if c.type == "expression_list"]
     exprs = values[0].named_children if values else [c for c in ret.named_children if c.type != "comment"]
     if not exprs:
@@ -126,8 +186,112 @@ def _go_fits(function: tree_sitter.Node, ret: tree_sitter.Node) -> bool:
     if results == 0:
         return False
     if len(exprs) == results:
-        return True
+        return all(_go_takes(kind, _go_literal(expr)) for kind, expr in zip(_go_result_kinds(result), exprs))
     return len(exprs) == 1 and exprs[0].type == "call_expression"   # f() may return several values
+
+
+_GO_NUMBERS = frozenset({"int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
+                         "uintptr", "float32", "float64", "complex64", "complex128", "byte", "rune"})
+_GO_NUMBER_LITERALS = frozenset({"int_literal", "float_literal", "imaginary_literal", "rune_literal"})
+_GO_NILLABLE = frozenset({"slice_type", "map_type", "pointer_type", "channel_type", "function_type"})
+
+
+def _go_result_kinds(result: tree_sitter.Node | None) -> list[str | None]:
+    """Each result's kind as a literal sees it: ``bool``, ``string``, ``number``, ``error``, ``nillable`` (a slice,
+    map, pointer, channel or function), ``value`` (an array or struct type), None where a literal may be anything
+    (``any``, an interface, a named type whose underlying type is not known here: ``type Flag bool``)."""
+    if result is None:
+        return []
+    if result.type != "parameter_list":
+        return [_go_kind(result)]
+    kinds: list[str | None] = []
+    for declaration in result.named_children:
+        if declaration.type != "parameter_declaration":
+            continue
+        kind = _go_kind(declaration.child_by_field_name("type"))
+        kinds += [kind] * max(1, len(declaration.children_by_field_name("name")))
+    return kinds
+
+
+def _go_kind(node: tree_sitter.Node | None) -> str | None:
+    if node is None:
+        return None
+    if node.type == "type_identifier":
+        name = (node.text or b"").decode()
+        return "bool" if name == "bool" else "string" if name == "string" else "number" if name in _GO_NUMBERS \
+            else "error" if name == "error" else None
+    return "nillable" if node.type in _GO_NILLABLE else "value" if node.type in ("array_type", "struct_type") \
+        else None
+
+
+def _go_literal(expr: tree_sitter.Node) -> str | None:
+    """A literal's kind (``bool``, ``string``, ``number``, ``nil``); None for any other expression."""
+    if expr.type in ("true", "false"):
+        return "bool"
+    if expr.type in ("interpreted_string_literal", "raw_string_literal"):
+        return "string"
+    if expr.type == "nil":
+        return "nil"
+    while expr.type == "unary_expression" and expr.named_child_count == 1 and (expr.text or b"")[:1] in (b"-", b"+"):
+        expr = expr.named_children[0]
+    return "number" if expr.type in _GO_NUMBER_LITERALS else None
+
+
+def _go_takes(kind: str | None, literal: str | None) -> bool:
+    """May a result of ``kind`` be this literal (``return 0`` from a ``bool`` function may not, ``return nil`` from a
+    ``string`` one may not)?"""
+    if kind is None or literal is None:
+        return True
+    if kind in ("error", "nillable"):
+        return literal == "nil"
+    return kind == literal
+
+
+_TS_EMPTY = frozenset({"void", "undefined", "any", "unknown"})   # types a bare ``return;`` gives a value of
+_TS_FULL = frozenset({"boolean", "number", "string", "bigint", "symbol", "object"})
+
+
+def _ts_fits(function: tree_sitter.Node, ret: tree_sitter.Node) -> bool:
+    """A TypeScript ``return;``, ``return undefined`` or ``return null`` against the function's declared return
+    type: refused where the type surely has no such value (``boolean``, ``string[]``, a type predicate ``x is T``,
+    ``Promise<number>`` of an ``async`` function); a generator, a type the file names (an alias may hold
+    ``undefined``) or a type parameter is not judged. (With ``strictNullChecks`` off TypeScript lets ``undefined``
+    through, but a declared ``boolean`` that gets nothing is still not what the author meant.)"""
+    values = [c for c in ret.named_children if c.type != "comment"]
+    value = values[0].type if values else "undefined"
+    if value not in ("undefined", "null") or values and len(values) > 1 or function.type.startswith("generator") \
+            or any(c.type == "*" for c in function.children):
+        return True
+    annotation = function.child_by_field_name("return_type")
+    if annotation is None or annotation.type == "asserts_annotation":
+        return True
+    if annotation.type == "type_predicate_annotation":
+        return False
+    kinds = annotation.named_children
+    if not kinds:
+        return True
+    kind = kinds[-1]
+    if kind.type == "generic_type" and any(c.type == "async" for c in function.children):
+        name = kind.child_by_field_name("name")
+        arguments = kind.child_by_field_name("type_arguments")
+        if name is None or name.text != b"Promise" or arguments is None or arguments.named_child_count != 1:
+            return True
+        kind = arguments.named_children[0]
+    return not _ts_full(kind, value)
+
+
+def _ts_full(kind: tree_sitter.Node, value: str) -> bool:
+    """Has the type ``kind`` surely no ``value`` (``undefined`` or ``null``)?"""
+    if kind.type == "union_type":
+        return all(_ts_full(member, value) for member in kind.named_children)
+    if kind.type == "parenthesized_type":
+        return all(_ts_full(member, value) for member in kind.named_children)
+    if kind.type == "predefined_type":
+        name = (kind.text or b"").decode()
+        return name in _TS_FULL or name == "never"
+    if kind.type == "literal_type":
+        return (kind.text or b"") not in (b"null", b"undefined")
+    return kind.type in ("array_type", "tuple_type", "object_type", "function_type")
 
 
 def _go_results(result: tree_sitter.Node | None) -> tuple[int, bool]:

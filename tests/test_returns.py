@@ -172,3 +172,173 @@ def test_crlf_tabs_and_unicode():
     assert fits("\t\treturn nil, fmt.Errorf(\"😀 \\ud800\")\r\n") is True
     lone = document.replace("// Open opens.", "// Open opens \ud800.")
     assert check(lone, "go")("\t\treturn err\r\n") is False
+
+
+GO_JUMPS = """package p
+
+func first(xs []int) int {
+	for _, x := range xs {
+		switch x {
+		case 0:
+<1>
+		}
+	}
+<2>
+	done := func() {
+<3>
+	}
+	_ = done
+	return 0
+}
+"""
+
+JS_JUMPS = """export function first(xs) {
+  for (const x of xs) {
+    xs.forEach((y) => {
+<3>
+    });
+<1>
+  }
+<2>
+  return 0;
+}
+"""
+
+RUST_JUMPS = """fn first(xs: &[i32]) -> i32 {
+    for x in xs {
+<1>
+    }
+<2>
+    let f = || {
+<3>
+    };
+    f();
+    0
+}
+"""
+
+
+def jump_check(document: str, marker: str, language: str):
+    text, eol = document, "\r\n" if "\r\n" in document else "\n"
+    for other in ("<1>", "<2>", "<3>"):
+        if other != marker:
+            text = text.replace(other + eol, "")
+    start = text.index(marker)
+    return returns_check(spec_for(language), text.replace(marker, "", 1), start, start)
+
+
+@pytest.mark.parametrize("language, document, marker, fill, fits", [
+    ("go", GO_JUMPS, "<1>", "\t\t\tbreak\n", True),              # leaves the switch
+    ("go", GO_JUMPS, "<1>", "\t\t\tcontinue\n", True),           # the loop around the switch
+    ("go", GO_JUMPS, "<2>", "\tcontinue\n", False),              # a real fill: the function's level, no loop
+    ("go", GO_JUMPS, "<2>", "\tbreak\n", False),
+    ("go", GO_JUMPS, "<3>", "\t\tbreak\n", False),               # a function literal has no loop of its own
+    ("javascript", JS_JUMPS, "<1>", "    continue;\n", True),
+    ("javascript", JS_JUMPS, "<2>", "  break;\n", False),
+    ("javascript", JS_JUMPS, "<3>", "      continue;\n", False),   # a callback: `return` is what leaves it
+    ("typescript", JS_JUMPS, "<3>", "      return;\n", True),
+    ("rust", RUST_JUMPS, "<1>", "        continue;\n", True),
+    ("rust", RUST_JUMPS, "<2>", "    break;\n", False),
+    ("rust", RUST_JUMPS, "<3>", "        break;\n", False),       # a closure: no loop to leave
+])
+def test_a_jump_needs_a_loop_to_leave(language, document, marker, fill, fits):
+    check = jump_check(document, marker, language)
+    assert check is not None
+    assert check(fill) is fits
+    crlf = jump_check(document.replace("\n", "\r\n"), marker, language)
+    assert crlf is not None and crlf(fill.replace("\n", "\r\n")) is fits
+
+
+def test_a_jump_in_broken_code_or_in_python_is_not_judged_here():
+    broken = GO_JUMPS.replace("func first(xs []int) int {", "func first(xs []int int {")
+    assert jump_check(broken, "<2>", "go")("\tcontinue\n") is True                 # a parse error: no verdict
+    assert returns_check(spec_for("python"), "def f():\n    \n", 13, 13) is None   # Python's compiler judges it
+
+
+def test_a_jump_in_a_function_a_javascript_file_closes_with_a_semicolon():
+    """A real fill: ``continue;`` in jsdom's ``exports.install = (...) => {`` ... ``};`` (the function's closer at
+    the first column is ``};``, which the search for the code around the hole now takes)."""
+    document = ("exports.install = (globalObject, globalNames) => {\n  class Font {\n    get color() {\n<>\n"
+                "      return 1;\n    }\n  }\n};\nconst Impl = require(\"./impl.js\");\n")
+    fits = check(document, "javascript")
+    assert fits is not None
+    assert fits("      continue;\n") is False
+    assert fits("      ceReactionsPreSteps(globalObject);\n") is True
+    wrapped = "module.exports = wrap(() => {\n  function g() {\n<>\n    return 1;\n  }\n})\n"
+    assert check(wrapped, "javascript")("    break;\n") is False
+    assert check(wrapped.replace("return 1;", "for (;;) {\n<>\n    }", 1).replace("<>\n", "", 1),
+                 "javascript")("      break;\n") is True
+
+
+GO_TYPED = """package p
+
+type Flag bool
+
+func contains(set uint64, tok int) bool {
+<1>
+}
+
+func parse(s string) (n int, name string, b []byte, f Flag, err error) {
+<2>
+}
+"""
+
+
+@pytest.mark.parametrize("marker, fill, fits", [
+    ("<1>", "\treturn 0\n", False),                        # a real fill: an int for a bool
+    ("<1>", "\treturn set&(1<<tok) != 0\n", True),
+    ("<1>", "\treturn false\n", True),
+    ("<1>", "\treturn nil\n", False),
+    ("<2>", "\treturn 0, \"\", nil, true, nil\n", True),  # a named bool type takes `true`
+    ("<2>", "\treturn -1, `raw`, nil, false, nil\n", True),
+    ("<2>", "\treturn 0, nil, nil, true, nil\n", False),   # nil for a string
+    ("<2>", "\treturn 0, \"\", \"Whitespace\", true, nil\n", False),   # a string literal for []byte
+    ("<2>", "\treturn true, \"\", nil, true, nil\n", False),
+    ("<2>", "\treturn 0, \"\", nil, true, false\n", False),  # a bool for an error
+    ("<2>", "\treturn n, name, b, f, err\n", True),         # names: not judged
+])
+def test_a_go_literal_returned_must_fit_its_result_type(marker, fill, fits):
+    assert jump_check(GO_TYPED, marker, "go")(fill) is fits
+    assert jump_check(GO_TYPED.replace("\n", "\r\n"), marker, "go")(fill.replace("\n", "\r\n")) is fits
+
+
+TS_TYPED = """export function isClosePath(cmd: Command): cmd is ClosePath {
+<1>
+}
+
+export class Poller {
+  status(code: number): boolean | string {
+<2>
+  }
+
+  async ready(): Promise<boolean> {
+<3>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("marker, fill, fits", [
+    ("<1>", "  return;\n", False),                          # a real fill: nothing for a type predicate
+    ("<1>", "  return cmd.length == 1 && cmd[0] == 'z';\n", True),
+    ("<2>", "    return;\n", False),
+    ("<2>", "    return null;\n", False),
+    ("<2>", "    return undefined;\n", False),
+    ("<2>", "    return code > 400;\n", True),
+    ("<3>", "    return;\n", False),                        # an async function's Promise<boolean>
+    ("<3>", "    return true;\n", True),
+])
+def test_a_typescript_return_of_nothing_must_fit_the_declared_type(marker, fill, fits):
+    assert jump_check(TS_TYPED, marker, "typescript")(fill) is fits
+    assert jump_check(TS_TYPED.replace("\n", "\r\n"), marker, "typescript")(fill.replace("\n", "\r\n")) is fits
+
+
+@pytest.mark.parametrize("declared", ["void", "Promise<void>", "T", "Result", "number | undefined", "any",
+                                      "asserts x is string"])
+def test_a_typescript_return_of_nothing_where_the_type_may_be_empty_is_accepted(declared):
+    """``void``, ``undefined`` in a union, a type parameter, a type the file names (an alias may hold undefined),
+    an assertion; a generator may return nothing whatever it yields."""
+    document = f"export async function f<T>(x: unknown): {declared} {{\n<>\n}}\n"
+    assert check(document, "typescript")("  return;\n") is True
+    generator = "export function* g(): Iterator<number> {\n<>\n}\n"
+    assert check(generator, "typescript")("  return;\n") is True
