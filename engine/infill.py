@@ -17,8 +17,9 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses, parses,
-                       python_check, regroups_brackets, reopens_closer, repeats_neighbour, tidy)
+from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses,
+                       ends_in_a_loose_comma, jumps_over_code, parses, python_check, regroups_brackets, reopens_closer,
+                       repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -350,9 +351,10 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill \
-                    or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite):
-                bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant)
-                continue
+                    or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
+                    or jumps_over_code(spec, win.prefix, fill, win.suffix):
+                bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,
+                continue   # nor a jump the user's next line of its block follows: dead code)
             # an opener is checked with its empty block after it (the fill stays the line)
             checked = fill + opens if opens and "\n" not in fill and opens_block(spec, fill) else fill
             # Python's parser on the whole document is the authority when it accepts the document as a
@@ -369,8 +371,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 if not (document(checked, confirm=in_window) if document is not None else in_window):
                     bad += 1
                     continue
-            if fits is not None and not fits(checked):
-                bad += 1
+            if fits is not None and not fits(checked) or ends_in_a_loose_comma(spec, win.prefix, fill, win.suffix):
+                bad += 1   # a return the function cannot take, a jump with no loop; a line left as a lone tuple
                 continue
             if baseline is not None and comments_out_rest(spec, win.prefix, checked, win.suffix):
                 bad += 1  # the code after the cursor would become a comment: it parses, and it is lost

@@ -554,6 +554,98 @@ def repeats_neighbour(prefix: str, fill: str, suffix: str, after_next: bool = Tr
     return False
 
 
+def jumps_over_code(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a fill end with a jump (``return``, ``raise``/``throw``, ``break``, ``continue``, Go's ``goto`` and
+    ``panic``, Rust's ``panic!``) that the user's next code line follows in the same block, never to run? The next
+    code line after the fill's last line (blank lines and comments skipped) at the same indentation makes it dead
+    code: ``return undefined`` offered before the function's own ``return sign * ...``. Only a jump the fill writes
+    whole on a line of its own (the user typing ``return`` chose it), ended there (no open bracket, no operator
+    going on); the lines that may follow one: a closer, ``case``/``default``, ``else``/``except``/``catch``, a label,
+    a declaration hoisted above it (a JavaScript ``function``, a Rust item)."""
+    jump = _JUMP_LEAD.get(spec.name)
+    head = prefix[prefix.rfind("\n") + 1:]
+    if jump is None or head.strip() or not fill.strip():
+        return False
+    line = (head + fill).rstrip("\r\n").split("\n")[-1]
+    code = line.strip()
+    if not jump.match(code) or code.endswith(_GOES_ON) or \
+            sum(code.count(c) for c in "([{") > sum(code.count(c) for c in ")]}"):
+        return False
+    if fill.endswith("\n"):
+        after = suffix
+    else:
+        cut = suffix.find("\n")
+        if suffix[:len(suffix) if cut < 0 else cut].strip():
+            return False   # code after the fill on its line
+        after = "" if cut < 0 else suffix[cut + 1:]
+    indent = line[:len(line) - len(line.lstrip(" \t"))]
+    for following in after.split("\n", _REPEAT_LOOK)[:_REPEAT_LOOK]:
+        text = following.strip()
+        if not text or text.startswith(_NOTE_LEADS[:-1]):
+            continue
+        return following[:len(following) - len(following.lstrip(" \t"))] == indent and \
+            not _MAY_FOLLOW.match(text) and not (_HOISTED.get(spec.name) or _NOTHING).match(text)
+    return False
+
+
+_JUMP_LEAD = {
+    "python": re.compile(r"(?:return|raise|continue|break)\b"),
+    "go": re.compile(r"(?:return|continue|break|goto)\b|panic\("),
+    "rust": re.compile(r"(?:return|continue|break)\b|(?:panic|unreachable)!"),
+    "javascript": re.compile(r"(?:return|throw|continue|break)\b"),
+}
+_JUMP_LEAD["typescript"] = _JUMP_LEAD["tsx"] = _JUMP_LEAD["javascript"]
+_GOES_ON = ("\\", ",", "+", "-", "*", "/", "%", "&", "|", "^", "=", "(", ".", "?", ":", "<", ">")
+_MAY_FOLLOW = re.compile(r"[)\]}]|(?:case|default|else|elif|except|finally|catch)\b|[A-Za-z_]\w*:(?!:)")
+_HOISTED = {
+    "javascript": re.compile(r"(?:async\s+)?function\b"),
+    "typescript": re.compile(r"(?:async\s+)?function\b|(?:type|interface)\s"),
+    "rust": re.compile(r"(?:pub(?:\([^)]*\))?\s+)?(?:fn|struct|enum|impl|use|mod|const|static|type|trait|"
+                       r"macro_rules!)\b|#!?\["),
+}
+_HOISTED["tsx"] = _HOISTED["typescript"]
+_NOTHING = re.compile(r"(?!)")
+
+
+def ends_in_a_loose_comma(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a fill end its line with a comma that belongs to no brackets, in an expression statement? In Python the
+    line is then a tuple that does nothing (``num_channels_latents,``, ``self.index_names,``: the start of an
+    unpacking, cut short; tree-sitter reads it as the left side of an assignment on the next line, Python does
+    not); in JavaScript it joins the user's next line into one comma expression (``normal,`` before
+    ``normals.set(...)``). Parsed in the filled text (the window's tree, already parsed for the fill's checks); a
+    declaration's list (``let a = 1,`` over lines), a row of a literal, an argument list or an assignment's tuple
+    (``shape = n,``) is no such comma."""
+    if spec.name not in _LOOSE_COMMA or not fill.rstrip().endswith(","):
+        return False
+    tree = parse(spec, prefix + fill + suffix)
+    if tree is None:
+        return False
+    at = len((prefix + fill.rstrip()).encode("utf-8", "surrogatepass")) - 1
+    node = tree.root_node.descendant_for_byte_range(at, at + 1)
+    if node is None or node.type != ",":
+        return False
+    node = node.parent
+    while node is not None:
+        if node.type == "expression_statement":
+            return True
+        if node.type in ("assignment", "augmented_assignment") and any(
+                child.start_byte < at for child in node.children if child.type in ("=", "+=", ":")):
+            return False   # the right side's tuple: ``shape = n,`` binds a tuple
+        if node.type == "ERROR" or node.type in _STATEMENT_ENDS or any(
+                child.type in _PAIRS for child in node.children if child.start_byte < at):
+            return False   # in brackets (a literal's row, arguments), or a statement of another kind
+        node = node.parent
+    return False
+
+
+_LOOSE_COMMA = frozenset({"python", "javascript", "typescript", "tsx"})
+_STATEMENT_ENDS = frozenset({"block", "module", "program", "statement_block", "lexical_declaration",
+                             "variable_declaration", "for_statement", "for_in_statement", "import_statement",
+                             "import_from_statement", "export_statement", "class_body", "global_statement",
+                             "nonlocal_statement", "with_statement", "with_clause", "assert_statement",
+                             "print_statement", "delete_statement", "return_statement", "type_alias_statement"})
+
+
 def _code_lines(prefix: str, fill: str, suffix: str, kept: str | None = None) -> list[tuple[str, bool]]:
     """The non-blank lines around and of a fill (up to ``_REPEAT_LOOK`` each side), each with whether the fill
     writes text in it (a line of ``kept``, the text a rewrite replaces, given back unchanged is not written)."""

@@ -717,3 +717,63 @@ def test_a_docstrings_text_does_not_set_pythons_indentation():
             'def f(x):\n  return x\n\ndef g(y):\n  z = """\n     text\n        more\n     text\n  """\n  return y\n')
     assert indent_unit(text, 0, "python") == "  "
 
+
+@pytest.mark.parametrize("language, prefix, fill, suffix, dead", [
+    # the real fills: a return before the function's own next line, at the same level
+    ("typescript", "  if (x) {\n    return a\n  }\n", "  return undefined\n", "  return sign * b\n}\n", True),
+    ("go", "\t\tif tc.chatty {\n\t\t\tx()\n\t\t}\n", "\t\treturn false\n", "\t\tif ok {\n\t\t}\n\t})\n", True),
+    ("rust", "    let a = 1;\n", "    return (None, None);\n", "    opts.checkout = a;\n}\n", True),
+    ("python", "def f(x):\n    y = 1\n", "    raise ValueError(x)", "\n\n    # why\n    return y\n", True),
+    ("go", "\tfor {\n\t\tx()\n", "\t\tcontinue\n", "\t\ty()\n\t}\n", True),
+    ("javascript", "function f() {\n", "  throw new Error('no');\n", "  // later\n  g();\n}\n", True),
+    # the jump ends its block, or what follows may follow it
+    ("python", "def f(x):\n    if x:\n", "        return 1\n", "    return 2\n", False),
+    ("go", "\tswitch x {\n\tcase 1:\n", "\t\treturn a\n", "\tcase 2:\n\t\treturn b\n\t}\n", False),
+    ("javascript", "  switch (x) {\n    case 1:\n", "      return a;\n", "    default:\n      return b;\n", False),
+    ("javascript", "function f() {\n", "  return helper();\n", "  function helper() {}\n}\n", False),
+    ("rust", "fn f() -> u8 {\n", "    return 1;\n", "    fn helper() {}\n}\n", False),
+    ("go", "func f() {\n", "\tgoto done\n", "\tx()\ndone:\n\ty()\n}\n", True),
+    ("go", "\tx()\n", "\tgoto done\n", "done:\n\ty()\n}\n", False),
+    ("python", "def f():\n    try:\n", "        return g()\n", "    except OSError:\n        pass\n", False),
+    # not a whole jump of the fill's, or it goes on
+    ("python", "def f():\n    return ", "x", "\n    y = 1\n", False),              # the user typed `return`
+    ("javascript", "function f() {\n", "  return a +\n", "    b;\n}\n", False),
+    ("python", "def f():\n", "    return g(\n", "        1)\n    y = 1\n", False),
+    ("python", "def f():\n", "    returned = 1\n", "    y = 1\n", False),          # a name, no jump
+    ("python", "def f():\n", "    return", " x\n    y = 1\n", False),             # code after it on its line
+])
+def test_a_fill_ending_with_a_jump_before_code_of_its_block_is_dead_code(language, prefix, fill, suffix, dead):
+    from engine.validate import jumps_over_code
+    spec = spec_for(language)
+    assert jumps_over_code(spec, prefix, fill, suffix) is dead
+    crlf = [part.replace("\n", "\r\n") for part in (prefix, fill, suffix)]
+    assert jumps_over_code(spec, *crlf) is dead
+
+
+@pytest.mark.parametrize("language, prefix, fill, suffix, loose", [
+    # the real fills: a tuple that does nothing, a comma expression swallowing the next line
+    ("python", "def f(self):\n    self.index_n", "ames,", "\n    self.col_names = None\n", True),
+    ("python", "def f():\n    num", "_channels_latents,", "\n\n    map_size = None\n", True),
+    ("javascript", "function f(a) {\n  normal", ",", "\n  normals.set(a, 0);\n}\n", True),
+    ("typescript", "function f(a) {\n  x = a", ",", "\n  g();\n}\n", True),
+    # a comma in brackets, in a declaration, an assignment's tuple, a return's: no such comma
+    ("python", "x = [\n    ", "a,", "\n    b]\n", False),
+    ("python", "def f():\n    shape = ", "n,", "\n    return shape\n", False),
+    ("python", "def f(\n    ", "a,", "\n    b):\n    pass\n", False),
+    ("python", "def f():\n    return ", "a,", "\n", False),
+    ("python", "d = {\n    ", "'a': 1,", "\n}\n", False),
+    ("javascript", "const a = [\n  ", "normal,", "\n  b];\n", False),
+    ("javascript", "f(\n  ", "a,", "\n  b);\n", False),
+    ("typescript", "let a = 1", ",", "\n  b = 2;\n", False),
+    ("typescript", "const o = {\n  ", "a: 1,", "\n  b: 2,\n};\n", False),
+    ("typescript", "interface A {\n  ", "a: string,", "\n  b: number\n}\n", False),
+    ("go", "func f() {\n\t", "a,", "\n}\n", False),
+])
+def test_a_line_ended_by_a_comma_outside_brackets_is_not_offered(language, prefix, fill, suffix, loose):
+    from engine.validate import ends_in_a_loose_comma
+    spec = spec_for(language)
+    assert ends_in_a_loose_comma(spec, prefix, fill, suffix) is loose
+    crlf = [part.replace("\n", "\r\n") for part in (prefix, fill, suffix)]
+    assert ends_in_a_loose_comma(spec, *crlf) is loose
+    note = "# 😀 é\n" if language == "python" else "// 😀 é\n"   # offsets in bytes: characters of 2 and 4 bytes before
+    assert ends_in_a_loose_comma(spec, note + prefix, fill, suffix) is loose
