@@ -108,8 +108,8 @@ def returns_check(spec: LanguageSpec, text: str, start: int, end: int) -> Callab
 def _top_level_around(text: str, start: int, end: int) -> tuple[int, int] | None:
     """``[lo, hi)``: from the nearest line above ``start``'s line that starts at the first column with code (not a
     comment, a label or an attribute) to the end of the first line below ``end`` that is a ``}`` at the first
-    column (``};``, ``})`` too: a JavaScript ``exports.f = () => {`` ends so); None when the first such line above is itself a closing one (the hole is at the top level) or either
-    is further than ``MAX_REGION``."""
+    column (``};``, ``})`` too: a JavaScript ``exports.f = () => {`` ends so); None when the first such line above
+    is itself a closing one (the hole is at the top level) or either is further than ``MAX_REGION``."""
     pos = text.rfind("\n", 0, start) + 1
     floor = max(0, start - MAX_REGION)
     while pos > floor:
