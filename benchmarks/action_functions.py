@@ -44,9 +44,12 @@ COMMITTED = Path(__file__).resolve().parent / "data" / "action-functions.jsonl.g
 DEV = {"seed": 23, "per_language": [60, 30, 30, 30, 30], "exclude": [COMMITTED], "out": "runs/conf/action-dev.jsonl"}
 
 
-def stub(language: str, indent: str, i: int) -> str:
-    """The ``i``-th stub body (one or two lines, newline-terminated) for a body indented ``indent``."""
+def stub(language: str, indent: str, i: int, code_only: bool = False) -> str:
+    """The ``i``-th stub body (one or two lines, newline-terminated) for a body indented ``indent``; ``code_only``:
+    of the stubs that are one statement (no comment: one that fits on the header's line, ``{ todo!() }``)."""
     lines = STUB_LINES[language]
+    if code_only:
+        lines = tuple(line for line in lines if "\n" not in line and not line.startswith(("#", "//")))
     return indent + lines[i % len(lines)].replace("{indent}", indent) + "\n"
 
 

@@ -159,7 +159,23 @@ def fix_case(backend, config, task: Task, rng: random.Random, limits: Limits, fu
             "lines_deleted_outside": lines_deleted(broken, fixed, {line})}
 
 
-def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limits, functions: bool = False) -> dict:
+def header_stub(task: Task, code: str) -> tuple[str, int, int] | None:
+    """The function with its body a stub on its header's line (``def f(x): ...``, ``fn f() { todo!() }``): the
+    text and the range a fill may replace (after the header's opener to the end of the stub, in a braces language
+    to its closing brace, which stays); None when the header's line does not end the prompt (a Python docstring)."""
+    head = task.prompt[:-1] if task.prompt.endswith("\n") else task.prompt
+    braces = task.language != "python"
+    if not head.rstrip().endswith("{" if braces else ":") or braces and not task.suffix.lstrip(" \t").startswith("}"):
+        return None
+    head = head.rstrip()
+    if braces:
+        return head + " " + code + " " + task.suffix.lstrip(" \t"), len(head), len(head) + len(code) + 2
+    rest = task.suffix if task.suffix.startswith("\n") else "\n" + task.suffix
+    return head + " " + code + rest, len(head), len(head) + len(code) + 1
+
+
+def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limits, functions: bool = False,
+              header: bool = False) -> dict | None:
     from engine.backends.base import Control
     from engine.requests import FillRequest
     from engine.serve import serve
@@ -169,6 +185,12 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
     text = task.prompt + stub + (task.suffix if functions else "") + decoy
     lo, hi = len(task.prompt), len(task.prompt) + len(stub)        # the stub: the only hole in the function
     cursor = lo + len(stub) - len(stub.lstrip()) + 1
+    if header:   # the stub on the header's line
+        placed = header_stub(task, stub.strip())
+        if placed is None:
+            return None
+        text, lo, hi = placed[0] + decoy, placed[1], placed[2]
+        cursor = lo + 2
     found = survey(text, task.language_id, cursor, cursor)
     if action == "fill":
         request = FillRequest(text, task.language_id, found.blanks) if found.blanks else None
@@ -248,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="problems for the fix cases")
     p.add_argument("--fill-limit", type=int, default=40, help="problems for the fill / body cases")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--header-stubs", action="store_true",
+                   help="with --functions: each stub on its function's header line (def f(x): ..., fn f() { todo!() "
+                        "}); functions whose header's line does not end the prompt are left out")
     engine_args(p)
     args = p.parse_args(argv)
     from benchmarks.action_functions import stub
@@ -261,9 +286,12 @@ def main(argv: list[str] | None = None) -> int:
                          for t in progress(tasks[:args.limit], len(tasks[:args.limit]), "fix")) if r]
     fills = []
     for i, t in enumerate(progress(tasks[:args.fill_limit], min(len(tasks), args.fill_limit), "fill")):
-        text = stub(t.language, body_indent(t), i) if args.functions else STUBS[i % len(STUBS)]
+        text = stub(t.language, body_indent(t), i, code_only=args.header_stubs) if args.functions \
+            else STUBS[i % len(STUBS)]
         for action in ("fill", "body"):
-            fills.append(fill_case(backend, config, t, text, action, limits, args.functions))
+            row = fill_case(backend, config, t, text, action, limits, args.functions, args.header_stubs)
+            if row is not None:
+                fills.append(row)
     result = envelope("actions", "benchmarks.actions", argv)
     languages = sorted({t.language for t in tasks})
     result.update({
