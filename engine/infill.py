@@ -18,8 +18,8 @@ from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses,
-                       ends_in_a_loose_comma, jumps_over_code, parses, python_check, regroups_brackets, reopens_closer,
-                       repeats_neighbour, tidy)
+                       ends_in_a_loose_comma, go_value_unused, jumps_over_code, parses, python_check,
+                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -371,9 +371,10 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 if not (document(checked, confirm=in_window) if document is not None else in_window):
                     bad += 1
                     continue
-            if fits is not None and not fits(checked) or ends_in_a_loose_comma(spec, win.prefix, fill, win.suffix):
-                bad += 1   # a return the function cannot take, a jump with no loop; a line left as a lone tuple
-                continue
+            if fits is not None and not fits(checked) or ends_in_a_loose_comma(spec, win.prefix, fill, win.suffix) \
+                    or go_value_unused(spec, win.prefix, fill, win.suffix):
+                bad += 1   # a return the function cannot take, a jump with no loop; a line left as a lone tuple,
+                continue   # a Go value on a line of its own
             if baseline is not None and comments_out_rest(spec, win.prefix, checked, win.suffix):
                 bad += 1  # the code after the cursor would become a comment: it parses, and it is lost
                 continue

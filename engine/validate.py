@@ -638,6 +638,32 @@ def ends_in_a_loose_comma(spec: LanguageSpec, prefix: str, fill: str, suffix: st
     return False
 
 
+def go_value_unused(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does a Go fill write an expression statement that is no call or receive (``"math"``, ``err``, ``x + 1`` on a
+    line of its own)? It parses, and Go refuses it ("is not used"): only calls and receives may stand alone."""
+    if spec.name != "go" or not fill.strip():
+        return False
+    tree = parse(spec, prefix + fill + suffix)
+    if tree is None:
+        return False
+    lo = len(prefix.encode("utf-8", "surrogatepass"))
+    hi = lo + len(fill.encode("utf-8", "surrogatepass"))
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= lo or node.start_byte >= hi or node.type == "ERROR":
+            continue
+        if node.type == "expression_statement" and lo <= node.start_byte and node.named_children:
+            value = node.named_children[0]
+            while value.type == "parenthesized_expression" and value.named_children:
+                value = value.named_children[0]
+            if value.type != "call_expression" and not (value.type == "unary_expression"
+                                                        and (value.text or b"").startswith(b"<-")):
+                return True
+        stack.extend(node.children)
+    return False
+
+
 _LOOSE_COMMA = frozenset({"python", "javascript", "typescript", "tsx"})
 _STATEMENT_ENDS = frozenset({"block", "module", "program", "statement_block", "lexical_declaration",
                              "variable_declaration", "for_statement", "for_in_statement", "import_statement",

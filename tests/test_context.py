@@ -777,3 +777,23 @@ def test_a_line_ended_by_a_comma_outside_brackets_is_not_offered(language, prefi
     assert ends_in_a_loose_comma(spec, *crlf) is loose
     note = "# 😀 é\n" if language == "python" else "// 😀 é\n"   # offsets in bytes: characters of 2 and 4 bytes before
     assert ends_in_a_loose_comma(spec, note + prefix, fill, suffix) is loose
+
+
+@pytest.mark.parametrize("fill, unused", [
+    ("\t\"math\"\n", True),                 # a real body line: a string alone, which Go refuses ("is not used")
+    ("\terr\n", True),
+    ("\ta + 1\n", True),
+    ("\tfmt.Println(a)\n", False),
+    ("\t(f())\n", False),
+    ("\t<-done\n", False),
+    ("\tx := <-done\n", False),
+    ("\ta++\n", False),
+])
+def test_a_go_value_alone_on_its_line_is_not_offered(fill, unused):
+    from engine.validate import go_value_unused
+    go = spec_for("go")
+    prefix, suffix = "package m\n\n// 😀\nfunc f(a int) {\n", "}\n"
+    assert go_value_unused(go, prefix, fill, suffix) is unused
+    assert go_value_unused(go, prefix.replace("\n", "\r\n"), fill.replace("\n", "\r\n"), suffix.replace("\n", "\r\n")) \
+        is unused
+    assert go_value_unused(spec_for("python"), "def f():\n", "    'doc'\n", "") is False
