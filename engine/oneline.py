@@ -251,9 +251,34 @@ def body_place(request: FillRequest) -> BodyPlace | None:
         return BodyPlace(hole, text[:hole.start], rest, hole.indent)
     if hole.lead != "\n" or hole.tail.strip():
         return None
-    # the cursor's line ends where the hole did (a line break follows it there, or the body's closer after ``tail``)
+    return _moved(hole, text)
+
+
+def _moved(hole: Hole, text: str) -> BodyPlace:
+    """A body on its header's line (``lead`` a line break) moved to its own lines: the cursor's line ends where the
+    hole did (a line break follows it there, or the body's closer after ``tail``)."""
+    rest = text[hole.end:]
     return BodyPlace(hole, text[:hole.start] + hole.lead,
                      hole.tail + rest if hole.tail or rest.startswith("\n") else "\n" + rest, hole.indent)
+
+
+def header_stub(request: FillRequest) -> BodyPlace | None:
+    """"Fill holes" on a function's stub body on its header's line (``def f(x): ...``, ``fn f() { todo!() }``), the
+    only hole: the body is written where "Complete body" writes an empty body, moved to its own lines, line by
+    line; a branch's (``if x: pass``) or a class's stays on the canvas."""
+    if request.body or len(request.holes) != 1:
+        return None
+    hole, text = request.holes[0], request.text
+    stub = text[hole.start:hole.end]
+    if hole.lead != "\n" or hole.inline or hole.context or hole.tail.strip() or hole.indent.strip() \
+            or not stub.strip():
+        return None
+    src = Source(spec_for(request.language), text)
+    at = src.to_byte(hole.start + len(stub) - len(stub.lstrip()))
+    node = None if src.tree is None else src.tree.root_node.descendant_for_byte_range(at, at + 1)
+    while node is not None and node.type not in _BLOCKS:
+        node = node.parent
+    return _moved(hole, text) if node is not None and _whole(src, node) == FUNCTION else None
 
 
 def stub_body(view: LineView) -> BodyPlace:

@@ -16,7 +16,7 @@ from .languages import spec_for
 from .lines import LfText, cr_only, eol_of, lf_view, to_cr, to_lf
 from .model_text import ModelText
 from .multifill import fill_blanks
-from .oneline import body_place, fill_body, fill_lines, line_holes, stub_body
+from .oneline import body_place, fill_body, fill_lines, header_stub, line_holes, stub_body
 from .requests import Completion, FillRequest, FixRequest, Hole, InfillRequest, Request, RewriteRequest
 from .validate import edits_keep_parsing
 
@@ -57,7 +57,8 @@ def _action(backend: Backend, options: FillOptions, request: Action, control: Co
         return doc.completion_back(completion, eol)
     if isinstance(request, FillRequest):
         lines = line_holes(request)   # stub lines among code: each filled as the cursor fill at its line
-        place = body_place(request)   # a body: line by line, each the cursor fill at its line
+        # a body, or a function's stub body on its header's line: line by line, each the cursor fill at its line
+        place = body_place(request) if request.body else None if lines else header_stub(request)
         if lines and len(lines) == 1 and lines[0].function:   # a function's stub body: written as its body
             completion = fill_body(backend, options, request, control, stub_body(lines[0]))
         elif lines:

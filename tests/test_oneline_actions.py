@@ -10,7 +10,7 @@ import pytest
 
 from engine.backends.base import Control
 from engine.config import FillOptions
-from engine.oneline import line_holes
+from engine.oneline import header_stub, line_holes
 from engine.requests import FillRequest, HoleKind, InfillRequest
 from engine.serve import serve
 from engine.targets import survey
@@ -451,3 +451,51 @@ def test_a_bodys_first_line_is_read_in_the_document_as_the_file_has_it(language,
     found = survey(text, language, at, at)
     place = body_place(FillRequest(text, language, (found.body,), body=True))
     assert place.pre + place.indent + "|" + place.post == seen
+
+
+APACHE_GO = ("/*\n   Copyright The Authors.\n\n   Licensed under the Apache License, Version 2.0.\n*/\n\npackage m\n\n"
+             "func f(a int) int { panic(\"not implemented\") }\n")
+
+
+@pytest.mark.parametrize("language, text, marker, after", [
+    ("python", "def mean(xs): ...\n\n\ndef g(xs):\n    return len(xs)\n", "...",
+     "def mean(xs):\n    n = len(xs)\n    total = sum(xs)\n    return total / n\n\n\ndef g(xs):\n    return len(xs)\n"),
+    ("python", "class A:\n    def mean(self, xs): pass\n", "pass",
+     "class A:\n    def mean(self, xs):\n        n = len(xs)\n        total = sum(xs)\n        return total / n\n"),
+    # the indentation is the file's (under a licence block whose lines are three spaces in: a tab)
+    ("go", APACHE_GO, "panic", APACHE_GO.replace(" { panic(\"not implemented\") }", " {\n\tb := a + 1\n\treturn b\n}")),
+    ("rust", "impl S {\n    fn f(a: i32) -> i32 { todo!() }\n}\n", "todo",
+     "impl S {\n    fn f(a: i32) -> i32 {\n        let b = a + 1;\n        b\n    }\n}\n"),
+    ("typescript", "export function f(a: number): number { throw new Error(\"not implemented\"); }\n", "throw",
+     "export function f(a: number): number {\n  const b = a + 1;\n  return b;\n}\n"),
+])
+def test_fill_holes_on_a_functions_stub_on_its_header_line_writes_the_body_line_by_line(language, text, marker, after):
+    """``def f(x): ...``, ``fn f() { todo!() }``: the body moves to its own lines, written as "Complete body" writes
+    it (it went to the canvas before)."""
+    from lsp_server.action_specs import FILL
+    from lsp_server.outcome import describe
+
+    script = {**MEAN, "def mean(self, xs):": "n = len(xs)", "func f(a int) int {": "b := a + 1",
+              "b := a + 1": "return b", "fn f(a: i32) -> i32 {": "let b = a + 1;", "let b = a + 1;": "b",
+              "export function f(a: number): number {": "const b = a + 1;", "const b = a + 1;": "return b;"}
+    request = _request(text, language, marker)
+    (hole,) = request.holes
+    assert header_stub(request) is not None
+    completion = serve(LineScript(script), FillOptions(min_confidence=0.0), request, Control(lambda step: None))
+    assert _applied(text, completion.fills) == after
+    assert describe(FILL, text, [(hole.start, hole.end)], completion) == "filled 1 of 1 hole"
+    crlf = text.replace("\n", "\r\n")
+    twin = serve(LineScript(script), FillOptions(min_confidence=0.0), _request(crlf, language, marker),
+                 Control(lambda step: None))
+    assert _applied(crlf, twin.fills) == after.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("language, text, marker", [
+    ("python", "def f(xs):\n    if xs: pass\n    return 1\n", "pass"),         # a branch's body: the canvas
+    ("python", "class A: pass\n", "pass"),                                      # a class's
+    ("go", "package m\n\nfunc f(a int) int {\n\tif a > 0 { panic(\"no\") }\n\treturn a\n}\n", "panic"),
+])
+def test_a_stub_on_a_branchs_or_a_classs_header_line_is_no_function_body(language, text, marker):
+    request = _request(text, language, marker)
+    assert len(request.holes) <= 1
+    assert header_stub(request) is None
