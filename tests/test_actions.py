@@ -197,11 +197,17 @@ def test_holes_share_one_canvas_and_a_fill_that_breaks_the_parse_is_dropped():
     assert [f.text for f in unchecked.fills][2] == "r + (("
 
 
-def test_complete_body_sees_far_callers_and_a_same_line_body_moves_down():
+def test_the_canvas_sees_far_callers_and_a_same_line_body_moves_down():
+    """The canvas (``multifill.fill_blanks``: a body the line-by-line path does not take) reads the function's far
+    callers; a body on its header's line moves to its own line."""
+    from engine.multifill import fill_blanks
+
     text = "def area(w, h): ...\n" + "x = 1\n" * 80 + "print(area(2, 3))\n"
     found = survey(text, "python", 5, 5)
     backend = ScriptedBackend("return w * h")
-    completion = _run(FillRequest(text, "python", (found.body,), found.callers), backend, suffix_tokens=8)
+    completion = fill_blanks(backend, FillOptions(suffix_tokens=8), FillRequest(text, "python", (found.body,),
+                                                                                found.callers),
+                             Control(lambda step: None))
     assert backend.plans[0].pieces[-1].endswith("print(area(2, 3))\n")
     assert _applied(text, completion.fills).startswith("def area(w, h):\n    return w * h\nx = 1\n")
 
