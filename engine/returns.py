@@ -8,10 +8,14 @@ parser does not see, and the fill is then not offered (``returns_check``, asked 
 the parse, and for a code action's edits by ``validate.edits_keep_parsing``).
 
 Go: a ``return`` with values in a function without results; a bare ``return`` where the results are not named;
-a count of values that is not the count of results (one call may return several). Rust: ``return;`` in a function
+a count of values that is not the count of results (one call may return several); a literal that its result's type
+cannot be (``return 0`` from a ``bool`` function, ``nil`` for a ``string``, a string for ``[]byte``, ``false`` for an
+``error``; a named type, whose underlying type is not known here, takes any). Rust: ``return;`` in a function
 with a return type other than ``()``; ``?``, ``return Ok(..)``/``Err``/``Some``/``None`` or a literal in a function
-without one. Only the innermost function counts: in a Go function literal its own results, in a Rust closure or
-``async`` block nothing is checked (their types are inferred).
+without one. TypeScript: ``return;``, ``return undefined`` or ``return null`` where the declared return type surely
+has no such value (``boolean``, ``string[]``, a type predicate, ``Promise<number>`` of an ``async`` function; not
+a generator, a named type or a type parameter). Only the innermost function counts: in a Go function literal its own
+results, in a Rust closure or ``async`` block nothing is checked (their types are inferred).
 
 A ``break`` or ``continue`` outside every loop of its function (for ``break`` also a ``switch`` or ``select``, or
 a label's block, in the languages that have them) is refused in Go, Rust, JavaScript and TypeScript: it parses, and
