@@ -744,10 +744,13 @@ def test_a_docstrings_text_does_not_set_pythons_indentation():
 ])
 def test_a_fill_ending_with_a_jump_before_code_of_its_block_is_dead_code(language, prefix, fill, suffix, dead):
     from engine.validate import jumps_over_code
-    spec = spec_for(language)
-    assert jumps_over_code(spec, prefix, fill, suffix) is dead
+    assert _as_lf_and_crlf(jumps_over_code, spec_for(language), prefix, fill, suffix) == (dead, dead)
+
+
+def _as_lf_and_crlf(check, spec, prefix: str, fill: str, suffix: str) -> tuple[bool, bool]:
+    """A text check's verdict on the text as given and on its CRLF twin."""
     crlf = [part.replace("\n", "\r\n") for part in (prefix, fill, suffix)]
-    assert jumps_over_code(spec, *crlf) is dead
+    return check(spec, prefix, fill, suffix), check(spec, *crlf)
 
 
 @pytest.mark.parametrize("language, prefix, fill, suffix, loose", [
@@ -772,9 +775,7 @@ def test_a_fill_ending_with_a_jump_before_code_of_its_block_is_dead_code(languag
 def test_a_line_ended_by_a_comma_outside_brackets_is_not_offered(language, prefix, fill, suffix, loose):
     from engine.validate import ends_in_a_loose_comma
     spec = spec_for(language)
-    assert ends_in_a_loose_comma(spec, prefix, fill, suffix) is loose
-    crlf = [part.replace("\n", "\r\n") for part in (prefix, fill, suffix)]
-    assert ends_in_a_loose_comma(spec, *crlf) is loose
+    assert _as_lf_and_crlf(ends_in_a_loose_comma, spec, prefix, fill, suffix) == (loose, loose)
     note = "# 😀 é\n" if language == "python" else "// 😀 é\n"   # offsets in bytes: characters of 2 and 4 bytes before
     assert ends_in_a_loose_comma(spec, note + prefix, fill, suffix) is loose
 
@@ -791,9 +792,6 @@ def test_a_line_ended_by_a_comma_outside_brackets_is_not_offered(language, prefi
 ])
 def test_a_go_value_alone_on_its_line_is_not_offered(fill, unused):
     from engine.validate import go_value_unused
-    go = spec_for("go")
     prefix, suffix = "package m\n\n// 😀\nfunc f(a int) {\n", "}\n"
-    assert go_value_unused(go, prefix, fill, suffix) is unused
-    assert go_value_unused(go, prefix.replace("\n", "\r\n"), fill.replace("\n", "\r\n"), suffix.replace("\n", "\r\n")) \
-        is unused
+    assert _as_lf_and_crlf(go_value_unused, spec_for("go"), prefix, fill, suffix) == (unused, unused)
     assert go_value_unused(spec_for("python"), "def f():\n", "    'doc'\n", "") is False

@@ -242,11 +242,7 @@ def jump_check(document: str, marker: str, language: str):
     ("rust", RUST_JUMPS, "<3>", "        break;\n", False),       # a closure: no loop to leave
 ])
 def test_a_jump_needs_a_loop_to_leave(language, document, marker, fill, fits):
-    check = jump_check(document, marker, language)
-    assert check is not None
-    assert check(fill) is fits
-    crlf = jump_check(document.replace("\n", "\r\n"), marker, language)
-    assert crlf is not None and crlf(fill.replace("\n", "\r\n")) is fits
+    assert _both_line_ends(document, marker, language, fill) == (fits, fits)
 
 
 def test_a_jump_in_broken_code_or_in_python_is_not_judged_here():
@@ -298,8 +294,13 @@ func parse(s string) (n int, name string, b []byte, f Flag, err error) {
     ("<2>", "\treturn n, name, b, f, err\n", True),         # names: not judged
 ])
 def test_a_go_literal_returned_must_fit_its_result_type(marker, fill, fits):
-    assert jump_check(GO_TYPED, marker, "go")(fill) is fits
-    assert jump_check(GO_TYPED.replace("\n", "\r\n"), marker, "go")(fill.replace("\n", "\r\n")) is fits
+    assert _both_line_ends(GO_TYPED, marker, "go", fill) == (fits, fits)
+
+
+def _both_line_ends(document: str, marker: str, language: str, fill: str) -> tuple[bool, bool]:
+    """The check's verdict on the fill at ``marker``, in the document as given and in its CRLF twin."""
+    crlf = jump_check(document.replace("\n", "\r\n"), marker, language)(fill.replace("\n", "\r\n"))
+    return jump_check(document, marker, language)(fill), crlf
 
 
 TS_TYPED = """export function isClosePath(cmd: Command): cmd is ClosePath {
@@ -329,8 +330,7 @@ export class Poller {
     ("<3>", "    return true;\n", True),
 ])
 def test_a_typescript_return_of_nothing_must_fit_the_declared_type(marker, fill, fits):
-    assert jump_check(TS_TYPED, marker, "typescript")(fill) is fits
-    assert jump_check(TS_TYPED.replace("\n", "\r\n"), marker, "typescript")(fill.replace("\n", "\r\n")) is fits
+    assert _both_line_ends(TS_TYPED, marker, "typescript", fill) == (fits, fits)
 
 
 @pytest.mark.parametrize("declared", ["void", "Promise<void>", "T", "Result", "number | undefined", "any",
