@@ -215,8 +215,9 @@ def test_nonzero_exit_without_traceback_is_a_crash():
 ])
 def test_memory_bomb_fails_fast(program):
     # stopped by RLIMIT_AS, not by the wall clock: MemoryError (the growing one took 1.0 s unloaded, and over the
-    # 3 s limit this test had under load)
-    r = run_program(program, Limits(timeout_s=120.0, memory_bytes=512 << 20))
+    # 3 s limit this test had under load; in a CI run on a loaded machine it used up the default 4 s of CPU and was
+    # killed by RLIMIT_CPU's SIGKILL after 4.2 s, so neither clock is the limit here)
+    r = run_program(program, Limits(timeout_s=120.0, cpu_s=120, memory_bytes=512 << 20))
     assert not r.passed and r.status == "failed" and r.detail == "MemoryError", r
 
 
