@@ -138,8 +138,9 @@ def _level(text: str, at: int, language: str) -> str:
     """One level of indentation for the levels around a column-0 hole: ``indent_unit``, but where every indented
     code line near ``at`` is at one depth of spaces (``def f():`` bodies two spaces deep: no step seen, so
     ``indent_unit`` says four spaces) that depth."""
-    unit = indent_unit(text, at, language)
-    widths = {len(indent) for indent in code_indents(text, at, language) if indent and "\t" not in indent}
+    indents = code_indents(text, at, language)
+    unit = _unit(indents, language)
+    widths = {len(indent) for indent in indents if indent and "\t" not in indent}
     return " " * widths.pop() if unit != "\t" and len(widths) == 1 else unit
 
 
@@ -191,7 +192,11 @@ def indent_unit(text: str, at: int, language: str | None = None, default: str | 
     comment counts). Lines at the first column do not count for tabs (most of a Go file's lines, gofmt's tabs
     notwithstanding). With no indented code line: ``default`` where given, else a tab in Go (gofmt), else 4 spaces
     (a continuation line's hanging indent is rarer than a block's)."""
-    indents = code_indents(text, at, language)
+    return _unit(code_indents(text, at, language), language, default)
+
+
+def _unit(indents: list[str], language: str | None, default: str | None = None) -> str:
+    """``indent_unit`` from the code lines' indentation (``code_indents``)."""
     indented = sum(1 for indent in indents if indent)
     tabs = sum(1 for indent in indents if indent.startswith("\t"))
     if not indented and default is not None:

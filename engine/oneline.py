@@ -134,7 +134,8 @@ def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def line_holes(request: FillRequest) -> list[LineView] | None:
     """Each hole's cursor view when every hole of ``request`` is a stub of whole lines of a block (and there are
     at most ``MAX_LINE_HOLES``); None when the request is for the canvas (a body, an expression hole)."""
-    if request.body or not 0 < len(request.holes) <= MAX_LINE_HOLES:
+    if request.body or not 0 < len(request.holes) <= MAX_LINE_HOLES \
+            or any(h.inline or h.lead or h.tail for h in request.holes):   # ``line_view``'s no, before any parse
         return None
     src = Source(spec_for(request.language), request.text)   # parsed once for every hole
     out = []
