@@ -26,6 +26,17 @@ async def stats(client: LanguageClient) -> dict:
     return plain(await client.protocol.send_request_async("diffusion/stats", {}))
 
 
+async def raced(attempt, tries: int = 6) -> None:
+    """Run ``attempt(i)`` until it catches the model mid-fill. An attempt sends its interruption (a newer request, a
+    cancellation, an edit) as soon as the first draft arrives; on a loaded machine the fill can still end before the
+    server reads it, which is right too (the answer went out first). Such an attempt checks that outcome, returns
+    False and is tried again on a fresh document; one that caught the fill checks what must follow and returns True."""
+    for i in range(tries):
+        if await attempt(i):
+            return
+    raise AssertionError(f"in {tries} tries every fill ended before its interruption reached the server")
+
+
 async def cancelled_after(client: LanguageClient, before: dict, timeout: float = 30.0) -> dict:
     """Stats once the engine has counted one more cancellation (polled; a busy machine is slow)."""
     deadline = time.monotonic() + timeout

@@ -7,7 +7,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.lsp_session import cancelled_after, inline_params, open_doc, stats
+from tests.lsp_session import cancelled_after, inline_params, open_doc, raced, stats
 
 CODE = "import os\n\n\ndef list_python_files(root):\n    result = []\n    for name in os.listdir(root):\n        \n    return result\n"
 CURSOR = (6, 8)  # the indented empty line inside the loop
@@ -101,50 +101,68 @@ async def test_five_megabyte_document_answers_within_seconds(client):
 
 
 async def test_superseded_request_returns_promptly_and_the_model_stops(client):
-    uri = f"file:///race-{client.snapshot}.py"
-    open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: long enough to be mid-flight
-    before = await stats(client)
-    client.drafts.clear()
-    first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
-    await first_draft(client, uri)  # the first request is denoising now
-    second = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
-    first_result = await asyncio.wait_for(first, 30)  # a hang guard, not a latency limit (benchmarks measure that)
-    await asyncio.wait_for(second, 60)
-    after = await stats(client)
-    assert not first_result.items
-    assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
+    async def attempt(i: int) -> bool:
+        uri = f"file:///race-{client.snapshot}-{i}.py"
+        open_doc(client, uri, BODY)  # a body hole: long enough to be mid-flight
+        before = await stats(client)
+        client.drafts.clear()
+        first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+        await first_draft(client, uri)  # the first request is denoising now
+        second = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
+        first_result = await asyncio.wait_for(first, 30)  # a hang guard, not a latency limit (benchmarks measure that)
+        await asyncio.wait_for(second, 60)
+        after = await stats(client)  # the engine counts a cancellation before the cancelled request returns
+        if after["cancelled"] == before["cancelled"]:
+            return False  # the first fill ended before the second request arrived: answered, nothing stopped
+        assert after["cancelled"] == before["cancelled"] + 1
+        assert not first_result.items  # superseded: answered with nothing, not with a stale fill
+        assert after["last_cancelled_at_step"] >= 1  # stopped mid-denoising, not after finishing
+        return True
+    await raced(attempt)
 
 
 async def test_cancel_request_stops_the_model_within_a_step(client):
-    uri = f"file:///cancel-{client.snapshot}.py"
-    open_doc(client, uri, "def f(x):\n" + "    y = x\n" * 200)  # a body hole: 64 slots, many steps
-    before = await stats(client)
-    msg_id = f"cancel-me-{client.snapshot}"
-    client.drafts.clear()
-    fut = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
-    await first_draft(client, uri)  # mid-denoising
-    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
-    with pytest.raises(JsonRpcException) as err:
-        await asyncio.wait_for(asyncio.wrap_future(fut), 30)  # a hang guard, not a latency limit
-    assert err.value.code == -32800  # RequestCancelled
-    after = await cancelled_after(client, before)  # the engine notices at its next step
-    assert after["cancelled"] == before["cancelled"] + 1
-    assert after["last_cancelled_at_step"] >= 1  # stopped mid-denoising, not after finishing
+    async def attempt(i: int) -> bool:
+        uri = f"file:///cancel-{client.snapshot}-{i}.py"
+        open_doc(client, uri, BODY)  # a body hole: 64 slots, many steps
+        before = await stats(client)
+        msg_id = f"cancel-me-{client.snapshot}-{i}"
+        client.drafts.clear()
+        fut = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
+        await first_draft(client, uri)  # mid-denoising
+        client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(fut), 30)  # a hang guard, not a latency limit
+        except JsonRpcException as err:
+            assert err.code == -32800  # RequestCancelled
+        else:  # answered before the cancellation arrived: the engine stopped nothing
+            assert (await stats(client))["cancelled"] == before["cancelled"]
+            return False
+        after = await cancelled_after(client, before)  # the engine notices at its next step
+        assert after["cancelled"] == before["cancelled"] + 1
+        assert after["last_cancelled_at_step"] >= 1  # stopped mid-denoising, not after finishing
+        return True
+    await raced(attempt)
 
 
 async def test_stale_version_is_never_answered(client):
-    # the edit comes while the job is denoising (its first draft is out), not after a fixed sleep: a short fill
-    # that finished before the edit arrived would rightly be answered, and under load the test failed for it
-    uri = f"file:///stale-{client.snapshot}.py"
-    open_doc(client, uri, BODY)
-    client.drafts.clear()
-    pending = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
-    await first_draft(client, uri)
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(version=2, uri=uri),
-        [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "# hi\n")]))
-    result = await asyncio.wait_for(pending, 60)  # a hang guard, not a latency limit
-    assert not result.items
+    # the edit comes while the job is denoising (its first draft is out), not after a fixed sleep
+    async def attempt(i: int) -> bool:
+        uri = f"file:///stale-{client.snapshot}-{i}.py"
+        open_doc(client, uri, BODY)
+        before = await stats(client)
+        client.drafts.clear()
+        pending = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+        await first_draft(client, uri)
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangePartial(types.Range(types.Position(0, 0), types.Position(0, 0)), "# hi\n")]))
+        result = await asyncio.wait_for(pending, 60)  # a hang guard, not a latency limit
+        if result.items:  # answered before the edit arrived (rightly: the text was still version 1)
+            assert (await stats(client))["cancelled"] == before["cancelled"]
+            return False
+        return True
+    await raced(attempt)
 
 
 def completion_params(uri: str, line: int, character: int) -> types.CompletionParams:
@@ -167,38 +185,51 @@ async def test_inline_and_completion_at_one_keystroke_share_one_job(client):
 
 
 async def test_cancelling_one_of_two_identical_requests_leaves_the_other_its_answer(client):
-    uri = f"file:///pair-cancel-{client.snapshot}.py"
-    open_doc(client, uri, BODY)
-    before = await stats(client)
-    msg_id = f"pair-cancel-{client.snapshot}"
-    client.drafts.clear()
-    inline = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
-    item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
-    await first_draft(client, uri)  # mid-denoising, both waiting
-    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
-    with pytest.raises(JsonRpcException) as err:
-        await asyncio.wait_for(asyncio.wrap_future(inline), 30)
-    assert err.value.code == -32800  # RequestCancelled
-    item_result = await asyncio.wait_for(item, 60)
-    after = await stats(client)
-    assert item_result.items  # the job ran on for the request still waiting
-    assert after["jobs"] == before["jobs"] + 1 and after["cancelled"] == before["cancelled"]
+    async def attempt(i: int) -> bool:
+        uri = f"file:///pair-cancel-{client.snapshot}-{i}.py"
+        open_doc(client, uri, BODY)
+        before = await stats(client)
+        msg_id = f"pair-cancel-{client.snapshot}-{i}"
+        client.drafts.clear()
+        inline = client.protocol.send_request("textDocument/inlineCompletion", inline_params(uri, 0, 9), msg_id=msg_id)
+        item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+        await first_draft(client, uri)  # mid-denoising, both waiting
+        client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+        caught = True
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(inline), 30)
+            caught = False  # answered before the cancellation arrived
+        except JsonRpcException as err:
+            assert err.code == -32800  # RequestCancelled
+        item_result = await asyncio.wait_for(item, 60)
+        after = await stats(client)
+        assert item_result.items  # the job ran on for the request still waiting
+        assert after["jobs"] == before["jobs"] + 1 and after["cancelled"] == before["cancelled"]
+        return caught
+    await raced(attempt)
 
 
 async def test_a_newer_position_supersedes_both_identical_requests(client):
-    uri = f"file:///pair-newer-{client.snapshot}.py"
-    open_doc(client, uri, BODY)
-    before = await stats(client)
-    client.drafts.clear()
-    inline = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
-    item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
-    await first_draft(client, uri)
-    newer = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
-    inline_result, item_result = await asyncio.wait_for(asyncio.gather(inline, item), 30)
-    await asyncio.wait_for(newer, 60)
-    after = await stats(client)
-    assert not inline_result.items and not item_result.items
-    assert after["jobs"] == before["jobs"] + 2 and after["cancelled"] == before["cancelled"] + 1
+    async def attempt(i: int) -> bool:
+        uri = f"file:///pair-newer-{client.snapshot}-{i}.py"
+        open_doc(client, uri, BODY)
+        before = await stats(client)
+        client.drafts.clear()
+        inline = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 0, 9)))
+        item = asyncio.ensure_future(client.text_document_completion_async(completion_params(uri, 0, 9)))
+        await first_draft(client, uri)
+        newer = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 1, 9)))
+        inline_result, item_result = await asyncio.wait_for(asyncio.gather(inline, item), 30)
+        await asyncio.wait_for(newer, 60)
+        after = await stats(client)
+        assert after["jobs"] == before["jobs"] + 2
+        if after["cancelled"] == before["cancelled"]:  # the pair's fill ended before the newer request arrived
+            assert inline_result.items and item_result.items
+            return False
+        assert not inline_result.items and not item_result.items
+        assert after["cancelled"] == before["cancelled"] + 1
+        return True
+    await raced(attempt)
 
 
 @pytest.mark.parametrize("queued", [False, True])
