@@ -199,6 +199,11 @@ def is_stub_text(spec: LanguageSpec, text: str) -> bool:
         or raise_re is not None and bool(raise_re.search(code))
 
 
+def is_todo(comment: str) -> bool:
+    """Is the comment a TODO / FIXME marker (``# TODO``, ``// FIXME: ...``), the stub's own line?"""
+    return bool(_TODO.match(comment))
+
+
 def find_blanks(src: Source, start: int, end: int, deliberate: bool = False) -> list[Hole]:
     """Every hole within ``[start, end)``, in document order (a TODO line and the stub right after it merge).
     A deliberate ``pass``/``...`` (engine/deliberate.py) is a hole only with ``deliberate`` (a selection)."""

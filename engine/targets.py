@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .holes import (Source, enclosing, found_hole, function_types, header_blank, is_docstring, is_stub,
+from .holes import (Source, enclosing, found_hole, function_types, header_blank, is_docstring, is_stub, is_todo,
                     scoped_blanks, statement_blank, statements)
 from .languages import error_spans as tree_errors
 from .languages import spec_for
@@ -89,7 +89,7 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
     kept = stmts[:1] if stmts and is_docstring(stmts[0]) else []
     rest = stmts[len(kept):]
     if rest and all(is_stub(src, s) for s in rest):
-        return statement_blank(src, src.span(rest[0])[0], src.span(rest[-1])[1], "body")
+        return statement_blank(src, _todos_above(src, src.span(rest[0])[0]), src.span(rest[-1])[1], "body")
     if rest or kept:
         last = (rest or kept)[-1]
         first_line = src.line_start(src.span(last)[0])
@@ -102,7 +102,13 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
             return None
         notes = [c for c in body.named_children if "comment" in c.type]
         if notes and not src.text[src.line_start(src.span(notes[0])[0]):src.span(notes[0])[0]].strip():
-            after = src.comment_span(notes[-1])[1]  # a body of comments only: they stay, the code goes after them
+            end = src.comment_span(notes[-1])[1]
+            start = src.span(notes[0])[0]
+            # a body of TODO markers only: they are its stub, replaced as "Fill holes" replaces them
+            if all(is_todo(src.text[slice(*src.comment_span(n))]) for n in notes) \
+                    and _todos_above(src, src.span(notes[-1])[0]) == start:
+                return statement_blank(src, start, end, "body")
+            after = end  # a body of comments only: they stay (they say what to write), the code goes after them
             return found_hole(after, after, "body", indent=src.indent_at(src.span(notes[-1])[0]), lead=src.eol)
         lo, hi = src.span(body)
         return header_blank(src, lo + 1, hi - 1, "body")
@@ -111,6 +117,27 @@ def _body(src: Source, fn: tree_sitter.Node, body: tree_sitter.Node | None) -> H
         return None
     after = src.span(colon)[1]
     return header_blank(src, after, after, "body")
+
+
+def _todos_above(src: Source, start: int) -> int:
+    """Where the TODO marker comments (``// TODO: implement``, ``# FIXME``), each alone on its line, right above the
+    line of ``start`` begin: the stub they mark is replaced with them, as "Fill holes" replaces them; ``start`` if
+    there are none."""
+    while src.tree is not None:
+        lo = src.line_start(start)
+        if lo == 0 or src.text[lo:start].strip():
+            return start
+        above = src.line_start(lo - 1)
+        line = src.text[above:lo - 1].rstrip("\r")
+        code = line.lstrip(" \t")
+        at = src.to_byte(above + len(line) - len(code))
+        node = src.tree.root_node.descendant_for_byte_range(at, at + 1)
+        while node is not None and "comment" not in node.type and node.start_byte == at:
+            node = node.parent   # Rust's ``//`` is a node of its own inside the comment's
+        if not is_todo(code) or node is None or "comment" not in node.type or node.start_byte != at:
+            return start
+        start = above + len(line) - len(code)
+    return start
 
 
 def _past_comments(src: Source, offset: int) -> int:

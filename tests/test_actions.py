@@ -74,7 +74,8 @@ def test_javascript_holes_and_the_function_at_the_cursor():
     at = JS.index("// TODO")
     cursor = survey(JS, "javascript", at, at)
     assert cursor.function == "perimeter" and [JS[b.start:b.end] for b in cursor.blanks] == ["  // TODO: two pi r"]
-    assert cursor.body is not None and JS[cursor.body.start:cursor.body.end] == ""  # a comment-only body: appended
+    # a body of TODO markers only: they are its stub, replaced (as "Fill holes" replaces them)
+    assert cursor.body is not None and JS[cursor.body.start:cursor.body.end] == "  // TODO: two pi r"
     callers = survey(JS, "javascript", 11, 11).callers
     assert [JS[lo:hi] for lo, hi in callers] == ["const describe = (r) => area(r) + \" \" + __;\n"]
 

@@ -178,6 +178,38 @@ def test_complete_body_goes_after_the_comment_that_ends_the_last_line(language, 
     assert body is not None and (text[:body.start] + body.lead).endswith(kept)
 
 
+@pytest.mark.parametrize("language,text,replaced", [
+    # a body of TODO markers only, or TODO lines right above the stub: "Complete body" kept them above the code it
+    # wrote (a finished function still saying "TODO: implement"); they are the stub, replaced as "Fill holes" does
+    ("javascript", "function f(a) {\n  // TODO: implement\n}\n", "  // TODO: implement"),
+    ("go", "package m\n\nfunc F(a int) int {\n\t// TODO: implement\n\t// FIXME\n}\n", "\t// TODO: implement\n\t// FIXME"),
+    ("rust", "fn f(a: u8) -> u8 {\r\n    // TODO: implement\r\n    todo!()\r\n}\r\n",
+     "    // TODO: implement\r\n    todo!()"),
+    ("python", "def f(a):\n    # TODO: implement\n    pass\n", "    # TODO: implement\n    pass"),
+    ("python", 'def f(a):\n    """Doc \U0001f600."""\n\t# TODO: implement\n\tpass\n', "\t# TODO: implement\n\tpass"),
+    ("typescript", "function f(a: number): number {\n  // TODO\n  throw new Error('not implemented');\n}\n",
+     "  // TODO\n  throw new Error('not implemented');"),
+])
+def test_complete_body_replaces_the_todo_markers_of_its_stub(language, text, replaced):
+    at = text.index("TODO")
+    body = survey(text, language, at, at).body
+    assert body is not None and text[body.start:body.end] == replaced and not body.lead
+    assert body.start == text.rfind("\n", 0, at) + 1   # from its line's start: the indentation is the hole's
+
+
+@pytest.mark.parametrize("language,text", [
+    ("javascript", "function f(a) {\n  // sum the items of a\n}\n"),              # it says what to write: kept
+    ("javascript", "function f(a) {\n  // TODO: implement\n  // sum the items of a\n}\n"),   # not only markers
+    ("go", "package m\n\nfunc F(a int) int {\n\t// TODO: implement\n\n\t// FIXME\n}\n"),  # a blank line apart
+    ("python", "def f(a):\n    # TODO: implement\n\n    pass\n"),
+    ("rust", "fn f(a: u8) -> u8 {\n    let b = a; // TODO: check\n    todo!()\n}\n"),   # after code on its line
+])
+def test_complete_body_keeps_comments_that_are_not_a_stubs_markers(language, text):
+    at = text.index("(a")
+    body = survey(text, language, at, at).body
+    assert body is not None and "TODO" not in text[body.start:body.end] and "sum" not in text[body.start:body.end]
+
+
 @pytest.mark.parametrize("language,text,read", [
     # WordPress' translation function: `__('Save')` was offered as "Fill 1 hole", its name the hole
     ("javascript", "import { __ } from '@wordpress/i18n';\nfunction Title() {\n  const label = __('Save');\n"
