@@ -163,6 +163,9 @@ class Completion:
     # as a stutter counts 1; a body written line by line counts 1 when it stopped at a line its calibrated
     # confidence withheld (with no line before it: no body). Says "not likely enough" rather than "nothing parses".
     unsure: int = 0
+    # A body written line by line that does not return yet (``returns.unfinished``: a Go function with results, a
+    # Rust one with a value): the lines of its stub kept after the lines written, at the end of ``fills[0].text``
+    stub_kept: int = 0
 
     @property
     def text(self) -> str:

@@ -17,6 +17,17 @@ has no such value (``boolean``, ``string[]``, a type predicate, ``Promise<number
 a generator, a named type or a type parameter). Only the innermost function counts: in a Go function literal its own
 results, in a Rust closure or ``async`` block nothing is checked (their types are inferred).
 
+What else a fill writes that cannot compile, asked in the same parse: a comparison or ``!x`` returned for a Go
+``string``, number or ``error``; in Rust a body's value or a ``return`` of a kind the declared type cannot be
+(``Some(..)``, ``None``, a comparison or a literal for ``-> bool``, ``Ok(..)`` for an ``Option``), ``self`` in a
+function without a ``self`` parameter (``fn new() -> Self { self }``), an attribute with nothing after it in its block
+(``#[test]`` before the ``}``); in JavaScript and TypeScript a label on anything but a loop or a block
+(``listHandlers: () => handlers``: an object's key written as a statement parses as a label).
+
+``unfinished`` says whether a function's body ends without the value it declares (Go: no terminating statement at
+its end, the compiler's "missing return"; Rust: a statement ending a body that declares a value): "Complete body",
+written line by line, that stopped there keeps the stub after its lines (``oneline.fill_body``).
+
 A ``break`` or ``continue`` outside every loop of its function (for ``break`` also a ``switch`` or ``select``, or
 a label's block, in the languages that have them) is refused in Go, Rust, JavaScript and TypeScript: it parses, and
 ``continue`` at a Go function's level is a compile error, in JavaScript an early error. A labeled Rust ``break 'a``
@@ -95,18 +106,158 @@ def returns_check(spec: LanguageSpec, text: str, start: int, end: int) -> Callab
         written = typed + fill
         returns = language in _LANGUAGES and ("return" in written or language == "rust" and "?" in written)
         jumps = _JUMP_WORD.search(written) is not None
-        if not returns and not jumps:
+        rust = language == "rust" and ("#[" in written or _SELF.search(written) is not None
+                                       or written.rstrip()[-1:] not in ("", ";", "{", "}", ","))
+        labels = language != "rust" and language != "go" and _LABELED.search(written) is not None
+        if not returns and not jumps and not rust and not labels:
             return True
         added = fill.encode("utf-8", "surrogatepass")
         tree = parse(spec, head + added + tail)
         if tree is None or tree.root_node.has_error:
             return True
-        hi_byte = len(head) + len(added)
-        if returns and not all(_fits(language, node) for node in _returns_in(tree.root_node, language, line, hi_byte)):
+        root, hi_byte = tree.root_node, len(head) + len(added)
+        if returns and not all(_fits(language, node) for node in _returns_in(root, language, line, hi_byte)):
+            return False
+        if rust and not _rust_written_fits(root, line, hi_byte):
+            return False
+        if labels and not all(_labels_a_loop(node) for node in _nodes_in(root, _LABELED_KINDS, line, hi_byte)):
             return False
         return not jumps or all(_jump_fits(language, node)
-                                for node in _nodes_in(tree.root_node, _JUMPS[language][0], line, hi_byte))
+                                for node in _nodes_in(root, _JUMPS[language][0], line, hi_byte))
     return fits
+
+
+_SELF = re.compile(r"\bself\b")
+_LABELED = re.compile(r"(?m)^[ \t]*[A-Za-z_$][\w$]*[ \t]*:(?!:)")
+_LABELED_KINDS = frozenset({"labeled_statement"})
+_LABEL_TARGETS = frozenset({"for_statement", "for_in_statement", "while_statement", "do_statement",
+                            "statement_block"})
+
+
+def _labels_a_loop(labeled: tree_sitter.Node) -> bool:
+    """A JavaScript label is written before a loop (``outer: for (...)``) or a block; on anything else
+    (``listHandlers: () => handlers``, an object's key written as a statement) it is a mistake that parses."""
+    body = labeled.child_by_field_name("body")
+    if body is None:
+        body = next((c for c in labeled.named_children if c.type != "statement_identifier"), None)
+    return labeled.has_error or body is None or body.type in _LABEL_TARGETS
+
+
+_SELF_PATHS = frozenset({"scoped_identifier", "scoped_type_identifier", "scoped_use_list", "use_declaration",
+                         "use_list", "use_as_clause", "visibility_modifier", "use_wildcard"})
+
+
+def _rust_written_fits(root: tree_sitter.Node, lo: int, hi: int) -> bool:
+    """What a Rust fill wrote in ``[lo, hi)`` against the function it is in: an attribute with nothing after it in
+    its block (``#[test]`` before the ``}``) is refused, ``self`` in a function without a ``self`` parameter (an
+    associated ``fn new()``) too, and a block's value (the line without ``;`` that ends the function's body) of a
+    kind the declared return type cannot be (``Some(..)`` for ``-> bool``, a comparison for ``-> u32``)."""
+    for node in _nodes_in(root, frozenset({"attribute_item"}), lo, hi):
+        following = node.next_named_sibling
+        while following is not None and "comment" in following.type:
+            following = following.next_named_sibling
+        if following is None and node.parent is not None and node.parent.type == "block":
+            return False
+    for node in _nodes_in(root, frozenset({"self"}), lo, hi):
+        if node.parent is None or node.parent.type in _SELF_PATHS:
+            continue
+        function = _innermost(node, frozenset({"function_item", "macro_definition", "impl_item", "trait_item"}))
+        if function is not None and function.type == "function_item" and not _has_self(function):
+            return False
+    for node in _nodes_in(root, frozenset({"block"}), lo, hi) + _enclosing_blocks(root, lo):
+        function = node.parent
+        if function is None or function.type != "function_item":
+            continue
+        value = node.named_children[-1] if node.named_children else None
+        if value is not None and lo <= value.start_byte < hi and not _rust_value_fits(function, value):
+            return False
+    return True
+
+
+def _enclosing_blocks(root: tree_sitter.Node, at: int) -> list[tree_sitter.Node]:
+    """The blocks around byte ``at`` (the function's body a fill inside it ends)."""
+    node = root.descendant_for_byte_range(at, at)
+    found = []
+    while node is not None:
+        if node.type == "block":
+            found.append(node)
+        node = node.parent
+    return found
+
+
+def _innermost(node: tree_sitter.Node, kinds: frozenset[str]) -> tree_sitter.Node | None:
+    node_ = node.parent
+    while node_ is not None and node_.type not in kinds:
+        node_ = node_.parent
+    return node_
+
+
+def _has_self(function: tree_sitter.Node) -> bool:
+    parameters = function.child_by_field_name("parameters")
+    return parameters is not None and any(c.type == "self_parameter" for c in parameters.named_children)
+
+
+_RUST_NUMBERS = frozenset({"i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+                           "f32", "f64"})
+_RUST_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||"})
+
+
+def _rust_value_fits(function: tree_sitter.Node, value: tree_sitter.Node) -> bool:
+    """May the function's declared return type be ``value``'s kind? Only certain mismatches are refused: a
+    primitive (``bool``, a number, ``char``) or ``()`` against a literal, a comparison, ``Some``/``None``/``Ok``/
+    ``Err`` of another kind; an ``Option`` against ``Ok``/``Err``, a ``Result`` against ``Some``/``None``."""
+    if value.has_error or value.type.endswith(("statement", "declaration", "item", "comment")) \
+            or value.type in ("attribute_item", "macro_invocation", "empty_statement"):
+        return True
+    declared = _rust_kind(function.child_by_field_name("return_type"))
+    made = _rust_made(value)
+    if declared is None or made is None:
+        return True
+    if declared == "unit":
+        return False
+    return made == declared
+
+
+def _rust_kind(result: tree_sitter.Node | None) -> str | None:
+    """``unit``, ``bool``, ``number``, ``char``, ``option``, ``result``; None: anything else (not judged)."""
+    if result is None or result.type == "unit_type":
+        return "unit"
+    if result.type == "primitive_type":
+        name = (result.text or b"").decode()
+        return "bool" if name == "bool" else "number" if name in _RUST_NUMBERS else "char" if name == "char" \
+            else None
+    if result.type == "generic_type":
+        generic = result.child_by_field_name("type")
+        text = (generic.text or b"").decode() if generic is not None else ""
+        return "option" if text == "Option" else "result" if text == "Result" or text.endswith("::Result") else None
+    return None
+
+
+def _rust_made(value: tree_sitter.Node) -> str | None:
+    """The kind a value surely has: a literal's, a comparison's (``bool``), ``Some``/``None`` (``option``),
+    ``Ok``/``Err`` (``result``); None for anything else."""
+    while value.type == "parenthesized_expression" and value.named_child_count == 1:
+        value = value.named_children[0]
+    if value.type == "boolean_literal":
+        return "bool"
+    if value.type in ("integer_literal", "float_literal"):
+        return "number"
+    if value.type == "char_literal":
+        return "char"
+    if value.type in ("string_literal", "raw_string_literal"):
+        return "string"
+    if value.type == "binary_expression":
+        operator = value.child_by_field_name("operator")
+        return "bool" if operator is not None and operator.type in _RUST_COMPARISONS else None
+    if value.type == "unary_expression" and (value.text or b"").startswith(b"!"):
+        return None   # ``!x`` is a bool or a bitwise not of a number
+    if value.type == "identifier" and value.text == b"None":
+        return "option"
+    if value.type == "call_expression":
+        callee = value.child_by_field_name("function")
+        name = (callee.text or b"").decode() if callee is not None and callee.type == "identifier" else ""
+        return "option" if name == "Some" else "result" if name in ("Ok", "Err") else None
+    return None
 
 
 def _top_level_around(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -228,14 +379,23 @@ def _go_kind(node: tree_sitter.Node | None) -> str | None:
         else None
 
 
+_GO_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||"})
+
+
 def _go_literal(expr: tree_sitter.Node) -> str | None:
-    """A literal's kind (``bool``, ``string``, ``number``, ``nil``); None for any other expression."""
+    """A literal's kind (``bool``, ``string``, ``number``, ``nil``), a comparison's or a ``!x``'s (``bool``); None for
+    any other expression."""
     if expr.type in ("true", "false"):
         return "bool"
     if expr.type in ("interpreted_string_literal", "raw_string_literal"):
         return "string"
     if expr.type == "nil":
         return "nil"
+    if expr.type == "binary_expression":   # a comparison or a logical operator: a bool
+        operator = expr.child_by_field_name("operator")
+        return "bool" if operator is not None and operator.type in _GO_COMPARISONS else None
+    if expr.type == "unary_expression" and (expr.text or b"").startswith(b"!"):
+        return "bool"
     while expr.type == "unary_expression" and expr.named_child_count == 1 and (expr.text or b"")[:1] in (b"-", b"+"):
         expr = expr.named_children[0]
     return "number" if expr.type in _GO_NUMBER_LITERALS else None
@@ -323,7 +483,7 @@ def _rust_fits(function: tree_sitter.Node, node: tree_sitter.Node) -> bool:
     if value is None:   # ``return;`` gives ``()``: wrong unless ``()`` may be what the function returns
         return unit or result is None or result.type in ("never_type", "abstract_type") or _generic(function, result)
     if not unit:
-        return True
+        return _rust_value_fits(function, value)
     if value.type in _RUST_LITERALS:
         return False
     if value.type == "identifier" and value.text == b"None":
@@ -342,3 +502,120 @@ def _generic(function: tree_sitter.Node, result: tree_sitter.Node) -> bool:
         return False
     names = (p.child_by_field_name("name") for p in parameters.named_children if p.type == "type_parameter")
     return any(name is not None and name.text == result.text for name in names)
+
+
+def unfinished(spec: LanguageSpec, text: str, at: int) -> bool:
+    """Does the function whose body holds offset ``at`` declare a value and its body end without one? Go: results
+    declared and the body's last statement not a terminating one (the spec's: a ``return``, a ``panic(..)``, an
+    ``if`` with an ``else`` that both end so, a ``for`` without a condition or a ``break``, ...), a compile error
+    ("missing return"). Rust: a return type other than ``()`` and ``!`` and the body ending in a statement (``x =
+    y;``, ``let``, a ``while``) that neither gives nor leaves with a value ("expected T, found ()"). False where
+    nothing is certain (another language, no code around, a parse error)."""
+    if spec.name not in ("go", "rust"):
+        return False
+    region = _top_level_around(text, at, at)
+    if region is None:
+        return False
+    lo, hi = region
+    head = text[lo:at].encode("utf-8", "surrogatepass")
+    tree = parse(spec, head + text[at:hi].encode("utf-8", "surrogatepass"))
+    if tree is None or tree.root_node.has_error:
+        return False
+    node = tree.root_node.descendant_for_byte_range(len(head), len(head))
+    while node is not None and node.type not in _FUNCTIONS[spec.name]:
+        node = node.parent
+    if node is None or node.type in ("closure_expression", "async_block"):
+        return False
+    body = node.child_by_field_name("body")
+    if body is None:
+        return False
+    last = [c for c in body.named_children if "comment" not in c.type]
+    if spec.name == "go":
+        return _go_results(node.child_by_field_name("result"))[0] > 0 and not _go_terminates(body)
+    result = node.child_by_field_name("return_type")
+    if result is None or result.type in ("unit_type", "never_type"):
+        return False
+    return not last or _rust_gives_nothing(last[-1])
+
+
+def _go_terminates(statement: tree_sitter.Node) -> bool:
+    """Is ``statement`` a terminating statement (the Go specification's list)?"""
+    kind = statement.type
+    if kind in ("return_statement", "goto_statement"):
+        return True
+    if kind == "expression_statement":
+        call = statement.named_children[0] if statement.named_children else None
+        callee = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+        return callee is not None and callee.type == "identifier" and callee.text == b"panic"
+    if kind == "block":
+        inner = [c for c in statement.named_children if "comment" not in c.type]
+        if inner and inner[-1].type == "statement_list":
+            inner = [c for c in inner[-1].named_children if "comment" not in c.type]
+        return bool(inner) and _go_terminates(inner[-1])
+    if kind == "if_statement":
+        then, other = statement.child_by_field_name("consequence"), statement.child_by_field_name("alternative")
+        return then is not None and other is not None and _go_terminates(then) and _go_terminates(other)
+    if kind == "labeled_statement":
+        inner = [c for c in statement.named_children if c.type != "label_name" and "comment" not in c.type]
+        return bool(inner) and _go_terminates(inner[-1])
+    if kind == "for_statement":
+        clause = next((c for c in statement.named_children if c.type in ("for_clause", "range_clause")), None)
+        condition = clause is None and any(c.type not in ("block", "comment") for c in statement.named_children)
+        looping = clause is None and not condition or clause is not None and clause.type == "for_clause" \
+            and clause.child_by_field_name("condition") is None
+        return looping and not _breaks(statement)
+    if kind in ("expression_switch_statement", "type_switch_statement", "select_statement"):
+        cases = [c for c in statement.named_children if c.type.endswith(("case", "clause"))]
+        if not any(c.type.startswith("default") for c in cases) and kind != "select_statement" or _breaks(statement):
+            return False
+        for case in cases:
+            body = [c for c in case.named_children if c.type not in ("comment",)]
+            lists = [c for c in body if c.type == "statement_list"]
+            stmts = [c for c in (lists[-1].named_children if lists else []) if "comment" not in c.type]
+            if not stmts or not (_go_terminates(stmts[-1]) or stmts[-1].type == "fallthrough_statement"):
+                return False
+        return True
+    return False
+
+
+def _breaks(statement: tree_sitter.Node) -> bool:
+    """Has this loop, switch or select a ``break`` of its own (not an inner loop's, switch's or select's; a function
+    literal's are its own)? A labeled ``break`` anywhere inside counts (it may name this one)."""
+    stack = [(c, False) for c in statement.named_children]
+    while stack:
+        node, nested = stack.pop()
+        if node.type == "break_statement":
+            if node.named_child_count or not nested:
+                return True
+            continue
+        if node.type != "func_literal":
+            stack.extend((c, nested or node.type in _GO_BREAKABLE) for c in node.named_children)
+    return False
+
+
+_GO_BREAKABLE = frozenset({"for_statement", "expression_switch_statement", "type_switch_statement",
+                           "select_statement"})
+_RUST_DIVERGING = frozenset({"panic", "unreachable", "todo", "unimplemented", "bail"})
+
+
+def _rust_gives_nothing(last: tree_sitter.Node) -> bool:
+    """Does a Rust function body that ends with ``last`` end with no value (``()``), not leaving by a ``return``, a
+    panic or a call to ``exit``?"""
+    if last.type in ("let_declaration", "attribute_item") or last.type.endswith("_item"):
+        return True
+    if last.type != "expression_statement":
+        return False   # an expression: the block's value
+    inner = last.named_children[0] if last.named_children else None
+    if inner is None:
+        return True
+    if not (last.text or b"").rstrip().endswith(b";"):
+        return inner.type in ("while_expression", "for_expression")   # if, match, loop, a block: their value
+    if inner.type in ("return_expression", "break_expression", "continue_expression", "loop_expression"):
+        return False
+    if inner.type == "macro_invocation":
+        name = inner.child_by_field_name("macro")
+        return (name.text or b"").decode().rsplit("::", 1)[-1] not in _RUST_DIVERGING if name is not None else False
+    if inner.type == "call_expression":
+        callee = inner.child_by_field_name("function")
+        return (callee.text or b"").decode().rsplit("::", 1)[-1] not in ("exit", "abort") if callee else False
+    return True

@@ -33,10 +33,11 @@ def describe(action: str, text: str, ranges: list[tuple[int, int]], completion: 
     if action == _BODY:
         if not completion.fills:
             return "no body that parses was found"
-        written = sum(_lines(f.text.strip("\r\n")) for f in completion.fills)
+        written = sum(_lines(f.text.strip("\r\n")) for f in completion.fills) - completion.stub_kept
         # written line by line (engine/oneline.py ``fill_body``): ``unsure``, the line after them was withheld
         return f"completed {written} line{'s' if written != 1 else ''} of the body" + \
-            ("; the next line was not likely enough to offer" if completion.unsure else "")
+            ("; the next line was not likely enough to offer" if completion.unsure else "") + \
+            ("; it does not return yet, so its stub stays after them" if completion.stub_kept else "")
     if action == _FIX:
         return _fix(text, completion)
     lines = _changed(text, completion)

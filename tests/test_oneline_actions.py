@@ -250,6 +250,47 @@ def test_a_rust_line_without_a_semicolon_is_the_bodys_value_and_ends_it():
 
 
 @pytest.mark.parametrize("language, text, marker, script, after", [
+    # a Go function with results: the lines written do not return, so its stub stays after them
+    ("go", "package m\n\nfunc f(a int) int {\n\tpanic(\"not implemented\")\n}\n", "panic",
+     {"func f(a int) int {": "b := a + 1", "b := a + 1": "a += b"},
+     "package m\n\nfunc f(a int) int {\n\tb := a + 1\n\ta += b\n\tpanic(\"not implemented\")\n}\n"),
+    # a Rust stub on its header's line, under a TODO marker: both stay, on their own lines
+    ("rust", "fn f(a: i32) -> i32 { todo!() }\n", "todo!()", {"fn f(a: i32) -> i32 {": "let b = a * 2;"},
+     "fn f(a: i32) -> i32 {\n    let b = a * 2;\n    todo!()\n}\n"),
+    ("rust", "fn f(a: i32) -> i32 {\n    // TODO: implement\n    unimplemented!()\n}\n", "unimplemented",
+     {"fn f(a: i32) -> i32 {": "let b = a * 2;", "let b = a * 2;": "println!(\"{}\", b);"},
+     "fn f(a: i32) -> i32 {\n    let b = a * 2;\n    println!(\"{}\", b);\n    // TODO: implement\n    unimplemented!()\n}\n"),
+])
+def test_a_body_that_does_not_return_yet_keeps_its_stub_after_the_lines_written(language, text, marker, script,
+                                                                                after):
+    from lsp_server.action_specs import BODY
+    from lsp_server.outcome import describe
+
+    completion, _ = _body(text, language, marker, script)
+    assert _applied(text, completion.fills) == after and completion.stub_kept >= 1
+    written = len(set(script.values()))
+    assert describe(BODY, text, [], completion) == \
+        f"completed {written} line{'s' if written > 1 else ''} of the body; it does not return yet, so its stub " \
+        "stays after them"
+    crlf = text.replace("\n", "\r\n")   # the CRLF twin gets the same body and keeps the same stub, its line ends too
+    twin, _ = _body(crlf, language, marker, script)
+    assert _applied(crlf, twin.fills) == after.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("language, text, marker, script", [
+    ("go", "package m\n\nfunc f(a int) {\n\tpanic(\"not implemented\")\n}\n", "panic",
+     {"func f(a int) {": "a++"}),                                          # no results: nothing to return
+    ("rust", "fn f(a: i32) {\n    todo!()\n}\n", "todo", {"fn f(a: i32) {": "println!(\"{}\", a);"}),
+    ("rust", "fn f(a: i32) -> i32 {\n    todo!()\n}\n", "todo", {"fn f(a: i32) -> i32 {": "a * 2"}),   # the value
+    ("python", "def f(a) -> int:\n    pass\n", "pass", {"def f(a) -> int:": "print(a)"}),
+])
+def test_a_body_that_returns_or_needs_no_value_keeps_no_stub(language, text, marker, script):
+    completion, _ = _body(text, language, marker, script)
+    (fill,) = completion.fills
+    assert fill.text.strip() == next(iter(script.values())) and completion.stub_kept == 0
+
+
+@pytest.mark.parametrize("language, text, marker, script, after", [
     # after the body's last statement
     ("python", "def f(xs):\n    n = len(xs)\n\n\ndef g():\n    pass\n", "n = len",
      {"n = len(xs)": "return n * 2"}, "def f(xs):\n    n = len(xs)\n    return n * 2\n\n\ndef g():\n    pass\n"),

@@ -342,3 +342,121 @@ def test_a_typescript_return_of_nothing_where_the_type_may_be_empty_is_accepted(
     assert check(document, "typescript")("  return;\n") is True
     generator = "export function* g(): Iterator<number> {\n<>\n}\n"
     assert check(generator, "typescript")("  return;\n") is True
+
+
+GO_BOOLS = """package p
+
+func name(tt int) string {
+<1>
+}
+
+func has(tt int) bool {
+<2>
+}
+
+func check(a int) error {
+<3>
+}
+"""
+
+
+@pytest.mark.parametrize("marker, fill, fits", [
+    ("<1>", "\treturn tt&0x0200 != 0\n", False),           # a real fill: a comparison for a string
+    ("<1>", "\treturn !ok\n", False),
+    ("<1>", "\treturn names[tt]\n", True),
+    ("<2>", "\treturn tt&0x0200 != 0\n", True),
+    ("<2>", "\treturn tt > 1 && !done\n", True),
+    ("<3>", "\treturn a == 1\n", False),                   # a bool for an error
+    ("<3>", "\treturn nil\n", True),
+])
+def test_a_go_comparison_returned_is_a_bool(marker, fill, fits):
+    assert _both_line_ends(GO_BOOLS, marker, "go", fill) == (fits, fits)
+
+
+RUST_WRITTEN = """struct Builder { x: u8 }
+
+impl Builder {
+    pub fn new() -> Builder {
+<1>
+    }
+
+    pub fn raw(&mut self) -> u8 {
+<2>
+    }
+
+    fn lt(&self, other: &Builder) -> bool {
+        let d = self.x;
+<3>
+    }
+}
+
+fn first(xs: &[u8]) -> Option<usize> {
+    let n = xs.len();
+<4>
+}
+
+fn set() {
+    let n = 1;
+<5>
+}
+
+fn open(p: &str) -> io::Result<File> {
+<6>
+}
+"""
+
+
+@pytest.mark.parametrize("marker, fill, fits", [
+    ("<1>", "        self\n", False),                      # a real fill: `self` in an associated function
+    ("<1>", "        Box::from_raw(self.ptr.as_ptr())\n", False),
+    ("<1>", "        Builder { x: 0 }\n", True),
+    ("<1>", "        Self::default()\n", True),
+    ("<1>", "        self::make()\n", True),                # a module path, not the receiver
+    ("<2>", "        self.x\n", True),
+    ("<3>", "        Some(Ordering::Greater)\n", False),   # a real fill: an Option for a bool
+    ("<3>", "        d < other.x\n", True),
+    ("<3>", "        1\n", False),
+    ("<3>", "        return None;\n", False),
+    ("<4>", "        n == 0\n", False),
+    ("<4>", "    Ok(n)\n", False),
+    ("<4>", "    None\n", True),
+    ("<4>", "    xs.iter().position(|&x| x == 0)\n", True),
+    ("<4>", "    if n > 0 { Some(n) } else { None }\n", True),
+    ("<5>", "    #[test]\n", False),                       # a real fill: an attribute with nothing after it
+    ("<5>", "    #[allow(unused)]\n    let m = n;\n", True),
+    ("<5>", "    n == 1\n", False),                        # a bool as the value of a function of `()`
+    ("<5>", "    g(n)\n", True),
+    ("<6>", "    File::open(p)\n", True),
+    ("<6>", "    Ok(File::open(p)?)\n", True),
+    ("<6>", "    None\n", False),
+])
+def test_what_a_rust_fill_writes_must_fit_its_function(marker, fill, fits):
+    assert _both_line_ends(RUST_WRITTEN, marker, "rust", fill) == (fits, fits)
+
+
+def test_a_rust_fill_before_more_code_is_no_value_and_emoji_count_in_bytes():
+    document = "fn f(s: &str) -> bool {\n    let t = \"😀\u00e9\";\n<>\n    s == t\n}\n"
+    fits = check(document, "rust")
+    assert fits("    #[allow(unused)]\n") is True       # the attribute is the next statement's
+    assert fits("    Some(t);\n") is True               # a statement, not the function's value
+    assert fits("    self.t;\n") is False
+
+
+JS_LABELS = """export function define(handlers) {
+  const events = new Emitter();
+<>
+  return { handlers, events };
+}
+"""
+
+
+@pytest.mark.parametrize("language, fill, fits", [
+    ("typescript", "  listHandlers: () => ReadonlyArray<AnyHandler>\n", False),   # a real fill: an object's key
+    ("javascript", "  events: emitter\n", False),
+    ("javascript", "  outer: for (const h of handlers) {\n    continue outer;\n  }\n", True),
+    ("typescript", "  block: {\n    break block;\n  }\n", True),
+    ("javascript", "  const o = { events: emitter };\n", True),
+    ("javascript", "  switch (handlers.length) {\n    case 0:\n      break;\n    default:\n  }\n", True),
+])
+def test_a_javascript_label_is_written_before_a_loop_or_a_block(language, fill, fits):
+    assert _both_line_ends(JS_LABELS, "<>", language, fill) == (fits, fits)
