@@ -18,7 +18,7 @@ from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
 from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses,
-                       ends_in_a_loose_comma, go_value_unused, jumps_over_code, parses, python_check,
+                       empty_comment, ends_in_a_loose_comma, go_value_unused, jumps_over_code, parses, python_check,
                        regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
 
@@ -350,7 +350,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             variants += [reindent(option, indent) for indent in indents]
         for text, edits in dict((v[0], v) for v in variants).values():
             fill = tidy(text, hole, rest_of_line)
-            if fill is None or not fill[len(hole.heal):].strip() or foreign and REPLACEMENT in fill \
+            if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
+                    or foreign and REPLACEMENT in fill \
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
                     or jumps_over_code(spec, win.prefix, fill, win.suffix):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,

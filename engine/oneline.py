@@ -10,13 +10,13 @@ JavaScript and TypeScript nearly never offered one; filled so, 30 of 113. A stub
 (benchmarks/results/onehole-dev.json); on the actions' development set's stubbed functions (multi-line bodies) the
 offered fills' lines that are the original's rose from 0% (the canvas) to 14%.
 
-"Complete body" is written the same way, line after line (``fill_body``): each line the cursor fill at the body's
-next line, in the document with the lines before it written, until a line is withheld (its calibrated confidence),
-is a stub, comments or a line already written, or returns (Rust: a line without ``;`` is the block's value), at most
+"Complete body" is written the same way, line after line (``fill_body``): each line the cursor fill at the body's next
+line, in the document with the lines before it written, until a line is withheld (its calibrated confidence), is a stub,
+comments or a line already written, or returns (Rust: a line without ``;`` is the block's value), at most
 ``MAX_BODY_LINES``; a body that stopped before it returns where its function declares a value (a Go function with
-results, a Rust one with a return type: ``returns.unfinished``) keeps its stub after the lines written, so the
-function compiles as it did and shows what is left. On the actions' development set (158 stubbed functions) the canvas offered 14 bodies, mean token
-similarity to the original 0.067, none of their lines the original's; line by line 25, 0.209 and 10%
+results, a Rust one with a return type: ``returns.unfinished``) keeps its stub after the lines written, so the function
+compiles as it did and shows what is left. On the actions' development set (158 stubbed functions) the canvas offered 14
+bodies, mean token similarity to the original 0.067, none of their lines the original's; line by line 25, 0.209 and 10%
 (benchmarks/results/actions-dev.json). A line that opens a block of statements (``if x:``, ``for (...) {``) is written
 with its block's lines one level deeper (until one returns, one is not written, or ``MAX_BLOCK_LINES``), the block
 closed, and the body goes on after it: on two development sets (458 functions) bodies offered 75 -> 79, mean

@@ -925,6 +925,16 @@ def _is_name(token: str) -> bool:
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 
 
+_EMPTY_COMMENT = re.compile(r"(?:#+|//[/!]*|/\*+\s*\*+/)")
+
+
+def empty_comment(fill: str) -> bool:
+    """Is every line ``fill`` writes a comment marker with nothing after it (``///``, ``#``, ``//``)? Such a line says
+    nothing and runs nothing: never a fill (the embedded model wrote ``///`` in a Rust function's body)."""
+    lines = [line.strip() for line in fill.split("\n") if line.strip()]
+    return bool(lines) and all(_EMPTY_COMMENT.fullmatch(line) for line in lines)
+
+
 def writes_no_code(spec: LanguageSpec, fill: str) -> bool:
     """Is ``fill`` comments alone (``#`` lines, ``// TODO:``)? A hole's fill that is writes nothing the code runs: no
     fill. A language without a grammar, or a fill its parser cannot read: no verdict (False)."""

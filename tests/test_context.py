@@ -795,3 +795,29 @@ def test_a_go_value_alone_on_its_line_is_not_offered(fill, unused):
     prefix, suffix = "package m\n\n// 😀\nfunc f(a int) {\n", "}\n"
     assert _as_lf_and_crlf(go_value_unused, spec_for("go"), prefix, fill, suffix) == (unused, unused)
     assert go_value_unused(spec_for("python"), "def f():\n", "    'doc'\n", "") is False
+
+
+@pytest.mark.parametrize("fill, empty", [
+    ("        ///\n", True),            # a real fill: an empty doc comment in a Rust function's body
+    ("#", True), ("  //!\r\n", True), ("/* */", True), ("//\n//\n", True),
+    ("// 😀 note", False), ("# TODO", False), ("x = 1  #", False), ("", False), ("\r\n", False),
+])
+def test_a_fill_of_empty_comment_markers_says_nothing(fill, empty):
+    from engine.validate import empty_comment
+    assert empty_comment(fill) is empty
+
+
+def test_an_empty_comment_is_never_the_cursor_fill():
+    from engine.backends.base import Candidate
+    from engine.context import indent_options
+    from engine.infill import _first_valid
+    spec = spec_for("rust")
+    for eol in ("\n", "\r\n"):
+        text = f"fn f(a: u8) -> u8 {{{eol}    let b = a;{eol}{eol}    b{eol}}}{eol}"
+        at = text.index(f"{eol}{eol}") + len(eol)   # the empty line, column 0
+        hole = decide_hole(spec, text, at)
+        win = window(spec, text, hole.start, hole.end, chars, 200, 200)
+        for raw, offered in (("    ///", False), ("    let c = b;", True)):
+            fill = _first_valid(Candidate((raw,), ((0.9,),), (((0, len(raw)),),), 0.0), hole, "", spec, win,
+                                baseline_errors(spec, win, ""), indent_options(spec, text, hole))[0]
+            assert (fill is not None) is offered, (raw, eol)
