@@ -169,7 +169,7 @@ def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, con
         steps, forwards, tokens, elapsed = steps + c.steps, forwards + c.forwards, tokens + c.tokens, \
             elapsed + c.elapsed_ms
         rejected += c.rejected
-        fill = _back(text, emptied, hole, c.fills[0]) if c.fills else None
+        fill = _back(text, emptied, hole, c.fills[0]) if c.fills and not _indents(c.fills[0], offset) else None
         if fill is not None and not _usable(spec, text, hole, fill.text, whole):
             fill, rejected = None, rejected + 1
         if fill is not None:
@@ -192,6 +192,13 @@ def _back(text: str, emptied: str, hole: Hole, fill: HoleFill) -> HoleFill | Non
     shift = fill.start - head
     return replace(fill, start=hole.start, end=hole.end, text=line,
                    token_spans=tuple((s + shift, e + shift) for s, e in fill.token_spans))
+
+
+def _indents(fill: HoleFill, offset: int) -> bool:
+    """Does a fill at ``offset``, after its line's indentation, begin with more of it (``          f(a)`` where the
+    body's lines are two spaces in)? Such a line is deeper than its place: never the line (a braces language parses
+    it, so no check refused it)."""
+    return fill.start == offset and fill.text[:1] in (" ", "\t")
 
 
 _IMPORT = re.compile(r"(?:import|from\s+[\w.]+\s+import|use)\s")   # Python's imports, Rust's ``use``
@@ -344,7 +351,7 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         rejected += c.rejected
         fill = c.fills[0] if c.fills else None
         line = None
-        if fill is not None and fill.start >= len(head) and fill.end <= offset:
+        if fill is not None and fill.start >= len(head) and fill.end <= offset and not _indents(fill, offset):
             line = doc[len(head):fill.start] + fill.text
             if "\n" in line or not _usable(spec, text, hole, line, not lines) or \
                     line.strip() in (seen.strip() for seen in lines):

@@ -540,3 +540,13 @@ def test_a_stub_on_a_branchs_or_a_classs_header_line_is_no_function_body(languag
     request = _request(text, language, marker)
     assert len(request.holes) <= 1
     assert header_stub(request) is None
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_line_the_model_indents_past_its_place_is_no_line_of_the_body(eol):
+    # the real server wrote "            f(a)" for a CRLF JavaScript body two spaces in; it parses, and was offered
+    text = "function f(a) {\n  // TODO: implement\n}\n".replace("\n", eol)
+    deep, _ = _body(text, "javascript", "TODO", {"function f(a) {": "          return a;"})
+    assert deep.fills == ()
+    right, _ = _body(text, "javascript", "TODO", {"function f(a) {": "return a;"})
+    assert _applied(text, right.fills) == "function f(a) {\n  return a;\n}\n".replace("\n", eol)
