@@ -164,7 +164,8 @@ def _rust_written_fits(root: tree_sitter.Node, lo: int, hi: int) -> bool:
         function = _innermost(node, frozenset({"function_item", "macro_definition", "impl_item", "trait_item"}))
         if function is not None and function.type == "function_item" and not _has_self(function):
             return False
-    for node in _nodes_in(root, frozenset({"block"}), lo, hi) + _enclosing_blocks(root, lo):
+    blocks = _nodes_in(root, frozenset({"block"}), lo, hi)
+    for node in blocks + [b for b in _enclosing_blocks(root, lo) if b not in blocks]:
         function = node.parent
         if function is None or function.type != "function_item":
             continue
@@ -199,7 +200,7 @@ def _has_self(function: tree_sitter.Node) -> bool:
 
 _RUST_NUMBERS = frozenset({"i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
                            "f32", "f64"})
-_RUST_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||"})
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||"})   # a bool in Go and in Rust
 
 
 def _rust_value_fits(function: tree_sitter.Node, value: tree_sitter.Node) -> bool:
@@ -248,7 +249,7 @@ def _rust_made(value: tree_sitter.Node) -> str | None:
         return "string"
     if value.type == "binary_expression":
         operator = value.child_by_field_name("operator")
-        return "bool" if operator is not None and operator.type in _RUST_COMPARISONS else None
+        return "bool" if operator is not None and operator.type in _COMPARISONS else None
     if value.type == "unary_expression" and (value.text or b"").startswith(b"!"):
         return None   # ``!x`` is a bool or a bitwise not of a number
     if value.type == "identifier" and value.text == b"None":
@@ -306,9 +307,7 @@ def _nodes_in(node: tree_sitter.Node, kinds: frozenset[str], lo: int, hi: int) -
 def _fits(language: str, node: tree_sitter.Node) -> bool:
     if node.has_error:
         return True
-    function = node.parent
-    while function is not None and function.type not in _FUNCTIONS[language]:
-        function = function.parent
+    function = _innermost(node, _FUNCTIONS[language])
     if function is None or function.type in ("closure_expression", "async_block"):
         return True
     if language == "go":
@@ -379,8 +378,6 @@ def _go_kind(node: tree_sitter.Node | None) -> str | None:
         else None
 
 
-_GO_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "&&", "||"})
-
 
 def _go_literal(expr: tree_sitter.Node) -> str | None:
     """A literal's kind (``bool``, ``string``, ``number``, ``nil``), a comparison's or a ``!x``'s (``bool``); None for
@@ -393,7 +390,7 @@ def _go_literal(expr: tree_sitter.Node) -> str | None:
         return "nil"
     if expr.type == "binary_expression":   # a comparison or a logical operator: a bool
         operator = expr.child_by_field_name("operator")
-        return "bool" if operator is not None and operator.type in _GO_COMPARISONS else None
+        return "bool" if operator is not None and operator.type in _COMPARISONS else None
     if expr.type == "unary_expression" and (expr.text or b"").startswith(b"!"):
         return "bool"
     while expr.type == "unary_expression" and expr.named_child_count == 1 and (expr.text or b"")[:1] in (b"-", b"+"):
