@@ -621,3 +621,26 @@ def test_the_python_search_judges_the_likeliest_candidates_first_and_stops_at_it
     assert 1 < len(judged) < len(tried)
     assert set(bounded) <= set(whole) and bounded == [r for r in whole if r in bounded]   # in the same order
     assert "the search's 30.0 s were spent" in caplog.text
+
+
+def _model_fix(backend, text: str, language: str, line_start: str) -> str:
+    at = text.index(line_start)
+    repairs = rank(text, find_repairs(spec_for(language), text, survey(text, language, at, at).errors),
+                   backend.score_text)
+    r = repairs[0]
+    return text[:r.start] + r.new + text[r.end:]
+
+
+@pytest.mark.parametrize("language, broken, line_start, fixed", [
+    # deleting the user's ``parent`` parses too (``for _ := range``) and was the model's choice before: the sum of
+    # log-probabilities over the line's tokens pays for the inserted comma and not for the deleted word
+    ("go", "package main\n\nfunc f(edges map[int]int) int {\n\tn := 0\n\tfor _ parent := range edges {\n"
+     "\t\tn += parent\n\t}\n\treturn n\n}\n", "for _", "\tfor _, parent := range edges {"),
+    ("go", "package main\n\nimport \"fmt\"\n\nfunc f() (*int, error) {\n"
+     "\treturn nil fmt.Errorf(\"invalid permissions token\")\n}\n", "return nil",
+     "\treturn nil, fmt.Errorf(\"invalid permissions token\")"),
+    # a stray closer is still deleted: nothing of the user's words goes
+    ("javascript", "function f(a) {\n  const n = g(a));\n  return n;\n}\n", "const n", "  const n = g(a);"),
+])
+def test_a_repair_keeps_the_users_words(backend, language, broken, line_start, fixed):
+    assert fixed in _model_fix(backend, broken, language, line_start).split("\n")
