@@ -88,12 +88,14 @@ def line_bounds(text: str, offset: int) -> tuple[int, int]:
 
 
 def error_lines(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
-    """The lines a repair may touch: those of the first error span, and Python's error line and the one before."""
-    return _error_lines(text, spans, python_error(text) if spec.name == "python" else None)
+    """The lines a repair may touch: those of the first error span, and Python's error line and the one before;
+    in the other grammars the code line before the span's too (a comma or ``:`` missing at a line's end is an
+    error tree-sitter finds on the next line: ``case 1`` before ``return x``, ``name: 'x'`` before ``age: 2``)."""
+    return _error_lines(text, spans, python_error(text) if spec.name == "python" else None, spec.name != "python")
 
 
-def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int, str] | None
-                 ) -> list[tuple[int, int]]:
+def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int, str] | None,
+                 line_before: bool = False) -> list[tuple[int, int]]:
     lines: list[tuple[int, int]] = []
     if spans:
         s, e = spans[0]
@@ -103,6 +105,13 @@ def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int
             at = text.find("\n", at) + 1
             if at == 0:
                 break
+        above = line_bounds(text, s)[0] - 1
+        while line_before and above > 0:
+            lo, hi = line_bounds(text, above)
+            if text[lo:hi].strip():
+                lines.append((lo, hi))
+                break
+            above = lo - 1
     if error is not None:
         found = _offset_of_line(text, error[0])
         if found is not None:
@@ -207,7 +216,7 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
     ``Cancelled``, and a child process compiling for the job is killed). The document is parsed (and compiled, for
     Python) a fixed number of times, whatever the number of candidates."""
     before = python_error(text, check) if spec.name == "python" else None
-    lines = _error_lines(text, spans, before)
+    lines = _error_lines(text, spans, before, spec.name != "python")
     if not lines:
         return []
     tree = parse(spec, text, tick=(lambda: check(0)) if check is not None else None)   # halted when cancelled
@@ -560,14 +569,19 @@ def rank(text: str, repairs: list[Repair], score=None, check: Callable[[int], No
     if score is None:
         return ordered
     head = ordered[:_MAX_RANKED]
+    # every candidate is scored on the same lines (those of all the head's edits, each as that candidate leaves
+    # them): a line's score is a sum over its tokens, so a comma at the end of a long line scored against one at the
+    # start of a short line (``name: 'x'`` above ``age: 2,``) would lose for the length of its line
+    lo = min(line_bounds(text, r.start)[0] for r in head)
+    hi = max(line_bounds(text, r.end)[1] for r in head)
     scored = []
     for r in head:
         if check is not None:
             check(0)
         fixed = apply(text, r)
-        lo, hi = line_bounds(fixed, r.start)
+        end = hi + len(r.new) - (r.end - r.start)
         try:
-            scored.append((score(to_lf(fixed[:lo]), fixed[lo:hi], to_lf(fixed[hi:])) + prior(r) + kept(r), r))
+            scored.append((score(to_lf(fixed[:lo]), to_lf(fixed[lo:end]), to_lf(fixed[end:])) + prior(r) + kept(r), r))
         except TextTooLong:  # a line longer than the model's positions: the parser's order stands
             return ordered
     scored.sort(key=lambda x: x[0], reverse=True)
