@@ -644,3 +644,28 @@ def _model_fix(backend, text: str, language: str, line_start: str) -> str:
 ])
 def test_a_repair_keeps_the_users_words(backend, language, broken, line_start, fixed):
     assert fixed in _model_fix(backend, broken, language, line_start).split("\n")
+
+
+@pytest.mark.parametrize("language, broken, line_start, fixed", [
+    # tree-sitter finds these errors on the line after the one that lacks the token: before, that line was not
+    # searched, and a comma at the start of the next line (``  ,age: 2,``) was the repair
+    ("javascript", "function f(x) {\n  switch (x) {\n    case 1\n      return 'one';\n    default:\n"
+     "      return 'many';\n  }\n}\n", "      return 'one'", "    case 1:"),
+    ("javascript", "const o = {\n  name: 'Julia REPL'\n  age: 2,\n};\n", "  age", "  name: 'Julia REPL',"),
+    ("go", "package main\n\nfunc f() []int {\n\treturn []int{\n\t\tlen(\"a\")\n\t\tlen(\"bc\"),\n\t}\n}\n",
+     "\t\tlen(\"bc\")", "\t\tlen(\"a\"),"),
+])
+def test_a_token_missing_at_a_lines_end_is_inserted_there(backend, language, broken, line_start, fixed):
+    assert fixed in _model_fix(backend, broken, language, line_start).split("\n")
+
+
+def test_the_line_before_the_span_is_a_candidate_line_in_tree_sitter_grammars_only():
+    js = "const o = {\n  name: 'x'\n\n  age: 2,\n};\n"
+    at = js.index("  age")
+    lines = [js[lo:hi] for lo, hi in error_lines(spec_for("javascript"), js, survey(js, "javascript", at, at).errors)]
+    assert "  name: 'x'" in lines and "" not in lines   # the blank line between is skipped
+    crlf = js.replace("\n", "\r\n")
+    at = crlf.index("  age")
+    lines = [crlf[lo:hi] for lo, hi in error_lines(spec_for("javascript"), crlf,
+                                                    survey(crlf, "javascript", at, at).errors)]
+    assert "  name: 'x'" in lines
