@@ -42,6 +42,7 @@ from .lines import to_lf
 from .requests import Completion, HoleFill, HoleKind, TextTooLong
 
 INSERTS = (":", ")", "]", "}", ",", "(", "[", "{", '"', "'", ".", "=", ";")
+_LINE_ENDS = (",", ":", ";")   # inserted at the end of the code line above a tree-sitter error (``line_above``)
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?|\"[^\"\n]*\"|'[^'\n]*'|\*\*|//|==|!=|<=|>=|->|:=|&&|\|\||::|=>"
                     r"|[^\s\w]")
 _HINTS = {"expected ':'": ":", "was never closed": ")", "forgot a comma": ",", "unmatched ')'": ")",
@@ -88,14 +89,29 @@ def line_bounds(text: str, offset: int) -> tuple[int, int]:
 
 
 def error_lines(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
-    """The lines a repair may touch: those of the first error span, and Python's error line and the one before;
-    in the other grammars the code line before the span's too (a comma or ``:`` missing at a line's end is an
-    error tree-sitter finds on the next line: ``case 1`` before ``return x``, ``name: 'x'`` before ``age: 2``)."""
-    return _error_lines(text, spans, python_error(text) if spec.name == "python" else None, spec.name != "python")
+    """The lines a repair may touch: those of the first error span, and Python's error line and the one before."""
+    return _error_lines(text, spans, python_error(text) if spec.name == "python" else None)
 
 
-def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int, str] | None,
-                 line_before: bool = False) -> list[tuple[int, int]]:
+def line_above(text: str, spans: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
+    """The code line before the first error span's first line (blank lines skipped), where a tree-sitter error
+    may begin: a comma, ``:`` or ``;`` missing at a line's end is an error tree-sitter finds on the next line
+    (``case 1`` before ``return x``, ``name: 'x'`` before ``age: 2``). Only those tokens at its end are tried
+    there: a closer on that line (``console.log()`` above the arguments, ``fn f() {}`` above the body) would
+    end what the lines below continue."""
+    if not spans:
+        return None
+    above = line_bounds(text, spans[0][0])[0] - 1
+    while above > 0:
+        lo, hi = line_bounds(text, above)
+        if text[lo:hi].strip():
+            return lo, hi
+        above = lo - 1
+    return None
+
+
+def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int, str] | None
+                 ) -> list[tuple[int, int]]:
     lines: list[tuple[int, int]] = []
     if spans:
         s, e = spans[0]
@@ -105,13 +121,6 @@ def _error_lines(text: str, spans: tuple[tuple[int, int], ...], error: tuple[int
             at = text.find("\n", at) + 1
             if at == 0:
                 break
-        above = line_bounds(text, s)[0] - 1
-        while line_before and above > 0:
-            lo, hi = line_bounds(text, above)
-            if text[lo:hi].strip():
-                lines.append((lo, hi))
-                break
-            above = lo - 1
     if error is not None:
         found = _offset_of_line(text, error[0])
         if found is not None:
@@ -216,7 +225,9 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
     ``Cancelled``, and a child process compiling for the job is killed). The document is parsed (and compiled, for
     Python) a fixed number of times, whatever the number of candidates."""
     before = python_error(text, check) if spec.name == "python" else None
-    lines = _error_lines(text, spans, before, spec.name != "python")
+    lines = _error_lines(text, spans, before)
+    above = line_above(text, spans) if spec.name != "python" else None
+    ends = [] if above is None or above in lines else [Repair(above[1], above[1], t, 1) for t in _LINE_ENDS]
     if not lines:
         return []
     tree = parse(spec, text, tick=(lambda: check(0)) if check is not None else None)   # halted when cancelled
@@ -230,7 +241,7 @@ def find_repairs(spec: LanguageSpec, text: str, spans: tuple[tuple[int, int], ..
         return []
     judged = 0
     for two in (False, True):
-        tried = list(dict.fromkeys(candidates(text, lines, two)))
+        tried = list(dict.fromkeys(candidates(text, lines, two) + ([] if two else ends)))
         if len(tried) > _MAX_CANDIDATES:  # a long line (minified code): too many candidates to judge
             log.info("repair: %d %s-token candidates on the error's lines, more than %d: not searched",
                      len(tried), "two" if two else "one", _MAX_CANDIDATES)

@@ -659,13 +659,19 @@ def test_a_token_missing_at_a_lines_end_is_inserted_there(backend, language, bro
     assert fixed in _model_fix(backend, broken, language, line_start).split("\n")
 
 
-def test_the_line_before_the_span_is_a_candidate_line_in_tree_sitter_grammars_only():
-    js = "const o = {\n  name: 'x'\n\n  age: 2,\n};\n"
-    at = js.index("  age")
-    lines = [js[lo:hi] for lo, hi in error_lines(spec_for("javascript"), js, survey(js, "javascript", at, at).errors)]
-    assert "  name: 'x'" in lines and "" not in lines   # the blank line between is skipped
-    crlf = js.replace("\n", "\r\n")
-    at = crlf.index("  age")
-    lines = [crlf[lo:hi] for lo, hi in error_lines(spec_for("javascript"), crlf,
-                                                    survey(crlf, "javascript", at, at).errors)]
-    assert "  name: 'x'" in lines
+def test_the_code_line_above_a_tree_sitter_span_gets_its_missing_end_and_nothing_else():
+    from engine.repair import line_above
+    for eol in ("\n", "\r\n"):
+        js = eol.join(["const o = {", "  name: 'x'", "", "  age: 2,", "};", ""])
+        at = js.index("  age")
+        spans = survey(js, "javascript", at, at).errors
+        lo, hi = line_above(js, spans)
+        assert js[lo:hi] == "  name: 'x'"   # the blank line between is skipped; no CR in the line
+        above = [r for r in find_repairs(spec_for("javascript"), js, spans) if lo <= r.start <= hi]
+        assert above and all(r.start == r.end == hi and r.new in (",", ":", ";") for r in above)
+    # a closer on the line above would end what the lines below continue: ``console.log()`` above its argument
+    js = "function f() {\n  console.log(\n    'a'\n  ;\n}\n"
+    at = js.index("  ;")
+    spans = survey(js, "javascript", at, at).errors
+    assert [(r.start, r.end, r.new) for r in find_repairs(spec_for("javascript"), js, spans)] == \
+        [(js.index("'a'") + 3, js.index("'a'") + 3, ")")]
