@@ -654,6 +654,9 @@ def test_a_repair_keeps_the_users_words(backend, language, broken, line_start, f
     ("javascript", "const o = {\n  name: 'Julia REPL'\n  age: 2,\n};\n", "  age", "  name: 'Julia REPL',"),
     ("go", "package main\n\nfunc f() []int {\n\treturn []int{\n\t\tlen(\"a\")\n\t\tlen(\"bc\"),\n\t}\n}\n",
      "\t\tlen(\"bc\")", "\t\tlen(\"a\"),"),
+    # before the line's trailing comment, over a comment line; CRLF, a tab and an emoji on the way
+    ("javascript", "const o = {\r\n\tname: '😀 x'  // the name\r\n  // the age\r\n\tage: 2,\r\n};\r\n", "\tage",
+     "\tname: '😀 x',  // the name\r"),
 ])
 def test_a_token_missing_at_a_lines_end_is_inserted_there(backend, language, broken, line_start, fixed):
     assert fixed in _model_fix(backend, broken, language, line_start).split("\n")
@@ -669,6 +672,10 @@ def test_the_code_line_above_a_tree_sitter_span_gets_its_missing_end_and_nothing
         assert js[lo:hi] == "  name: 'x'"   # the blank line between is skipped; no CR in the line
         above = [r for r in find_repairs(spec_for("javascript"), js, spans) if lo <= r.start <= hi]
         assert above and all(r.start == r.end == hi and r.new in (",", ":", ";") for r in above)
+    js = "const o = {\n  a: 1  // one\n  /* two */\n  b: 2,\n};\n"
+    at = js.index("  b")
+    spans = survey(js, "javascript", at, at).errors
+    assert {(r.start, r.new) for r in find_repairs(spec_for("javascript"), js, spans)} >= {(js.index("1  //") + 1, ",")}
     # a closer on the line above would end what the lines below continue: ``console.log()`` above its argument
     js = "function f() {\n  console.log(\n    'a'\n  ;\n}\n"
     at = js.index("  ;")
