@@ -56,7 +56,9 @@ _SECOND_EDIT = 4.0    # nats: a two-token repair must be that much likelier than
 # punctuation keeps everything (``for _ parent := range``: ``for _, parent``, not ``for _ :=``). Chosen on the
 # fix cases of the held-out function sets (benchmarks/README.md, 2026-12-04)
 _INSERTED = 1.5       # added to a repair that only inserts
-_WORD_LOST = 8.0      # taken from one that deletes or replaces a word (letters, digits, ``_``)
+_WORD_LOST = 30.0     # taken from one that deletes or replaces a word (letters, digits, ``_``) or a string: another
+                      # repair that keeps them is chosen when one parses (a string of emoji is many byte tokens the
+                      # model finds unlikely: deleting ``"é😀"`` scored 13 nats above the missing comma after it)
 _WORD = re.compile(r"\w")
 _LEADING = 8.0        # taken from a ``,`` ``;`` or ``:`` inserted before a line's code (``  ,age: 2``): in none of
                       # the development sets' fixes was that the place, and the line above's end is now searched
@@ -591,8 +593,9 @@ def rank(text: str, repairs: list[Repair], score=None, check: Callable[[int], No
         """What the repair keeps of the user's text and how code is written, in nats (it does not decide which
         repairs are scored)."""
         leading = r.start == r.end and r.new in ",;:" and not text[line_bounds(text, r.start)[0]:r.start].strip()
-        return (_INSERTED if r.start == r.end else 0.0) - (_WORD_LOST if _WORD.search(text, r.start, r.end) else 0.0) \
-            - (_LEADING if leading else 0.0)
+        gone = text[r.start:r.end]
+        lost = _WORD.search(gone) or len(gone) >= 2 and gone[0] in "\"'`" and gone[-1] == gone[0]
+        return (_INSERTED if r.start == r.end else 0.0) - (_WORD_LOST if lost else 0.0) - (_LEADING if leading else 0.0)
 
     ordered = sorted(repairs, key=prior, reverse=True)
     if score is None:

@@ -639,6 +639,10 @@ def _model_fix(backend, text: str, language: str, line_start: str) -> str:
     ("go", "package main\n\nimport \"fmt\"\n\nfunc f() (*int, error) {\n"
      "\treturn nil fmt.Errorf(\"invalid permissions token\")\n}\n", "return nil",
      "\treturn nil, fmt.Errorf(\"invalid permissions token\")"),
+    # a string the user wrote is kept too: its emoji are many byte tokens the model finds unlikely, and deleting it
+    # scored 13 nats above the comma it lacks
+    ("go", "package main\n\nfunc f() []string {\n\treturn []string{\n\t\t\"é😀\"\n\t\t\"b\",\n\t}\n}\n", "\t\t\"b\"",
+     "\t\t\"é😀\","),
     # a stray closer is still deleted: nothing of the user's words goes
     ("javascript", "function f(a) {\n  const n = g(a));\n  return n;\n}\n", "const n", "  const n = g(a);"),
 ])
@@ -682,3 +686,52 @@ def test_the_code_line_above_a_tree_sitter_span_gets_its_missing_end_and_nothing
     spans = survey(js, "javascript", at, at).errors
     assert [(r.start, r.end, r.new) for r in find_repairs(spec_for("javascript"), js, spans)] == \
         [(js.index("'a'") + 3, js.index("'a'") + 3, ")")]
+
+
+def test_over_lsp_a_fix_on_the_line_above_lands_there_in_crlf_emoji_and_lone_surrogate_documents():
+    """The real server: "Fix syntax error" puts the missing token at the end of the line above, before its comment,
+    in UTF-16 positions (an emoji before it on the line), never inside a CRLF; a lone surrogate elsewhere in the
+    document changes nothing; an empty document gets no fix and no error."""
+    import sys
+
+    from benchmarks.lsp_client import LspClient, offset_at, position_at
+
+    capabilities = {"general": {"positionEncodings": ["utf-16"]}, "textDocument": {"codeAction": {
+        "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["", "quickfix", "refactor"]}},
+        "dataSupport": True, "resolveSupport": {"properties": ["edit"]}}},
+        "workspace": {"workspaceEdit": {"documentChanges": True}}}
+    cases = [
+        ("javascript", "const o = {\r\n\tname: '😀 x'  // the name\r\n  // the age\r\n\tage: 2,\r\n};\r\n", "\tage",
+         {1: "\tname: '😀 x',  // the name\r"}),
+        ("javascript", "const s = '\ud800';\nconst o = {\n  a: s  /* lone */\n  b: 2,\n};\n", "  b", {2: "  a: s,  /* lone */"}),
+        ("go", "package main\n\nfunc f() []string {\n\treturn []string{\n\t\t\"é😀\"\n\t\t\"b\",\n\t}\n}\n", "\t\t\"b\"",
+         {4: "\t\t\"é😀\","}),
+        ("javascript", "switch (x) {\r\n  case 1\r\n    break;\r\n}\r\n", "    break", {1: "  case 1:\r"}),
+        ("typescript", "", "", None),
+    ]
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": capabilities,
+                                      "initializationOptions": {"threads": 1}}, 120)
+        client.notify("initialized", {})
+        assert client.wait_ready(300)["state"] == "ready"
+        for n, (language, doc, mark, expected) in enumerate(cases):
+            uri = f"file:///fix-above/{n}/doc"
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1,
+                                                                    "text": doc}})
+            at = position_at(doc, doc.index(mark))
+            offered = client.request("textDocument/codeAction", {
+                "textDocument": {"uri": uri}, "range": {"start": at, "end": at},
+                "context": {"diagnostics": [], "triggerKind": 1}}, 300) or []
+            fixes = [a for a in offered if a.get("kind") == "quickfix"]
+            if expected is None:
+                assert not fixes
+                continue
+            action = fixes[0] if "edit" in fixes[0] else client.request("codeAction/resolve", fixes[0], 300)
+            fixed = doc
+            edits = [e for change in action["edit"]["documentChanges"] for e in change["edits"]]
+            for e in sorted(edits, key=lambda e: offset_at(doc, e["range"]["start"]), reverse=True):
+                lo, hi = offset_at(doc, e["range"]["start"]), offset_at(doc, e["range"]["end"])
+                fixed = fixed[:lo] + e["newText"] + fixed[hi:]
+            changed = {i: line for i, (line, old) in enumerate(zip(fixed.split("\n"), doc.split("\n"))) if line != old}
+            assert changed == expected and fixed.count("\n") == doc.count("\n")
+        assert client.proc.poll() is None
