@@ -581,9 +581,9 @@ class _TreeJudge:
 
 def rank(text: str, repairs: list[Repair], score=None, check: Callable[[int], None] | None = None) -> list[Repair]:
     """Best first: the parser's hint, then (with ``score(prefix, line, suffix)``, the model's log-likelihood
-    of the edited line) the model's preference, an insertion favoured and a word's deletion held back; without a
-    model, the repair nearest the line's end. ``check(0)`` (the job's cancellation) is called before each score (a
-    forward of the model over the line's context)."""
+    of the edited lines) the model's preference, an insertion favoured and a word's or string's deletion held back;
+    without a model, the repair nearest the line's end. ``check(0)`` (the job's cancellation) is called before each
+    score (a forward of the model over the lines' context)."""
     def prior(r: Repair) -> float:
         lo, hi = line_bounds(text, r.start)
         hint = _HINT_BONUS if r.hinted else 0.0
@@ -594,7 +594,7 @@ def rank(text: str, repairs: list[Repair], score=None, check: Callable[[int], No
         repairs are scored)."""
         leading = r.start == r.end and r.new in ",;:" and not text[line_bounds(text, r.start)[0]:r.start].strip()
         gone = text[r.start:r.end]
-        lost = _WORD.search(gone) or len(gone) >= 2 and gone[0] in "\"'`" and gone[-1] == gone[0]
+        lost = _WORD.search(gone) or (len(gone) >= 2 and gone[0] in "\"'`" and gone[-1] == gone[0])
         return (_INSERTED if r.start == r.end else 0.0) - (_WORD_LOST if lost else 0.0) - (_LEADING if leading else 0.0)
 
     ordered = sorted(repairs, key=prior, reverse=True)

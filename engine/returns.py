@@ -378,7 +378,6 @@ def _go_kind(node: tree_sitter.Node | None) -> str | None:
         else None
 
 
-
 def _go_literal(expr: tree_sitter.Node) -> str | None:
     """A literal's kind (``bool``, ``string``, ``number``, ``nil``), a comparison's or a ``!x``'s (``bool``); None for
     any other expression."""
