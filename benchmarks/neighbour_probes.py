@@ -223,7 +223,7 @@ def probe(data: str, out: str, corpus_dir: str, pools: bool = False) -> None:
             extras[code] = features_of(code)
         if not added:
             return found
-        near, known = doclines._names_around(text, line_start)
+        near, known = doclines.names_around(text, line_start)
         below = doclines._code_lines(text, _line_end(text, hole.end), up=False)
         above = doclines._code_lines(text, line_start, up=True)
         indent = below[0][2] if below else above[0][2] if above else ""

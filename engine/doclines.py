@@ -54,6 +54,7 @@ NEIGHBOURS_MOST = 16  # lines seen beside the neighbours per hole (``neighbour_o
 DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a candidate line comes from
 NEIGHBOUR, BETWEEN = "neighbour", "between"   # seen after the line above or before the line below; seen beside both
 WORD = "word"   # the rest of a word the cursor ends, or of the code after it, where the word appears (``word_options``)
+PARAMETER = "parameter"   # a constructor's line that stores one of its parameters (``engine.paramlines``)
 
 
 class LineOptions(NamedTuple):
@@ -74,17 +75,18 @@ NONE = LineOptions((), (), ())
 
 def joined(first: LineOptions, then: LineOptions) -> LineOptions:
     """``first``'s options, then those of ``then`` that ``first`` lacks (one kind of ranks only: an empty line's
-    options have them, a typed line's do not, so only options without ranks are joined to others)."""
+    options have them, a typed line's do not, so options with ranks are joined only to options with ranks)."""
     if not then.texts:
         return first
     if not first.texts:
         return then
-    assert not first.ranks and not then.ranks
+    assert bool(first.ranks) == bool(then.ranks)
     seen = set(first.texts)
     extra = [k for k, text in enumerate(then.texts) if text not in seen]
     return LineOptions(first.texts + tuple(then.texts[k] for k in extra),
                        first.priors + tuple(then.priors[k] for k in extra),
-                       first.sources + tuple(then.sources[k] for k in extra))
+                       first.sources + tuple(then.sources[k] for k in extra),
+                       first.ranks + tuple(then.ranks[k] for k in extra) if first.ranks else ())
 
 
 def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
@@ -317,7 +319,7 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     if not seen:
         return NONE
     unit = "" if hole.heal else _indent_unit(text, line_start, language)   # typed indentation is kept as typed
-    near, known = _names_around(text, line_start)
+    near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
     for code, (n_after, n_before, steps_after, steps_before, in_document), prior, source in _ranked(seen):
         if below is not None and code == below[0] and not n_after:
@@ -364,7 +366,7 @@ def neighbour_rank(code: str, between: bool, in_document: int, near: set[str], k
     return sum(w * f for w, f in zip(RANK_WEIGHTS, neighbour_features(code, between, in_document, near, known)))
 
 
-def _names_around(text: str, at: int) -> tuple[set[str], set[str]]:
+def names_around(text: str, at: int) -> tuple[set[str], set[str]]:
     """The names (identifiers and keywords alike) near ``at``: from the line start at or before ``NEAR_BEFORE``
     characters before it to ``NEAR_AFTER`` after; and within ``KNOWN_SPAN`` each side."""
     lo = text.rfind("\n", 0, max(0, at - NEAR_BEFORE)) + 1

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from . import doclines, lengths, worklines
+from . import doclines, lengths, paramlines, worklines
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import offer
 from .config import FillOptions
@@ -110,6 +110,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
     # a Go or Rust return the function cannot take parses but does not compile (engine/returns.py)
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
+    # a constructor's body returns no value (``return Math.hypot(this.x, this.y)`` copied from a method below)
+    fits = _both(fits, paramlines.constructor_check(text, hole.start, spec.name) if config.validate else None)
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = not_utf8 = 0
@@ -129,6 +131,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
         options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
+        # a line of a constructor's body: the lines that store its parameters (``self.path = path``), after the
+        # others (a line that is one of them already keeps its source and rank)
+        options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, spec.name))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
@@ -244,6 +249,13 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | 
                            neighbour=prior if source in (doclines.NEIGHBOUR, doclines.BETWEEN) else None,
                            between=source == doclines.BETWEEN), rejected
     return None, rejected
+
+
+def _both(a: Callable[[str], bool] | None, b: Callable[[str], bool] | None) -> Callable[[str], bool] | None:
+    """A check that passes what both pass (``None``: no check)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return lambda fill: a(fill) and b(fill)
 
 
 def _key(fill: HoleFill) -> tuple[int, int, str]:

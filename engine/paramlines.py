@@ -1,0 +1,273 @@
+"""Lines a constructor's parameters suggest, as fills of a line in its body: ``self.channel = channel``.
+
+A constructor mostly stores its parameters: Python's ``__init__(self, builder, sequence)`` writes
+``self.builder = builder``, a JavaScript or TypeScript ``constructor(controller)`` writes
+``this.controller = controller;``. The embedded model seldom writes that line exactly (``self.mode = builder``,
+``return path``, the same assignment three times) and the document has no such line to copy yet. So a line of a
+constructor's body (an empty line, or a typed one whose code starts such a line) gets, for each parameter the body
+does not assign yet, the line that stores it (``param_options``): the field as the class spells it where it does
+(``self._path``, ``this.#idGenerator``), else the parameter's name; with ``;`` where the code above ends its lines
+so. They are plan options like the document's lines (``engine.doclines``): scored on the fill's first forward,
+the best that validates joins the fills as a copy, and the confidence estimate decides whether it is offered.
+
+Found from the text (no parse): the nearest header above the cursor whose indentation is less than the cursor
+line's (Python ``def __init__(``, JavaScript and TypeScript ``constructor(``), its parameters read to the matching
+``)``, and the cursor inside its body (every code line between the signature and the cursor deeper than the
+header). Skipped: ``self``/``cls``, ``*args``/``**kwargs``, ``/`` and ``*``, a rest or destructured parameter, and a
+TypeScript parameter property (``private readonly x: X``: TypeScript assigns it itself), a parameter the body
+passes on already (to ``super(``, or into a field under another name or in an expression: ``this.distance = dist``,
+``self.proj = nn.Linear(4, 4, bias=bias)``: on the 1,900 whole-line development holes this left 54 holes with
+options instead of 78, 24 of them with the right line among the options instead of 26); and in a derived
+JavaScript or TypeScript class, every parameter until the body has called ``super(``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .context import Hole
+from .context import indent_unit as _indent_unit
+from .doclines import LineOptions, NONE, PARAMETER, empty_line, names_around, neighbour_rank
+from .requests import HoleKind
+from .worklines import indent_width
+
+SCAN_LINES = 300       # lines read above the cursor for the constructor's header
+SIGNATURE_CHARS = 4000  # a signature longer than this is not read
+MOST = 8               # parameter lines per hole, in the parameters' order
+ORDER_STEP = 0.5       # an empty line's option ranks this much lower than the one of the parameter before it
+_HEADERS = {
+    "python": re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+__init__[ \t]*\("),
+    "javascript": re.compile(r"[ \t]*constructor[ \t]*\("),
+    "typescript": re.compile(r"[ \t]*(?:(?:public|private|protected)[ \t]+)?constructor[ \t]*\("),
+}
+_HEADERS["typescriptreact"] = _HEADERS["typescript"]
+_HEADERS["javascriptreact"] = _HEADERS["javascript"]
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+_MODIFIERS = re.compile(r"(?:public|private|protected|readonly|override)\b")
+_COMMENT = re.compile(r"(?:#|//)[^\n]*|/\*.*?\*/", re.S)   # in a parameter's text: after its name, or before it
+_DECORATOR = re.compile(r"@[\w$.]+(?:\([^()]*\))?\s*")
+_OPEN, _CLOSE = "([{", ")]}"
+_NESTED = re.compile(r"\bdef\b|\bfunction\b|=>|\blambda\b")   # a function inside the constructor's body
+_VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|None[ \t]*$|undefined\b|null\b|//|#))")
+_BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
+_CLASS = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:abstract[ \t]+)?"
+                    r"class\b([^\n{]*\bextends\b)?[^\n{]*\{")
+
+
+def param_options(text: str, hole: Hole, rest_of_line: str, language: str) -> LineOptions:
+    """The lines that store a constructor's parameters, for a hole on a line of its body: on an empty line each
+    indented as the body is (or as typed), with its rank (``doclines.neighbour_rank``, as a line seen beside both
+    neighbours); on a typed line (nothing after the cursor) those that start with the typed code, as their
+    remainder from the fill's start. Empty elsewhere."""
+    header = _HEADERS.get(language)
+    if header is None:
+        return NONE
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    empty = empty_line(hole, rest_of_line, line_start)
+    typed = text[line_start:hole.end]
+    key = typed.lstrip(" \t")
+    if not empty and (hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal)
+                      or rest_of_line.strip() or not key.strip()):
+        return NONE
+    found = _constructor(text, line_start, header)
+    if found is None:
+        return NONE
+    params, body_start, header_indent = found
+    if language != "python" and _derived(text, body_start) and "super(" not in text[body_start:line_start]:
+        return NONE   # a derived class's constructor calls super() before it may use ``this``
+    own = hole.heal if empty else typed[:len(typed) - len(key)]
+    if own and indent_width(own) <= indent_width(header_indent):
+        return NONE   # typed at or left of the header: not its body
+    indent = own or _body_indent(text, body_start, line_start, header_indent, language)
+    body = _body(text, body_start, line_start, header_indent)
+    python = language == "python"
+    receiver = params[0] if python and params and params[0] not in ("", "*") else "self" if python else "this"
+    semicolon = "" if python else _semicolons(text, line_start)
+    lines: list[str] = []
+    for name in (p for p in (params[1:] if python else params) if p):
+        fields = _fields(text, receiver, name, python)
+        if any(re.search(rf"(?<![\w$.]){re.escape(receiver)}\.{re.escape(f)}\s*=(?!=)", body) for f in fields) \
+                or _used(body, name, receiver):
+            continue   # the body stores it already, or passes it on
+        lines += [f"{receiver}.{f} = {name}{semicolon}" for f in fields]
+        if len(lines) >= MOST:
+            break
+    if not lines:
+        return NONE
+    if empty:
+        near, known = names_around(text, line_start)
+        tail = "\n" if hole.keep_newline else ""
+        out: dict[str, float] = {}
+        for k, code in enumerate(lines[:MOST]):   # the parameters in order: the first not stored yet comes first
+            out.setdefault(indent + code + tail, neighbour_rank(code, True, 0, near, known) - ORDER_STEP * k)
+        return LineOptions(tuple(out), (None,) * len(out), (PARAMETER,) * len(out), tuple(out.values()))
+    kept = hole.start - line_start
+    rests = []
+    for code in lines[:MOST]:
+        if code.startswith(key) and len(code) > len(key.rstrip()):
+            rest = (typed[:len(typed) - len(key)] + code)[kept:]
+            if rest[len(hole.heal):].strip():
+                rests.append(rest + "\n")
+    rests = list(dict.fromkeys(rests))
+    return LineOptions(tuple(rests), (None,) * len(rests), (PARAMETER,) * len(rests)) if rests else NONE
+
+
+def constructor_check(text: str, start: int, language: str) -> Callable[[str], bool] | None:
+    """For a fill at ``start`` in a constructor's body: does it return no value (a line ``return x``: Python's
+    ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and JavaScript's ``new`` drops a
+    primitive)? ``None``: nothing to check (not in a constructor, or a function nested in it above the cursor)."""
+    header = _HEADERS.get(language)
+    if header is None:
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    found = _constructor(text, line_start, header)
+    if found is None or _NESTED.search(text, found[1], line_start):
+        return None
+    typed = text[line_start:start]
+
+    def fits(fill: str) -> bool:
+        return not any(_VALUE_RETURN.match(line) for line in (typed + fill).split("\n"))
+    return fits
+
+
+def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> tuple[list[str], int, str] | None:
+    """The constructor whose body holds the line starting at ``line_start``: its parameters' names ("" for one
+    that stores nothing: ``*args``, a destructured or rest parameter, a parameter property; Python's first is the
+    receiver), the offset after its signature's opener (``:`` or ``{``) and its header's indentation; None when the
+    nearest constructor header above (within ``SCAN_LINES``) does not hold the line: a code line between its
+    signature and the line is not deeper than the header."""
+    end = line_start
+    for _ in range(SCAN_LINES):
+        if end <= 0:
+            return None
+        lo = text.rfind("\n", 0, end - 1) + 1
+        line = text[lo:end].rstrip("\r\n")
+        end = lo
+        m = header.match(line)
+        if m is None:
+            continue
+        signature = _signature(text, lo + m.end() - 1)
+        if signature is None:
+            return None
+        params, after = signature
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        if after > line_start or not _inside(text, after, line_start, indent_width(line)):
+            return None
+        return params, after, indent
+    return None
+
+
+def _derived(text: str, at: int) -> bool:
+    """Is the nearest ``class`` header before ``at`` one that ``extends`` another class?"""
+    lo = max(0, at - 20_000)
+    heads = list(_CLASS.finditer(text, lo, at))
+    return bool(heads) and heads[-1].group(1) is not None
+
+
+def _signature(text: str, opener: int) -> tuple[list[str], int] | None:
+    """The parameters of the list whose ``(`` is at ``opener`` and the offset after the body's opener (``:`` or
+    ``{``) that follows the matching ``)`` (a return type between them allowed); None when it is not closed within
+    ``SIGNATURE_CHARS`` or no opener follows."""
+    depth, quote, start, parts = 0, "", opener + 1, []
+    limit = min(len(text), opener + SIGNATURE_CHARS)
+    i = opener
+    while i < limit:
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'`":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                parts.append(text[start:i])
+                m = re.compile(r"[^:{\n;]*[:{]|[^:{;]*?\n[^:{;]*[{:]").match(text, i + 1)
+                return ([_param(p) for p in parts], m.end()) if m is not None else None
+        elif c == "," and depth == 1:
+            parts.append(text[start:i])
+            start = i + 1
+        elif c == "#" and text[i - 1] in " \t\n(,":
+            nl = text.find("\n", i)   # a Python comment in the signature
+            i = limit if nl < 0 else nl
+            continue
+        i += 1
+    return None
+
+
+def _param(part: str) -> str:
+    """A parameter's name, or "" when it stores nothing by itself (see ``_constructor``)."""
+    p = _DECORATOR.sub("", _COMMENT.sub("", part)).strip()
+    if not p or p[0] in "*/{[." or _MODIFIERS.match(p):
+        return ""
+    m = _NAME.match(p)
+    return "" if m is None else m.group()
+
+
+def _inside(text: str, after: int, line_start: int, width: int) -> bool:
+    """Every code line from the one after the signature's opener to the cursor's line deeper than ``width``."""
+    rest = text[after:line_start]
+    first = rest.split("\n", 1)
+    lines = first[1].split("\n") if len(first) > 1 else []
+    if first[0].strip() and not first[0].strip().startswith(("#", "//")):
+        return False   # code on the header's line after the opener: a one-line body
+    return all(not line.strip() or indent_width(line) > width for line in lines)
+
+
+def _body(text: str, body_start: int, line_start: int, header_indent: str) -> str:
+    """The body's text from its opener to its last line deeper than the header, the cursor's line left out."""
+    line_end = text.find("\n", line_start)
+    line_end = len(text) if line_end < 0 else line_end
+    end, width = line_end, indent_width(header_indent)
+    while end < len(text):
+        nxt = text.find("\n", end + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        line = text[end + 1:nxt]
+        if line.strip() and indent_width(line) <= width:
+            break
+        end = nxt
+    return text[body_start:line_start] + text[line_end:end]
+
+
+def _body_indent(text: str, body_start: int, line_start: int, header_indent: str, language: str) -> str:
+    """The indentation of the body's first code line (other than the cursor's), else the header's one unit deeper."""
+    width = indent_width(header_indent)
+    for line in (text[body_start:line_start] + text[line_start:].split("\n", 1)[-1][:2000]).split("\n")[1:]:
+        if line.strip():
+            if indent_width(line) > width:
+                return line[:len(line) - len(line.lstrip(" \t"))]
+            break
+    return header_indent + (_indent_unit(text, line_start, language) or "    ")
+
+
+def _used(body: str, name: str, receiver: str) -> bool:
+    """Does the body pass the parameter on already: to ``super(`` (the base class stores it) or into a field of the
+    receiver under another name or in an expression (``this.distance = dist``, ``self.dropout = nn.Dropout(p)``)?"""
+    word = rf"(?<![\w$.]){re.escape(name)}(?![\w$])"
+    stored = re.compile(rf"\s*{re.escape(receiver)}\.[\w$#]+\s*=(?!=).*{word}")
+    return any(re.search(rf"\bsuper\b.*\(.*{word}", line) or stored.match(line) for line in body.split("\n"))
+
+
+def _fields(text: str, receiver: str, name: str, python: bool) -> list[str]:
+    """The fields a parameter may be stored in: those of its spellings the document uses with ``receiver``
+    (``name``, ``_name``, and ``#name`` in JavaScript or TypeScript), else ``name``."""
+    spellings = [name, "_" + name] if python else [name, "#" + name, "_" + name]
+    used = [f for f in spellings if re.search(rf"(?<![\w$.]){re.escape(receiver)}\.{re.escape(f)}(?![\w$])", text)
+            or not python and re.search(rf"(?m)^[ \t]*(?:(?:private|protected|public|readonly|static|declare)\s+)*"
+                                        rf"{re.escape(f)}[?!]?\s*[:=;]", text)]
+    return used or [name]
+
+
+def _semicolons(text: str, line_start: int) -> str:
+    """``;`` when more of the 40 code lines above and the 40 below end with it than end a statement without it
+    (with a name, a literal, ``)`` or ``]``)."""
+    above = [line.strip() for line in text[max(0, line_start - 4000):line_start].split("\n") if line.strip()][-40:]
+    below = [line.strip() for line in text[line_start:line_start + 4000].split("\n")[1:] if line.strip()][:40]
+    code = [line for line in above + below if not line.startswith(("//", "/*", "*"))]
+    ended = sum(line.endswith(";") for line in code)
+    return ";" if ended > sum(bool(_BARE_END.search(line)) for line in code) else ""

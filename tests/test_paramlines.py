@@ -1,0 +1,166 @@
+"""A constructor's body gets the lines that store its parameters as candidate fills (engine/paramlines.py)."""
+
+import pytest
+
+from engine import InfillRequest
+from engine.context import decide_hole
+from engine.doclines import PARAMETER
+from engine.languages import spec_for
+from engine.paramlines import param_options
+
+
+def options_at(marked: str, language: str = "python"):
+    """``param_options`` at the ``|`` of ``marked``."""
+    at = marked.index("|")
+    text = marked[:at] + marked[at + 1:]
+    spec = spec_for(language)
+    hole = decide_hole(spec, text, at)
+    line_end = text.find("\n", hole.end)
+    return param_options(text, hole, text[hole.end:len(text) if line_end < 0 else line_end], spec.name)
+
+
+def test_an_empty_line_of_init_gets_each_parameter_not_stored_yet_first_one_first():
+    got = options_at("class A:\n    def __init__(self, builder, sequence, parent_step=None):\n        |\n"
+                     "        self.sequence = sequence\n")
+    assert got.texts == ("        self.builder = builder", "        self.parent_step = parent_step")
+    assert got.sources == (PARAMETER, PARAMETER) and got.priors == (None, None)
+    assert got.ranks[0] > got.ranks[1]   # the parameters' order
+
+
+def test_a_multi_line_signature_with_annotations_defaults_stars_and_a_comment():
+    got = options_at("class A:\n    def __init__(\n        self,  # the receiver\n        a: dict[str, int],\n"
+                     "        *args,\n        b: str = 'x(,',\n        /,\n        **kw,\n    ) -> None:\n"
+                     "        self._b = 1\n        |\n")
+    # b is stored already (as the class spells it: self._b); *args, / and **kw store nothing by themselves
+    assert got.texts == ("        self.a = a",)
+
+
+def test_the_class_spelling_of_a_field_is_used_where_the_document_has_it():
+    got = options_at("class A:\n    def __init__(self, path):\n        |\n\n    def read(self):\n"
+                     "        return open(self._path).read()\n")
+    assert got.texts == ("        self._path = path",)
+
+
+def test_outside_a_constructor_or_typed_left_of_its_body_no_options():
+    assert not options_at("class A:\n    def __init__(self, a):\n        self.a = a\n\n    def f(self, b):\n"
+                          "        |\n").texts
+    assert not options_at("def f(a, b):\n    |\n").texts
+    assert not options_at("class A:\n    def __init__(self, a):\n        pass\n    |\n").texts
+    assert not options_at("class A:\n    def __init__(self, a): self.x = 1\n|\n").texts
+    assert not options_at("|", "python").texts   # an empty document
+
+
+def test_a_typed_line_gets_the_rest_of_the_lines_that_start_as_typed():
+    got = options_at("class A:\n    def __init__(self, path, mode):\n        path = Path(path)\n"
+                     "        self.pa|\n")
+    assert got.texts == ("path = path\n",) and not got.ranks   # from the typed fragment on: it is rewritten
+    assert not options_at("class A:\n    def __init__(self, path):\n        x = self.pa|\n").texts
+
+
+def test_javascript_this_with_semicolons_tabs_and_private_fields():
+    js = ("class A {\n\tconstructor(controller, normalNode) {\n\t\t|\n\t}\n\tf() {\n\t\treturn 1;\n\t}\n}\n"
+          "foo();\n")
+    assert options_at(js, "javascript").texts == ("\t\tthis.controller = controller;",
+                                                  "\t\tthis.normalNode = normalNode;")
+    ts = ("export class Registry {\n  #idGenerator: IdGenerator;\n"
+          "  constructor(idGenerator: IdGenerator, private readonly log: Log, cb: (a: A, b: B) => void,"
+          " ...rest: R[]) {\n    |\n  }\n}\n")
+    # a parameter property is TypeScript's to store; a rest parameter stores nothing by itself
+    assert options_at(ts, "typescript").texts == ("    this.#idGenerator = idGenerator;", "    this.cb = cb;")
+    bare = "class A {\n  constructor(x) {\n    |\n  }\n  f() {\n    g(1)\n    return this.x\n  }\n}\nh();\n"
+    assert options_at(bare, "javascript").texts == ("    this.x = x",)   # more lines end bare than with ';'
+
+
+def test_a_parameter_the_body_passes_on_is_not_offered():
+    # to super(): the base class stores it; into a field under another name or in an expression
+    py = ("class A(B):\n    def __init__(self, config, bias, dist, layer):\n        super().__init__(config)\n"
+          "        self.proj = nn.Linear(4, 4, bias=bias)\n        self.distance = dist\n        |\n")
+    assert options_at(py).texts == ("        self.layer = layer",)
+    js = "class B extends A {\n  constructor(page, x) {\n    super(page);\n    |\n  }\n}\nf();\ng();\n"
+    assert options_at(js, "javascript").texts == ("    this.x = x;",)
+    # a parameter rebound before it is stored is still offered
+    assert options_at("class A:\n    def __init__(self, path):\n        path = Path(path)\n        |\n").texts == (
+        "        self.path = path",)
+
+
+def test_a_derived_class_uses_this_only_after_super():
+    before = "class B extends A {\n  constructor(x) {\n    |\n  }\n}\n"
+    after = "class B extends A {\n  constructor(x) {\n    super();\n    |\n  }\n}\n"
+    assert not options_at(before, "javascript").texts
+    assert options_at(after, "javascript").texts == ("    this.x = x;",)
+
+
+def test_crlf_emoji_and_lone_surrogates_leave_the_lines_as_the_document_has_them():
+    # the engine reads a CRLF document as LF (engine/serve.py); a non-ASCII default or comment is no parameter
+    got = options_at("class A:\n    def __init__(self, mark='😀', tag='\ud800'):  # é\n        |\n")
+    assert got.texts == ("        self.mark = mark", "        self.tag = tag")
+
+
+def test_other_languages_get_none():
+    assert not options_at("type A struct{ x int }\nfunc New(x int) *A {\n\t|\n}\n", "go").texts
+    assert not options_at("impl A {\n    fn new(x: i32) -> Self {\n        |\n    }\n}\n", "rust").texts
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+def test_the_engine_considers_the_parameter_line_through_the_real_model(embedded_engine, crlf):
+    text = ("class Node:\n    def __init__(self, builder, sequence):\n        \n        self.sequence = sequence\n\n"
+            "    def build(self):\n        return self.builder.build(self.sequence)\n")
+    cursor = text.index("        \n") + 8
+    if crlf:
+        text, cursor = text.replace("\n", "\r\n"), cursor + 2
+    c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
+    copies = [f.text for f in c.considered if f.copied]
+    assert copies == ["self.builder = builder"]
+    assert c.fills and c.fills[0].text == "self.builder = builder"
+
+
+def test_a_constructor_returns_no_value():
+    from engine.paramlines import constructor_check
+
+    js = "class P {\n  constructor(x) {\n    \n  }\n  norm() {\n    return Math.hypot(this.x);\n  }\n}\n"
+    fits = constructor_check(js, js.index("    \n") + 4, "javascript")
+    assert fits is not None and not fits("return Math.hypot(this.x);") and not fits("this.x = x;\n    return this")
+    assert fits("this.x = x;") and fits("if (!x) return undefined;") and fits("return;") and fits("return // none")
+    py = "class A:\n    def __init__(self, x):\n        \n"
+    fits = constructor_check(py, py.index("        \n") + 8, "python")
+    assert fits is not None and not fits("return x") and fits("return") and fits("return None") and fits("self.x = x")
+    # a function nested in the constructor above the cursor may return: not checked; nor outside a constructor
+    nested = "class A:\n    def __init__(self, x):\n        def key(v):\n            \n"
+    assert constructor_check(nested, nested.index("            \n") + 12, "python") is None
+    assert constructor_check("def f(x):\n    \n", 14, "python") is None
+    assert constructor_check("func f() {\n\t\n}\n", 12, "go") is None
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from tests.crlf_support import real_backend
+
+    return real_backend()
+
+
+@pytest.mark.parametrize("language, text, marker, body", [
+    ("python", "class Node:\n    def __init__(self, builder, sequence, parent=None):\n        pass\n\n"
+               "    def build(self):\n        return self.builder.build(self.sequence, self.parent)\n", "pass",
+     "        self.builder = builder\n        self.sequence = sequence\n        self.parent = parent"),
+    ("typescript", "export class CallbackRegistry {\n  #callbacks = new Map<number, Callback>();\n"
+                   "  #idGenerator: () => number;\n\n  constructor(idGenerator: () => number) {\n    // TODO\n  }\n\n"
+                   "  create(label: string): number {\n    const id = this.#idGenerator();\n    return id;\n  }\n}\n",
+     "// TODO", "    this.#idGenerator = idGenerator;"),
+    # CRLF and tabs; the model's next line was the method's `return Math.hypot(this.x, this.y);`: refused now
+    ("javascript", "class Point {\r\n\tconstructor(x, y) {\r\n\t\t// TODO: implement\r\n\t}\r\n\r\n\tnorm() {\r\n"
+                   "\t\treturn Math.hypot(this.x, this.y);\r\n\t}\r\n}\r\n", "// TODO",
+     "\t\tthis.x = x;\r\n\t\tthis.y = y;"),
+])
+def test_complete_body_of_a_constructor_stores_its_parameters_with_the_real_model(backend, language, text, marker,
+                                                                                   body):
+    from engine.backends.base import Control
+    from engine.config import FillOptions
+    from engine.requests import FillRequest
+    from engine.serve import serve
+    from engine.targets import survey
+
+    at = text.index(marker) + 1
+    found = survey(text, language, at, at)
+    request = FillRequest(text, language, (found.body,), found.callers, body=True)
+    completion = serve(backend, FillOptions(), request, Control(lambda step: None))   # the calibrated bar
+    assert [f.text for f in completion.fills] == [body]
