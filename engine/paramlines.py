@@ -49,7 +49,7 @@ _COMMENT = re.compile(r"(?:#|//)[^\n]*|/\*.*?\*/", re.S)   # in a parameter's te
 _DECORATOR = re.compile(r"@[\w$.]+(?:\([^()]*\))?\s*")
 _OPEN, _CLOSE = "([{", ")]}"
 _NESTED = re.compile(r"\bdef\b|\bfunction\b|=>|\blambda\b")   # a function inside the constructor's body
-_VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|None[ \t]*$|undefined\b|null\b|//|#))")
+_VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|//|#))")
 _BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
 _CLASS = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:abstract[ \t]+)?"
                     r"class\b([^\n{]*\bextends\b)?[^\n{]*\{")
@@ -116,7 +116,8 @@ def param_options(text: str, hole: Hole, rest_of_line: str, language: str) -> Li
 def constructor_check(text: str, start: int, language: str) -> Callable[[str], bool] | None:
     """For a fill at ``start`` in a constructor's body: does it return no value (a line ``return x``: Python's
     ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and JavaScript's ``new`` drops a
-    primitive)? ``None``: nothing to check (not in a constructor, or a function nested in it above the cursor)."""
+    primitive; ``return None`` and ``return undefined;`` say nothing a bare ``return`` does not)? ``None``: nothing
+    to check (not in a constructor, or a function nested in it above the cursor)."""
     header = _HEADERS.get(language)
     if header is None:
         return None

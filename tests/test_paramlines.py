@@ -120,10 +120,12 @@ def test_a_constructor_returns_no_value():
     js = "class P {\n  constructor(x) {\n    \n  }\n  norm() {\n    return Math.hypot(this.x);\n  }\n}\n"
     fits = constructor_check(js, js.index("    \n") + 4, "javascript")
     assert fits is not None and not fits("return Math.hypot(this.x);") and not fits("this.x = x;\n    return this")
-    assert fits("this.x = x;") and fits("if (!x) return undefined;") and fits("return;") and fits("return // none")
+    assert fits("this.x = x;") and fits("if (!x) return;") and fits("return;") and fits("return // none")
+    assert not fits("return undefined;") and not fits("return null;")
     py = "class A:\n    def __init__(self, x):\n        \n"
     fits = constructor_check(py, py.index("        \n") + 8, "python")
-    assert fits is not None and not fits("return x") and fits("return") and fits("return None") and fits("self.x = x")
+    assert fits is not None and not fits("return x") and not fits("return None") and fits("return")
+    assert fits("self.x = x") and fits("return  # done")
     # a function nested in the constructor above the cursor may return: not checked; nor outside a constructor
     nested = "class A:\n    def __init__(self, x):\n        def key(v):\n            \n"
     assert constructor_check(nested, nested.index("            \n") + 12, "python") is None
