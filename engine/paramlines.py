@@ -5,15 +5,16 @@ A constructor mostly stores its parameters: Python's ``__init__(self, builder, s
 ``this.controller = controller;``. The embedded model seldom writes that line exactly (``self.mode = builder``,
 ``return path``, the same assignment three times) and the document has no such line to copy yet. So a line of a
 constructor's body (an empty line, or a typed one whose code starts such a line) gets, for each parameter the body
-does not assign yet, the line that stores it (``param_options``): the field as the class spells it where it does
-(``self._path``, ``this.#idGenerator``), else the parameter's name; with ``;`` where the code above ends its lines
-so. They are plan options like the document's lines (``engine.doclines``): scored on the fill's first forward,
+does not store yet, the line that stores it (``param_options``): the field as the class spells it where it does
+(``self._path``, ``this.#idGenerator``), else the parameter's name; with ``;`` where more lines around end with it
+than without. They are plan options like the document's lines (``engine.doclines``): scored on the fill's first forward,
 the best that validates joins the fills as a copy, and the confidence estimate decides whether it is offered.
 
-Found from the text (no parse): the nearest header above the cursor whose indentation is less than the cursor
-line's (Python ``def __init__(``, JavaScript and TypeScript ``constructor(``), its parameters read to the matching
-``)``, and the cursor inside its body (every code line between the signature and the cursor deeper than the
-header). Skipped: ``self``/``cls``, ``*args``/``**kwargs``, ``/`` and ``*``, a rest or destructured parameter, and a
+Found from the text (no parse): the nearest constructor header above the cursor (Python ``def __init__(``,
+JavaScript and TypeScript ``constructor(``; within ``SCAN_LINES``), its parameters read to the matching ``)``, and
+the cursor inside its body (every code line between the signature and the cursor deeper than the header); what is
+read around it is bounded (``BODY_LINES``, ``CLASS_SPAN``), so a large file costs what a small one does. Skipped:
+the receiver (Python's first parameter), ``*args``/``**kwargs``, ``/`` and ``*``, a rest or destructured parameter, a
 TypeScript parameter property (``private readonly x: X``: TypeScript assigns it itself), a parameter the body
 passes on already (to ``super(``, or into a field under another name or in an expression: ``this.distance = dist``,
 ``self.proj = nn.Linear(4, 4, bias=bias)``: on the 1,900 whole-line development holes this left 54 holes with
@@ -34,6 +35,8 @@ from .worklines import indent_width
 
 SCAN_LINES = 300       # lines read above the cursor for the constructor's header
 SIGNATURE_CHARS = 4000  # a signature longer than this is not read
+BODY_LINES = 2000      # lines of the body read below the cursor (what it stores already)
+CLASS_SPAN = 20_000    # characters each side of the signature read for the class's spelling of a field
 MOST = 8               # parameter lines per hole, in the parameters' order
 ORDER_STEP = 0.5       # an empty line's option ranks this much lower than the one of the parameter before it
 _HEADERS = {
@@ -48,6 +51,7 @@ _MODIFIERS = re.compile(r"(?:public|private|protected|readonly|override)\b")
 _COMMENT = re.compile(r"(?:#|//)[^\n]*|/\*.*?\*/", re.S)   # in a parameter's text: after its name, or before it
 _DECORATOR = re.compile(r"@[\w$.]+(?:\([^()]*\))?\s*")
 _OPEN, _CLOSE = "([{", ")]}"
+_BODY_OPENER = re.compile(r"[^:{\n;]*[:{]|[^:{;]*?\n[^:{;]*[{:]")   # after ``)``: a return type, then ``:``/``{``
 _NESTED = re.compile(r"\bdef\b|\bfunction\b|=>|\blambda\b")   # a function inside the constructor's body
 _VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|//|#))")
 _BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
@@ -86,7 +90,7 @@ def param_options(text: str, hole: Hole, rest_of_line: str, language: str) -> Li
     semicolon = "" if python else _semicolons(text, line_start)
     lines: list[str] = []
     for name in (p for p in (params[1:] if python else params) if p):
-        fields = _fields(text, receiver, name, python)
+        fields = _fields(text[max(0, body_start - CLASS_SPAN):body_start + CLASS_SPAN], receiver, name, python)
         if any(re.search(rf"(?<![\w$.]){re.escape(receiver)}\.{re.escape(f)}\s*=(?!=)", body) for f in fields) \
                 or _used(body, name, receiver):
             continue   # the body stores it already, or passes it on
@@ -188,7 +192,7 @@ def _signature(text: str, opener: int) -> tuple[list[str], int] | None:
             depth -= 1
             if depth == 0:
                 parts.append(text[start:i])
-                m = re.compile(r"[^:{\n;]*[:{]|[^:{;]*?\n[^:{;]*[{:]").match(text, i + 1)
+                m = _BODY_OPENER.match(text, i + 1)
                 return ([_param(p) for p in parts], m.end()) if m is not None else None
         elif c == "," and depth == 1:
             parts.append(text[start:i])
@@ -225,7 +229,9 @@ def _body(text: str, body_start: int, line_start: int, header_indent: str) -> st
     line_end = text.find("\n", line_start)
     line_end = len(text) if line_end < 0 else line_end
     end, width = line_end, indent_width(header_indent)
-    while end < len(text):
+    for _ in range(BODY_LINES):
+        if end >= len(text):
+            break
         nxt = text.find("\n", end + 1)
         nxt = len(text) if nxt < 0 else nxt
         line = text[end + 1:nxt]
@@ -238,7 +244,8 @@ def _body(text: str, body_start: int, line_start: int, header_indent: str) -> st
 def _body_indent(text: str, body_start: int, line_start: int, header_indent: str, language: str) -> str:
     """The indentation of the body's first code line (other than the cursor's), else the header's one unit deeper."""
     width = indent_width(header_indent)
-    for line in (text[body_start:line_start] + text[line_start:].split("\n", 1)[-1][:2000]).split("\n")[1:]:
+    below = text[line_start:line_start + 4000].split("\n", 1)[-1]
+    for line in (text[body_start:line_start] + below).split("\n")[1:]:
         if line.strip():
             if indent_width(line) > width:
                 return line[:len(line) - len(line.lstrip(" \t"))]
@@ -255,8 +262,8 @@ def _used(body: str, name: str, receiver: str) -> bool:
 
 
 def _fields(text: str, receiver: str, name: str, python: bool) -> list[str]:
-    """The fields a parameter may be stored in: those of its spellings the document uses with ``receiver``
-    (``name``, ``_name``, and ``#name`` in JavaScript or TypeScript), else ``name``."""
+    """The fields a parameter may be stored in: those of its spellings ``text`` (the code around the class) uses
+    with ``receiver`` or declares (``name``, ``_name``, and ``#name`` in JavaScript or TypeScript), else ``name``."""
     spellings = [name, "_" + name] if python else [name, "#" + name, "_" + name]
     used = [f for f in spellings if re.search(rf"(?<![\w$.]){re.escape(receiver)}\.{re.escape(f)}(?![\w$])", text)
             or not python and re.search(rf"(?m)^[ \t]*(?:(?:private|protected|public|readonly|static|declare)\s+)*"

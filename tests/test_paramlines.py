@@ -166,3 +166,14 @@ def test_complete_body_of_a_constructor_stores_its_parameters_with_the_real_mode
     request = FillRequest(text, language, (found.body,), found.callers, body=True)
     completion = serve(backend, FillOptions(), request, Control(lambda step: None))   # the calibrated bar
     assert [f.text for f in completion.fills] == [body]
+
+
+def test_a_constructor_in_a_large_file_reads_only_around_it():
+    # 60,000 methods before and after the constructor: what the body stores is read within BODY_LINES, the class's
+    # spelling of a field within CLASS_SPAN (self._far beyond it is not seen: the parameter's own name is used)
+    methods = "".join(f"    def m{i}(self, a):\n        return a + {i}\n\n" for i in range(60_000))
+    text = ("class A:\n    def g(self):\n        return self._far\n\n" + methods
+            + "    def __init__(self, far, near):\n        |\n        self.n = 1\n\n    def h(self):\n"
+            "        return self._near\n\n" + methods)
+    assert len(text) > 4_000_000
+    assert options_at(text).texts == ("        self.far = far", "        self._near = near")
