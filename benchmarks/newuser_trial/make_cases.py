@@ -1,7 +1,9 @@
 """Picks the new-user trial's cases from held-out corpus files (runs/corpus/files/valid/*.jsonl):
 per language, 4 "finish the line I started" cases (an existing line cut near its middle at a token
 boundary, the user types the next 2-3 characters) and 1 code-action case (a function body line turned
-into a hole). Deterministic (seed 7). Writes the files into a workspace and the cases as JSON.
+into a hole). Deterministic (seed 7) for a set of files, whatever their order in the corpus build (sorted by id
+first: two builds of the same locked corpus listed the held-out files in different orders and picked other cases).
+Writes the files into a workspace and the cases as JSON.
 
     python benchmarks/newuser_trial/make_cases.py CORPUS_VALID_DIR OUT_DIR [--mid]
 
@@ -51,6 +53,7 @@ def main() -> None:
     for lang, ext in EXT.items():
         docs = [json.loads(line) for line in (corpus / f"{lang}.jsonl").open()]
         docs = [d for d in docs if 80 <= d["text"].count("\n") <= 1500 and "\r" not in d["text"]]
+        docs.sort(key=lambda d: d["id"])   # the files' order in the corpus build does not matter, only which they are
         rng.shuffle(docs)
         n_line = 0
         for d in docs:
