@@ -33,7 +33,7 @@ from __future__ import annotations
 import collections
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from . import commonlines, worklines
@@ -91,7 +91,8 @@ def joined(first: LineOptions, then: LineOptions) -> LineOptions:
 
 def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
                  workspace: Table | None = None,
-                 pairs: tuple[str, worklines.Workspace | None] | None = None) -> LineOptions:
+                 pairs: tuple[str, worklines.Workspace | None] | None = None,
+                 stored: Sequence[str] = ()) -> LineOptions:
     """The texts a fill of ``hole`` could take from the document's other lines, nearest line first, then from
     the lines of the ``workspace``'s other files (``engine.worklines``), then (with a ``language``) from the
     lines code often has (``engine.commonlines``), the most widespread first in both; each ends
@@ -106,7 +107,10 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     start with the typed code come first, at most ``NEIGHBOURS_MOST``: those seen beside both neighbours, then the
     most often seen, each with its share of those sightings as its prior (``BETWEEN``, ``NEIGHBOUR``). On the 1,900
     typed development holes the right line was first among the options for 513 holes with them, against 256
-    without (benchmarks/README.md, "A typed line's neighbours")."""
+    without (benchmarks/README.md, "A typed line's neighbours").
+
+    ``stored``: the lines that store a constructor's parameters (``engine.paramlines.stored_lines``), after all the
+    others (``PARAMETER``; one that is already an option keeps its source)."""
     tail = rest_of_line.strip()
     if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or tail.strip(CLOSERS):
         return NONE
@@ -156,6 +160,10 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             rest = remainder(code)
             if rest is not None:
                 out.setdefault(rest, (prior, source))
+    for code in stored:
+        rest = remainder(code) if code.startswith(key) and len(code) > len(key.rstrip()) else None
+        if rest is not None:
+            out.setdefault(rest, (None, PARAMETER))
     return LineOptions(tuple(out), tuple(p for p, _ in out.values()), tuple(s for _, s in out.values()))
 
 

@@ -111,7 +111,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # a Go or Rust return the function cannot take parses but does not compile (engine/returns.py)
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
     # a constructor's body returns no value (``return Math.hypot(this.x, this.y)`` copied from a method below)
-    fits = _both(fits, paramlines.constructor_check(text, hole.start, spec.name) if config.validate else None)
+    constructor = paramlines.constructor_at(text, hole, spec.name)
+    fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor) if config.validate else None)
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = not_utf8 = 0
@@ -124,16 +125,18 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     options = doclines.NONE
     if config.document_lines and backend.scores_options and not request.rewrite:
         workspace = worklines.lookup(request.workspace) if config.workspace_lines else None
+        # a line of a constructor's body: the lines that store its parameters (``self.path = path``), after the
+        # others (a line that is one of them already keeps its source and rank)
+        stored = [] if constructor is None else paramlines.stored_lines(text, hole.start, constructor, spec.name)
         options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
                                         workspace.table(spec.name) if workspace is not None else None,
-                                        (spec.name, workspace))
+                                        (spec.name, workspace), stored)
         if not options.texts:
             options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
         options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
-        # a line of a constructor's body: the lines that store its parameters (``self.path = path``), after the
-        # others (a line that is one of them already keeps its source and rank)
-        options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, spec.name))
+        options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, constructor, stored,
+                                                                    spec.name))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
     # lines: the 8-slot attempt would leave most of them out)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)

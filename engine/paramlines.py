@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .context import Hole
 from .context import indent_unit as _indent_unit
 from .doclines import LineOptions, NONE, PARAMETER, empty_line, names_around, neighbour_rank
-from .requests import HoleKind
 from .worklines import indent_width
 
 SCAN_LINES = 300       # lines read above the cursor for the constructor's header
@@ -59,34 +59,40 @@ _CLASS = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:abstract[
                     r"class\b([^\n{]*\bextends\b)?[^\n{]*\{")
 
 
-def param_options(text: str, hole: Hole, rest_of_line: str, language: str) -> LineOptions:
-    """The lines that store a constructor's parameters, for a hole on a line of its body: on an empty line each
-    indented as the body is (or as typed), with its rank (``doclines.neighbour_rank``, as a line seen beside both
-    neighbours); on a typed line (nothing after the cursor) those that start with the typed code, as their
-    remainder from the fill's start. Empty elsewhere."""
+class Constructor(NamedTuple):
+    """A constructor around a line of its body (``constructor_at``)."""
+
+    params: list[str]   # the parameters' names ("" for one that stores nothing by itself; Python's first: the receiver)
+    body_start: int     # the offset after the signature's opener (``:`` or ``{``)
+    indent: str         # the header's indentation
+
+
+def constructor_at(text: str, hole: Hole, language: str) -> Constructor | None:
+    """The constructor (Python ``__init__``, JavaScript/TypeScript ``constructor``) whose body holds ``hole``'s line;
+    None elsewhere, or when what is typed before the hole on its line is at or left of the header's indentation."""
     header = _HEADERS.get(language)
     if header is None:
-        return NONE
+        return None
     line_start = text.rfind("\n", 0, hole.start) + 1
-    empty = empty_line(hole, rest_of_line, line_start)
-    typed = text[line_start:hole.end]
-    key = typed.lstrip(" \t")
-    if not empty and (hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal)
-                      or rest_of_line.strip() or not key.strip()):
-        return NONE
     found = _constructor(text, line_start, header)
-    if found is None:
-        return NONE
+    typed = text[line_start:hole.end]
+    own = typed[:len(typed) - len(typed.lstrip(" \t"))]
+    if found is None or own and indent_width(own) <= indent_width(found.indent):
+        return None
+    return found
+
+
+def stored_lines(text: str, at: int, found: Constructor, language: str) -> list[str]:
+    """The lines (no indentation) that store the parameters of ``found`` its body does not store or pass on yet,
+    first parameter first, at most ``MOST``; none in a derived JavaScript or TypeScript class before the body has
+    called ``super(`` (``at``: the cursor's offset, on a line of the body)."""
+    line_start = text.rfind("\n", 0, at) + 1
     params, body_start, header_indent = found
     if language != "python" and _derived(text, body_start) and "super(" not in text[body_start:line_start]:
-        return NONE   # a derived class's constructor calls super() before it may use ``this``
-    own = hole.heal if empty else typed[:len(typed) - len(key)]
-    if own and indent_width(own) <= indent_width(header_indent):
-        return NONE   # typed at or left of the header: not its body
-    indent = own or _body_indent(text, body_start, line_start, header_indent, language)
+        return []   # a derived class's constructor calls super() before it may use ``this``
     body = _body(text, body_start, line_start, header_indent)
     python = language == "python"
-    receiver = params[0] if python and params and params[0] not in ("", "*") else "self" if python else "this"
+    receiver = (params[0] if params and params[0] else "self") if python else "this"
     semicolon = "" if python else _semicolons(text, line_start)
     lines: list[str] = []
     for name in (p for p in (params[1:] if python else params) if p):
@@ -95,39 +101,33 @@ def param_options(text: str, hole: Hole, rest_of_line: str, language: str) -> Li
                 or _used(body, name, receiver):
             continue   # the body stores it already, or passes it on
         lines += [f"{receiver}.{f} = {name}{semicolon}" for f in fields]
-        if len(lines) >= MOST:
-            break
-    if not lines:
+    return lines[:MOST]
+
+
+def param_options(text: str, hole: Hole, rest_of_line: str, found: Constructor | None, lines: list[str],
+                  language: str) -> LineOptions:
+    """``stored_lines`` as the options of an empty line of the constructor's body: each indented as typed, else as
+    the body's first code line, with its rank (``doclines.neighbour_rank``, as a line seen beside both neighbours,
+    ``ORDER_STEP`` lower per parameter before it). (A typed line gets them from ``doclines.line_options``.)"""
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    if found is None or not lines or not empty_line(hole, rest_of_line, line_start):
         return NONE
-    if empty:
-        near, known = names_around(text, line_start)
-        tail = "\n" if hole.keep_newline else ""
-        out: dict[str, float] = {}
-        for k, code in enumerate(lines[:MOST]):   # the parameters in order: the first not stored yet comes first
-            out.setdefault(indent + code + tail, neighbour_rank(code, True, 0, near, known) - ORDER_STEP * k)
-        return LineOptions(tuple(out), (None,) * len(out), (PARAMETER,) * len(out), tuple(out.values()))
-    kept = hole.start - line_start
-    rests = []
-    for code in lines[:MOST]:
-        if code.startswith(key) and len(code) > len(key.rstrip()):
-            rest = (typed[:len(typed) - len(key)] + code)[kept:]
-            if rest[len(hole.heal):].strip():
-                rests.append(rest + "\n")
-    rests = list(dict.fromkeys(rests))
-    return LineOptions(tuple(rests), (None,) * len(rests), (PARAMETER,) * len(rests)) if rests else NONE
+    indent = hole.heal or _body_indent(text, found.body_start, line_start, found.indent, language)
+    near, known = names_around(text, line_start)
+    tail = "\n" if hole.keep_newline else ""
+    out: dict[str, float] = {}
+    for k, code in enumerate(lines):   # the parameters in order: the first not stored yet comes first
+        out.setdefault(indent + code + tail, neighbour_rank(code, True, 0, near, known) - ORDER_STEP * k)
+    return LineOptions(tuple(out), (None,) * len(out), (PARAMETER,) * len(out), tuple(out.values()))
 
 
-def constructor_check(text: str, start: int, language: str) -> Callable[[str], bool] | None:
-    """For a fill at ``start`` in a constructor's body: does it return no value (a line ``return x``: Python's
-    ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and JavaScript's ``new`` drops a
-    primitive; ``return None`` and ``return undefined;`` say nothing a bare ``return`` does not)? ``None``: nothing
-    to check (not in a constructor, or a function nested in it above the cursor)."""
-    header = _HEADERS.get(language)
-    if header is None:
-        return None
+def constructor_check(text: str, start: int, found: Constructor | None) -> Callable[[str], bool] | None:
+    """For a fill at ``start`` in the body of the constructor ``found``: does it return no value (a line
+    ``return x``: Python's ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and
+    JavaScript's ``new`` drops a primitive; ``return None`` and ``return undefined;`` say nothing a bare ``return``
+    does not)? ``None``: nothing to check (no constructor, or a function nested in it above the cursor)."""
     line_start = text.rfind("\n", 0, start) + 1
-    found = _constructor(text, line_start, header)
-    if found is None or _NESTED.search(text, found[1], line_start):
+    if found is None or _NESTED.search(text, found.body_start, line_start):
         return None
     typed = text[line_start:start]
 
@@ -136,12 +136,11 @@ def constructor_check(text: str, start: int, language: str) -> Callable[[str], b
     return fits
 
 
-def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> tuple[list[str], int, str] | None:
-    """The constructor whose body holds the line starting at ``line_start``: its parameters' names ("" for one
-    that stores nothing: ``*args``, a destructured or rest parameter, a parameter property; Python's first is the
-    receiver), the offset after its signature's opener (``:`` or ``{``) and its header's indentation; None when the
-    nearest constructor header above (within ``SCAN_LINES``) does not hold the line: a code line between its
-    signature and the line is not deeper than the header."""
+def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> Constructor | None:
+    """The constructor whose body holds the line starting at ``line_start`` (a parameter that stores nothing by
+    itself: ``*args``, a destructured or rest parameter, a parameter property, is ""); None when the nearest
+    constructor header above (within ``SCAN_LINES``) does not hold the line: a code line between its signature and
+    the line is not deeper than the header."""
     end = line_start
     for _ in range(SCAN_LINES):
         if end <= 0:
@@ -159,7 +158,7 @@ def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> tuple[l
         indent = line[:len(line) - len(line.lstrip(" \t"))]
         if after > line_start or not _inside(text, after, line_start, indent_width(line)):
             return None
-        return params, after, indent
+        return Constructor(params, after, indent)
     return None
 
 

@@ -4,19 +4,29 @@ import pytest
 
 from engine import InfillRequest
 from engine.context import decide_hole
-from engine.doclines import PARAMETER
+from engine.doclines import PARAMETER, LineOptions, line_options
 from engine.languages import spec_for
-from engine.paramlines import param_options
+from engine.paramlines import constructor_at, param_options, stored_lines
 
 
-def options_at(marked: str, language: str = "python"):
-    """``param_options`` at the ``|`` of ``marked``."""
+def options_at(marked: str, language: str = "python") -> LineOptions:
+    """The parameter lines the engine gets at the ``|`` of ``marked``: an empty line's from ``param_options``, a typed
+    line's from ``doclines.line_options`` (those of its options that are ``PARAMETER`` lines)."""
     at = marked.index("|")
     text = marked[:at] + marked[at + 1:]
     spec = spec_for(language)
     hole = decide_hole(spec, text, at)
     line_end = text.find("\n", hole.end)
-    return param_options(text, hole, text[hole.end:len(text) if line_end < 0 else line_end], spec.name)
+    rest = text[hole.end:len(text) if line_end < 0 else line_end]
+    found = constructor_at(text, hole, spec.name)
+    lines = [] if found is None else stored_lines(text, hole.start, found, spec.name)
+    empty = param_options(text, hole, rest, found, lines, spec.name)
+    if empty.texts:
+        return empty
+    typed = line_options(text, hole, rest, stored=lines)
+    kept = [k for k, source in enumerate(typed.sources) if source == PARAMETER]
+    return LineOptions(tuple(typed.texts[k] for k in kept), tuple(typed.priors[k] for k in kept),
+                       tuple(typed.sources[k] for k in kept))
 
 
 def test_an_empty_line_of_init_gets_each_parameter_not_stored_yet_first_one_first():
@@ -114,23 +124,28 @@ def test_the_engine_considers_the_parameter_line_through_the_real_model(embedded
     assert c.fills and c.fills[0].text == "self.builder = builder"
 
 
-def test_a_constructor_returns_no_value():
+def _check(text: str, at: int, language: str):
     from engine.paramlines import constructor_check
 
+    spec = spec_for(language)
+    return constructor_check(text, at, constructor_at(text, decide_hole(spec, text, at), spec.name))
+
+
+def test_a_constructor_returns_no_value():
     js = "class P {\n  constructor(x) {\n    \n  }\n  norm() {\n    return Math.hypot(this.x);\n  }\n}\n"
-    fits = constructor_check(js, js.index("    \n") + 4, "javascript")
+    fits = _check(js, js.index("    \n") + 4, "javascript")
     assert fits is not None and not fits("return Math.hypot(this.x);") and not fits("this.x = x;\n    return this")
     assert fits("this.x = x;") and fits("if (!x) return;") and fits("return;") and fits("return // none")
     assert not fits("return undefined;") and not fits("return null;")
     py = "class A:\n    def __init__(self, x):\n        \n"
-    fits = constructor_check(py, py.index("        \n") + 8, "python")
+    fits = _check(py, py.index("        \n") + 8, "python")
     assert fits is not None and not fits("return x") and not fits("return None") and fits("return")
     assert fits("self.x = x") and fits("return  # done")
     # a function nested in the constructor above the cursor may return: not checked; nor outside a constructor
     nested = "class A:\n    def __init__(self, x):\n        def key(v):\n            \n"
-    assert constructor_check(nested, nested.index("            \n") + 12, "python") is None
-    assert constructor_check("def f(x):\n    \n", 14, "python") is None
-    assert constructor_check("func f() {\n\t\n}\n", 12, "go") is None
+    assert _check(nested, nested.index("            \n") + 12, "python") is None
+    assert _check("def f(x):\n    \n", 14, "python") is None
+    assert _check("func f() {\n\t\n}\n", 12, "go") is None
 
 
 @pytest.fixture(scope="module")
