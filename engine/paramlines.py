@@ -1,14 +1,15 @@
 """Lines a constructor's parameters suggest, as fills of a line in its body: ``self.channel = channel``.
 
-A constructor mostly stores its parameters: Python's ``__init__(self, builder, sequence)`` writes
-``self.builder = builder``, a JavaScript or TypeScript ``constructor(controller)`` writes
-``this.controller = controller;``. The embedded model seldom writes that line exactly (``self.mode = builder``,
-``return path``, the same assignment three times) and the document has no such line to copy yet. So a line of a
-constructor's body (an empty line, or a typed one whose code starts such a line) gets, for each parameter the body
-does not store yet, the line that stores it (``param_options``): the field as the class spells it where it does
-(``self._path``, ``this.#idGenerator``), else the parameter's name; with ``;`` where more lines around end with it
-than without. They are plan options like the document's lines (``engine.doclines``): scored on the fill's first forward,
-the best that validates joins the fills as a copy, and the confidence estimate decides whether it is offered.
+A constructor mostly stores its parameters: Python's ``__init__(self, builder, sequence)`` writes ``self.builder =
+builder``, a JavaScript or TypeScript ``constructor(controller)`` writes ``this.controller = controller;``. The
+embedded model seldom writes that line exactly (``self.mode = builder``, ``return path``, the same assignment three
+times) and the document has no such line to copy yet. So a line of a constructor's body (an empty line, or a typed
+one whose code starts such a line) gets, for each parameter the body does not store yet, the line that stores it
+(``stored_lines``, for the constructor ``constructor_at`` finds; an empty line's options from ``param_options``, a
+typed line's from ``doclines.line_options``): the field as the class spells it where it does (``self._path``,
+``this.#idGenerator``), else the parameter's name; with ``;`` where more lines around end with it than without. They
+are plan options like the document's lines (``engine.doclines``): scored on the fill's first forward, the best that
+validates joins the fills as a copy, and the confidence estimate decides whether it is offered.
 
 Found from the text (no parse): the nearest constructor header above the cursor (Python ``def __init__(``,
 JavaScript and TypeScript ``constructor(``; within ``SCAN_LINES``), its parameters read to the matching ``)``, and
