@@ -95,6 +95,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mid-line", action="store_true",
                    help="with --typed: a word typed in the middle of an existing line whose closing run (`),` `;`) "
                         "stays after the cursor (benchmarks.tasks.mid_line_tail)")
+    p.add_argument("--line-end", action="store_true",
+                   help="with --typed: a word typed in the middle of an existing line, nothing after the cursor, "
+                        "the fill the rest of the line (the new-user trial's line cases; benchmarks.tasks.mid_line_end)")
     p.add_argument("--samples", default=None, help='write {"task_id", "completion"} per task (JSONL)')
     p.add_argument("--records", default=None, help="write every per-task figure (JSONL)")
     p.add_argument("--via-lsp", action="store_true", help="fill through a real diffusion-lsp process")
@@ -148,11 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.mid_line and not args.typed or args.mid_line and args.auto_close:
         print("--mid-line needs --typed (and not --auto-close)", file=sys.stderr)
         return 2
-    tasks = typed_tasks(read, auto_close=args.auto_close, mid_word=args.mid_word, mid_line=args.mid_line) \
-        if args.typed else read
+    if args.line_end and (not args.typed or args.auto_close or args.mid_line):
+        print("--line-end needs --typed (and not --auto-close or --mid-line)", file=sys.stderr)
+        return 2
+    tasks = typed_tasks(read, auto_close=args.auto_close, mid_word=args.mid_word, mid_line=args.mid_line,
+                        line_end=args.line_end) if args.typed else read
     closed = bool(args.typed and args.auto_close)
     name = (dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
-            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else ""))
+            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "")
+            + ("-lineend" if args.line_end else ""))
     if not tasks:
         # --limit counts the holes read; --typed (--auto-close) then keeps those it can type (up to a bracket)
         print(f"no tasks in {args.data}" if not read else
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update({
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
-        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line,
+        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "line_end": args.line_end,
         "via": filler.via,
         "settings": settings(args),
         "sandbox": asdict(limits),

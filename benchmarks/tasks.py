@@ -133,10 +133,11 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
 
 
 def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False,
-                mid_line: bool = False) -> list[Task]:
+                mid_line: bool = False, line_end: bool = False) -> list[Task]:
     """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``;
-    with ``mid_line``: ``mid_line_tail``), those it cannot make left out."""
-    make = mid_line_tail if mid_line else (mid_word_closed if mid_word else auto_closed) if auto_close else typed
+    with ``mid_line``: ``mid_line_tail``; with ``line_end``: ``mid_line_end``), those it cannot make left out."""
+    make = mid_line_end if line_end else mid_line_tail if mid_line else \
+        (mid_word_closed if mid_word else auto_closed) if auto_close else typed
     return [t for t in map(make, tasks) if t is not None]
 
 
@@ -239,6 +240,34 @@ def mid_line_tail(task: Task) -> Task | None:
     k = 3 if len(rest) > 6 else 2
     return replace(task, prompt=task.prompt + body[:cut + k], canonical_solution=rest[k:],
                    suffix=tail + newline + task.suffix)
+
+
+LINE_END_AFTER = " \t(.=,[:"   # ``mid_line_end``: a cut comes after one of these (the new-user trial's cut points)
+
+
+def mid_line_end(task: Task) -> Task | None:
+    """A word being typed in the middle of an existing line with nothing after the cursor, as the new-user trial's
+    line cases (benchmarks/newuser_trial/make_cases.py without ``--mid``): the cut before a word character right
+    after one of ``LINE_END_AFTER``, between 30% and 70% of the line's length (indentation included), the one
+    picked by a hash of the task id; the word's first 3 characters typed (2 when 6 or fewer are left); the fill is
+    the rest of the line. None for a hole of several lines, a line without such a cut, or under 4 characters left
+    at the cut."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    if after.strip():
+        return None
+    line = first.rstrip(" \t\r")
+    lead = len(line) - len(line.lstrip(" \t"))
+    cuts = [i for i in range(lead + 1, len(line)) if line[i - 1] in LINE_END_AFTER
+            and (line[i].isalnum() or line[i] == "_") and len(line) * 0.3 <= i <= len(line) * 0.7]
+    if not cuts:
+        return None
+    cut = cuts[zlib.crc32(task.task_id.encode("utf-8")) % len(cuts)]
+    rest = line[cut:]
+    if len(rest) < 4:
+        return None
+    k = 3 if len(rest) > 6 else 2
+    return replace(task, prompt=task.prompt + line[:cut + k], canonical_solution=rest[k:],
+                   suffix=newline + task.suffix)
 
 
 TYPED_PREFIX = "typed:"

@@ -119,6 +119,23 @@ def test_mid_line_holes_keep_the_lines_closing_run_after_a_word_typed_near_the_m
     assert typed_tasks([one], mid_line=True) == [got]
 
 
+def test_line_end_holes_cut_a_line_near_its_middle_with_a_word_typed_and_nothing_after_the_cursor():
+    from benchmarks.tasks import mid_line_end
+
+    one = Task("a.py:3", "def f(x):\n", "    return x\n", "    total = compute(values, [1])\n")
+    got = mid_line_end(one)
+    # cuts between 30% and 70% of the 32 characters, before a word after " (.=,[:": "compute" (12), "values" (20)
+    assert (got.prompt, got.canonical_solution) in {
+        (one.prompt + "    total = com", "pute(values, [1])"), (one.prompt + "    total = compute(val", "ues, [1])")}
+    assert got.suffix == "\n" + one.suffix                    # nothing after the cursor on its line
+    assert got.prompt + got.canonical_solution + got.suffix == one.prompt + one.canonical_solution + one.suffix
+    assert mid_line_end(one) == got                             # the cut is the task id's, every run
+    assert mid_line_end(Task("b.py:1", "", "", "    x = 1\n")) is None             # no cut in the middle
+    assert mid_line_end(Task("c.py:1", "", "", "    f(a,\n    b);\n")) is None    # several lines
+    assert mid_line_end(Task("e.py:1", "", "", "  f(ab)\n")) is None                # under 4 characters left
+    assert typed_tasks([one], line_end=True) == [got]
+
+
 def test_mid_word_closed_holes_have_the_fills_first_characters_typed_before_the_closer(tmp_path):
     from benchmarks.tasks import mid_word_closed
 
