@@ -46,7 +46,7 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
             passed = run_program(program, limits).passed
         fills.append({"text": fill.text, "start": fill.start, "end": fill.end, "copied": fill.copied,
                       "common": fill.common, "workspace": fill.workspace, "neighbour": fill.neighbour,
-                      "between": fill.between,
+                      "between": fill.between, "tail": fill.tail,
                       "confidences": list(fill.confidences), "features": feats,
                       "exact": exact_match(done.completion, task.canonical_solution), "passed": passed})
         if backend is not None:
@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mid-word", action="store_true",
                    help="with --typed --auto-close: the fill's first 2-3 characters typed too when it starts with a "
                         "word (benchmarks.tasks.mid_word_closed)")
+    p.add_argument("--line-end", action="store_true",
+                   help="with --typed: a word typed in the middle of an existing line, nothing after the cursor "
+                        "(benchmarks.tasks.mid_line_end)")
     p.add_argument("--tests", action="store_true", help="run each fill's tests in the sandbox (tasks with tests)")
     p.add_argument("--workspace-corpus", default=None, metavar="DIR",
                    help="a hole's workspace is the other files of its package in this code corpus "
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         done = {json.loads(line)["task_id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
     tasks = load_tasks(args.data, args.limit)
-    tasks = typed_tasks(tasks, auto_close=args.auto_close, mid_word=args.mid_word) if args.typed else tasks
+    tasks = typed_tasks(tasks, auto_close=args.auto_close, mid_word=args.mid_word, line_end=args.line_end) \
+        if args.typed else tasks
     tasks = [t for t in tasks if t.task_id not in done]
     workspaces = None
     if args.workspace_corpus:

@@ -55,6 +55,7 @@ DOCUMENT, WORKSPACE, COMMON = "document", "workspace", "common"   # where a cand
 NEIGHBOUR, BETWEEN = "neighbour", "between"   # seen after the line above or before the line below; seen beside both
 WORD = "word"   # the rest of a word the cursor ends, or of the code after it, where the word appears (``word_options``)
 PARAMETER = "parameter"   # a constructor's line that stores one of its parameters (``engine.paramlines``)
+TAIL = "tail"   # the rest of a line that has the end of the typed code in it (``tail_options``)
 
 
 class LineOptions(NamedTuple):
@@ -215,6 +216,59 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     if own and len(texts) != 1:
         return NONE   # before a line's own `,` / `;`: only a word the document completes one way
     return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
+
+
+TAIL_MOST = 16        # ``tail_options`` per hole
+TAIL_LINES = 400     # lines read that have the typed word in them (the nearest first) ...
+TAIL_LINE = 4 * LONGEST   # ... each at most this long (a minified file's line is read no further)
+_WORD_START = re.compile(r"(?<![\w$])[\w$]")
+
+
+def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
+    """The rests of other lines that have the end of the code typed on the cursor's line in them: for the rest of
+    a line (nothing after the cursor but an editor's closers, as ``line_options``) whose typed code starts no other
+    line, each ending of the typed code that starts at a word (``x = self._pa`` -> ``self._pa``, ``_pa``), longest
+    first, where a line nearby (``_nearby``, nearest first) has it at a word start, gives what follows it there up
+    to that line's end (``used.set()`` from ``self._paused.set()``). At most ``TAIL_MOST``, each with its source
+    ``TAIL``; empty for any other hole."""
+    tail = rest_of_line.strip()
+    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or tail.strip(CLOSERS):
+        return NONE
+    line_start = text.rfind("\n", 0, hole.start) + 1
+    key = text[max(line_start, hole.end - LONGEST):hole.end].lstrip(" \t")   # an ending longer than a line: none
+    starts = [m.start() for m in _WORD_START.finditer(key) if m.start() > 0]
+    if not starts or len(key) - starts[-1] < max(2, len(hole.heal)):
+        return NONE
+    endings = [key[j:] for j in starts]   # longest first; each holds the last one
+    line_end = text.find("\n", hole.end)
+    found: list[tuple[int, int, str]] = []
+    for n, line in enumerate(_nearby(text, line_start, len(text) if line_end < 0 else line_end, endings[-1])):
+        if n >= TAIL_LINES:
+            break
+        line = line.rstrip("\r")
+        if len(line) > TAIL_LINE:
+            continue
+        for k, ending in enumerate(endings):
+            at = line.find(ending)
+            while at > 0 and _WORDISH.match(line[at - 1]):
+                at = line.find(ending, at + 1)
+            if at < 0:
+                continue
+            after = line[at + len(ending):].rstrip()
+            if tail:
+                if not after.endswith(tail):
+                    continue
+                after = after[:len(after) - len(tail)]
+            if after.strip() and len(after) <= LONGEST:
+                found.append((k, n, text[hole.start:hole.end] + after + ("" if tail else "\n")))
+                break   # this line's longest ending only
+    out: dict[str, None] = {}
+    for _, _, option in sorted(found):
+        out.setdefault(option, None)
+        if len(out) >= TAIL_MOST:
+            break
+    texts = tuple(out)
+    return LineOptions(texts, (None,) * len(texts), (TAIL,) * len(texts))
 
 
 def _word_rests(after: str, closer: str) -> list[str]:

@@ -135,6 +135,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
         options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
+        # the rest of a line that has the end of the typed code in it (``self._pa|`` -> ``used.set()``)
+        options = doclines.joined(options, doclines.tail_options(text, hole, rest_of_line))
         options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, constructor, stored,
                                                                     spec.name))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
@@ -215,6 +217,10 @@ WORD_OFFSET = -100.0   # a word's rest (``doclines.word_options``): its score + 
                        # as the cursor's does (which match more of what was typed)
 
 
+TAIL_OFFSET = -200.0   # the rest of a line that has the end of the typed code (``doclines.tail_options``): after the
+                       # lines that start as typed and a word's rests
+
+
 def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank: float | None = None) -> float:
     """How a candidate line ranks among the hole's lines (higher first): the mean log-probability of its tokens
     on the first forward; a workspace or common line's adds ``PRIOR_WEIGHT`` x its prior (the log of its share
@@ -231,6 +237,8 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
                 + (BETWEEN_FIRST if source == doclines.BETWEEN else 0.0))
     if source == doclines.WORD:
         return candidate.score + WORD_OFFSET
+    if source == doclines.TAIL:
+        return candidate.score + TAIL_OFFSET
     return candidate.score if prior is None else candidate.score + PRIOR_WEIGHT * prior + PRIOR_OFFSET
 
 
@@ -250,7 +258,7 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | 
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
                            workspace=prior if source == doclines.WORKSPACE else None,
                            neighbour=prior if source in (doclines.NEIGHBOUR, doclines.BETWEEN) else None,
-                           between=source == doclines.BETWEEN), rejected
+                           between=source == doclines.BETWEEN, tail=source == doclines.TAIL), rejected
     return None, rejected
 
 

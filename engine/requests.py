@@ -132,6 +132,8 @@ class HoleFill:
     neighbour: float | None = None      # a copied line seen beside the same neighbours elsewhere (an empty line's,
                                         # engine/doclines.py ``neighbour_options``, or a typed one's): its prior
     between: bool = False               # ... seen after the line above and before the line below alike
+    tail: bool = False                  # a copied rest of a line that has the end of the typed code in it
+                                        # (engine/doclines.py ``tail_options``)
 
 
 @dataclass(frozen=True)

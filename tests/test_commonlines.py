@@ -115,11 +115,11 @@ def test_a_common_line_ranks_by_its_score_and_prior_and_is_offered_with_its_prio
     copies = [f for f in c.considered if f.copied]
     assert [f.text for f in copies] == [common.rstrip("\n")] and copies[0].common is not None
     assert copies[0].common < 0
-    # commonLines off: the document's line only
+    # commonLines off: the document's line only (then the rest of the line ``tot`` ends, doclines.tail_options)
     backend = Scoring("al + 1", {common: 0.9})
     complete(backend, FillOptions(common_lines=False), InfillRequest(text + "\n", len(text), "python"),
              Control(lambda s: None))
-    assert backend.plans[0].options == ("al\n",)
+    assert backend.plans[0].options == ("al\n", "al = a\n")
 
 
 def test_common_line_features():

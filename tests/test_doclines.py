@@ -278,6 +278,65 @@ def test_a_word_typed_before_a_lines_own_comma_or_semicolon_takes_the_one_rest_t
     assert options(js.replace("|;", "|; x()"), "javascript") == ()         # code after it: not a word's place
 
 
+def test_the_end_of_a_typed_line_takes_the_rest_of_the_lines_that_have_it_longest_ending_first():
+    """A word typed in the middle of a line no other line starts as (the new-user trial's line cases): the rest of
+    each line nearby that has the end of the typed code at a word start, the longest ending first, then the
+    nearest line."""
+    from engine.doclines import TAIL, tail_options
+
+    def options(text: str, language: str = "python", healed: bool = False) -> tuple[str, ...]:
+        cursor = text.index("|")
+        text = text.replace("|", "")
+        line_end = text.find("\n", cursor)
+        hole = decide_hole(spec_for(language), text, cursor)
+        if not healed:
+            hole = replace(hole, start=cursor, heal="")
+        got = tail_options(text, hole, text[cursor:len(text) if line_end < 0 else line_end])
+        assert set(got.sources) <= {TAIL}
+        return got.texts
+
+    text = ("class Pump:\n    def stop(self):\n        if self._paused.is_set():\n            return\n"
+            "        self._paused.set()\n        self.x_paused = 1\n\n    def go(self):\n        waiter = self._pa|\n"
+            "        paused = _pausing()\n")
+    # ``self._pa`` (the longest ending of ``waiter = self._pa`` at a word start) in two lines, nearest first;
+    # ``_pa`` alone next (``_pausing()`` below is nearer, but its line has only the shorter ending); not
+    # ``x_paused``, where ``_pa`` is inside a word
+    assert options(text) == ("used.set()\n", "used.is_set():\n", "using()\n")
+    # healed: the fragment is the fill's too
+    assert options(text, healed=True)[0] == "_paused.set()\n"
+    js = "let currentProp = 1;\nlet b = 2;\nfunction f() {\n  return cur|\n}\n"
+    assert options(js, "javascript") == ("rentProp = 1;\n",)        # the whole rest, not only the word
+    assert options(text.replace("self._pa|", "self._pa| + 1")) == ()               # code after it: another line's
+    assert options("x = 1\ny = f(x.ab|)\nz = f(x.abc)\n") == ("c",)               # an editor's closers: stop there
+    assert options("x = 1\ny = f(x.a|)\nz = f(x.ab)\n") == ()                    # a one-character word: too little
+    assert options("def f():\n    retur|\n") == ()                               # nothing before the word
+    js = "this.#merger.disconnect();\n\tconst m = this.#merger.dis|\r\n"
+    assert options(js, "javascript") == ("connect();\n",)                         # a CRLF line's \r is not kept
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_the_engine_finishes_a_line_typed_to_its_middle_with_the_rest_of_a_line_that_has_its_end(embedded_engine,
+                                                                                                  newline):
+    """The new-user trial's line cases: a word typed in the middle of a line no other line starts as. The model
+    alone writes ``used.get()`` (estimated 3%); ``self._paused.set()`` two methods up gives ``used.set()``, offered
+    above the shipped bar; Go's ``w.Header().Set("Content-Type", ...)`` the same."""
+    from engine import EngineConfig
+    from engine.confidence import load_calibration
+
+    bar = load_calibration(EngineConfig().model_dir()).min_confidence
+    cases = [("python", "class Pump:\n    def stop(self):\n        if self._paused.is_set():\n            return\n"
+                        "        self._paused.set()\n\n    def go(self):\n        waiter = self._pa", "used.set()"),
+             ("go", "func a(w http.ResponseWriter) {\n\tw.Header().Set(\"Content-Type\", \"application/json\")\n}\n\n"
+                    "func b(w http.ResponseWriter) {\n\th := w.Header().Se", 't("Content-Type", "application/json")')]
+    for language, typed, rest in cases:
+        text = (typed + "\n").replace("\n", newline)
+        c = embedded_engine.infill_sync(InfillRequest(text, len(typed.replace("\n", newline)), language), timeout=60)
+        assert [(f.text, f.copied, f.tail) for f in c.fills] == [(rest, True, True)]
+        assert c.fills[0].confidence >= bar
+        assert text[:c.fills[0].start] + c.fills[0].text + text[c.fills[0].end:] == \
+            (typed + rest + "\n").replace("\n", newline)
+
+
 def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_the_document_has_it(embedded_engine):
     # the model alone breaks the word (``err`` + ``, err``, under the bar) and no line of the document starts with
     # ``log(err``: before word options that fill was all there was, and nothing was shown
