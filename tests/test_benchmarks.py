@@ -967,3 +967,24 @@ def test_lsp_client_positions_count_a_lone_surrogate_as_one_unit():
     assert position_at(text, at) == {"line": 1, "character": 9}
     assert offset_at(text, position_at(text, at)) == at
     assert position_at(text, text.index('"', 5)) == {"line": 0, "character": 6}
+
+
+def test_a_trial_judgement_holds_for_its_own_case_only():
+    """The new-user trial names its case files by language and number (typescript_3.ts): a hand judgement keyed by
+    that name judged another case once the cases were picked again (`Add` -> `ress` took Synth.ts's verdict)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "newuser_trial" / "summarize.py"
+    spec = importlib.util.spec_from_file_location("summarize", path)
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+
+    def case(source: str, typed: str, shown: str, expected: str) -> dict:
+        return {"kind": "line", "file": "typescript_3.ts", "source": source, "typed": typed, "shown": shown,
+                "expected": expected, "col": 7, "removed": ["    x: " + typed], "inserted": ["    x: " + typed + shown],
+                "messages": ""}
+
+    assert summarize.verdict(case("npm:tone/build/esm/instrument/Synth.ts", "str", "ing", 'ing = "Synth";'))[0] == \
+        "acceptable"
+    assert summarize.verdict(case("npm:viem/utils/verifyHash.ts", "Add", "ress", "ress | undefined")) == \
+        ("harmless wrong", "")

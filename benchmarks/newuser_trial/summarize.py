@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import sys
 
-# Hand judgements of shown fills that are not the original text: (verdict, why).
+# Hand judgements of shown fills that are not the original text, by the case's source file, what was typed and what
+# was shown (a case file's name, typescript_3.ts, names another case whenever the cases are picked again): (verdict,
+# why).
 JUDGED = {
-    "typescript_3.ts": ("acceptable", "'string' completes the type the user was typing; the initializer is left to type"),
+    ("Synth.ts", "str", "ing"): ("acceptable",
+                                 "'string' completes the type the user was typing; the initializer is left to type"),
 }
 
 
@@ -49,8 +52,9 @@ def verdict(r: dict) -> tuple[str, str]:
         return "acceptable", "exactly the original"
     if r["kind"] == "action" and [x.strip() for x in r["inserted"]] == [r["expected"]]:
         return "acceptable", "exactly the original"
-    if r["file"] in JUDGED:
-        return JUDGED[r["file"]]
+    judged = (r["source"].rsplit("/", 1)[-1], r["typed"], r.get("shown"))
+    if judged in JUDGED:
+        return JUDGED[judged]
     return "harmless wrong", ""
 
 
