@@ -199,9 +199,10 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
             or tail.strip(WORD_TAIL if own else CLOSERS):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
-    m = _FRAGMENT.search(text, line_start, hole.start)
-    if m is None or m.end() != hole.start:
-        return NONE
+    cut = max(line_start, hole.start - LONGEST)   # the pattern searched over a long line is quadratic
+    m = _FRAGMENT.search(text, cut, hole.start)
+    if m is None or m.end() != hole.start or m.start() == cut > line_start and _WORDISH.match(text[cut - 1]):
+        return NONE   # no word fragment, or one longer than a line can be
     fragment = m.group(0)
     at = re.compile(r"(?<![\w$])" + re.escape(fragment))
     line_end = text.find("\n", hole.end)

@@ -182,6 +182,36 @@ def test_the_message_size_limit_is_configurable(tmp_path):
 
 # -- a 2 MB single line ---------------------------------------------------------------------------------
 
+def test_a_cursor_after_a_2mb_word_is_answered(tmp_path):
+    """A cursor right after a 2 MB run of word characters (a minified line's identifier, a hex blob): the typed
+    fragment was found by a regular expression anchored at the line's end, searched from every position of the
+    run, and held the engine thread for minutes (found by hand: the server answered nothing after it)."""
+    server = StdioServer(tmp_path / "server.log")
+    try:
+        wire = server.wire
+        wire.send(request(1, "initialize", {**INITIALIZE, "initializationOptions": {"threads": 1}}))
+        wire.answer(1)
+        wire.send(notification("initialized", {}))
+        wire.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "diffusion/status"
+                      and m["params"]["state"] == "ready", 120)
+        for n, (text, language) in enumerate([("const x = foo.barBaz(1);\nblob = " + "Ab9_" * 500_000, "javascript"),
+                                              ("y = f(" + "a" * 2_000_000, "python")]):
+            uri = f"file:///blob{n}"
+            wire.send(notification("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": language, "version": 1, "text": text}}))
+            lines = text.split("\n")
+            position = {"line": len(lines) - 1, "character": len(lines[-1])}
+            wire.send(request(10 + n, "textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": position, "context": {"triggerKind": 1}}))
+            inline = wire.answer(10 + n, 300)
+            for item in inline["result"]["items"]:
+                assert item["range"]["start"]["line"] == position["line"]
+        wire.send(request(3, STATS, {}))
+        assert wire.answer(3)["result"]["state"] == "ready"
+    finally:
+        server.close()
+
+
 def test_a_position_at_the_end_of_a_2mb_line(tmp_path):
     server = StdioServer(tmp_path / "server.log")
     try:
