@@ -21,7 +21,7 @@ from engine.multifill import shape
 from engine.requests import HoleFill
 from engine.targets import survey
 from engine.validate import edits_keep_parsing
-from tests.lsp_session import cancelled_after, open_doc, plain, stats
+from tests.lsp_session import cancelled_after, open_doc, plain, raced, stats
 
 PY = '''import math
 
@@ -718,14 +718,14 @@ async def test_an_edit_during_a_long_rewrite_stops_it_and_nothing_is_applied(cli
 
 
 async def test_cancelling_a_long_rewrite_returns_promptly_and_stops_the_model(client, applied):
-    uri = f"file:///cancel-rewrite-{client.snapshot}.py"
     text = "def f(x):\n" + "    y = x + 1\n" * 60
-    open_doc(client, uri, text)
-    await _configure(client, steps=400, threshold=1.5)  # one token a step: hundreds of steps
-    try:
+
+    async def attempt(i: int) -> bool:
+        uri = f"file:///cancel-rewrite-{client.snapshot}-{i}.py"
+        open_doc(client, uri, text)
         before = await stats(client)
         client.drafts.clear()
-        msg_id = f"rewrite-{client.snapshot}"
+        msg_id = f"rewrite-{client.snapshot}-{i}"
         fut = client.protocol.send_request("workspace/executeCommand", _rewrite(uri, 1, text, 10, len(text)),
                                            msg_id=msg_id)
         await _denoising(client, uri)
@@ -733,12 +733,21 @@ async def test_cancelling_a_long_rewrite_returns_promptly_and_stops_the_model(cl
         with pytest.raises(JsonRpcException) as err:
             await asyncio.wait_for(asyncio.wrap_future(fut), 30)  # a hang guard, not a latency limit
         assert err.value.code == REQUEST_CANCELLED
-        after = await cancelled_after(client, before)
+        after = await cancelled_after(client, before, 60)
+        seen = {k: (before.get(k), after.get(k)) for k in ("jobs", "completed", "cancelled", "failed",
+                                                           "last_cancelled_at_step")}
+        if after["cancelled"] == before["cancelled"] and after["completed"] == before["completed"] + 1:
+            return False   # the fill ended before the cancellation reached the server (a loaded machine)
+        assert after["cancelled"] == before["cancelled"] + 1, seen
+        assert 1 <= after["last_cancelled_at_step"] < 400, seen  # stopped mid-denoising, not run to the end
+        assert applied == []
+        return True
+
+    await _configure(client, steps=400, threshold=1.5)  # one token a step: hundreds of steps
+    try:
+        await raced(attempt)
     finally:
         await _configure(client, steps=0, threshold=0)
-    assert after["last_cancelled_at_step"] < 400  # stopped mid-denoising, not run to the end
-    assert after["cancelled"] == before["cancelled"] + 1 and after["last_cancelled_at_step"] >= 1
-    assert applied == []
 
 
 def test_actions_are_tagged_as_generated_when_the_client_supports_it():
