@@ -20,9 +20,13 @@ workspace's files. On the 1,900 whole-line development holes the engine's pick w
 them and 333 with them (benchmarks/README.md, "An empty line's neighbours"). Which of them is the copy is decided
 by a rank fitted on those holes (``neighbour_rank``: seen beside both, seen after the line above in this
 document, its names near the cursor, a name the document lacks, its length, and the model's score): right line
-first for 386 held-out holes against 335 ("Ranking an empty line's neighbours"). A typed line gets those of its
-neighbours' lines that start with the typed code first (``line_options``' ``pairs``): the engine's pick on the
-1,900 typed development holes, no bar, was right for 282 holes without them and 514 with them (cross-validated).
+first for 386 held-out holes against 335 ("Ranking an empty line's neighbours"). Parallel code counts as a sighting
+too (``_analogies``): beside ``def iinfo(dtyp):``, the line after ``def finfo(dtyp):``; after ``if right is not
+None:``, ``walk(right, visit)`` from ``walk(left, visit)`` after ``if left is not None:`` (the one changed name
+changed back): 389 -> 421 right fills offered on the 1,900 whole-line development holes ("Parallel code"). A typed
+line gets those of its neighbours' lines that start with the typed code first (``line_options``' ``pairs``): the
+engine's pick on the 1,900 typed development holes, no bar, was right for 282 holes without them and 514 with them
+(cross-validated).
 A word being typed inside an editor's closers (``f(err|)``) gets the text that follows the word where the document
 has it (``word_options``: ``or.message`` from ``print(error.message)``), after those lines: on the 143 mid-word
 development holes, 38 -> 49 right fills offered, 61 -> 88 offered (benchmarks/README.md, "A word being typed").
@@ -382,13 +386,13 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     line_end = text.find("\n", hole.end)
     line_end = len(text) if line_end < 0 else line_end
     seen, above, below = _beside(text, line_start, line_end if not rest_of_line.strip() else hole.end - 1,
-                                 language, workspace)
+                                 language, workspace, analogies=True)
     if not seen:
         return NONE
     unit = "" if hole.heal else _indent_unit(text, line_start, language)   # typed indentation is kept as typed
     near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
-    for code, (n_after, n_before, steps_after, steps_before, in_document), prior, source in _ranked(seen):
+    for code, (n_after, n_before, steps_after, steps_before, in_document, analogies), prior, source in _ranked(seen):
         if below is not None and code == below[0] and not n_after:
             continue
         if hole.heal:
@@ -399,6 +403,8 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
             assert below is not None
             indent = _stepped(below[2], steps_before.most_common(1)[0][0], unit)
         rank = neighbour_rank(code, source == BETWEEN, in_document, near, known)
+        if analogies == n_after + n_before:   # seen only beside lines one name apart from the neighbours
+            rank += ANALOGY_OFFSET
         out.setdefault(indent + code + ("\n" if hole.keep_newline else ""), (prior, source, rank))
     return LineOptions(tuple(out), tuple(p for p, _, _ in out.values()), tuple(s for _, s, _ in out.values()),
                        tuple(r for _, _, r in out.values()))
@@ -454,13 +460,15 @@ def _ranked(seen: dict[str, list]) -> Iterator[tuple[str, list, float, str]]:
 
 
 def _beside(text: str, line_start: int, line_end: int, language: str | None, workspace: worklines.Workspace | None,
-            start: str = "") -> tuple[dict[str, list], tuple[str, int, str] | None, tuple[str, int, str] | None]:
+            start: str = "", analogies: bool = False
+            ) -> tuple[dict[str, list], tuple[str, int, str] | None, tuple[str, int, str] | None]:
     """The lines seen right after the code line above the line ``text[line_start:line_end]`` and right before the
     code line below it, in the document (within ``SPAN`` lines each side, the pairs of each side apart: never the
     one across that line) and in the ``workspace``'s files: code -> [times after the line above, times before the
     line below, {step: times} of each side, times after the line above in the document]; and the line above and
     the line below (stripped, indentation width, indentation), or None. ``start``: the workspace's lines only if
-    they start with it (``Workspace.neighbours``)."""
+    they start with it (``Workspace.neighbours``). With ``analogies``, also the document's lines beside a line that
+    is the line above (or below) with one name changed, that name changed back in them (``_analogies``)."""
     before, before_lines = _code_runs(text, line_start, up=True)            # nearest first
     after, after_lines = _code_runs(text, line_end, up=False)
     above = (before[0], worklines.indent_width(before_lines[0]), _indentation(before_lines[0])) if before else None
@@ -470,11 +478,12 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     if above is None and below is None:
         return seen, above, below
 
-    def add(code: str, side: int, step: int, n: int, in_document: int = 0) -> None:
-        entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0])
+    def add(code: str, side: int, step: int, n: int, in_document: int = 0, analogy: int = 0) -> None:
+        entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0, 0])
         entry[side] += n
         entry[2 + side][step] += n
         entry[4] += in_document
+        entry[5] += analogy
 
     first, last = above and above[0], below and below[0]
     for codes, lines in ((before[::-1], before_lines[::-1]), (after, after_lines)):   # the pairs of each side
@@ -494,7 +503,58 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
         for side, found in ((0, follows), (1, precedes)):
             for code, step, n in found:
                 add(code, side, step, n)
+    if analogies:
+        for codes, lines in ((before[:ANALOGY_SPAN][::-1], before_lines[:ANALOGY_SPAN][::-1]),
+                             (after[:ANALOGY_SPAN], after_lines[:ANALOGY_SPAN])):
+            for code, side, step in _analogies(codes, lines, first, last):
+                add(code, side, step, 1, analogy=1)
     return seen, above, below
+
+
+ANALOGY_SPAN = 1000     # code lines read on each side of the cursor for ``_analogies``
+ANALOGY_OFFSET = -1.0   # added to the rank of an empty line's option seen only by analogy (``neighbour_rank``'s
+                        # scale): on the 1,900 whole-line development holes 421 right fills offered at -1, 417 at 0,
+                        # 419 at -2 (389 without analogies; benchmarks/README.md, "Parallel code")
+_ANALOGY_NAME = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*")
+
+
+def _one_name_apart(line: str) -> re.Pattern[str] | None:
+    """A pattern that matches a line which is ``line`` with one of its names changed (the changed name's group is
+    ``n{k}``, ``k`` the name's index in ``line``), or None if ``line`` has no name."""
+    names = list(_ANALOGY_NAME.finditer(line))
+    if not names or len(names) > 24:
+        return None
+    return re.compile("|".join(f"{re.escape(line[:m.start()])}(?P<n{k}>[A-Za-z_$][\\w$]*){re.escape(line[m.end():])}"
+                               for k, m in enumerate(names)))
+
+
+def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, last: str | None
+               ) -> Iterator[tuple[str, int, int]]:
+    """Parallel code: where a line of ``codes`` (one side of the cursor, top to bottom) is ``first`` (the code line
+    above the cursor) with one name changed, the line after it with that name changed to ``first``'s
+    (``def finfo(d):`` then ``t = f(d)``, beside ``def iinfo(d):``); and where one is ``last`` (the code line below)
+    with one name changed, the line before it likewise. Each (code, side: 0 after the line above / 1 before the
+    line below, the indentation step from that line)."""
+    for neighbour, side in ((first, 0), (last, 1)):
+        pattern = _one_name_apart(neighbour) if neighbour else None
+        if pattern is None or neighbour is None:
+            continue
+        names = [m.group() for m in _ANALOGY_NAME.finditer(neighbour)]
+        for i, code in enumerate(codes):
+            j = i + 1 if side == 0 else i - 1
+            if not 0 <= j < len(codes) or code == neighbour:
+                continue
+            m = pattern.fullmatch(code)
+            if m is None or m.lastgroup is None:
+                continue
+            old, new = m.group(m.lastgroup), names[int(m.lastgroup[1:])]
+            if old == new:
+                continue
+            other = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", new, codes[j])
+            if other == neighbour:
+                continue
+            wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[j])
+            yield other, side, (wb > wa) - (wb < wa)
 
 
 def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:

@@ -166,6 +166,33 @@ def test_the_engine_writes_a_neighbours_line_through_the_real_model(embedded_eng
     assert c.fills and c.fills[0].text.strip() == "data = json.load(handle)"
 
 
+def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neighbours_with_the_name_changed():
+    # the line above is another function's header with one name changed: the line after that one, as it is
+    doc = ("def finfo(dtyp):\n    torch_dtype = _dtypes.dtype(dtyp).torch_dtype\n    return torch.finfo(torch_dtype)\n"
+           "\n\ndef iinfo(dtyp):\n\n    return torch.iinfo(torch_dtype)\n")
+    hole, opts = options_at(PY, doc, doc.index("(dtyp):\n\n", 20) + 8)
+    # seen after a line like the one above and before a line like the one below: beside both, indented one step
+    assert opts.texts == ("    torch_dtype = _dtypes.dtype(dtyp).torch_dtype",) and opts.sources == (BETWEEN,)
+    # the changed name is changed in the line taken too (whole names only); CRLF, tabs and an emoji kept as they are
+    tree = "\tif left is not None:\r\n\t\tvisit(left, \"😀\", left_x)\r\n\tif right is not None:\r\n\t\t\r\n"
+    hole, opts = options_at(PY, tree, tree.index("\t\t\r\n", 30) + 2)
+    assert hole.heal == "\t\t" and opts.texts == ("\t\tvisit(right, \"😀\", left_x)",) and opts.sources == (NEIGHBOUR,)
+    assert options_at(PY, "x = 1\nx = 2\ny = 1\n\n", 18)[1].texts == ("y = 2",)
+    assert options_at(GO, "a := f(x)\nb := g(x)\na := f(y)\n\n", 30)[1].texts == ("b := g(y)",)
+    # two names apart, or a line that is the neighbour itself once its name is changed: nothing
+    assert options_at(PY, "if left is None:\n    visit(left)\nif right is not None:\n\n", 55)[1] == NONE
+    assert options_at(PY, "f(a)\nf(a)\nf(b)\n\n", 15)[1] == NONE
+
+
+def test_the_engine_writes_a_line_of_parallel_code_through_the_real_model(embedded_engine):
+    text = ("def walk(node, visit):\r\n    left, right = node.left, node.right\r\n    if left is not None:\r\n"
+            "        walk(left, visit)\r\n    if right is not None:\r\n\r\n    visit(node)\r\n")
+    at = text.index("if right is not None:\r\n") + len("if right is not None:\r\n")
+    c = embedded_engine.infill_sync(InfillRequest(text, at, "python"), timeout=60)   # the default bar, CRLF
+    assert c.fills and c.fills[0].text == "        walk(right, visit)" and c.fills[0].copied
+    assert (c.fills[0].start, c.fills[0].end) == (at, at)
+
+
 def test_workspace_neighbours_that_start_with_the_typed_code():
     ws = worklines.Workspace()
     ws.update("/a.go", "go", "if err != nil {\n\treturn err\n}\n")
