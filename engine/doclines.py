@@ -516,16 +516,15 @@ ANALOGY_OFFSET = -1.0   # added to the rank of an empty line's option seen only 
                         # scale): on the 1,900 whole-line development holes 421 right fills offered at -1, 417 at 0,
                         # 419 at -2 (389 without analogies; benchmarks/README.md, "Parallel code")
 _ANALOGY_NAME = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*")
+_ANALOGY_WORD = re.compile(r"[A-Za-z_$][\w$]*")
 
 
-def _one_name_apart(line: str) -> re.Pattern[str] | None:
-    """A pattern that matches a line which is ``line`` with one of its names changed (the changed name's group is
-    ``n{k}``, ``k`` the name's index in ``line``), or None if ``line`` has no name."""
+def _one_name_apart(line: str) -> list[tuple[str, str, str]]:
+    """``line`` around each of its names (at most 24): (the text before the name, the name, the text after it)."""
     names = list(_ANALOGY_NAME.finditer(line))
-    if not names or len(names) > 24:
-        return None
-    return re.compile("|".join(f"{re.escape(line[:m.start()])}(?P<n{k}>[A-Za-z_$][\\w$]*){re.escape(line[m.end():])}"
-                               for k, m in enumerate(names)))
+    if len(names) > 24:
+        return []
+    return [(line[:m.start()], m.group(), line[m.end():]) for m in names]
 
 
 def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, last: str | None
@@ -536,19 +535,22 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
     with one name changed, the line before it likewise. Each (code, side: 0 after the line above / 1 before the
     line below, the indentation step from that line)."""
     for neighbour, side in ((first, 0), (last, 1)):
-        pattern = _one_name_apart(neighbour) if neighbour else None
-        if pattern is None or neighbour is None:
+        if not neighbour:
             continue
-        names = [m.group() for m in _ANALOGY_NAME.finditer(neighbour)]
+        around = _one_name_apart(neighbour)
+        # one name changed keeps the text before it or the text after it: the first or the last character, unless
+        # the neighbour is a name alone
+        head, tail = ("", "") if _ANALOGY_WORD.fullmatch(neighbour) else (neighbour[0], neighbour[-1])
         for i, code in enumerate(codes):
             j = i + 1 if side == 0 else i - 1
-            if not 0 <= j < len(codes) or code == neighbour:
+            if not 0 <= j < len(codes) or head and code[0] != head and code[-1] != tail or code == neighbour:
                 continue
-            m = pattern.fullmatch(code)
-            if m is None or m.lastgroup is None:
-                continue
-            old, new = m.group(m.lastgroup), names[int(m.lastgroup[1:])]
-            if old == new:
+            for before, new, after in around:
+                if code.startswith(before) and code.endswith(after) and len(code) > len(before) + len(after):
+                    old = code[len(before):len(code) - len(after)]
+                    if old != new and _ANALOGY_WORD.fullmatch(old):
+                        break
+            else:
                 continue
             other = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", new, codes[j])
             if other == neighbour:
