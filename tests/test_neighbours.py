@@ -184,6 +184,17 @@ def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neigh
     assert options_at(PY, "f(a)\nf(a)\nf(b)\n\n", 15)[1] == NONE
 
 
+def test_a_typed_line_gets_the_lines_of_parallel_code_that_start_as_typed_first():
+    doc = ("def walk(node, visit):\n    if left is not None:\n        walk(left, visit)\n        log(left)\n"
+           "    if right is not None:\n        walk(right, visit)\n        lo\n    visit(node)\n")
+    at = doc.index("        lo\n") + 10
+    opts = typed_options(PY, doc, at)
+    # "log(left)" came after "walk(left, visit)", the line above with one name changed: renamed, it comes first
+    assert opts.texts[0] == "        log(right)\n" and opts.sources[0] == NEIGHBOUR   # (the typed word is healed)
+    assert "        log(left)\n" in opts.texts[1:]     # the document's own line, after it
+    assert typed_options(PY, doc, at, pairs=False).texts == ("        log(left)\n",)
+
+
 def test_the_engine_writes_a_line_of_parallel_code_through_the_real_model(embedded_engine):
     text = ("def walk(node, visit):\r\n    left, right = node.left, node.right\r\n    if left is not None:\r\n"
             "        walk(left, visit)\r\n    if right is not None:\r\n\r\n    visit(node)\r\n")
