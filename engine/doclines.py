@@ -180,7 +180,8 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
 
 WORD_MOST = 32      # a word's candidates per hole (``word_options``), the nearest lines' first
 WORD_TAIL = CLOSERS + ",;"   # ``word_options``: closers after the cursor, or a line's own `,` / `;` and closers
-_FRAGMENT = re.compile(r"[A-Za-z_$][\w$]*$")
+_NAME_CHARS = r"[A-Za-z_$][\w$]*"   # a name in any of the languages (JavaScript's `$` too)
+_FRAGMENT = re.compile(_NAME_CHARS + "$")
 _WORDISH = re.compile(r"[\w$]")
 _NAME_PATH = re.compile(r"[\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _QUOTES = "\"'`"
@@ -517,8 +518,8 @@ ANALOGY_SPAN = 1000     # code lines read on each side of the cursor for ``_anal
 ANALOGY_OFFSET = -1.0   # added to the rank of an empty line's option seen only by analogy (``neighbour_rank``'s
                         # scale): on the 1,900 whole-line development holes 421 right fills offered at -1, 417 at 0,
                         # 419 at -2 (389 without analogies; benchmarks/README.md, "Parallel code")
-_ANALOGY_NAME = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*")
-_ANALOGY_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+_ANALOGY_NAME = re.compile(r"(?<![\w$])" + _NAME_CHARS)
+_ANALOGY_WORD = re.compile(_NAME_CHARS)
 
 
 def _one_name_apart(line: str) -> list[tuple[str, str, str]]:
@@ -532,12 +533,12 @@ def _one_name_apart(line: str) -> list[tuple[str, str, str]]:
 def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, last: str | None
                ) -> Iterator[tuple[str, int, int]]:
     """Parallel code: where a line of ``codes`` (one side of the cursor, top to bottom) is ``first`` (the code line
-    above the cursor) with one name changed, the line after it with that name changed to ``first``'s
-    (``def finfo(d):`` then ``t = f(d)``, beside ``def iinfo(d):``); and where one is ``last`` (the code line below)
-    with one name changed, the line before it likewise. Each (code, side: 0 after the line above / 1 before the
-    line below, the indentation step from that line)."""
+    above the cursor, at most ``LONGEST`` characters) with one name changed, the line after it with that name changed
+    to ``first``'s (``def finfo(d):`` then ``t = f(d)``, beside ``def iinfo(d):``); and where one is ``last`` (the
+    code line below) with one name changed, the line before it likewise. Each (code, side: 0 after the line above /
+    1 before the line below, the indentation step from that line)."""
     for neighbour, side in ((first, 0), (last, 1)):
-        if not neighbour:
+        if not neighbour or len(neighbour) > LONGEST:   # (a 2 MB line: its prefixes and suffixes are not copied)
             continue
         around = _one_name_apart(neighbour)
         # one name changed keeps the text before it or the text after it: the first or the last character, unless

@@ -182,6 +182,12 @@ def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neigh
     # two names apart, or a line that is the neighbour itself once its name is changed: nothing
     assert options_at(PY, "if left is None:\n    visit(left)\nif right is not None:\n\n", 55)[1] == NONE
     assert options_at(PY, "f(a)\nf(a)\nf(b)\n\n", 15)[1] == NONE
+    # a neighbour longer than a line can be (a 2 MB line) is not searched for: none of its copies are made
+    long = "x = g('" + "z" * doclines.LONGEST + "')"
+    text = f"{long}\nx = 2\n{long.replace('x', 'y', 1)}\n\n"
+    assert options_at(PY, text, len(text) - 1)[1] == NONE
+    assert options_at(PY, text.replace("z" * doclines.LONGEST, "z"), len(text) - doclines.LONGEST * 2 + 1)[1].texts \
+        == ("y = 2",)
 
 
 def test_a_typed_line_gets_the_lines_of_parallel_code_that_start_as_typed_first():
