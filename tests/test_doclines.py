@@ -160,7 +160,7 @@ def test_the_masked_backend_scores_options_with_its_first_forward(embedded_engin
     plan = FillPlan((prefix, HoleSpec(8, True), suffix), 8, 0.0, options=(option, long, ""))
     result = backend.fill(plan, Control(lambda s: None))
     got, too_long, empty = result.options
-    assert too_long is None and empty is None                                 # longer than 8 slots; no tokens
+    assert empty is None                                                       # no tokens
     # the probabilities a plain full forward over the all-masked canvas gives the option's tokens
     canvas, holes, _, _ = backend._layout(plan)
     logp = backend._logits_at(canvas, torch.arange(holes[0].lo, holes[0].hi)).float().log_softmax(-1)
@@ -168,6 +168,15 @@ def test_the_masked_backend_scores_options_with_its_first_forward(embedded_engin
     want = [math.exp(float(logp[j, t])) for j, t in enumerate(toks)]
     assert got.texts == (option,) and got.confidences[0] == pytest.approx(want, abs=1e-4)
     assert got.score == pytest.approx(sum(math.log(p) for p in want) / len(want), abs=1e-3)
+    # a text longer than the 8 slots: scored on its first 8 tokens, each token after them at their geometric mean
+    toks = backend._encode(long)
+    assert len(toks) > 8
+    head = [math.exp(float(logp[j, t])) for j, t in enumerate(toks[:8])]
+    mean_log = sum(math.log(p) for p in head) / 8
+    assert too_long.texts == (long,) and too_long.score == pytest.approx(mean_log, abs=1e-3)
+    assert too_long.confidences[0][:8] == pytest.approx(head, abs=1e-4)
+    assert too_long.confidences[0][8:] == pytest.approx([math.exp(mean_log)] * (len(toks) - 8), abs=1e-4)
+    assert len(too_long.token_spans[0]) == len(toks)
     # the fill itself is the one it is without options
     plain = backend.fill(replace(plan, options=()), Control(lambda s: None))
     strip = [(c.texts, c.confidences, c.token_spans) for c in plain.candidates]

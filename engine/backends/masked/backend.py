@@ -7,6 +7,7 @@ tokens stay fixed. Mask, pad and EOS ids come from the tokenizer.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -500,8 +501,10 @@ class MaskedBackend:
 
     def _options(self, row: _Row) -> tuple[Candidate | None, ...]:
         """Each of the row's options as a candidate for its first hole: the probability the first forward (every
-        slot still masked) gave each of its tokens at its slot, from the hole's first slot on; None for a text
-        longer than the hole (or one with no tokens)."""
+        slot still masked) gave each of its tokens at its slot, from the hole's first slot on; None for a text with
+        no tokens. A text longer than the hole is scored on the tokens that fit (a whole line of 40 tokens over a
+        24-slot hole: its first 24); each token past them gets their geometric mean, so the score (their mean
+        log-probability) is theirs and the text keeps one confidence per token."""
         if not row.options:
             return ()
         if row.first is None or not row.holes:
@@ -513,14 +516,16 @@ class MaskedBackend:
         out: list[Candidate | None] = []
         encoded = self.tokenizer(list(row.options), add_special_tokens=False)["input_ids"]   # one call for all
         for toks in encoded:
-            rows_at = [at.get(h.lo + j, -1) for j in range(len(toks))]
-            if not toks or h.lo + len(toks) > h.hi or -1 in rows_at:
+            fit = min(len(toks), h.hi - h.lo)
+            rows_at = [at.get(h.lo + j, -1) for j in range(fit)]
+            if not fit or -1 in rows_at:
                 out.append(None)
                 continue
-            lp = logp[torch.tensor(rows_at), torch.tensor(toks)]                           # (n,)
+            lp = logp[torch.tensor(rows_at), torch.tensor(toks[:fit])]                     # (fit,)
             decoded, spans = self._decode(toks)
-            confs = tuple(round(float(x), 6) for x in lp.exp())
-            out.append(Candidate((decoded,), (confs,), (spans,), float(lp.mean())))
+            score = float(lp.mean())
+            confs = tuple(round(float(x), 6) for x in lp.exp()) + (round(math.exp(score), 6),) * (len(toks) - fit)
+            out.append(Candidate((decoded,), (confs,), (spans,), score))
         return tuple(out)
 
     def _decode(self, toks: list[int]) -> tuple[str, tuple[tuple[int, int], ...]]:
