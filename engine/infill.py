@@ -140,7 +140,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, constructor, stored,
                                                                     spec.name))
     # the options are scored on the first forward of the attempt with the most slots (an empty line's are whole
-    # lines: the 8-slot attempt would leave most of them out)
+    # lines: at 8 slots most of them would be scored on their first 8 tokens only; past the slots a text is scored
+    # on the tokens that fit)
     attempts = lengths.attempts(hole.kind, slots, line_lengths, backend)
     scored_at = max(attempts)
     ranks = options.ranks or (None,) * len(options.texts)
