@@ -395,7 +395,8 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     unit = "" if hole.heal else _indent_unit(text, line_start, language)   # typed indentation is kept as typed
     near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
-    for code, (n_after, n_before, steps_after, steps_before, in_document, analogies), prior, source in _ranked(seen):
+    for code, counts, prior, source in _ranked(seen):
+        n_after, n_before, steps_after, steps_before, in_document, analogies = counts
         if below is not None and code == below[0] and not n_after:
             continue
         if hole.heal:
@@ -406,7 +407,7 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
             assert below is not None
             indent = _stepped(below[2], steps_before.most_common(1)[0][0], unit)
         rank = neighbour_rank(code, source == BETWEEN, in_document, near, known)
-        if analogies == n_after + n_before:   # seen only beside lines one name apart from the neighbours
+        if analogies == n_after + n_before:   # seen only beside lines one or two names apart from the neighbours
             rank += ANALOGY_OFFSET
         out.setdefault(indent + code + ("\n" if hole.keep_newline else ""), (prior, source, rank))
     return LineOptions(tuple(out), tuple(p for p, _, _ in out.values()), tuple(s for _, s, _ in out.values()),
@@ -471,7 +472,7 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     line below, {step: times} of each side, times after the line above in the document]; and the line above and
     the line below (stripped, indentation width, indentation), or None. ``start``: the workspace's lines only if
     they start with it (``Workspace.neighbours``). With ``analogies``, also the document's lines beside a line that
-    is the line above (or below) with one name changed, that name changed back in them (``_analogies``)."""
+    is the line above (or below) with one or two names changed, those names changed back in them (``_analogies``)."""
     before, before_lines = _code_runs(text, line_start, up=True)            # nearest first
     after, after_lines = _code_runs(text, line_end, up=False)
     above = (before[0], worklines.indent_width(before_lines[0]), _indentation(before_lines[0])) if before else None
@@ -535,15 +536,18 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
     """Parallel code: where a line of ``codes`` (one side of the cursor, top to bottom) is ``first`` (the code line
     above the cursor, at most ``LONGEST`` characters) with one name changed, the line after it with that name changed
     to ``first``'s (``def finfo(d):`` then ``t = f(d)``, beside ``def iinfo(d):``); and where one is ``last`` (the
-    code line below) with one name changed, the line before it likewise. Each (code, side: 0 after the line above /
-    1 before the line below, the indentation step from that line)."""
+    code line below) with one name changed, the line before it likewise. Else, two names changed, each wherever it
+    stands, with the text between the names the same (``q = self.q_proj(x)`` then ``q = q.view(n)``, beside ``k =
+    self.k_proj(x)``: ``k = k.view(n)``; ``_two_names``). Each (code, side: 0 after the line above / 1 before the line
+    below, the indentation step from that line)."""
     for neighbour, side in ((first, 0), (last, 1)):
         if not neighbour or len(neighbour) > LONGEST:   # (a 2 MB line: its prefixes and suffixes are not copied)
             continue
         around = _one_name_apart(neighbour)
         # one name changed keeps the text before it or the text after it: the first or the last character, unless
-        # the neighbour is a name alone
+        # the neighbour is a name alone (two names changed: read only where one of them is kept too)
         head, tail = ("", "") if _ANALOGY_WORD.fullmatch(neighbour) else (neighbour[0], neighbour[-1])
+        shape: tuple[tuple[str, ...], list[str]] | None = None
         for i, code in enumerate(codes):
             j = i + 1 if side == 0 else i - 1
             if not 0 <= j < len(codes) or head and code[0] != head and code[-1] != tail or code == neighbour:
@@ -552,14 +556,49 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
                 if code.startswith(before) and code.endswith(after) and len(code) > len(before) + len(after):
                     old = code[len(before):len(code) - len(after)]
                     if old != new and _ANALOGY_WORD.fullmatch(old):
+                        other = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", new, codes[j])
                         break
             else:
-                continue
-            other = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", new, codes[j])
+                if shape is None:
+                    shape = _shape(neighbour)
+                renames = _two_names(shape, code)
+                if renames is None:
+                    continue
+                other = _renamed(codes[j], renames)
             if other == neighbour:
                 continue
             wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[j])
             yield other, side, (wb > wa) - (wb < wa)
+
+
+def _shape(line: str) -> tuple[tuple[str, ...], list[str]]:
+    """``line`` as the text between its names and its names."""
+    names = _ANALOGY_NAME.findall(line)
+    return tuple(_ANALOGY_NAME.split(line)), names
+
+
+def _two_names(shape: tuple[tuple[str, ...], list[str]], code: str) -> dict[str, str] | None:
+    """Where ``code`` is the line of ``shape`` with one or two of its names changed, each wherever it stands (``q =
+    self.q_proj(q)`` and ``k = self.k_proj(k)``): each changed name of ``code`` -> the line's; else None."""
+    between, names = shape
+    if not 2 <= len(names) <= 24:   # (one name: ``_one_name_apart`` has it)
+        return None
+    theirs = _ANALOGY_NAME.findall(code)
+    if len(theirs) != len(names) or tuple(_ANALOGY_NAME.split(code)) != between:
+        return None
+    renames: dict[str, str] = {}
+    for mine, other in zip(names, theirs):
+        if renames.setdefault(other, mine) != mine:
+            return None
+    renames = {k: v for k, v in renames.items() if k != v}
+    if not renames or len(renames) > 2 or len(set(renames.values())) != len(renames):
+        return None
+    return renames
+
+
+def _renamed(line: str, renames: dict[str, str]) -> str:
+    """``line`` with each name of ``renames`` changed wherever it stands as a whole name."""
+    return _ANALOGY_NAME.sub(lambda m: renames.get(m.group(), m.group()), line)
 
 
 def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:

@@ -179,7 +179,15 @@ def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neigh
     assert hole.heal == "\t\t" and opts.texts == ("\t\tvisit(right, \"😀\", left_x)",) and opts.sources == (NEIGHBOUR,)
     assert options_at(PY, "x = 1\nx = 2\ny = 1\n\n", 18)[1].texts == ("y = 2",)
     assert options_at(GO, "a := f(x)\nb := g(x)\na := f(y)\n\n", 30)[1].texts == ("b := g(y)",)
-    # two names apart, or a line that is the neighbour itself once its name is changed: nothing
+    # two names apart, each changed wherever it stands; one name changed in two places
+    text = "q = self.q_proj(x)\nq = q.view(n, q_len)\nk = self.k_proj(x)\n\n"
+    assert options_at(PY, text, len(text) - 1)[1].texts == ("k = k.view(n, q_len)",)
+    text = "x = f(a, a)\ny = a\nx = f(b, b)\n\n"
+    assert options_at(PY, text, len(text) - 1)[1].texts == ("y = b",)
+    # three names apart, two names that become one, more than the line around them changed, or a line that is the
+    # neighbour itself once its name is changed: nothing
+    for text in ("t = g(a, b, c)\nu = 1\nt = g(d, e, f)\n\n", "t = g(a, b)\nu = a + b\nt = g(c, c)\n\n"):
+        assert options_at(PY, text, len(text) - 1)[1] == NONE
     assert options_at(PY, "if left is None:\n    visit(left)\nif right is not None:\n\n", 55)[1] == NONE
     assert options_at(PY, "f(a)\nf(a)\nf(b)\n\n", 15)[1] == NONE
     # a neighbour longer than a line can be (a 2 MB line) is not searched for: none of its copies are made
