@@ -23,10 +23,10 @@ document, its names near the cursor, a name the document lacks, its length, and 
 first for 386 held-out holes against 335 ("Ranking an empty line's neighbours"). Parallel code counts as a sighting
 too (``_analogies``): beside ``def iinfo(dtyp):``, the line after ``def finfo(dtyp):``; after ``if right is not
 None:``, ``walk(right, visit)`` from ``walk(left, visit)`` after ``if left is not None:`` (the one changed name
-changed back): 389 -> 421 right fills offered on the 1,900 whole-line development holes ("Parallel code"). A typed
-line gets those of its neighbours' lines that start with the typed code first (``line_options``' ``pairs``): the
-engine's pick on the 1,900 typed development holes, no bar, was right for 282 holes without them and 514 with them
-(cross-validated).
+changed back; or two names, each changed back): 389 -> 421 right fills offered on the 1,900 whole-line development
+holes with one name, 465 -> 472 with two ("Parallel code"). A typed line gets those of its neighbours' lines that
+start with the typed code first (``line_options``' ``pairs``): the engine's pick on the 1,900 typed development
+holes, no bar, was right for 282 holes without them and 514 with them (cross-validated).
 A word being typed inside an editor's closers (``f(err|)``) gets the text that follows the word where the document
 has it (``word_options``: ``or.message`` from ``print(error.message)``), after those lines: on the 143 mid-word
 development holes, 38 -> 49 right fills offered, 61 -> 88 offered (benchmarks/README.md, "A word being typed").
