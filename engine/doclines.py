@@ -556,7 +556,7 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
                 if code.startswith(before) and code.endswith(after) and len(code) > len(before) + len(after):
                     old = code[len(before):len(code) - len(after)]
                     if old != new and _ANALOGY_WORD.fullmatch(old):
-                        other = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", new, codes[j])
+                        other = _renamed(codes[j], {old: new})
                         break
             else:
                 if shape is None:
