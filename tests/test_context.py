@@ -840,3 +840,25 @@ def test_the_typed_fragment_is_found_as_the_line_end_pattern_finds_it_in_linear_
             assert _word_tail(s) == (m.group(0) if m else ""), s
     assert _word_tail("x = " + "Ab9_" * 500_000) == " " + "Ab9_" * 500_000   # with the blank before it
     assert _word_tail("x = 12" + "3" * 2_000_000) == ""
+
+
+def test_the_best_ranked_copy_that_validates_is_taken_among_the_first_eight():
+    """A candidate line the checks refuse (here: one that breaks the parse) gives way to the next best-ranked one,
+    down to the ``COPIES_CHECKED``-th; one ranked below them is never validated."""
+    from engine.backends.base import Candidate
+    from engine.doclines import DOCUMENT
+    from engine.infill import COPIES_CHECKED, _best_copy
+
+    def line(text: str, score: float) -> tuple[Candidate, None, str, None]:
+        return Candidate((text,), ((0.5,),), (((0, len(text)),),), score), None, DOCUMENT, None
+    text = "def f(a):\n    b = a + 1\n\n    return b\n"
+    at = text.index("\n\n") + 1
+    hole = decide_hole(PY, text, at)
+    win = window(PY, text, at, at, chars, 200, 200)
+    baseline = baseline_errors(PY, win, "")
+    broken = [line(f"    c = (a + {k}\n", -float(k)) for k in range(COPIES_CHECKED - 1)]   # best ranked, refused
+    good = line("    b = b * 2\n", -10.0)
+    fill, rejected = _best_copy([*broken, good], hole, "", PY, win, baseline, None)
+    assert fill is not None and fill.text == "    b = b * 2" and fill.copied and rejected >= COPIES_CHECKED - 1
+    one_more = [*broken, line("    c = (a\n", -9.0), good]          # the good line ranks just below the checked
+    assert _best_copy(one_more, hole, "", PY, win, baseline, None) == (None, rejected + 1)
