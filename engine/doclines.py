@@ -380,9 +380,10 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     line below it, in the document (within ``SPAN`` lines each side; the pair across the hole itself is not one)
     and in the ``workspace``'s files (``Workspace.neighbours``). A line that has both neighbours somewhere
     (``BETWEEN``) comes first, then the others (``NEIGHBOUR``), the most often seen first; each with its prior,
-    the log of its share of all the sightings, and indented as typed, else by its indentation step from the
-    neighbour it was seen with. Empty unless the hole is a whole line (``LINE`` or ``BLOCK``) with nothing but
-    indentation before the cursor and no code after it, or code after it that the fill goes before."""
+    the log of its share of all the sightings, and indented as typed, else from the neighbour it was seen with
+    (``_placed``: by the columns it moved there in the document, else by its step). Empty unless the hole is a
+    whole line (``LINE`` or ``BLOCK``) with nothing but indentation before the cursor and no code after it, or code
+    after it that the fill goes before."""
     line_start = text.rfind("\n", 0, hole.start) + 1
     if not empty_line(hole, rest_of_line, line_start):
         return NONE
@@ -396,16 +397,10 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
     for code, counts, prior, source in _ranked(seen):
-        n_after, n_before, steps_after, steps_before, in_document, analogies = counts
+        n_after, n_before, steps_after, steps_before, in_document, analogies, widths = counts
         if below is not None and code == below[0] and not n_after:
             continue
-        if hole.heal:
-            indent = hole.heal
-        elif n_after >= n_before and above is not None:
-            indent = _stepped(above[2], steps_after.most_common(1)[0][0], unit)
-        else:
-            assert below is not None
-            indent = _stepped(below[2], steps_before.most_common(1)[0][0], unit)
+        indent = hole.heal or _placed(above, below, n_after, n_before, steps_after, steps_before, widths, unit)
         rank = neighbour_rank(code, source == BETWEEN, in_document, near, known)
         if analogies == n_after + n_before:   # seen only beside lines one or two names apart from the neighbours
             rank += ANALOGY_OFFSET
@@ -451,6 +446,49 @@ def names_around(text: str, at: int) -> tuple[set[str], set[str]]:
     return near, set(_NAME.findall(text, max(0, at - KNOWN_SPAN), at + KNOWN_SPAN))
 
 
+def _placed(above: tuple[str, int, str] | None, below: tuple[str, int, str] | None, n_after: int, n_before: int,
+            steps_after: collections.Counter, steps_before: collections.Counter, widths: collections.Counter,
+            unit: str) -> str:
+    """An empty line's option's indentation: from the neighbour it was seen beside more often (the line above on a
+    tie), by the indentation step it was seen at most often. A step that does not say how far (less indented than
+    the line above: one block or three may end there; more indented than the line below) gives way to the other
+    neighbour's step that does, if the option was seen beside both; and where the document has the option beside
+    that neighbour, the neighbour's indentation is changed by the columns it was changed by there (``widths``: (side,
+    columns) -> times), when the neighbour's own indentation allows it."""
+    side = 0 if n_after >= n_before and above is not None else 1
+    steps = (steps_after, steps_before)
+    vague = (-1, 1)   # the step of each side that does not say how far
+    if (n_before if side == 0 else n_after) and steps[side].most_common(1)[0][0] != 0 \
+            and steps[1 - side].most_common(1)[0][0] == 0:
+        side = 1 - side
+    elif steps[side].most_common(1)[0][0] == vague[side] and (n_before if side == 0 else n_after) \
+            and steps[1 - side].most_common(1)[0][0] != vague[1 - side]:
+        side = 1 - side
+    neighbour = above if side == 0 else below
+    assert neighbour is not None
+    moved = [(n, delta) for (s, delta), n in widths.items() if s == side]
+    if moved:
+        found = _moved(neighbour[2], max(moved)[1], unit)
+        if found is not None:
+            return found
+    return _stepped(neighbour[2], steps[side].most_common(1)[0][0], unit)
+
+
+def _moved(indent: str, columns: int, unit: str) -> str | None:
+    """``indent`` changed by ``columns`` (a tab counts 4): cut to the prefix that wide, or ``unit`` added until it
+    is; None where no such indentation exists."""
+    if columns <= 0:
+        want = len(indent.expandtabs(4)) + columns
+        for end in range(len(indent) + 1):
+            if len(indent[:end].expandtabs(4)) == want:
+                return indent[:end]
+        return None
+    width = len(unit.expandtabs(4))
+    if not width or columns % width:
+        return None
+    return indent + unit * (columns // width)
+
+
 def _ranked(seen: dict[str, list]) -> Iterator[tuple[str, list, float, str]]:
     """The first ``NEIGHBOURS_MOST`` of ``_beside``'s sightings, those seen beside both neighbours first, then the
     most often seen; each (code, its counts, its prior: the log of its share of the sightings, its source); a line
@@ -478,16 +516,20 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     above = (before[0], worklines.indent_width(before_lines[0]), _indentation(before_lines[0])) if before else None
     below = (after[0], worklines.indent_width(after_lines[0]), _indentation(after_lines[0])) if after else None
     seen: dict[str, list] = {}   # code -> [after-above count, before-below count, {step: count} of each side,
-                                 # after-above count in the document]
+                                 # after-above count in the document, analogies, {(side, columns moved): count}]
     if above is None and below is None:
         return seen, above, below
 
-    def add(code: str, side: int, step: int, n: int, in_document: int = 0, analogy: int = 0) -> None:
-        entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0, 0])
+    def add(code: str, side: int, step: int, n: int, in_document: int = 0, analogy: int = 0,
+            moved: int | None = None) -> None:
+        entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0, 0,
+                                       collections.Counter()])
         entry[side] += n
         entry[2 + side][step] += n
         entry[4] += in_document
         entry[5] += analogy
+        if moved is not None:
+            entry[6][side, moved] += n
 
     first, last = above and above[0], below and below[0]
     for codes, lines in ((before[::-1], before_lines[::-1]), (after, after_lines)):   # the pairs of each side
@@ -499,9 +541,9 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
             wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[i + 1])
             step = (wb > wa) - (wb < wa)
             if a == first:
-                add(b, 0, step, 1, in_document=1)
+                add(b, 0, step, 1, in_document=1, moved=wb - wa)
             if b == last:
-                add(a, 1, -step, 1)
+                add(a, 1, -step, 1, moved=wa - wb)
     if workspace is not None and language:
         follows, precedes = workspace.neighbours(language, above and above[0], below and below[0], start=start)
         for side, found in ((0, follows), (1, precedes)):
@@ -510,8 +552,8 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     if analogies:
         for codes, lines in ((before[:ANALOGY_SPAN][::-1], before_lines[:ANALOGY_SPAN][::-1]),
                              (after[:ANALOGY_SPAN], after_lines[:ANALOGY_SPAN])):
-            for code, side, step in _analogies(codes, lines, first, last):
-                add(code, side, step, 1, analogy=1)
+            for code, side, moved in _analogies(codes, lines, first, last):
+                add(code, side, (moved > 0) - (moved < 0), 1, analogy=1, moved=moved)
     return seen, above, below
 
 
@@ -539,7 +581,7 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
     code line below) with one name changed, the line before it likewise. Else, two names changed, each wherever it
     stands, with the text between the names the same (``q = self.q_proj(x)`` then ``q = q.view(n)``, beside ``k =
     self.k_proj(x)``: ``k = k.view(n)``; ``_two_names``). Each (code, side: 0 after the line above / 1 before the line
-    below, the indentation step from that line)."""
+    below, the columns its indentation is from that line's)."""
     for neighbour, side in ((first, 0), (last, 1)):
         if not neighbour or len(neighbour) > LONGEST:   # (a 2 MB line: its prefixes and suffixes are not copied)
             continue
@@ -567,8 +609,7 @@ def _analogies(codes: Sequence[str], lines: Sequence[str], first: str | None, la
                 other = _renamed(codes[j], renames)
             if other == neighbour:
                 continue
-            wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[j])
-            yield other, side, (wb > wa) - (wb < wa)
+            yield other, side, worklines.indent_width(lines[j]) - worklines.indent_width(lines[i])
 
 
 def _shape(line: str) -> tuple[tuple[str, ...], list[str]]:

@@ -560,3 +560,29 @@ def test_a_file_saved_at_each_keystroke_keeps_as_many_line_ids_as_its_lines_need
         got, want = ws.neighbours("python", above, below, start=start), fresh.neighbours("python", above, below,
                                                                                           start=start)
         assert [sorted(side) for side in got] == [sorted(side) for side in want] and got != ([], [])
+
+
+def test_an_option_seen_in_the_document_is_indented_by_the_columns_it_moved_there():
+    """After ``r[k] = n`` (16 columns) the document returned at 4: three blocks ended there, not one. The option
+    after the same line below is indented as it was there, not one step less than the line above. A move the
+    neighbour's own indentation cannot make (2 columns off two tabs, 3 columns onto a 2-space unit) gives None, and
+    the option falls back to the step."""
+    body = ("def f(xs):\n    r = {}\n    for k in xs:\n        if k:\n            for n in k:\n"
+            "                r[k] = n\n")
+    text = body + "    return r\n\n\n" + body.replace("def f", "def g") + "\n"
+    hole, found = options_at(PY, text, len(text) - 1)
+    assert found.texts == ("    return r",)
+    assert doclines._moved("\t\t", -4, "\t") == "\t" and doclines._moved("\t\t", -2, "\t") is None
+    assert doclines._moved("        ", 4, "    ") == "            " and doclines._moved("  ", 3, "  ") is None
+
+
+def test_an_option_seen_beside_both_takes_the_neighbour_whose_step_says_how_far():
+    """Seen (in the workspace) after ``raise E()`` a step less indented and before ``async def h():`` at the same
+    indentation: "less indented" does not say how far, "the same" does, so the option goes at the first column
+    (before, one step less than the 8-column ``raise``: 4 columns, a decorator the parse refused)."""
+    ws = worklines.Workspace()
+    ws.update("/a.py", "python", "def f():\n    if x:\n        raise E()\n\n@app.get('/')\nasync def h():\n    pass\n")
+    ws.refresh()
+    text = "def g():\n    if y:\n        raise E()\n\n\nasync def h():\n    return 1\n"
+    hole, found = options_at(PY, text, text.index("\n\n\n") + 2, ws)
+    assert [t.rstrip("\n") for t in found.texts][0] == "@app.get('/')"
