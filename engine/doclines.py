@@ -450,20 +450,19 @@ def _placed(above: tuple[str, int, str] | None, below: tuple[str, int, str] | No
             steps_after: collections.Counter, steps_before: collections.Counter, widths: collections.Counter,
             unit: str) -> str:
     """An empty line's option's indentation: from the neighbour it was seen beside more often (the line above on a
-    tie), by the indentation step it was seen at most often. A step that does not say how far (less indented than
-    the line above: one block or three may end there; more indented than the line below) gives way to the other
-    neighbour's step that does, if the option was seen beside both; and where the document has the option beside
-    that neighbour, the neighbour's indentation is changed by the columns it was changed by there (``widths``: (side,
-    columns) -> times), when the neighbour's own indentation allows it."""
+    tie), by the indentation step it was seen at most often there. If it was seen beside both neighbours, the other
+    one is taken instead when its step says more: "as indented" against any other step, or a step that says how far
+    against one that does not (less indented than the line above: one block or three may end there; more indented
+    than the line below). Where the document has the option beside the neighbour taken, the neighbour's indentation
+    is changed by the columns it was changed by there (``widths``: (side, columns) -> times, the most often seen),
+    when the neighbour's own indentation allows it; else by the step."""
     side = 0 if n_after >= n_before and above is not None else 1
     steps = (steps_after, steps_before)
-    vague = (-1, 1)   # the step of each side that does not say how far
-    if (n_before if side == 0 else n_after) and steps[side].most_common(1)[0][0] != 0 \
-            and steps[1 - side].most_common(1)[0][0] == 0:
-        side = 1 - side
-    elif steps[side].most_common(1)[0][0] == vague[side] and (n_before if side == 0 else n_after) \
-            and steps[1 - side].most_common(1)[0][0] != vague[1 - side]:
-        side = 1 - side
+    if n_before if side == 0 else n_after:
+        vague = (-1, 1)   # the step of each side that does not say how far
+        mine, theirs = steps[side].most_common(1)[0][0], steps[1 - side].most_common(1)[0][0]
+        if mine != 0 and theirs == 0 or mine == vague[side] and theirs != vague[1 - side]:
+            side = 1 - side
     neighbour = above if side == 0 else below
     assert neighbour is not None
     moved = [(n, delta) for (s, delta), n in widths.items() if s == side]
