@@ -397,10 +397,10 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
     for code, counts, prior, source in _ranked(seen):
-        n_after, n_before, steps_after, steps_before, in_document, analogies, widths = counts
+        n_after, n_before, _, _, in_document, analogies, _ = counts
         if below is not None and code == below[0] and not n_after:
             continue
-        indent = hole.heal or _placed(above, below, n_after, n_before, steps_after, steps_before, widths, unit)
+        indent = hole.heal or _placed(above, below, counts, unit)
         rank = neighbour_rank(code, source == BETWEEN, in_document, near, known)
         if analogies == n_after + n_before:   # seen only beside lines one or two names apart from the neighbours
             rank += ANALOGY_OFFSET
@@ -446,19 +446,17 @@ def names_around(text: str, at: int) -> tuple[set[str], set[str]]:
     return near, set(_NAME.findall(text, max(0, at - KNOWN_SPAN), at + KNOWN_SPAN))
 
 
-def _placed(above: tuple[str, int, str] | None, below: tuple[str, int, str] | None, n_after: int, n_before: int,
-            steps_after: collections.Counter, steps_before: collections.Counter, widths: collections.Counter,
-            unit: str) -> str:
+def _placed(above: tuple[str, int, str] | None, below: tuple[str, int, str] | None, counts: list, unit: str) -> str:
     """An empty line's option's indentation: from the neighbour it was seen beside more often (the line above on a
     tie), by the indentation step it was seen at most often there. If it was seen beside both neighbours, the other
     one is taken instead when its step says more: "as indented" against any other step, or a step that says how far
     against one that does not (less indented than the line above: one block or three may end there; more indented
     than the line below). Where the document has the option beside the neighbour taken, the neighbour's indentation
     is changed by the columns it was changed by there (``widths``: (side, columns) -> times, the most often seen),
-    when the neighbour's own indentation allows it; else by the step."""
-    side = 0 if n_after >= n_before and above is not None else 1
-    steps = (steps_after, steps_before)
-    if n_before if side == 0 else n_after:
+    when the neighbour's own indentation allows it; else by the step. ``counts``: the option's ``_beside`` entry."""
+    seen_beside, steps, widths = counts[:2], counts[2:4], counts[6]
+    side = 0 if seen_beside[0] >= seen_beside[1] and above is not None else 1
+    if seen_beside[1 - side]:
         vague = (-1, 1)   # the step of each side that does not say how far
         mine, theirs = steps[side].most_common(1)[0][0], steps[1 - side].most_common(1)[0][0]
         if mine != 0 and theirs == 0 or mine == vague[side] and theirs != vague[1 - side]:
@@ -519,12 +517,13 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     if above is None and below is None:
         return seen, above, below
 
-    def add(code: str, side: int, step: int, n: int, in_document: int = 0, analogy: int = 0,
-            moved: int | None = None) -> None:
+    def add(code: str, side: int, n: int, step: int = 0, moved: int | None = None, in_document: int = 0,
+            analogy: int = 0) -> None:
+        """A sighting: its step, else the columns ``moved`` (the document's sightings), whose sign is the step."""
         entry = seen.setdefault(code, [0, 0, collections.Counter(), collections.Counter(), 0, 0,
                                        collections.Counter()])
         entry[side] += n
-        entry[2 + side][step] += n
+        entry[2 + side][step if moved is None else (moved > 0) - (moved < 0)] += n
         entry[4] += in_document
         entry[5] += analogy
         if moved is not None:
@@ -537,22 +536,21 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
                        | {i - 1 for i, code in enumerate(codes) if i and code == last})
         for i in pairs:
             a, b = codes[i], codes[i + 1]
-            wa, wb = worklines.indent_width(lines[i]), worklines.indent_width(lines[i + 1])
-            step = (wb > wa) - (wb < wa)
+            moved = worklines.indent_width(lines[i + 1]) - worklines.indent_width(lines[i])
             if a == first:
-                add(b, 0, step, 1, in_document=1, moved=wb - wa)
+                add(b, 0, 1, moved=moved, in_document=1)
             if b == last:
-                add(a, 1, -step, 1, moved=wa - wb)
+                add(a, 1, 1, moved=-moved)
     if workspace is not None and language:
         follows, precedes = workspace.neighbours(language, above and above[0], below and below[0], start=start)
         for side, found in ((0, follows), (1, precedes)):
             for code, step, n in found:
-                add(code, side, step, n)
+                add(code, side, n, step=step)
     if analogies:
         for codes, lines in ((before[:ANALOGY_SPAN][::-1], before_lines[:ANALOGY_SPAN][::-1]),
                              (after[:ANALOGY_SPAN], after_lines[:ANALOGY_SPAN])):
             for code, side, moved in _analogies(codes, lines, first, last):
-                add(code, side, (moved > 0) - (moved < 0), 1, analogy=1, moved=moved)
+                add(code, side, 1, moved=moved, analogy=1)
     return seen, above, below
 
 
@@ -623,7 +621,7 @@ def _two_names(shape: tuple[tuple[str, ...], list[str]], code: str) -> dict[str,
     between, names = shape
     if not 2 <= len(names) <= 24:   # (one name: ``_one_name_apart`` has it)
         return None
-    theirs = _ANALOGY_NAME.findall(code)
+    theirs = _ANALOGY_NAME.findall(code)   # (split only a line with as many names)
     if len(theirs) != len(names) or tuple(_ANALOGY_NAME.split(code)) != between:
         return None
     renames: dict[str, str] = {}
