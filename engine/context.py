@@ -115,7 +115,7 @@ def _next_code_line(text: str, offset: int) -> str:
     return ""
 
 
-def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]:
+def indent_options(spec: LanguageSpec, text: str, hole: Hole, default: str | None = None) -> tuple[str, ...]:
     """Indentations the first line of a fill may be given instead of the model's own: the user's typed
     indentation (always), or at column 0 the levels around the hole: for an indentation-sensitive language
     the body of an opener, the next code line's, the previous line's, dedents; for a braces language (where
@@ -130,12 +130,12 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     if line_start != hole.start:
         if hole.kind is HoleKind.BLOCK:   # after the opener on its line: the body's level (``foreign_indent`` only)
             line = text[line_start:hole.start]
-            return (_indent(line) + _level(text, line_start, spec.name),)
+            return (_indent(line) + _level(text, line_start, spec.name, default),)
         return ()
     prev = _previous_code_line(text, line_start)
     nxt = _next_code_line(text, hole.end - 1) if hole.end > 0 else ""
     p = _indent(prev)
-    unit = _level(text, line_start, spec.name)   # one level: the document's (a tab, 2 or 4 spaces...)
+    unit = _level(text, line_start, spec.name, default)   # one level: the document's (a tab, 2 or 4 spaces...)
     options = [p + unit] if prev and _opens_block(spec, text, line_start, "") else []
     if spec.block_opener != ":":
         return tuple(dict.fromkeys(options + [p] + ([_indent(nxt)] if nxt else [])))
@@ -148,14 +148,28 @@ def indent_options(spec: LanguageSpec, text: str, hole: Hole) -> tuple[str, ...]
     return tuple(dict.fromkeys(options))
 
 
-def _level(text: str, at: int, language: str) -> str:
+def _level(text: str, at: int, language: str, default: str | None = None) -> str:
     """One level of indentation for the levels around a column-0 hole: ``indent_unit``, but where every indented
     code line near ``at`` is at one depth of spaces (``def f():`` bodies two spaces deep: no step seen, so
-    ``indent_unit`` says four spaces) that depth."""
-    indents = code_indents(text, at, language)
-    unit = _unit(indents, language)
+    ``indent_unit`` says four spaces) that depth; with no indented code line, ``default`` where given (the
+    workspace's unit), else the language's usual one."""
+    return _level_of(code_indents(text, at, language), language, default)
+
+
+def _level_of(indents: list[str], language: str | None, default: str | None = None) -> str:
+    """``_level`` from the code lines' indentation (``code_indents``)."""
+    unit = _unit(indents, language, default)
     widths = {len(indent) for indent in indents if indent and "\t" not in indent}
     return " " * widths.pop() if unit != "\t" and len(widths) == 1 else unit
+
+
+def file_unit(text: str, language: str, span: int = 8000) -> str | None:
+    """One level of indentation in a file (``_level`` at its start: its code lines in the first ``span``
+    characters), or None when none of them is indented: what a workspace's files say to a document that says
+    nothing. (8,000 characters: torch's 2,285 files get the unit 20,000 give for all but 4, in half the time: 0.26 s
+    for 46 MB, against 1.7 s for the lines and pairs a workspace counts.)"""
+    indents = code_indents(text, 0, language, span)
+    return _level_of(indents, language) if any(indents) else None
 
 
 def foreign_indent(fill: str, indents: tuple[str, ...]) -> bool:
@@ -200,12 +214,19 @@ def code_indents(text: str, at: int, language: str | None = None, span: int = 20
     return out
 
 
+# One level of indentation where a document has no indented code line and no workspace says otherwise: each
+# language's formatter's (black, gofmt, rustfmt, prettier)
+DEFAULT_INDENT = {"python": "    ", "go": "\t", "rust": "    ", "javascript": "  ", "typescript": "  ",
+                  "typescriptreact": "  "}
+
+
 def indent_unit(text: str, at: int, language: str | None = None, default: str | None = None) -> str:
     """One level of indentation in the document: a tab when most indented code lines near ``at`` are indented
     with tabs, else the commonest step between two code lines' space indentations there (``code_indents``: no
     comment counts). Lines at the first column do not count for tabs (most of a Go file's lines, gofmt's tabs
-    notwithstanding). With no indented code line: ``default`` where given, else a tab in Go (gofmt), else 4 spaces
-    (a continuation line's hanging indent is rarer than a block's)."""
+    notwithstanding). With no indented code line: ``default`` where given, else the language's usual one
+    (``DEFAULT_INDENT``: a tab in Go, gofmt's; two spaces in JavaScript and TypeScript), else 4 spaces. With indented
+    lines at one depth only (no step): 4 spaces (a continuation line's hanging indent is rarer than a block's)."""
     return _unit(code_indents(text, at, language), language, default)
 
 
@@ -213,9 +234,9 @@ def _unit(indents: list[str], language: str | None, default: str | None = None) 
     """``indent_unit`` from the code lines' indentation (``code_indents``)."""
     indented = sum(1 for indent in indents if indent)
     tabs = sum(1 for indent in indents if indent.startswith("\t"))
-    if not indented and default is not None:
-        return default
-    if tabs * 2 > indented or (not indented and language == "go"):
+    if not indented:
+        return default if default is not None else DEFAULT_INDENT.get(language or "", "    ")
+    if tabs * 2 > indented:
         return "\t"
     widths = [len(indent) if "\t" not in indent else None for indent in indents]
     steps = collections.Counter(abs(a - b) for a, b in zip(widths, widths[1:]) if a is not None and b is not None

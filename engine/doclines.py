@@ -393,7 +393,9 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
                                  language, workspace, analogies=True)
     if not seen:
         return NONE
-    unit = "" if hole.heal else _indent_unit(text, line_start, language)   # typed indentation is kept as typed
+    # typed indentation is kept as typed; with no indented code line in the document, the workspace's unit
+    unit = "" if hole.heal else _indent_unit(text, line_start, language,
+                                             workspace.indent_unit(language) if workspace and language else None)
     near, known = names_around(text, line_start)
     out: dict[str, tuple[float | None, str, float]] = {}
     for code, counts, prior, source in _ranked(seen):

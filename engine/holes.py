@@ -47,7 +47,6 @@ _FUNCTIONS = {"python": frozenset({"function_definition"}), "javascript": _JS_FU
 _JS_CLASSES = frozenset({"class_declaration", "class"})
 _CLASSES = {"python": frozenset({"class_definition"}), "javascript": _JS_CLASSES, "typescript": _JS_CLASSES,
             "typescriptreact": _JS_CLASSES, "go": frozenset(), "rust": frozenset({"impl_item", "trait_item"})}
-_DEFAULT_INDENT = {"python": "    ", "go": "\t", "rust": "    "}
 _NO_STUB_BODY = frozenset({"except_clause", "finally_clause", "except_group_clause"})  # `except: pass` is idiom
 _local = threading.local()
 
@@ -104,8 +103,8 @@ class Source:
 
     def indent_unit(self, at: int) -> str:
         """One level of indentation near ``at`` (``context.indent_unit``: its code lines, no comment's), else the
-        language's usual one."""
-        return indent_unit(self.text, at, self.spec.name, _DEFAULT_INDENT.get(self.spec.name, "  "))
+        language's usual one (``context.DEFAULT_INDENT``)."""
+        return indent_unit(self.text, at, self.spec.name)
 
 
 def found_hole(start: int, end: int, label: str, inline: bool = False, indent: str = "", lead: str = "",

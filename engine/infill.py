@@ -104,7 +104,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # retry at half the slots. The step budget holds for the whole request, attempts included.
     line_lengths = lengths.line_lengths(hole.kind, request.max_tokens, config, backend)
     budget = lengths.step_budget(request.steps, config, backend)
-    indents = indent_options(spec, text, hole)
+    # a document with no indented code line is indented as the workspace's files are (``Workspace.indent_unit``)
+    project = worklines.lookup(request.workspace)
+    indents = indent_options(spec, text, hole, project.indent_unit(spec.name) if project is not None else None)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides
     document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
@@ -124,7 +126,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # the workspace's files (``doclines.neighbour_options``).
     options = doclines.NONE
     if config.document_lines and backend.scores_options and not request.rewrite:
-        workspace = worklines.lookup(request.workspace) if config.workspace_lines else None
+        workspace = project if config.workspace_lines else None
         # a line of a constructor's body: the lines that store its parameters (``self.path = path``), after the
         # others (a line that is one of them already keeps its source and rank)
         stored = [] if constructor is None else paramlines.stored_lines(text, hole.start, constructor, spec.name)
@@ -196,8 +198,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
     # (a name the document's package defines in another file, Go's sibling files, is no invention)
-    known = worklines.lookup(request.workspace) if firsts else None
-    defined = known.defined(spec.name, request.path, text) if known is not None else frozenset()
+    defined = project.defined(spec.name, request.path, text) if project is not None and firsts else frozenset()
     fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined)
     return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None, rejected, backend.name, tuple(considered), tuple(alternatives), not_utf8)

@@ -51,6 +51,7 @@ import numpy as np
 
 from . import names, rustmods
 from .commonlines import Table
+from .context import file_unit
 
 log = logging.getLogger(__name__)
 MIN_FILES = 1                  # a line in at least this many of the workspace's files (1: any line)
@@ -146,6 +147,10 @@ class Workspace:
         self._packages: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
         self._package_of: dict[str, tuple[str, str]] = {}   # path -> its (directory, package)
         self._rust: dict[str, rustmods.Items] = {}   # a Rust file's module-level names and globs (``rustmods.scan``)
+        # path -> (table language, one level of its indentation: ``context.file_unit``) for a file that indents code,
+        # and how many files of each language indent so (``indent_unit``)
+        self._units: dict[str, tuple[str, str]] = {}
+        self._unit_counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
         self._bytes = 0                             # their sum
 
@@ -156,8 +161,13 @@ class Workspace:
         pairs = steps_of(text)
         defines = names.package_defines(language, text)
         items = rustmods.scan(text) if language == "rust" else None
+        unit = file_unit(text, language)
         with self._lock:
             self._drop_names(path)
+            self._drop_unit(path)
+            if unit is not None:
+                self._units[path] = (name, unit)
+                self._unit_counts[name][unit] += 1
             if defines is not None:
                 where = (os.path.dirname(path), defines[0])
                 self._package_of[path] = where
@@ -197,6 +207,23 @@ class Workspace:
         with self._lock:
             self._drop(path)
             self._drop_names(path)
+            self._drop_unit(path)
+
+    def _drop_unit(self, path: str) -> None:
+        old = self._units.pop(path, None)
+        if old is not None:
+            counts = self._unit_counts[old[0]]
+            counts[old[1]] -= 1
+            if counts[old[1]] <= 0:
+                del counts[old[1]]
+
+    def indent_unit(self, language: str) -> str | None:
+        """One level of indentation in most of the workspace's files of a language that indent code (a tie: the
+        narrower, a tab before spaces), or None when none does: for a document with no indented code line yet (a
+        new file's first body in a project indented two spaces, or with tabs)."""
+        with self._lock:
+            counts = self._unit_counts.get(SAME_TABLE.get(language, language))
+            return max(counts, key=lambda unit: (counts[unit], unit == "\t", -len(unit))) if counts else None
 
     def _drop_names(self, path: str) -> None:
         self._rust.pop(path, None)

@@ -12,7 +12,7 @@ from engine import InfillRequest, doclines, worklines
 from engine.backends.base import Control
 from engine.config import FillOptions
 from engine.confidence import features
-from engine.context import decide_hole
+from engine.context import decide_hole, indent_options
 from engine.doclines import BETWEEN, NEIGHBOUR, NONE, line_options, neighbour_options
 from engine.infill import complete
 from engine.languages import spec_for
@@ -586,3 +586,49 @@ def test_an_option_seen_beside_both_takes_the_neighbour_whose_step_says_how_far(
     text = "def g():\n    if y:\n        raise E()\n\n\nasync def h():\n    return 1\n"
     hole, found = options_at(PY, text, text.index("\n\n\n") + 2, ws)
     assert [t.rstrip("\n") for t in found.texts][0] == "@app.get('/')"
+
+
+def test_a_document_with_nothing_indented_is_indented_as_the_workspaces_files_are():
+    """underscore's findWhere.js indents nothing but the line the cursor is on: its ``return`` came four spaces in
+    (no unit seen: four), underscore's files are indented two. A document with no indented code line now takes the
+    unit most of the workspace's files of its language indent with (a tab for a tab-indented project), else its
+    language's usual one (two spaces in JavaScript); a document that indents code keeps its own."""
+    def ws_of(*files: str) -> worklines.Workspace:
+        ws = worklines.Workspace()
+        for i, text in enumerate(files):
+            ws.update(f"/p/{i}.js", "javascript", text)
+        ws.refresh()
+        return ws
+
+    body = "function find(obj, p) {\n{0}return obj.filter(p);\n}}\n"
+    two, tab = body.replace("{0}", "  ").replace("}}", "}"), body.replace("{0}", "\t").replace("}}", "}")
+    doc = "import find from './find.js';\r\n\r\nexport default function findWhere(obj, attrs) {\r\n\r\n}\r\n"
+    at = doc.index("{\r\n\r\n") + 3
+    spec = spec_for("javascript")
+    assert options_at(spec, doc, at, ws_of(two, two, tab))[1].texts == ("  return obj.filter(p);",)
+    assert options_at(spec, doc, at, ws_of(tab, tab, two))[1].texts == ("\treturn obj.filter(p);",)
+    hole = decide_hole(spec, doc, at)
+    assert indent_options(spec, doc, hole)[0] == "  "                 # no workspace: JavaScript's two spaces
+    assert indent_options(spec, doc, hole, "\t")[0] == "\t"
+    own = "function h() {\r\n    return 0;\r\n}\r\n" + doc      # the document's own four spaces win
+    at = own.index("{\r\n\r\n") + 3
+    assert set(options_at(spec, own, at, ws_of(tab, two, tab))[1].texts) == {"    return obj.filter(p);",
+                                                                              "    return 0;"}
+    assert indent_options(spec, own, decide_hole(spec, own, at), "\t")[0] == "    "
+
+
+def test_the_workspaces_indentation_unit_follows_its_files():
+    ws = worklines.Workspace()
+    assert ws.indent_unit("python") is None
+    ws.update("/a.ts", "typescript", "class A {\n    f(): number {\n        return 1;\n    }\n}\n")
+    ws.update("/b.tsx", "typescriptreact", "// 😀 \ud800\nexport const B = () => (\n\t<div/>\n);\n")
+    ws.update("/c.ts", "typescript", "export const c = 1;\n")               # nothing indented: no say
+    ws.update("/d.ts", "typescript", "/*\n   a licence\n */\nlet d = 2;\n")   # a comment's lines are no code
+    assert ws.indent_unit("typescript") == ws.indent_unit("typescriptreact") == "\t"   # a tie: the tab
+    ws.update("/e.ts", "typescript", "if (x) {\n  y();\n}\n")
+    ws.update("/f.ts", "typescript", "if (x) {\n  y();\n}\n")
+    assert ws.indent_unit("typescript") == "  "
+    ws.remove("/e.ts")
+    ws.update("/f.ts", "typescript", "if (x) {\n    y();\n}\n")           # changed: counted once, as it now is
+    assert ws.indent_unit("typescript") == "    "                     # two files at four spaces (a.ts, f.ts)
+    assert ws.indent_unit("python") is None
