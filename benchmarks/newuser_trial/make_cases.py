@@ -65,7 +65,6 @@ def main() -> None:
                 continue
             row, col = got
             name = f"{lang}_{n_line}.{ext}"
-            (out / "ws" / name).write_text(d["text"])
             rest = lines[row][col:]
             tail = ""
             if mid:  # the closers at the line's end stay after the cursor (as an auto-pair plugin leaves them)
@@ -73,6 +72,10 @@ def main() -> None:
                 if not tail or len(rest) - len(tail) < 4:
                     continue
                 rest = rest[: len(rest) - len(tail)]
+            # the file as saved when the user starts the line's rest: the server counts the saved files of the
+            # workspace folder, and a saved copy holding the whole line handed the answer over (python_1.py's
+            # ``self.fil|`` got ``ename = filename`` as a line seen beside both neighbours in its own saved copy)
+            (out / "ws" / name).write_text("\n".join(lines[:row] + [lines[row][:col] + tail] + lines[row + 1:]))
             typed = rest[: 3 if len(rest) > 6 else 2]
             cases.append({"kind": "line", "lang": lang, "file": name, "source": d["id"], "row": row, "col": col,
                           "typed": typed, "expected": rest[len(typed):], "tail": tail, "line": lines[row]})
