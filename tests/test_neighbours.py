@@ -18,6 +18,7 @@ from engine.infill import complete
 from engine.languages import spec_for
 from engine.requests import HoleFill, HoleKind
 from tests.test_doclines import Scoring
+from tests.test_worklines import workspace_of
 
 PY, GO = spec_for("python"), spec_for("go")
 
@@ -593,27 +594,23 @@ def test_a_document_with_nothing_indented_is_indented_as_the_workspaces_files_ar
     (no unit seen: four), underscore's files are indented two. A document with no indented code line now takes the
     unit most of the workspace's files of its language indent with (a tab for a tab-indented project), else its
     language's usual one (two spaces in JavaScript); a document that indents code keeps its own."""
-    def ws_of(*files: str) -> worklines.Workspace:
-        ws = worklines.Workspace()
-        for i, text in enumerate(files):
-            ws.update(f"/p/{i}.js", "javascript", text)
-        ws.refresh()
-        return ws
-
     body = "function find(obj, p) {\n{0}return obj.filter(p);\n}}\n"
     two, tab = body.replace("{0}", "  ").replace("}}", "}"), body.replace("{0}", "\t").replace("}}", "}")
     doc = "import find from './find.js';\r\n\r\nexport default function findWhere(obj, attrs) {\r\n\r\n}\r\n"
     at = doc.index("{\r\n\r\n") + 3
     spec = spec_for("javascript")
-    assert options_at(spec, doc, at, ws_of(two, two, tab))[1].texts == ("  return obj.filter(p);",)
-    assert options_at(spec, doc, at, ws_of(tab, tab, two))[1].texts == ("\treturn obj.filter(p);",)
+
+    def js(*files: str) -> worklines.Workspace:
+        return workspace_of(*files, language="javascript", suffix=".js")
+
+    assert options_at(spec, doc, at, js(two, two, tab))[1].texts == ("  return obj.filter(p);",)
+    assert options_at(spec, doc, at, js(tab, tab, two))[1].texts == ("\treturn obj.filter(p);",)
     hole = decide_hole(spec, doc, at)
     assert indent_options(spec, doc, hole)[0] == "  "                 # no workspace: JavaScript's two spaces
     assert indent_options(spec, doc, hole, "\t")[0] == "\t"
     own = "function h() {\r\n    return 0;\r\n}\r\n" + doc      # the document's own four spaces win
     at = own.index("{\r\n\r\n") + 3
-    assert set(options_at(spec, own, at, ws_of(tab, two, tab))[1].texts) == {"    return obj.filter(p);",
-                                                                              "    return 0;"}
+    assert set(options_at(spec, own, at, js(tab, two, tab))[1].texts) == {"    return obj.filter(p);", "    return 0;"}
     assert indent_options(spec, own, decide_hole(spec, own, at), "\t")[0] == "    "
 
 

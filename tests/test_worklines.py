@@ -100,10 +100,10 @@ def test_scan_counts_what_git_would_track_and_the_registry_names_it(tmp_path):
         worklines.scan(tmp_path / "missing")
 
 
-def workspace_of(*texts: str) -> worklines.Workspace:
+def workspace_of(*texts: str, language: str = "python", suffix: str = ".py") -> worklines.Workspace:
     ws = worklines.Workspace()
     for i, text in enumerate(texts):
-        ws.update(f"f{i}.py", "python", text)
+        ws.update(f"f{i}{suffix}", language, text)
     ws.refresh()
     return ws
 
