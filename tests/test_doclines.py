@@ -258,6 +258,12 @@ def test_a_word_typed_before_an_editors_closers_takes_its_rest_where_the_documen
     assert got.texts == ("or", "or.code")
     assert set(got.sources) == {WORD}
     assert word_options(text, hole, "]").texts == ("no",)            # the closer after the cursor decides
+    # the line's own `;` or `,` after the closers (an existing line edited: `log(err|);`): as before a `;` alone,
+    # only a word the document completes one way (here two: none)
+    assert word_options(text, hole, ");").texts == word_options(text, hole, "),\r").texts == ()
+    one = text.replace("error.code", "e.code")
+    assert word_options(one, decide_hole(spec_for("javascript"), one, one.rindex("log(err") + 7), "));").texts == ("or",)
+    assert word_options(text, hole, ";;").texts == word_options(text, hole, ");;").texts == ()
     assert word_options(text, hole, ") + 1").texts == ()          # code after the cursor: not a word's place
     assert word_options(text, hole, "").texts == ()               # the line's end: the whole line's options
     after_paren = text.rindex("log(err") + len("log(")
