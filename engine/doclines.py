@@ -205,10 +205,9 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     ``line_options``, need the line typed so far to start another line; a name typed inside a call seldom does.)"""
     tail = rest_of_line.strip()
     own = tail[:1] in (",", ";")   # the line's own `,` / `;` (then closers) after the cursor, not an editor's closers
-    # closers, then the line's own `,` / `;` that ends it (``f(err|);``): as before the closers alone
-    closers = tail[:-1] if not own and tail[-1:] in (",", ";") else tail
+    ended = not own and tail[-1:] in (",", ";")   # closers, then the line's own `,` / `;` (``f(err|);``)
     if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail \
-            or closers.strip(WORD_TAIL if own else CLOSERS):
+            or (tail[:-1] if ended else tail).strip(WORD_TAIL if own else CLOSERS):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     cut = max(line_start, hole.start - LONGEST)   # the pattern searched over a long line is quadratic
@@ -230,7 +229,7 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
         if len(out) >= WORD_MOST:
             break
     texts = tuple(out)[:WORD_MOST]
-    if (own or closers != tail) and len(texts) != 1:
+    if (own or ended) and len(texts) != 1:
         return NONE   # before a line's own `,` / `;`: only a word the document completes one way
     return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
 

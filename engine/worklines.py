@@ -148,9 +148,11 @@ class Workspace:
         self._package_of: dict[str, tuple[str, str]] = {}   # path -> its (directory, package)
         self._rust: dict[str, rustmods.Items] = {}   # a Rust file's module-level names and globs (``rustmods.scan``)
         # path -> (table language, one level of its indentation: ``context.file_unit``) for a file that indents code,
-        # and how many files of each language indent so (``indent_unit``)
+        # how many files of each language indent so, and the unit most of them use (``indent_unit`` reads it without
+        # the lock: a request never waits for a table being built)
         self._units: dict[str, tuple[str, str]] = {}
         self._unit_counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self._unit_of: dict[str, str] = {}
         self._sizes: dict[str, int] = {}            # path -> bytes of the text counted (UTF-8)
         self._bytes = 0                             # their sum
 
@@ -167,7 +169,7 @@ class Workspace:
             self._drop_unit(path)
             if unit is not None:
                 self._units[path] = (name, unit)
-                self._unit_counts[name][unit] += 1
+                self._count_unit(name, unit, 1)
             if defines is not None:
                 where = (os.path.dirname(path), defines[0])
                 self._package_of[path] = where
@@ -212,18 +214,24 @@ class Workspace:
     def _drop_unit(self, path: str) -> None:
         old = self._units.pop(path, None)
         if old is not None:
-            counts = self._unit_counts[old[0]]
-            counts[old[1]] -= 1
-            if counts[old[1]] <= 0:
-                del counts[old[1]]
+            self._count_unit(*old, -1)
+
+    def _count_unit(self, name: str, unit: str, n: int) -> None:
+        """One file more (``n`` 1) or less (-1) of language ``name`` indenting with ``unit`` (lock held)."""
+        counts = self._unit_counts[name]
+        counts[unit] += n
+        if counts[unit] <= 0:
+            del counts[unit]
+        if counts:   # the most files; a tie: a tab, then the narrower
+            self._unit_of[name] = max(counts, key=lambda u: (counts[u], u == "\t", -len(u)))
+        else:
+            self._unit_of.pop(name, None)
 
     def indent_unit(self, language: str) -> str | None:
-        """One level of indentation in most of the workspace's files of a language that indent code (a tie: the
-        narrower, a tab before spaces), or None when none does: for a document with no indented code line yet (a
-        new file's first body in a project indented two spaces, or with tabs)."""
-        with self._lock:
-            counts = self._unit_counts.get(SAME_TABLE.get(language, language))
-            return max(counts, key=lambda unit: (counts[unit], unit == "\t", -len(unit))) if counts else None
+        """One level of indentation in most of the workspace's files of a language that indent code (a tie: a tab,
+        then the narrower), or None when none does: for a document with no indented code line yet (a new file's
+        first body in a project indented two spaces, or with tabs)."""
+        return self._unit_of.get(SAME_TABLE.get(language, language))
 
     def _drop_names(self, path: str) -> None:
         self._rust.pop(path, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import replace
 
 from engine import InfillRequest, doclines, worklines
@@ -629,3 +630,10 @@ def test_the_workspaces_indentation_unit_follows_its_files():
     ws.update("/f.ts", "typescript", "if (x) {\n    y();\n}\n")           # changed: counted once, as it now is
     assert ws.indent_unit("typescript") == "    "                     # two files at four spaces (a.ts, f.ts)
     assert ws.indent_unit("python") is None
+    # a request reads it while the indexing thread holds the lock (building a large folder's tables)
+    got: list = []
+    with ws._lock:
+        reader = threading.Thread(target=lambda: got.append(ws.indent_unit("typescript")))
+        reader.start()
+        reader.join(timeout=30)
+    assert got == ["    "]
