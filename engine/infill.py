@@ -17,7 +17,7 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, document_parses,
+from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, degenerate, document_parses,
                        empty_comment, ends_in_a_loose_comma, go_value_unused, jumps_over_code, parses, python_check,
                        regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
@@ -255,7 +255,7 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | 
     rejected = 0
     for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits,
-                                 opens=opens)
+                                 opens=opens, copied=True)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
@@ -348,7 +348,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
                  replacement_ok: bool = False, rewrite: str | None = None,
-                 opens: str = "") -> tuple[HoleFill | None, int]:
+                 opens: str = "", copied: bool = False) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
@@ -359,7 +359,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     code line is refused there, not of the line after next (``after_next``: a user's ``x = f()``, ``y = 1``,
     ``x = f()`` would refuse every rewrite of them). With ``opens`` (``InfillRequest.opens``) a line that opens a
     block of statements (``languages.opens_block``) is checked with that empty block after it: the checks see the
-    block its lines will fill, not an opener without a body."""
+    block its lines will fill, not an opener without a body. The model's stutter (``validate.degenerate``:
+    ``_copy_copy_copy``, ``Just Just Just Just``) is no fill; a line ``copied`` from the user's code is no stutter."""
     bad = 0
     # the model's bytes that are no UTF-8 come back as U+FFFD: a character the user never wrote. A U+FFFD the
     # window really has may be copied; a lone surrogate, which the model reads as U+FFFD, may not be written as
@@ -378,6 +379,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \
+                    or not copied and degenerate(fill, win.prefix + win.suffix) is not None \
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
                     or jumps_over_code(spec, win.prefix, fill, win.suffix):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,

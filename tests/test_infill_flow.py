@@ -306,6 +306,22 @@ def test_a_fill_that_copies_the_code_line_next_to_it_is_not_offered(language, te
     assert bool(c.fills) is offered and all(answer in f.text for f in c.fills), [f.text for f in c.fills]
 
 
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the new-user trial's JavaScript comment at min_confidence 0: ` Just Just Just Just ..` was shown
+    ("javascript", "// See\nfunction f(a) {\n  return a;\n}\n", "// See", " Just Just Just Just Just", False),
+    ("python", "import copy\n\n", "\n\n", "copyreg = _copy_copy_copy", False),   # a development fill
+    ("python", "def f(x):\n    \n", "(x):\n    ", "return max___", False),
+    # what the document has is the user's, no stutter
+    ("python", "FLAGS = [a, a, a, a]\n\ndef f(a):\n    \n", "(a):\n    ", "return [a, a, a, a]", True),
+    ("python", "def f(x):\n    \n", "(x):\n    ", "return x * x", True),
+])
+def test_the_models_stutter_is_not_offered(language, text, at, answer, offered):
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert bool(c.fills) is offered and all(answer in f.text for f in c.fills), [f.text for f in c.fills]
+    assert offered or c.rejected
+
 _MATCH = ("use std::env;\n\nfn main() {\n    let target = match env::var(\"TARGET\") {\n        Ok(target) => target,\n"
           "        Err(e) => {\n            println!(\n                \"cargo:warning={}: no TARGET: {}\",\n"
           "                env!(\"CARGO_PKG_NAME\"),\n                e\n            );\n            return;\n"
