@@ -164,7 +164,7 @@ def fill_lines(backend: Backend, options: FillOptions, request: FillRequest, con
     for hole, emptied, offset, whole, _ in holes:
         # one line, as at an empty line among code (after an opener too: the stub stood for a line of code)
         cursor = InfillRequest(emptied, offset, request.language, kind=HoleKind.LINE, steps=request.steps,
-                               key=request.key, options=options)
+                               key=request.key, options=options, workspace=request.workspace, path=request.path)
         c = complete(backend, options, cursor, _placed(offset_steps(control, steps), hole, offset))
         steps, forwards, tokens, elapsed = steps + c.steps, forwards + c.forwards, tokens + c.tokens, \
             elapsed + c.elapsed_ms
@@ -343,7 +343,8 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         offset = len(head) + len(at)
         opens = "" if opened is not None else "\n" + indent + "}" if braces else "\n" + inner + "pass"
         cursor = InfillRequest(doc, offset, request.language, kind=HoleKind.LINE, steps=request.steps,
-                               key=request.key, options=options, opens=opens)
+                               key=request.key, options=options, opens=opens, workspace=request.workspace,
+                               path=request.path)
         c = complete(backend, options, cursor, _shown(offset_steps(control, steps),
                                                       hole.lead + head[len(pre):] + at))
         steps, forwards, tokens, elapsed = steps + c.steps, forwards + c.forwards, tokens + c.tokens, \

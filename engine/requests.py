@@ -81,6 +81,8 @@ class FillRequest:
     steps: int | None = None
     key: str | None = None
     options: FillOptions | None = None
+    workspace: str | None = None               # as ``InfillRequest``'s: a line filled as the cursor's line there
+    path: str | None = None                    # (engine/oneline.py) takes the workspace's lines, as typing would
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class Target:
     found: Survey | None        # None for actions that need no survey (a rewrite)
     instruction: str | None
     key: str
+    workspace: str | None = None    # the workspace whose files' lines a line filled as the cursor's may take
+    path: str | None = None         # (engine.FillRequest's)
 
 
 Ranges = list[tuple[int, int]]  # the ranges the action's drafts stream (str offsets)
@@ -68,14 +70,16 @@ def _fill(t: Target) -> tuple[Request, Ranges]:
     if t.found is None or not t.found.blanks:
         raise JsonRpcRequestFailed("no holes to fill here any more")
     blanks = t.found.blanks
-    return FillRequest(t.text, t.language, blanks, key=t.key), [(b.start, b.end) for b in blanks]
+    return FillRequest(t.text, t.language, blanks, key=t.key, workspace=t.workspace, path=t.path), \
+        [(b.start, b.end) for b in blanks]
 
 
 def _body(t: Target) -> tuple[Request, Ranges]:
     if t.found is None or t.found.body is None:
         raise JsonRpcRequestFailed("no function body here")
     body = t.found.body
-    return FillRequest(t.text, t.language, (body,), t.found.callers, body=True, key=t.key), [(body.start, body.end)]
+    return FillRequest(t.text, t.language, (body,), t.found.callers, body=True, key=t.key, workspace=t.workspace,
+                       path=t.path), [(body.start, body.end)]
 
 
 def _fix(t: Target) -> tuple[Request, Ranges]:

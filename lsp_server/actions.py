@@ -217,7 +217,8 @@ class Actions:
         found = await asyncio.to_thread(survey, text, doc.language_id, start, end) if spec.surveys else None
         doc = _current(ls, data)
         request, ranges = spec.build(Target(text, doc.language_id, start, end, found, data.instruction,
-                                            document_key(doc.uri, "action")))
+                                            document_key(doc.uri, "action"), ls.workspace_lines.key(doc.uri),
+                                            ls.workspace_lines.path(doc.uri)))
         stream = None
         try:
             if spec.streams:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine import EngineState, InfillRequest, worklines
+from engine import EngineState, FillRequest, InfillRequest, worklines
 from engine.backends.base import Candidate, Control
 from engine.config import FillOptions
 from engine.confidence import features
@@ -178,6 +178,35 @@ def test_the_engine_offers_a_workspace_line_through_the_real_model(embedded_engi
         worklines.unregister("test:real")
 
 
+
+def test_fill_holes_and_complete_body_take_the_workspaces_lines_through_the_real_model(embedded_engine):
+    """A code action's lines are filled as the cursor's line is (engine/oneline.py): with the request's workspace,
+    they take its files' lines as typing would (``FillRequest.workspace``)."""
+    from engine.targets import survey
+
+    head = "from zorblax import decode_zorblax_payload, respond\n\n\ndef handler(request):\n"
+    body = "    payload = decode_zorblax_payload(request.body)\n    return respond(payload)\n"
+    worklines.register("test:actions", workspace_of(head + body, "import os\n" + head + body))
+    try:
+        stubbed = head + "    ...\n"                       # the whole body a stub: "Fill 1 hole" and "Complete body"
+        found = survey(stubbed, "python", stubbed.index("..."), stubbed.index("..."))
+        todo = head + "    # TODO\n    return respond(payload)\n"   # a stub line among code: "Fill 1 hole"
+        at = todo.index("# TODO")
+        todo_found = survey(todo, "python", at, at)
+        requests = [FillRequest(stubbed, "python", found.blanks), FillRequest(stubbed, "python", (found.body,),
+                                                                              found.callers, body=True),
+                    FillRequest(todo, "python", todo_found.blanks)]
+        for request in requests:
+            c = embedded_engine.infill_sync(replace(request, workspace="test:actions"), timeout=120)
+            assert len(c.fills) == 1, c
+            text = request.text
+            filled = text[:c.fills[0].start] + c.fills[0].text + text[c.fills[0].end:]
+            assert filled == head + body.rstrip("\n") + "\n" or filled == head + body, repr(filled)
+            without = embedded_engine.infill_sync(request, timeout=120)
+            assert all("decode_zorblax_payload(request.body)" not in f.text for f in without.fills)
+    finally:
+        worklines.unregister("test:actions")
+
 def wait_until(predicate, timeout: float = 60.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -253,6 +282,39 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
         at = {"line": 1, "character": len("from zorblax.q")}
         assert "uorks import schwifty_mode" in offered()
 
+
+
+def test_the_servers_code_actions_take_the_workspaces_lines(tmp_path):
+    """The server names the document's workspace in "Fill holes" and "Complete body" as in an inline request: a stub
+    body gets the lines its workspace's files have there, written into the document as edits."""
+    from benchmarks.lsp_client import LspClient, apply_workspace_edit, position_at
+    from tests.test_action_quality import CAPABILITIES
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    head = "from zorblax import decode_zorblax_payload, respond\n\n\ndef handler(request):\n"
+    body = "    payload = decode_zorblax_payload(request.body)\n    return respond(payload)\n"
+    for name in ("a.py", "b.py"):
+        (root / name).write_text(head + body)
+    doc = root / "main.py"
+    text = head + "    ...\n"
+    doc.write_text(text)
+    uri = doc.as_uri()
+    at = position_at(text, text.index("..."))
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": CAPABILITIES,
+                                      "initializationOptions": {"threads": 1}}, 120)
+        client.notify("initialized", {})
+        client.wait_ready()
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["state"] == "ready")
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": text}})
+        offered = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": {
+            "start": at, "end": at}, "context": {"diagnostics": [], "triggerKind": 1}}, 300) or []
+        titles = {a["title"]: a for a in offered}
+        for title in ("Fill 1 hole", "Complete body of handler"):
+            resolved = client.request("codeAction/resolve", titles[title], 300)
+            assert apply_workspace_edit(text, uri, resolved["edit"]) == head + body, (title, resolved)
 
 def test_a_saved_document_over_the_size_cap_is_not_counted_as_the_listing_would_not(tmp_path):
     """The listing skips a file over MAX_FILE_BYTES (generated or data); saving one in the editor must not count it
