@@ -175,7 +175,7 @@ def header_stub(task: Task, code: str) -> tuple[str, int, int] | None:
 
 
 def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limits, functions: bool = False,
-              header: bool = False) -> dict | None:
+              header: bool = False, workspace: tuple[str | None, str | None] = (None, None)) -> dict | None:
     from engine.backends.base import Control
     from engine.requests import FillRequest
     from engine.serve import serve
@@ -192,11 +192,12 @@ def fill_case(backend, config, task: Task, stub: str, action: str, limits: Limit
         text, lo, hi = placed[0] + decoy, placed[1], placed[2]
         cursor = lo + 2
     found = survey(text, task.language_id, cursor, cursor)
+    key, path = workspace   # (``--workspace-corpus``: the other files of the function's package, as the editor's)
     if action == "fill":
-        request = FillRequest(text, task.language_id, found.blanks) if found.blanks else None
+        request = FillRequest(text, task.language_id, found.blanks, workspace=key, path=path) if found.blanks else None
     else:
-        request = FillRequest(text, task.language_id, (found.body,), found.callers, body=True) \
-            if found.body is not None else None
+        request = FillRequest(text, task.language_id, (found.body,), found.callers, body=True, workspace=key,
+                              path=path) if found.body is not None else None
     fills = serve(backend, config.fill, request, Control(lambda step: None)).fills if request else ()
     document = apply(text, fills)
     outside = sum(1 for f in fills if f.start < lo or f.end > hi)
@@ -273,25 +274,41 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--header-stubs", action="store_true",
                    help="with --functions: each stub on its function's header line (def f(x): ..., fn f() { todo!() "
                         "}); functions whose header's line does not end the prompt are left out")
+    p.add_argument("--workspace-corpus", default=None, metavar="DIR",
+                   help="with --functions: each function's workspace is the other files of its package in this code "
+                        "corpus (benchmarks.workspaces), whose lines a line filled as the cursor's may take")
     engine_args(p)
     args = p.parse_args(argv)
+    if args.workspace_corpus and not args.functions:
+        p.error("--workspace-corpus needs --functions (corpus functions)")
     from benchmarks.action_functions import stub
     from engine.backends import load_backend
 
     config = engine_config(args)
     backend = load_backend(config.load)
     tasks = load_tasks(args.data) if args.functions else problems(load_tasks(args.data))
+    order = {t.task_id: n for n, t in enumerate(tasks)}
     rng, limits = random.Random(args.seed), Limits()
     fixes = [r for r in (fix_case(backend, config, t, rng, limits, args.functions)
                          for t in progress(tasks[:args.limit], len(tasks[:args.limit]), "fix")) if r]
     fills = []
-    for i, t in enumerate(progress(tasks[:args.fill_limit], min(len(tasks), args.fill_limit), "fill")):
+    cases = list(enumerate(tasks[:args.fill_limit]))
+    workspaces = None
+    if args.workspace_corpus:   # by package, each read once (each case keeps its stub: its index in the data)
+        from benchmarks.workspaces import CorpusWorkspaces
+
+        workspaces = CorpusWorkspaces(args.workspace_corpus)
+        place = {id(t): n for n, t in enumerate(workspaces.grouped([t for _, t in cases]))}
+        cases.sort(key=lambda c: place[id(c[1])])
+    for i, t in progress(cases, len(cases), "fill"):
         text = stub(t.language, body_indent(t), i, code_only=args.header_stubs) if args.functions \
             else STUBS[i % len(STUBS)]
+        where = (workspaces.key(t), workspaces.path(t)) if workspaces is not None else (None, None)
         for action in ("fill", "body"):
-            row = fill_case(backend, config, t, text, action, limits, args.functions, args.header_stubs)
+            row = fill_case(backend, config, t, text, action, limits, args.functions, args.header_stubs, where)
             if row is not None:
                 fills.append(row)
+    fills.sort(key=lambda r: order[r["task_id"]])   # in the data's order, whatever order they ran in
     result = envelope("actions", "benchmarks.actions", argv)
     languages = sorted({t.language for t in tasks})
     result.update({

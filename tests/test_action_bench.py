@@ -76,3 +76,38 @@ def test_an_offered_body_is_compared_with_the_original():
     assert 0 < similarity("    return f(a) + 1\n", original) < 1
     assert lines_in_original("    x = f(a)\n    return x\n", original) == 0.5
     assert similarity("    return lock_lock_lock\n", original) < 0.2
+
+
+def test_with_workspace_corpus_a_functions_body_takes_its_packages_lines(tmp_path):
+    """``benchmarks.actions --functions --workspace-corpus``: each function's workspace is the other files of its
+    package, as the editor's folder is; the stubbed body is then written from the lines those files have there (the
+    real embedded model), and without it is not."""
+    import json
+
+    from benchmarks.actions import main
+
+    head = "package zorblax\n\nfunc handler(request *Request) Response {\n"
+    body = "\tpayload := decodeZorblaxPayload(request.Body)\n\treturn respond(payload)\n"
+    corpus = tmp_path / "corpus"
+    rows = {"train": ["debian:zorblax/a.go", "debian:zorblax/b.go", "debian:zorblax/defs.go"],
+            "valid": ["debian:zorblax/main.go"]}
+    defs = ("package zorblax\n\ntype Request struct{ Body []byte }\ntype Response int\n\n"
+            "func decodeZorblaxPayload(b []byte) []byte { return b }\n\nfunc respond(p []byte) Response { return 0 }\n")
+    manifest = []
+    for split, ids in rows.items():
+        (corpus / "files" / split).mkdir(parents=True)
+        (corpus / "files" / split / "go.jsonl").write_text("".join(
+            json.dumps({"id": i, "text": defs if i.endswith("defs.go") else head + body + "}\n"}) + "\n" for i in ids))
+        manifest += [{"id": i, "ecosystem": "debian", "package": "zorblax"} for i in ids]
+    (corpus / "manifest.jsonl").write_text("".join(json.dumps(m) + "\n" for m in manifest))
+    data = tmp_path / "functions.jsonl"
+    data.write_text(json.dumps({"task_id": "go:debian:zorblax/main.go:4", "prompt": head, "canonical_solution": body,
+                                "suffix": "}\n", "language": "go"}) + "\n")
+    got = {}
+    for name, extra in (("with", ["--workspace-corpus", str(corpus)]), ("without", [])):
+        out = tmp_path / f"{name}.json"
+        assert main(["--data", str(data), "--functions", "--limit", "0", "--fill-limit", "1", "--threads", "1",
+                     "--out", str(out), *extra]) == 0
+        got[name] = {r["action"]: r for r in json.loads(out.read_text())["records"]["fill"]}
+    assert got["with"]["body"]["similarity"] == 1.0 and got["with"]["fill"]["similarity"] == 1.0, got["with"]
+    assert all(r["offered"] is None or r.get("similarity", 0.0) < 1.0 for r in got["without"].values()), got["without"]
