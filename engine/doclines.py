@@ -378,7 +378,7 @@ def empty_line(hole: Hole, rest_of_line: str, line_start: int) -> bool:
 
 
 def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None,
-                      workspace: worklines.Workspace | None = None) -> LineOptions:
+                      workspace: worklines.Workspace | None = None, before_below: bool = True) -> LineOptions:
     """The lines a fill of an empty line could take from where the same neighbours appear elsewhere: the lines
     that came right after the code line above the cursor's line (its stripped text) and right before the code
     line below it, in the document (within ``SPAN`` lines each side; the pair across the hole itself is not one)
@@ -387,14 +387,15 @@ def neighbour_options(text: str, hole: Hole, rest_of_line: str, language: str | 
     the log of its share of all the sightings, and indented as typed, else from the neighbour it was seen with
     (``_placed``: by the columns it moved there in the document, else by its step). Empty unless the hole is a
     whole line (``LINE`` or ``BLOCK``) with nothing but indentation before the cursor and no code after it, or code
-    after it that the fill goes before."""
+    after it that the fill goes before. Without ``before_below``, only the lines seen after the line above (a body's
+    line written before its block's end: ``InfillRequest.ends_block``)."""
     line_start = text.rfind("\n", 0, hole.start) + 1
     if not empty_line(hole, rest_of_line, line_start):
         return NONE
     line_end = text.find("\n", hole.end)
     line_end = len(text) if line_end < 0 else line_end
     seen, above, below = _beside(text, line_start, line_end if not rest_of_line.strip() else hole.end - 1,
-                                 language, workspace, analogies=True)
+                                 language, workspace, analogies=True, before_below=before_below)
     if not seen:
         return NONE
     # typed indentation is kept as typed; with no indented code line in the document, the workspace's unit
@@ -505,7 +506,7 @@ def _ranked(seen: dict[str, list]) -> Iterator[tuple[str, list, float, str]]:
 
 
 def _beside(text: str, line_start: int, line_end: int, language: str | None, workspace: worklines.Workspace | None,
-            start: str = "", analogies: bool = False
+            start: str = "", analogies: bool = False, before_below: bool = True
             ) -> tuple[dict[str, list], tuple[str, int, str] | None, tuple[str, int, str] | None]:
     """The lines seen right after the code line above the line ``text[line_start:line_end]`` and right before the
     code line below it, in the document (within ``SPAN`` lines each side, the pairs of each side apart: never the
@@ -513,7 +514,9 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
     line below, {step: times} of each side, times after the line above in the document]; and the line above and
     the line below (stripped, indentation width, indentation), or None. ``start``: the workspace's lines only if
     they start with it (``Workspace.neighbours``). With ``analogies``, also the document's lines beside a line that
-    is the line above (or below) with one or two names changed, those names changed back in them (``_analogies``)."""
+    is the line above (or below) with one or two names changed, those names changed back in them (``_analogies``).
+    Without ``before_below`` no line is seen before the line below (it is still returned, for the indentation): more
+    lines may come between the cursor's line and it ("Complete body", ``InfillRequest.ends_block``)."""
     before, before_lines = _code_runs(text, line_start, up=True)            # nearest first
     after, after_lines = _code_runs(text, line_end, up=False)
     above = (before[0], worklines.indent_width(before_lines[0]), _indentation(before_lines[0])) if before else None
@@ -535,7 +538,7 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
         if moved is not None:
             entry[6][side, moved] += n
 
-    first, last = above and above[0], below and below[0]
+    first, last = above and above[0], below and below[0] if before_below else None
     for codes, lines in ((before[::-1], before_lines[::-1]), (after, after_lines)):   # the pairs of each side
         # apart (never the one across the hole); only the pairs with a neighbour in them need their indentation
         pairs = sorted({i for i, code in enumerate(codes[:-1]) if code == first}
@@ -548,7 +551,7 @@ def _beside(text: str, line_start: int, line_end: int, language: str | None, wor
             if b == last:
                 add(a, 1, 1, moved=-moved)
     if workspace is not None and language:
-        follows, precedes = workspace.neighbours(language, above and above[0], below and below[0], start=start)
+        follows, precedes = workspace.neighbours(language, above and above[0], last, start=start)
         for side, found in ((0, follows), (1, precedes)):
             for code, step, n in found:
                 add(code, side, n, step=step)

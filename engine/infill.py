@@ -134,7 +134,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                                         workspace.table(spec.name) if workspace is not None else None,
                                         (spec.name, workspace), stored)
         if not options.texts:
-            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace)
+            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace,
+                                                     before_below=not request.ends_block)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
         options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
         # the rest of a line that has the end of the typed code in it (``self._pa|`` -> ``used.set()``)

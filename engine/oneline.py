@@ -344,7 +344,7 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         opens = "" if opened is not None else "\n" + indent + "}" if braces else "\n" + inner + "pass"
         cursor = InfillRequest(doc, offset, request.language, kind=HoleKind.LINE, steps=request.steps,
                                key=request.key, options=options, opens=opens, workspace=request.workspace,
-                               path=request.path)
+                               path=request.path, ends_block=True)
         c = complete(backend, options, cursor, _shown(offset_steps(control, steps),
                                                       hole.lead + head[len(pre):] + at))
         steps, forwards, tokens, elapsed = steps + c.steps, forwards + c.forwards, tokens + c.tokens, \

@@ -41,6 +41,8 @@ class InfillRequest:
                                        # other files define are not invented (engine/names.py)
     opens: str = ""                    # a line fill may open a block (``languages.opens_block``): it is checked with
                                        # this after it, an empty block ("\n        pass", "\n    }"); "Complete body"
+    ends_block: bool = False           # the code line below ends the cursor's block, and more lines may come before
+                                       # it ("Complete body"): what is seen before that line says nothing of this one
 
 
 @dataclass(frozen=True)
