@@ -180,8 +180,8 @@ def actions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Code actions", "",
              "| run | language | action | n | applied % | parses % | tests pass % | exact original % | "
              "outside the target | user tokens changed | lines deleted the error does not touch | "
-             "offered (degenerate) | similarity % |",
-             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "offered (degenerate) | similarity % | offered lines in the original % |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for path, r in runs:
         by_language = r.get("languages") or {}
         groups = [("all", r)] + sorted(by_language.items()) if len(by_language) > 1 else \
@@ -196,13 +196,14 @@ def actions_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
                 lines.append(f"| {_link(path, base)} | {language} | {name} | {a['n']} | {pct(a['applied'])} | "
                              f"{pct(a['parses'])} | {pct(a.get('passed'))} | {pct(a.get('exact'))} | {outside} | "
                              f"{num(tokens, 0)} | {num(a.get('lines_deleted_outside'), 0)} | "
-                             + (f"{a['offered']} ({a['degenerate_offered']}) | {pct(a['mean_similarity'])} |"
-                                if "offered" in a else "- | - |"))
+                             + (f"{a['offered']} ({a['degenerate_offered']}) | {pct(a['mean_similarity'])} | "
+                                f"{pct(a.get('mean_lines_in_original'))} |" if "offered" in a else "- | - | - |"))
     lines += ["", "Outside the target: lines a fix changed away from the error, or fill edits outside the function. "
               "User tokens changed: tokens of the original code a fix lost (0 when restored exactly), or tokens a "
               "fill replaced outside the stub. Offered (degenerate): fills or bodies offered, and how many of them "
               "were the model's stutter (engine.validate.degenerate); similarity: the mean token similarity of an "
-              "offered body to the original one (difflib ratio; corpus functions only)."] + _commands(runs)
+              "offered body to the original one (difflib ratio; corpus functions only); offered lines in the original: the "
+              "mean share of an offered body's lines that are lines of the original body."] + _commands(runs)
     return lines
 
 
