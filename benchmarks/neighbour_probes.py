@@ -213,8 +213,8 @@ def probe(data: str, out: str, corpus_dir: str, pools: bool = False) -> None:
         features[code] = found = neighbour_features(code, *args)
         return found
 
-    def widened(text, hole, rest_of_line, language=None, workspace=None):
-        found = neighbour_options(text, hole, rest_of_line, language, workspace)
+    def widened(text, hole, rest_of_line, language=None, workspace=None, before_below=True):
+        found = neighbour_options(text, hole, rest_of_line, language, workspace, before_below)
         options = {t.strip() for t in found.texts}
         added, wanted = _pool_lines(text, hole, rest_of_line, language, workspace, set(options))
         line_start = text.rfind("\n", 0, hole.start) + 1
