@@ -367,7 +367,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     # window really has may be copied; a lone surrogate, which the model reads as U+FFFD, may not be written as
     # one (the fill would put U+FFFD where the user has no such character). A rewrite's selection is read too
     # (``replacement_ok``: a line given back keeps its lone surrogates, ``actions.minimal_edits``).
-    foreign = not replacement_ok and invents_replacement(candidate.texts[0], win.prefix + win.suffix)
+    around = win.prefix + win.suffix   # what the model read: a U+FFFD or a stutter it has is not the model's
+    foreign = not replacement_ok and invents_replacement(candidate.texts[0], around)
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         foreign_lead = foreign_indent(option, indents)
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if hole.heal or not foreign_lead \
@@ -380,7 +381,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             fill = tidy(text, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \
-                    or not copied and degenerate(fill, win.prefix + win.suffix) is not None \
+                    or not copied and degenerate(fill, around) is not None \
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
                     or jumps_over_code(spec, win.prefix, fill, win.suffix):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,
