@@ -1,7 +1,10 @@
 """``diffusion-lsp demo``: a scripted editor session against a real server process over stdio.
 
 Opens a file, asks for ghost text at the cursor with drafts on, and prints the suggestion developing
-step by step (masked slots as ▒, doubtful tokens dimmed), then the final edit and its timing.
+step by step (masked slots as ▒, doubtful tokens dimmed), then the final edit and its timing. Without
+``--file`` it plays two built-in scenes in one session: code that repeats itself (a function written like
+the one above it, where the engine offers the line the document already has), then new code (where the
+small model's guess is usually withheld, and is shown with the bar off).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
@@ -41,6 +45,54 @@ def largest_file(root):
 '''
 EXAMPLE_CURSOR = (15, 12)  # 0-based: the end of the indented empty line inside the inner loop (12 spaces, spelt out
 #                            so that no whitespace cleanup strips them and leaves the cursor past the line's end)
+
+REPEATED = f'''import os
+
+
+def largest_file(root):
+    """Return the path of the largest file under root."""
+    best, best_size = None, -1
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            size = os.path.getsize(full)
+            if size > best_size:
+                best, best_size = full, size
+    return best
+
+
+def smallest_file(root):
+    """Return the path of the smallest file under root."""
+    best, best_size = None, None
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(dirpath, name)
+{" " * 12}
+            if best_size is None or size < best_size:
+                best, best_size = full, size
+    return best
+'''
+REPEATED_CURSOR = (21, 12)  # 0-based: the empty line in smallest_file's inner loop, as EXAMPLE_CURSOR
+
+
+class Scene(NamedTuple):
+    title: str   # "" for the user's own --file
+    shown: str   # the document's name as printed
+    doc: Document
+    line: int    # the cursor, 0-based (line, character in the line)
+    col: int
+
+
+def scenes(args) -> list[Scene]:
+    """What the demo plays: the user's ``--file`` at ``--at``, or the two built-in scenes."""
+    if args.file:
+        return [Scene("", args.file, *_source(args))]
+    return [Scene("1. Code that repeats itself: smallest_file is written like largest_file above it",
+                  "repeated.py (built in)", Document("file:///demo/repeated.py", "python", 1, REPEATED),
+                  *REPEATED_CURSOR),
+            Scene("2. New code: nothing in the file says how to get a file's size",
+                  "example.py (built in)", Document("file:///demo/example.py", "python", 1, EXAMPLE),
+                  *EXAMPLE_CURSOR)]
 
 
 def _shade(tokens: list[dict], color: bool) -> str:
@@ -92,9 +144,6 @@ def _line(doc: Document, line: int) -> tuple[int, int]:
 
 
 async def _session(args) -> int:
-    doc, line, col = _source(args)
-    text, uri, language = doc.text, doc.uri, doc.language_id
-    at = doc.position_at(doc.line_starts()[line] + col)  # the cursor as LSP has it: UTF-16 units
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     client = LanguageClient("diffusion-lsp-demo", "1")
     drafts: list[dict] = []
@@ -133,13 +182,32 @@ async def _session(args) -> int:
     if status.get("state") != "ready":
         print(f"model failed to load: {status.get('message')}", file=sys.stderr)
         return 1
-    shown = args.file or "example.py (built in)"
-    print(f"ready in {time.monotonic() - t0:.1f} s. Document {shown}, cursor at line {line + 1}, column {col + 1}:\n")
+    print(f"ready in {time.monotonic() - t0:.1f} s.")
+    for scene in scenes(args):
+        drafts.clear()
+        echo["on"] = True
+        await _play(client, scene, drafts, echo)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return 0
+
+
+async def _play(client: LanguageClient, scene: Scene, drafts: list[dict], echo: dict) -> None:
+    """One scene: the document opened, ghost text asked for at its cursor, the drafts printed as they come (by the
+    client's handler, while ``echo`` is on), the answer; when nothing is offered, the same request once more with
+    the bar and the names rule off (its drafts not printed), and the settings put back."""
+    doc, line, col = scene.doc, scene.line, scene.col
+    text, uri = doc.text, doc.uri
+    at = doc.position_at(doc.line_starts()[line] + col)  # the cursor as LSP has it: UTF-16 units
+    if scene.title:
+        print(f"\n{scene.title}")
+    print(f"Document {scene.shown}, cursor at line {line + 1}, column {col + 1}:\n")
     for i in range(max(0, line - 4), min(len(doc.line_starts()), line + 3)):
         print(f"  {i + 1:>4} {'>' if i == line else ' '} {text[slice(*_line(doc, i))]}")
     print("\nthe suggestion developing, one line per denoising step:")
     client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+        types.TextDocumentItem(uri=uri, language_id=doc.language_id, version=1, text=text)))
     t1 = time.monotonic()
     items = await _ask(client, uri, at)
     elapsed = (time.monotonic() - t1) * 1000
@@ -158,13 +226,12 @@ async def _session(args) -> int:
         withheld = await _ask(client, uri, at)
         await asyncio.sleep(0.1)
         _report(doc, withheld, drafts, "shown only with minConfidence 0 and namesRule off: ")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"diffusionLsp": {"minConfidence": None, "namesRule": True}}))
     else:
         _report(doc, items, drafts, "")
     print(f"round trip {elapsed:.0f} ms, {count} drafts")
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
-    return 0
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
 
 
 async def _ask(client: LanguageClient, uri: str, at: types.Position) -> list[types.InlineCompletionItem]:
@@ -185,8 +252,27 @@ def _report(doc: Document, items: list[types.InlineCompletionItem], drafts: list
         return
     column = doc.offset_at(r.start) - doc.line_starts()[r.start.line] + 1  # in characters, as --at
     print(f"\n{prefix}ghost text for {r.start.line + 1}:{column}: {items[0].insert_text!r}{sure}")
+    same = _same_line(doc, items[0])
+    if same is not None:
+        print(f"  (line {same + 1} of the document reads the same: the engine offered the line the code already "
+              "has over the model's own draft)")
     for other in items[1:]:
         print(f"  alternative: {other.insert_text!r}")
+
+
+def _same_line(doc: Document, item: types.InlineCompletionItem) -> int | None:
+    """The 0-based line of the document, other than the one edited, whose code is the edited line's code once
+    ``item`` is applied (None: none, or a fill of several lines)."""
+    r = item.range
+    text = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
+    if r is None or "\n" in text.rstrip("\n"):
+        return None
+    start, end = doc.offset_at(r.start), doc.offset_at(r.end)
+    head = doc.text[doc.line_starts()[r.start.line]:start]
+    tail = doc.text[end:_line(doc, r.end.line)[1]]
+    code = (head + text.rstrip("\n") + tail).strip()
+    return next((i for i in range(len(doc.line_starts())) if i != r.start.line
+                 and doc.text[slice(*_line(doc, i))].strip() == code), None) if code else None
 
 
 def run_demo(args) -> int:
