@@ -234,6 +234,27 @@ def test_after_an_editors_closers_a_line_must_end_with_them_and_its_remainder_st
     assert line_options(quoted + '")\n', hole, '")').texts == ("one",)
 
 
+def test_before_the_lines_own_semicolon_or_comma_a_line_must_end_with_it_too():
+    """A word retyped in the middle of an existing line (``draw(ctx, sha|);``: the line's own ``);`` stays after the
+    cursor). The options were empty whenever a ``;`` or ``,`` followed the cursor: in JavaScript, TypeScript and
+    Rust, whose lines end so, a line typed to its middle had none of the document's lines."""
+    from engine.doclines import tail_options
+
+    text = ("function a(ctx, shape) {\n  draw(ctx, shape.width, shape.height);\n  draw(ctx, shape.depth)\n}\n"
+            "function b(ctx, shape) {\n  draw(ctx, sha);\n}\n")
+    cursor = text.index("sha);") + len("sha")
+    hole = replace(decide_hole(spec_for("javascript"), text, cursor), start=cursor, heal="")
+    assert hole.kind is HoleKind.INLINE
+    assert line_options(text, hole, ");").texts == ("pe.width, shape.height",)   # ends with `);`: not the `)` line
+    assert line_options(text, hole, ")").texts == ("pe.depth",)
+    assert line_options(text, hole, "); x").texts == ()                          # code after the cursor
+    rows = "m = {\n    'a': f(one, two),\n    'b': 1 + f(on),\n}\n"
+    cursor = rows.index("f(on)") + len("f(on")
+    hole = replace(decide_hole(PY, rows, cursor), start=cursor, heal="")
+    assert line_options(rows, hole, "),").texts == ()        # `'b': 1 + f(on` starts no line; the tail options do
+    assert tail_options(rows, hole, "),").texts == ("e, two",)
+
+
 def test_the_engine_offers_a_document_line_inside_an_editors_closers(embedded_engine):
     text = ("import os\n\n\ndef load(path):\n    full = os.path.join(path, 'config.ini')\n    return full\n\n\n"
             "def save(path):\n    full = os.path.join()\n")
@@ -350,6 +371,28 @@ def test_the_engine_finishes_a_line_typed_to_its_middle_with_the_rest_of_a_line_
         assert c.fills[0].confidence >= bar
         assert text[:c.fills[0].start] + c.fills[0].text + text[c.fills[0].end:] == \
             (typed + rest + "\n").replace("\n", newline)
+
+
+def test_the_engine_finishes_a_line_retyped_before_its_own_semicolon_with_the_line_the_document_has(embedded_engine):
+    """JavaScript and Rust lines end with ``;``: retyping the middle of one (``draw(ctx, sha|);``) got no line of the
+    document, and nothing was offered; the rest of the line above that ends the same way now is, above the shipped
+    bar, and the line's own ``);`` stays after it."""
+    from engine import EngineConfig
+    from engine.confidence import load_calibration
+
+    bar = load_calibration(EngineConfig().model_dir()).min_confidence
+    cases = [("javascript", "function a(ctx, shape) {\n  draw(ctx, shape.width, shape.height);\n}\n\n"
+                            "function b(ctx, shape) {\n  clear(ctx);\n  draw(ctx, sha", ");\n}\n",
+              "pe.width, shape.height"),
+             ("rust", "fn a(v: &mut Vec<u32>, n: u32) {\n    v.push(n.saturating_mul(2));\n}\n\n"
+                      "fn b(v: &mut Vec<u32>, n: u32) {\n    v.clear();\n    v.push(n.sat", "));\n}\n",
+              "urating_mul(2")]
+    for language, before, after, rest in cases:
+        c = embedded_engine.infill_sync(InfillRequest(before + after, len(before), language), timeout=60)
+        assert [(f.text, f.copied) for f in c.fills][:1] == [(rest, True)], c.considered
+        assert c.fills[0].confidence >= bar
+        assert (before + after)[:c.fills[0].start] + c.fills[0].text + (before + after)[c.fills[0].end:] == \
+            before + rest + after
 
 
 def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_the_document_has_it(embedded_engine):
