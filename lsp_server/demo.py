@@ -115,10 +115,9 @@ def restart_line(attempt: int, slots: int, kind: str | None) -> str:
 
 
 def _source(args) -> tuple[Document, int, int]:
-    """The document and the cursor (0-based line, character in the line); ValueError saying what is wrong with --file
-    or --at. COL counts characters, as ``infill``'s does; the lines are the LSP lines (LF, CRLF or a lone CR)."""
-    if not args.file:
-        return Document("file:///demo/example.py", "python", 1, EXAMPLE), *EXAMPLE_CURSOR
+    """``--file``'s document and the cursor (0-based line, character in the line); ValueError saying what is wrong
+    with --file or --at. COL counts characters, as ``infill``'s does; the lines are the LSP lines (LF, CRLF or a lone
+    CR)."""
     try:
         with open(args.file, encoding="utf-8", newline="") as f:
             text = f.read().removeprefix("\ufeff")  # a byte order mark is no character, as in an editor
@@ -277,7 +276,7 @@ def _same_line(doc: Document, item: types.InlineCompletionItem) -> int | None:
 
 def run_demo(args) -> int:
     try:
-        _source(args)   # a file or cursor it cannot use: one line, before a server starts
+        scenes(args)   # a file or cursor it cannot use: one line, before a server starts
     except ValueError as exc:
         print(f"diffusion-lsp demo: {exc}", file=sys.stderr)
         return 2
