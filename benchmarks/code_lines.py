@@ -24,6 +24,7 @@ import argparse
 import json
 import lzma
 import random
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -54,15 +55,39 @@ def one_line_statements(text: str, lang: str, path: str = "") -> list[int]:
     return statement_rows(tree.root_node, text, data, lang)
 
 
+_HEADER = re.compile(r"[^#/*].{3,98}(?::|\{)")   # a line that opens a block: ends with `:` or `{`, no comment
+
+
+def header_rows(text: str, lang: str, path: str = "") -> list[int]:
+    """0-based rows of indented lines that open a block (``if len(items) > 0:``, ``} else if (a) {``,
+    ``for k, v := range m {``): the line, stripped, ends with ``:`` or ``{`` and the next code line is indented
+    deeper; files that do not parse give none. (``--headers``: holes for a block's header edited in its middle.)"""
+    tree = _parser(lang, path).parse(text.encode("utf-8"))
+    if tree.root_node.has_error:
+        return []
+    lines = text.split("\n")
+    rows = []
+    for i, line in enumerate(lines[:-1]):
+        code = line.strip()
+        indent = len(line) - len(line.lstrip(" \t"))
+        if not indent or not _HEADER.fullmatch(code):
+            continue
+        below = next((nxt for nxt in lines[i + 1:i + 4] if nxt.strip()), "")
+        if len(below) - len(below.lstrip(" \t")) > indent:
+            rows.append(i)
+    return rows
+
+
 def line_tasks(files: Iterable[tuple[str, str]], lang: str, per_file: int = 10, limit: int = 200,
-               seed: int = 7) -> list[dict]:
+               seed: int = 7, headers: bool = False) -> list[dict]:
     """Tasks from ``(name, source)`` pairs of one language: at most ``per_file`` holes per file, each a
-    whole line (newline included), ``limit`` in all, shuffled (seeded)."""
+    whole line (newline included), ``limit`` in all, shuffled (seeded); with ``headers``, lines that open a block
+    (``header_rows``) instead of one-line statements."""
     rng = random.Random(seed)
     tasks: list[dict] = []
     for name, text in files:
         lines = text.splitlines(keepends=True)
-        rows = one_line_statements(text, lang, name)
+        rows = header_rows(text, lang, name) if headers else one_line_statements(text, lang, name)
         for i in rng.sample(rows, min(len(rows), per_file)):
             tasks.append({"task_id": f"{lang}:{name}:{i + 1}", "prompt": "".join(lines[:i]),
                           "suffix": "".join(lines[i + 1:]), "canonical_solution": lines[i], "language": lang})
@@ -94,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="leave out the holes of this data file (by task_id; JSONL, .gz allowed); repeatable")
     p.add_argument("--keep", action="append", default=[], metavar="LANG=N",
                    help="after --exclude, the first N holes of LANG (default: all of --per-language); repeatable")
+    p.add_argument("--headers", action="store_true",
+                   help="holes on lines that open a block (`if x > 0:`, `if (a) {`) instead of one-line statements")
     p.add_argument("--extra-dev", action="store_true",
                    help="the calibration's extra development holes: " + json.dumps(
                        {**EXTRA_DEV, "exclude": ["benchmarks/data/code-lines.jsonl.gz"]}))
@@ -119,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"code_lines: no held-out {lang} files under {args.corpus} (files/valid/{lang}.jsonl or "
                   f"valid.{lang}.NNN.jsonl.xz)", file=sys.stderr)
             return 2
-        tasks = line_tasks(files, lang, args.per_file, args.per_language, args.seed)
+        tasks = line_tasks(files, lang, args.per_file, args.per_language, args.seed, args.headers)
         per_lang[lang] = [t for t in tasks if t["task_id"] not in excluded][:keep.get(lang, len(tasks))]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

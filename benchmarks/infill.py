@@ -95,6 +95,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mid-line", action="store_true",
                    help="with --typed: a word typed in the middle of an existing line whose closing run (`),` `;`) "
                         "stays after the cursor (benchmarks.tasks.mid_line_tail)")
+    p.add_argument("--header", action="store_true",
+                   help="with --typed --mid-line: the line opens a block, and its end from the closers before the "
+                        "block's `:` or `{` stays after the cursor (`if len(it|):`; benchmarks.tasks.mid_line_header)")
     p.add_argument("--line-end", action="store_true",
                    help="with --typed: a word typed in the middle of an existing line, nothing after the cursor, "
                         "the fill the rest of the line (the new-user trial's line cases; benchmarks.tasks.mid_line_end)")
@@ -151,14 +154,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.mid_line and not args.typed or args.mid_line and args.auto_close:
         print("--mid-line needs --typed (and not --auto-close)", file=sys.stderr)
         return 2
+    if args.header and not args.mid_line:
+        print("--header needs --typed --mid-line", file=sys.stderr)
+        return 2
     if args.line_end and (not args.typed or args.auto_close or args.mid_line):
         print("--line-end needs --typed (and not --auto-close or --mid-line)", file=sys.stderr)
         return 2
     tasks = typed_tasks(read, auto_close=args.auto_close, mid_word=args.mid_word, mid_line=args.mid_line,
-                        line_end=args.line_end) if args.typed else read
+                        line_end=args.line_end, header=args.header) if args.typed else read
     closed = bool(args.typed and args.auto_close)
     name = (dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
-            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "")
+            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "") + ("-header" if args.header else "")
             + ("-lineend" if args.line_end else ""))
     if not tasks:
         # --limit counts the holes read; --typed (--auto-close) then keeps those it can type (up to a bracket)
@@ -182,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update({
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
-        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "line_end": args.line_end,
+        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "header": args.header, "line_end": args.line_end,
         "via": filler.via,
         "settings": settings(args),
         "sandbox": asdict(limits),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -133,10 +134,11 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
 
 
 def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False,
-                mid_line: bool = False, line_end: bool = False) -> list[Task]:
+                mid_line: bool = False, line_end: bool = False, header: bool = False) -> list[Task]:
     """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``;
-    with ``mid_line``: ``mid_line_tail``; with ``line_end``: ``mid_line_end``), those it cannot make left out."""
-    make = mid_line_end if line_end else mid_line_tail if mid_line else \
+    with ``mid_line``: ``mid_line_tail``, and with ``header`` too ``mid_line_header``; with ``line_end``:
+    ``mid_line_end``), those it cannot make left out."""
+    make = mid_line_end if line_end else (mid_line_header if header else mid_line_tail) if mid_line else \
         (mid_word_closed if mid_word else auto_closed) if auto_close else typed
     return [t for t in map(make, tasks) if t is not None]
 
@@ -226,7 +228,29 @@ def mid_line_tail(task: Task) -> Task | None:
         return None
     line = first.rstrip(" \t\r")
     body = line.rstrip(LINE_TAIL)
-    tail = line[len(body):]
+    return _cut_before(task, body, line[len(body):], newline)
+
+
+HEADER_END = re.compile(r"[)\]}]*(?::| *\{)$")   # ``mid_line_header``: ``):``, ``:``, ``) {``, `` {``
+
+
+def mid_line_header(task: Task) -> Task | None:
+    """As ``mid_line_tail``, for a line that opens a block (``if len(items) > 0:``, ``def f(a, b):``, ``if (a) {``,
+    ``fn f() -> u32 {``; ``benchmarks.code_lines --headers`` makes such holes): its end from the closing brackets
+    before the block's ``:`` or ``{`` on (``HEADER_END``) stays after the cursor, as a condition or a signature is
+    edited. None where ``mid_line_tail`` would give none."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    if after.strip():
+        return None
+    line = first.rstrip(" \t\r")
+    end = HEADER_END.search(line)
+    if end is None:
+        return None
+    return _cut_before(task, line[:end.start()], line[end.start():], newline)
+
+
+def _cut_before(task: Task, body: str, tail: str, newline: str) -> Task | None:
+    """The task with the cursor in the middle of ``body`` (``mid_line_tail``'s cut) and ``tail`` after it."""
     lead = len(body) - len(body.lstrip(" \t"))
     cuts = [i for i in range(lead + 1, len(body)) if not (body[i - 1].isalnum() or body[i - 1] == "_")
             and (body[i].isalpha() or body[i] == "_")]
