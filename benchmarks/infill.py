@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                         line_end=args.line_end, header=args.header) if args.typed else read
     closed = bool(args.typed and args.auto_close)
     name = (dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
-            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "") + ("-header" if args.header else "")
+            + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "")
+            + ("-header" if args.header else "")
             + ("-lineend" if args.line_end else ""))
     if not tasks:
         # --limit counts the holes read; --typed (--auto-close) then keeps those it can type (up to a bracket)
