@@ -119,6 +119,22 @@ def test_mid_line_holes_keep_the_lines_closing_run_after_a_word_typed_near_the_m
     assert typed_tasks([one], mid_line=True) == [got]
 
 
+def test_header_holes_keep_the_end_from_the_closers_before_the_blocks_colon_or_brace_after_the_cursor():
+    from benchmarks.tasks import mid_line_header
+
+    one = Task("a.py:3", "def f(items):\n", "        return 1\n", "    if len(items) > limit(3):\n")
+    got = mid_line_header(one)
+    # the cut nearest the middle of `if len(items) > limit(3` after a non-word character: before "items"
+    assert got.prompt == one.prompt + "    if len(ite" and got.canonical_solution == "ms) > limit(3"
+    assert got.suffix == "):\n" + one.suffix
+    go = mid_line_header(Task("a.go:3", "func f() {\n", "\t}\n}\n", "\tif err := run(ctx); err != nil {\n"))
+    assert go.suffix.startswith(" {\n") and go.prompt.endswith("\tif err := run(ctx") and go.canonical_solution == \
+        "); err != nil"
+    assert mid_line_header(Task("b.py:1", "", "", "    total = f(x)\n")) is None     # opens no block
+    assert mid_line_header(Task("c.py:1", "", "", "    else:\n")) is None           # no cut before the end
+    assert typed_tasks([one], mid_line=True, header=True) == [got]
+
+
 def test_line_end_holes_cut_a_line_near_its_middle_with_a_word_typed_and_nothing_after_the_cursor():
     from benchmarks.tasks import mid_line_end
 

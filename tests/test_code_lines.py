@@ -107,3 +107,18 @@ def test_extra_holes_leave_out_a_committed_set_and_keep_n_per_language(tmp_path)
         code_lines.main(["--corpus", str(corpus), "--exclude", str(tmp_path / "gone.jsonl"), "--out", str(extra)])
     assert code_lines.main(["--corpus", str(tmp_path / "nothing"), "--out", str(tmp_path / "none.jsonl")]) == 2
     assert not (tmp_path / "none.jsonl").exists()
+
+
+def test_header_rows_are_indented_lines_that_open_a_block():
+    from benchmarks.code_lines import header_rows
+
+    py = ("def f(items):\n    for x in items:\n        if x > 0:\n            return x\n    # a comment:\n"
+          "    y = {\n        1: 2}\n    return None\n")
+    # `def f` is not indented; the comment opens nothing; `y = {` is followed by a deeper line: a literal, kept
+    assert header_rows(py, "python", "m.py") == [1, 2, 5]
+    go = "package m\n\nfunc F(x int) int {\n\tif x > 0 {\n\t\treturn x\n\t}\n\treturn 0\n}\n"
+    assert header_rows(go, "go", "m.go") == [3]
+    assert header_rows("def f(:\n    if x:\n        y\n", "python", "m.py") == []     # does not parse
+    tasks = line_tasks([("m.py", py)], "python", headers=True)
+    assert sorted(t["canonical_solution"] for t in tasks) == ["        if x > 0:\n", "    for x in items:\n",
+                                                               "    y = {\n"]
