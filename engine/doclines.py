@@ -55,6 +55,14 @@ SPAN = 4000        # lines read on each side of the cursor: a huge file costs wh
 LONGEST = 200      # characters: a longer line never fits a one-line hole's slots
 CLOSERS = ")]}\"'`"  # after the cursor, only these (what editors insert as an opener is typed): still the line's rest
 LINE_ENDS = CLOSERS + ",;"   # and these: the line's own end (``f(a, b|);``), kept while the middle of a line is retyped
+BLOCK_ENDS = LINE_ENDS + ":{"   # and a block's opener at its header's end (``if len(it|):``, ``if (a|) {``)
+
+
+def ends_line(tail: str) -> bool:
+    """Is ``tail`` (the text after the cursor on its line, stripped) only the line's end: an editor's closers, the
+    line's own ``;`` or ``,``, or a block's ``:`` or ``{`` after them (spaces between them allowed)? Then the line
+    options apply (``line_options``, ``tail_options``): a candidate ends with it and stops before it."""
+    return not tail.replace(" ", "").replace("\t", "").strip(BLOCK_ENDS)
 
 
 NEIGHBOURS_MOST = 16  # lines seen beside the neighbours per hole (``neighbour_options``, a typed line's ``pairs``)
@@ -110,12 +118,14 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     starts (a regenerated word fragment, ``hole.heal``, included), for a line whose code starts with the code
     typed on the cursor's line. Empty unless the hole is the rest of a line with code before the cursor and
     nothing after it but closing brackets and quotes (``CLOSERS``, as editors insert them when the opener is
-    typed) and the line's own ``;`` or ``,`` (``LINE_ENDS``: a word retyped in the middle of ``f(a, b);``): then
-    a candidate line must end with them, and its remainder stops before them (no line break). (Before the line's
-    own ``;`` and ``,`` counted, the 647 development holes typed in the middle of a line, ``--typed --mid-line``,
-    had none of these options, nor ``tail_options``, in JavaScript, TypeScript and Rust, whose lines end so: 2 of
-    151 Rust holes right, 13 of 141 JavaScript; with them 62 and 81, and 110 -> 276 in all; benchmarks/README.md,
-    "A line's own end after the cursor".)
+    typed) and the line's own ``;`` or ``,``, or a block's ``:`` or ``{`` (``ends_line``: a word retyped in the
+    middle of ``f(a, b);`` or of ``if len(items):``): then a candidate line must end with them, and its remainder
+    stops before them (no line break; before a space the cursor already has, no trailing space). (Before the
+    line's own ``;`` and ``,`` counted, the 647 development holes typed in the middle of a line, ``--typed
+    --mid-line``, had none of these options, nor ``tail_options``, in JavaScript, TypeScript and Rust, whose lines
+    end so: 2 of 151 Rust holes right, 13 of 141 JavaScript; with them 62 and 81, and 110 -> 276 in all. A block's
+    header edited in its middle, ``--header``: 2 -> 302 of 632; benchmarks/README.md, "A line's own end after the
+    cursor".)
 
     With ``pairs`` (a language and its workspace, or None for the document alone), the lines seen right after the
     code line above the cursor's line or right before the code line below it (as for ``neighbour_options``) that
@@ -129,8 +139,9 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     ``stored``: the lines that store a constructor's parameters (``engine.paramlines.stored_lines``), after all the
     others (``PARAMETER``; one that is already an option keeps its source)."""
     tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or tail.strip(LINE_ENDS):
+    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or not ends_line(tail):
         return NONE
+    spaced = bool(tail) and rest_of_line[:1] in (" ", "\t")
     line_start = text.rfind("\n", 0, hole.start) + 1
     typed = text[line_start:hole.end]
     key = typed.lstrip(" \t")
@@ -145,6 +156,8 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             if not code.endswith(tail):
                 return None
             rest = (indent + code[:len(code) - len(tail)])[kept:]
+            if spaced:   # the space before the line's end is already after the cursor (``f( a| )``, ``x| {``)
+                rest = rest.rstrip()
             return rest if rest[len(hole.heal):].strip() else None
         rest = (indent + code)[kept:]
         return rest + "\n" if rest[len(hole.heal):].strip() else None
@@ -254,8 +267,9 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     gives what follows it there up to that line's end (``used.set()`` from ``self._paused.set()``). At most
     ``TAIL_MOST``, each with its source ``TAIL``; empty for any other hole."""
     tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or tail.strip(LINE_ENDS):
+    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or not ends_line(tail):
         return NONE
+    spaced = bool(tail) and rest_of_line[:1] in (" ", "\t")   # as in ``line_options``
     line_start = text.rfind("\n", 0, hole.start) + 1
     key = text[max(line_start, hole.end - LONGEST):hole.end].lstrip(" \t")   # an ending longer than a line: none
     starts = [m.start() for m in _WORD_START.finditer(key) if m.start() > 0]
@@ -281,6 +295,8 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
                 if not after.endswith(tail):
                     continue
                 after = after[:len(after) - len(tail)]
+                if spaced:
+                    after = after.rstrip()
             if after.strip() and len(after) <= LONGEST:
                 found.append((k, n, text[hole.start:hole.end] + after + ("" if tail else "\n")))
                 break   # this line's longest ending only

@@ -255,6 +255,25 @@ def test_before_the_lines_own_semicolon_or_comma_a_line_must_end_with_it_too():
     assert tail_options(rows, hole, "),").texts == ("e, two",)
 
 
+def test_before_a_blocks_colon_or_brace_a_header_line_must_end_with_the_same_text():
+    """A block's header edited in its middle (``if len(it|):``, ``if (a|) {``): the closers, then the block's ``:``
+    or ``{`` stay after the cursor. No line option applied there: a ``:`` or ``{`` was no line end."""
+    from engine.doclines import ends_line, tail_options
+
+    assert ends_line("):") and ends_line(") {") and ends_line(" {") and ends_line(");") and ends_line("")
+    assert not ends_line(") + 1") and not ends_line("); x") and not ends_line(") or y:") and not ends_line("= 1;")
+    text = ("def f(items):\n    if len(items) > 3:\n        return 1\n    if len(items.keys()):\n"
+            "        return 2\n\n\ndef g(items):\n    if len(it):\n        return 0\n")
+    cursor = text.index("len(it)") + len("len(it")
+    hole = replace(decide_hole(PY, text, cursor), start=cursor, heal="")
+    assert line_options(text, hole, "):").texts == ("ems.keys()",)   # the line that ends with `):` too, not `3:`
+    go = "func a() {\n\tfor _, x := range xs {\n\t}\n}\n\nfunc b() {\n\tfor _, y := ran {\n\t}\n}\n"
+    cursor = go.index("ran {") + len("ran")
+    hole = replace(decide_hole(spec_for("go"), go, cursor), start=cursor, heal="")
+    assert line_options(go, hole, " {").texts == ()                 # `for _, y := ran` starts no line
+    assert tail_options(go, hole, " {").texts == ("ge xs",)   # the line with `:= ran` does, up to its ` {`
+
+
 def test_the_engine_offers_a_document_line_inside_an_editors_closers(embedded_engine):
     text = ("import os\n\n\ndef load(path):\n    full = os.path.join(path, 'config.ini')\n    return full\n\n\n"
             "def save(path):\n    full = os.path.join()\n")
@@ -393,6 +412,26 @@ def test_the_engine_finishes_a_line_retyped_before_its_own_semicolon_with_the_li
         assert c.fills[0].confidence >= bar
         assert (before + after)[:c.fills[0].start] + c.fills[0].text + (before + after)[c.fills[0].end:] == \
             before + rest + after
+
+
+def test_the_engine_finishes_a_blocks_header_edited_in_its_middle_with_the_header_the_document_has(embedded_engine):
+    """A condition edited in its middle (``if err := run(ctx); er|r != nil {``): the line above's header that ends
+    the same way is offered, above the shipped bar, and the header's ``{`` stays after it. Before, a ``{`` after
+    the cursor shut out every line option and nothing was offered."""
+    from engine import EngineConfig
+    from engine.confidence import load_calibration
+
+    bar = load_calibration(EngineConfig().model_dir()).min_confidence
+    cases = [("go", "func a(ctx context.Context) error {\n\tif err := run(ctx); err != nil {\n\t\treturn err\n\t}\n"
+                    "\treturn nil\n}\n\nfunc b(ctx context.Context) error {\n\tif err := run(ctx); er", " {\n"
+                    "\t\treturn err\n\t}\n\treturn nil\n}\n", "r != nil"),
+             ("python", "def a(items):\n    for index, item in enumerate(items):\n        print(index)\n\n\n"
+                        "def b(items):\n    for index, item in enum", "):\n        print(item)\n",
+              "erate(items")]
+    for language, before, after, rest in cases:
+        c = embedded_engine.infill_sync(InfillRequest(before + after, len(before), language), timeout=60)
+        assert [(f.text, f.copied) for f in c.fills][:1] == [(rest, True)], c.considered
+        assert c.fills[0].confidence >= bar
 
 
 def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_the_document_has_it(embedded_engine):
