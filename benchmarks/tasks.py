@@ -223,10 +223,10 @@ def mid_line_tail(task: Task) -> Task | None:
     the code before that run, with the word's first 3 characters typed (2 when 6 or fewer are left); the fill is the
     rest up to the run. None for a hole of several lines, a line without such a run or cut, or under 4 characters
     left before the run."""
-    first, newline, after = task.canonical_solution.partition("\n")
-    if after.strip():
+    one = _one_line(task)
+    if one is None:
         return None
-    line = first.rstrip(" \t\r")
+    line, newline = one
     body = line.rstrip(LINE_TAIL)
     return _cut_before(task, body, line[len(body):], newline)
 
@@ -239,14 +239,18 @@ def mid_line_header(task: Task) -> Task | None:
     ``fn f() -> u32 {``; ``benchmarks.code_lines --headers`` makes such holes): its end from the closing brackets
     before the block's ``:`` or ``{`` on (``HEADER_END``) stays after the cursor, as a condition or a signature is
     edited. None where ``mid_line_tail`` would give none."""
+    one = _one_line(task)
+    end = None if one is None else HEADER_END.search(one[0])
+    if one is None or end is None:
+        return None
+    return _cut_before(task, one[0][:end.start()], one[0][end.start():], one[1])
+
+
+def _one_line(task: Task) -> tuple[str, str] | None:
+    """A one-line hole's line (its trailing spaces and ``\r`` dropped) and the line break after it; None for a hole
+    of several lines."""
     first, newline, after = task.canonical_solution.partition("\n")
-    if after.strip():
-        return None
-    line = first.rstrip(" \t\r")
-    end = HEADER_END.search(line)
-    if end is None:
-        return None
-    return _cut_before(task, line[:end.start()], line[end.start():], newline)
+    return None if after.strip() else (first.rstrip(" \t\r"), newline)
 
 
 def _cut_before(task: Task, body: str, tail: str, newline: str) -> Task | None:
@@ -276,10 +280,10 @@ def mid_line_end(task: Task) -> Task | None:
     picked by a hash of the task id; the word's first 3 characters typed (2 when 6 or fewer are left); the fill is
     the rest of the line. None for a hole of several lines, a line without such a cut, or under 4 characters left
     at the cut."""
-    first, newline, after = task.canonical_solution.partition("\n")
-    if after.strip():
+    one = _one_line(task)
+    if one is None:
         return None
-    line = first.rstrip(" \t\r")
+    line, newline = one
     lead = len(line) - len(line.lstrip(" \t"))
     cuts = [i for i in range(lead + 1, len(line)) if line[i - 1] in LINE_END_AFTER
             and (line[i].isalnum() or line[i] == "_") and len(line) * 0.3 <= i <= len(line) * 0.7]

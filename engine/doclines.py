@@ -65,6 +65,16 @@ def ends_line(tail: str) -> bool:
     return not tail.replace(" ", "").replace("\t", "").strip(BLOCK_ENDS)
 
 
+def _line_rest(hole: Hole, rest_of_line: str) -> tuple[str, bool] | None:
+    """For ``line_options`` and ``tail_options``: None unless ``hole`` is the rest of a line up to its end
+    (``ends_line``); else that end (stripped) and whether a space comes before it after the cursor (an option then
+    ends without one: ``f( a| )``, ``x| {``)."""
+    tail = rest_of_line.strip()
+    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or not ends_line(tail):
+        return None
+    return tail, bool(tail) and rest_of_line[:1] in (" ", "\t")
+
+
 NEIGHBOURS_MOST = 16  # lines seen beside the neighbours per hole (``neighbour_options``, a typed line's ``pairs``)
 
 
@@ -138,10 +148,10 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
 
     ``stored``: the lines that store a constructor's parameters (``engine.paramlines.stored_lines``), after all the
     others (``PARAMETER``; one that is already an option keeps its source)."""
-    tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or not ends_line(tail):
+    rest_end = _line_rest(hole, rest_of_line)
+    if rest_end is None:
         return NONE
-    spaced = bool(tail) and rest_of_line[:1] in (" ", "\t")
+    tail, spaced = rest_end
     line_start = text.rfind("\n", 0, hole.start) + 1
     typed = text[line_start:hole.end]
     key = typed.lstrip(" \t")
@@ -156,7 +166,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             if not code.endswith(tail):
                 return None
             rest = (indent + code[:len(code) - len(tail)])[kept:]
-            if spaced:   # the space before the line's end is already after the cursor (``f( a| )``, ``x| {``)
+            if spaced:   # the space before the line's end is already after the cursor
                 rest = rest.rstrip()
             return rest if rest[len(hole.heal):].strip() else None
         rest = (indent + code)[kept:]
@@ -198,7 +208,6 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
 
 
 WORD_MOST = 32      # a word's candidates per hole (``word_options``), the nearest lines' first
-WORD_TAIL = LINE_ENDS   # ``word_options``: closers after the cursor, or a line's own `,` / `;` and closers
 _NAME_CHARS = r"[A-Za-z_$][\w$]*"   # a name in any of the languages (JavaScript's `$` too)
 _FRAGMENT = re.compile(_NAME_CHARS + "$")
 _WORDISH = re.compile(r"[\w$]")
@@ -226,7 +235,7 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     own = tail[:1] in (",", ";")   # the line's own `,` / `;` (then closers) after the cursor, not an editor's closers
     ended = not own and tail[-1:] in (",", ";")   # closers, then the line's own `,` / `;` (``f(err|);``)
     if hole.kind is not HoleKind.INLINE or hole.heal or hole.end != hole.start or not tail \
-            or (tail[:-1] if ended else tail).strip(WORD_TAIL if own else CLOSERS):
+            or (tail[:-1] if ended else tail).strip(LINE_ENDS if own else CLOSERS):
         return NONE
     line_start = text.rfind("\n", 0, hole.start) + 1
     cut = max(line_start, hole.start - LONGEST)   # the pattern searched over a long line is quadratic
@@ -266,10 +275,10 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     ``self._pa``, ``_pa``), longest first, where a line nearby (``_nearby``, nearest first) has it at a word start,
     gives what follows it there up to that line's end (``used.set()`` from ``self._paused.set()``). At most
     ``TAIL_MOST``, each with its source ``TAIL``; empty for any other hole."""
-    tail = rest_of_line.strip()
-    if hole.kind is not HoleKind.INLINE or hole.end != hole.start + len(hole.heal) or not ends_line(tail):
+    rest_end = _line_rest(hole, rest_of_line)
+    if rest_end is None:
         return NONE
-    spaced = bool(tail) and rest_of_line[:1] in (" ", "\t")   # as in ``line_options``
+    tail, spaced = rest_end
     line_start = text.rfind("\n", 0, hole.start) + 1
     key = text[max(line_start, hole.end - LONGEST):hole.end].lstrip(" \t")   # an ending longer than a line: none
     starts = [m.start() for m in _WORD_START.finditer(key) if m.start() > 0]

@@ -142,7 +142,7 @@ def _line(doc: Document, line: int) -> tuple[int, int]:
     return doc.line_starts()[line], doc._line_end(line)
 
 
-async def _session(args) -> int:
+async def _session(args, played: list[Scene]) -> int:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     client = LanguageClient("diffusion-lsp-demo", "1")
     drafts: list[dict] = []
@@ -182,7 +182,7 @@ async def _session(args) -> int:
         print(f"model failed to load: {status.get('message')}", file=sys.stderr)
         return 1
     print(f"ready in {time.monotonic() - t0:.1f} s.")
-    for scene in scenes(args):
+    for scene in played:
         drafts.clear()
         echo["on"] = True
         await _play(client, scene, drafts, echo)
@@ -276,8 +276,8 @@ def _same_line(doc: Document, item: types.InlineCompletionItem) -> int | None:
 
 def run_demo(args) -> int:
     try:
-        scenes(args)   # a file or cursor it cannot use: one line, before a server starts
+        played = scenes(args)   # a file or cursor it cannot use: one line, before a server starts
     except ValueError as exc:
         print(f"diffusion-lsp demo: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_session(args))
+    return asyncio.run(_session(args, played))
