@@ -17,9 +17,10 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comments_out_rest, degenerate, document_parses,
-                       empty_comment, ends_in_a_loose_comma, go_value_unused, jumps_over_code, parses, python_check,
-                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
+from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comment_only, comments_out_rest, degenerate,
+                       document_parses, empty_comment, ends_in_a_loose_comma, go_value_unused, imported_again,
+                       jumps_over_code, parses, python_check, regroups_brackets, reopens_closer, repeats_neighbour,
+                       tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -115,6 +116,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # a constructor's body returns no value (``return Math.hypot(this.x, this.y)`` copied from a method below)
     constructor = paramlines.constructor_at(text, hole, spec.name)
     fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor) if config.validate else None)
+    # an import in a function's body that the module already has at its top does nothing
+    fits = _both(fits, imported_again(spec, text, hole.start) if config.validate else None)
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = not_utf8 = 0
@@ -383,9 +386,11 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                     or foreign and REPLACEMENT in fill \
                     or not copied and degenerate(fill, around) is not None \
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
-                    or jumps_over_code(spec, win.prefix, fill, win.suffix):
+                    or jumps_over_code(spec, win.prefix, fill, win.suffix) \
+                    or rewrite is None and not hole.heal.strip() \
+                    and comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,
-                continue   # nor a jump the user's next line of its block follows: dead code)
+                continue   # nor a jump the user's next line of its block follows: dead code; nor a comment alone)
             # an opener is checked with its empty block after it (the fill stays the line)
             checked = fill + opens if opens and "\n" not in fill and opens_block(spec, fill) else fill
             # Python's parser on the whole document is the authority when it accepts the document as a

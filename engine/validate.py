@@ -935,6 +935,48 @@ def empty_comment(fill: str) -> bool:
     return bool(lines) and all(_EMPTY_COMMENT.fullmatch(line) for line in lines)
 
 
+_COMMENT_LINE = {":": re.compile(r"#"), "{": re.compile(r"//|/\*|\*")}
+
+
+def comment_only(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+    """Does ``fill`` (what the cursor's line gets: no code typed before it on the line) write a comment and nothing
+    else, where neither the nearest line above the cursor's line nor the nearest below it is a comment? The
+    embedded model's comments are the document's comments again or words of its own: on the development sets' holes
+    not one of the 202 comment-only fills the engine considered was the line that was there (whole lines, typed
+    lines and their ends, benchmarks/README.md). Inside a comment's lines (a line above or below is one) a comment is
+    what the user writes: kept."""
+    marker = _COMMENT_LINE.get(spec.block_opener)
+    if marker is None or not marker.match(fill.lstrip()) or prefix[prefix.rfind("\n") + 1:].strip():
+        return False
+    above = [line.strip() for line in prefix.split("\n")[:-1] if line.strip()]
+    below = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
+    if above and marker.match(above[-1]) or below and marker.match(below[0]):
+        return False
+    return writes_no_code(spec, fill)
+
+
+# (Rust is not here: a ``mod tests`` block's ``use`` is indented and needed again, a module's imports are its own)
+_IMPORT = {"python": re.compile(r"^(?:import|from[ \t]+\S+[ \t]+import)[ \t][^\n]*", re.M)}
+
+
+def imported_again(spec: LanguageSpec, text: str, start: int) -> Callable[[str], bool] | None:
+    """For a fill at ``start`` of ``text`` on an indented line (a function's body): a check that passes a fill unless
+    its line is an import the document already has at its top level (``import numpy as np`` in a function of a module
+    that imports it above): that import does nothing. On the development sets' holes (whole lines, typed ones, the
+    stdlib's) 17 such fills were considered and none was the line that was there (the other indented imports: 2 of
+    47). None where the document has no import at its top level or the language has none in a body."""
+    pattern = _IMPORT.get(spec.name)
+    top = {m.group(0).rstrip() for m in pattern.finditer(text)} if pattern else ()
+    if not top:
+        return None
+    head = text[text.rfind("\n", 0, start) + 1:start]   # the line's indentation, and what is typed after it
+
+    def passes(fill: str) -> bool:
+        line = head + fill
+        return "\n" in line.strip("\n") or not line[:1].isspace() or line.strip() not in top
+    return passes
+
+
 def writes_no_code(spec: LanguageSpec, fill: str) -> bool:
     """Is ``fill`` comments alone (``#`` lines, ``// TODO:``)? A hole's fill that is writes nothing the code runs: no
     fill. A language without a grammar, or a fill its parser cannot read: no verdict (False)."""

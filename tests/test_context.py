@@ -807,6 +807,68 @@ def test_a_fill_of_empty_comment_markers_says_nothing(fill, empty):
     assert empty_comment(fill) is empty
 
 
+@pytest.mark.parametrize("language, prefix, fill, suffix, alone", [
+    # real fills on development holes: a comment of the document again, the model's own words
+    ("python", "def f(x):\n    y = x * 2\n    ", "# The Coverage interface is used to define", "\n    return y\n", True),
+    ("go", "func (b bases) Less(i, j int) bool {\n\t", "// The Coverage interface is used to", "\n}\n", True),
+    ("rust", "fn f() {\n    let a = 1;\n    ", "/* see above */", "\n    a\n}\n", True),
+    ("typescript", "function f() {\n  ", "// 😀 TODO\n  // later", "\n  return 1;\n}\n", True),
+    # inside a comment's lines (above or below the cursor's line): a comment is what the user writes there
+    ("python", "def f(x):\n    # first we double x,\n    ", "# then we add one", "\n    return x\n", False),
+    ("go", "func f() {\n\t", "// Step one:", "\n\n\t// - read the file\n\tread()\n}\n", False),
+    ("javascript", "/**\n * Adds.\n", " * @param a the first", "\n */\nfunction add(a) {}\n", False),
+    # code, code before a comment, a comment after the code typed on the line: not a comment alone
+    ("python", "def f(x):\n    ", "y = x  # double", "\n    return y\n", False),
+    ("python", "def f(x):\n    y = x", "  # double", "\n    return y\n", False),
+    ("rust", "fn f() {\n    ", "/* a */ let b = 2;", "\n}\n", False),
+    ("go", "func f() {\n\t", "x := 1", "\n}\n", False),
+])
+def test_a_comment_alone_is_not_the_line(language, prefix, fill, suffix, alone):
+    from engine.validate import comment_only
+    assert _as_lf_and_crlf(comment_only, spec_for(language), prefix, fill, suffix) == (alone, alone)
+
+
+def test_a_comment_alone_is_never_the_cursor_fill_and_the_code_behind_it_is():
+    """The model's comment is refused, its code line offered; in a comment's lines the comment is offered."""
+    from engine.backends.base import Candidate
+    from engine.infill import _first_valid
+    spec = spec_for("python")
+    for eol in ("\n", "\r\n"):
+        for above, raw, offered in (("    y = x * 2", "    # 😀 The Coverage interface is used", False),
+                                    ("    y = x * 2", "    return y + 1", True),
+                                    ("    # 😀 first we double x,", "    # then add one", True)):
+            text = f"def f(x):{eol}{above}{eol}{eol}    return y{eol}"
+            at = text.index(f"{eol}{eol}") + len(eol)
+            hole = decide_hole(spec, text, at)
+            win = window(spec, text, hole.start, hole.end, chars, 200, 200)
+            fill = _first_valid(Candidate((raw,), ((0.9,),), (((0, len(raw)),),), 0.0), hole, "", spec, win,
+                                baseline_errors(spec, win, ""), indent_options(spec, text, hole))[0]
+            assert (fill is not None) is offered, (raw, eol)
+
+
+@pytest.mark.parametrize("language, before, line, passes", [
+    ("python", "    ", "import numpy as np", False),              # real fills: the module's import again in a body
+    ("python", "        ", "from sphinx.locale import __", False),
+    ("python", "    import nu", "mpy as np", False),              # typed, then the import's rest
+    ("python", "    ", "import numpy", True),                     # another import than the module's
+    ("python", "    ", "from os import sep", True),
+    ("python", "    ", "np = 1", True),
+    ("python", "", "import numpy as np", True),                   # at the top: not in a body (another check's)
+    ("python", "    ", "import numpy as np\n    x = np.ones(2)", True),   # more than the one line
+    ("rust", "        ", "use std::io;", True),                   # a test module's use: needed again
+])
+def test_an_import_the_module_has_at_its_top_is_not_written_in_a_body(language, before, line, passes):
+    from engine.validate import imported_again
+    imports = "use std::io;\n" if language == "rust" else "import numpy as np\nfrom sphinx.locale import __\n"
+    text = f"# 😀 \ud800\n{imports}\ndef f(x):\n    y = x\n{before}\n    return y\n"
+    start = text.index("    y = x\n") + len("    y = x\n") + len(before)
+    for eol in ("\n", "\r\n"):   # (the engine reads a CRLF document as LF; the check takes either)
+        at = start + text[:start].count("\n") * (len(eol) - 1)
+        check = imported_again(spec_for(language), text.replace("\n", eol), at)
+        assert (check is None if language == "rust" else check(line.replace("\n", eol)) is passes), (line, eol)
+    assert imported_again(spec_for("python"), "def f():\n    \n", 13) is None   # no import at the top
+
+
 def test_an_empty_comment_is_never_the_cursor_fill():
     from engine.backends.base import Candidate
     from engine.context import indent_options
