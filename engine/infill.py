@@ -118,6 +118,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor) if config.validate else None)
     # an import in a function's body that the module already has at its top does nothing
     fits = _both(fits, imported_again(spec, text, hole.start) if config.validate else None)
+    # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
+    # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
+    if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():
+        fits = _both(fits, lambda fill: not comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix))
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = not_utf8 = 0
@@ -386,11 +390,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                     or foreign and REPLACEMENT in fill \
                     or not copied and degenerate(fill, around) is not None \
                     or repeats_neighbour(win.prefix, fill, win.suffix, after_next=rewrite is None, kept=rewrite) \
-                    or jumps_over_code(spec, win.prefix, fill, win.suffix) \
-                    or rewrite is None and not hole.heal.strip() \
-                    and comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix):
+                    or jumps_over_code(spec, win.prefix, fill, win.suffix):
                 bad += 1   # (a line the fill writes that copies the code line next to it is never what was meant,
-                continue   # nor a jump the user's next line of its block follows: dead code; nor a comment alone)
+                continue   # nor a jump the user's next line of its block follows: dead code)
             # an opener is checked with its empty block after it (the fill stays the line)
             checked = fill + opens if opens and "\n" not in fill and opens_block(spec, fill) else fill
             # Python's parser on the whole document is the authority when it accepts the document as a

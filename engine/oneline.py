@@ -303,6 +303,36 @@ def stub_body(view: LineView) -> BodyPlace:
 
 
 _ENDS = re.compile(r"(?:return|raise|throw|panic!|unreachable!|os\.Exit)\b")
+_EMPTY_RETURN = re.compile(r"return\s*;?")   # a body's first line that returns nothing: the body does nothing
+# a function's header: its name and parameters (none nested in brackets), up to its body's ``{`` or ``:``
+_HEADER = re.compile(r"([A-Za-z_$][\w$]*)[ \t]*(?:<[^<>()\n]*>)?[ \t]*\(([^()]*)\)[^()\n]*[{:][ \t\r]*(?:#[^\n]*)?$",
+                     re.M)
+_GO_RECEIVER = re.compile(r"func[ \t]*\([ \t]*([A-Za-z_]\w*)[ \t]+[^()]*\)[ \t]*$")
+_SELF_CALL = re.compile(r"(?:return\s+)?(?:await\s+)?(?:([A-Za-z_$][\w$]*)\s*(?:\.|::)\s*)?([A-Za-z_$][\w$]*)"
+                        r"\s*\(([^()]*)\)\s*;?")
+_RECEIVERS = frozenset({"self", "&self", "&mut self", "mut self", "cls", "this", "Self"})
+
+
+def calls_itself(before: str, line: str) -> bool:
+    """Is ``line``, the first line of the body of the function whose header ``before`` ends with (a docstring may
+    follow it), a call of that function with its own parameters (``return pid_exists(pid)`` in ``def
+    pid_exists(pid):``, ``return b.Less(i, j)`` in Go's ``func (b bases) Less(i, j int) bool``)? The function would
+    call itself before anything else, for ever (a fill of the actions' development set)."""
+    call = _SELF_CALL.fullmatch(line.strip())
+    headers = list(_HEADER.finditer(before, max(0, len(before) - 2000)))
+    if call is None or not headers or call.group(2) != headers[-1].group(1):
+        return False
+    header = headers[-1]
+    after = before[header.end():].strip()
+    if after and not after.startswith(('"""', "'''")):
+        return False   # not the body's first line
+    receiver = _GO_RECEIVER.search(before, before.rfind("\n", 0, header.start()) + 1, header.start())
+    if call.group(1) is not None and call.group(1) not in _RECEIVERS \
+            and (receiver is None or call.group(1) != receiver.group(1)):
+        return False   # another object's method of that name
+    params = [p.strip() for p in header.group(2).split(",") if p.strip()]
+    names = [re.split(r"[\s:=]", p.lstrip("*&"), maxsplit=1)[0] for p in params if p not in _RECEIVERS]
+    return [a.strip() for a in call.group(3).split(",") if a.strip()] == names
 MAX_BLOCK_LINES = 4   # lines of a block a body's line opens (``if x:``), at most
 
 
@@ -355,7 +385,8 @@ def fill_body(backend: Backend, options: FillOptions, request: FillRequest, cont
         if fill is not None and fill.start >= len(head) and fill.end <= offset and not _indents(fill, offset):
             line = doc[len(head):fill.start] + fill.text
             if "\n" in line or not _usable(spec, text, hole, line, not lines) or \
-                    line.strip() in (seen.strip() for seen in lines):
+                    line.strip() in (seen.strip() for seen in lines) or \
+                    not lines and (_EMPTY_RETURN.fullmatch(line.strip()) or calls_itself(pre, line)):
                 line, rejected = None, rejected + 1
         if line is not None and fill is not None and opened is not None and line.rstrip().endswith(
                 spec.block_opener):

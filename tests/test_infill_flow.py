@@ -351,3 +351,31 @@ def test_a_fill_that_breaks_the_document_is_not_offered_when_the_window_has_erro
                                                               suffix_tokens=context),
                  InfillRequest(text, cursor, language), Control(lambda s: None))
     assert [f.text for f in c.fills] == []
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_comment_alone_is_no_line_fill_but_where_comments_border_it_or_in_a_rewrite_or_a_body(eol):
+    """The model's comment on a line no comment borders is refused (``validate.comment_only``); inside a comment's
+    lines it is offered; a rewrite (its selection may be a comment) and "Complete body" (a comment ends the body)
+    take it as they did."""
+    comment, code = "# 😀 The Coverage interface is used", "z = y + 1"
+    for above, answer, offered in (("    y = x * 2", comment, False), ("    y = x * 2", code, True),
+                                   ("    # 😀 first we double x,", comment, True)):
+        text = f"def f(x):{eol}{above}{eol}    {eol}    return y{eol}"
+        at = text.index(f"{eol}    {eol}") + len(eol) + 4
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                     InfillRequest(text, at, "python"), Control(lambda s: None))
+        assert bool(c.fills) is offered, (above, answer)
+        if offered:
+            assert c.fills[0].text == answer
+    text = f"def f(x):{eol}    y = x * 2{eol}    # old note{eol}    return y{eol}"
+    start = text.index("# old note")
+    rewrite = complete(Scripted(lambda prefix: comment), FillOptions(min_confidence=0.0),
+                       InfillRequest(text, start, "python", end=start + len("# old note"), rewrite=True),
+                       Control(lambda s: None))
+    assert [f.text for f in rewrite.fills] == [comment]
+    body = f"def f(x):{eol}    y = x * 2{eol}    {eol}    return y{eol}"
+    at = body.index(f"{eol}    {eol}") + len(eol) + 4
+    ends = complete(Scripted(lambda prefix: comment), FillOptions(min_confidence=0.0),
+                    InfillRequest(body, at, "python", ends_block=True), Control(lambda s: None))
+    assert [f.text for f in ends.fills] == [comment]

@@ -228,9 +228,46 @@ def test_complete_body_stops_before_a_stub_a_comment_a_repeated_line_or_nothing(
 
 
 def test_a_body_whose_first_line_is_no_fill_is_not_offered():
-    for first in ("pass", "import os", "# TODO"):
+    # (a bare return does nothing; a call of the function itself with its own parameters never returns)
+    for first in ("pass", "import os", "# TODO", "return", "return mean(xs)"):
         completion, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": first})
         assert completion.fills == (), first
+    completion, _ = _body(PY_STUB, "python", "pass", {"def mean(xs):": "return mean(xs[1:])"})
+    assert _applied(PY_STUB, completion.fills) == PY_STUB.replace("    pass", "    return mean(xs[1:])")
+
+
+def test_a_go_method_that_calls_itself_through_its_receiver_is_no_body():
+    text = "package p\r\n\r\n// 😀\r\nfunc (b bases) Less(i, j int) bool {\r\n\t// TODO\r\n}\r\n"
+    header = "func (b bases) Less(i, j int) bool {"
+    completion, _ = _body(text, "go", "// TODO", {header: "return b.Less(i, j)"})
+    assert completion.fills == ()
+    completion, _ = _body(text, "go", "// TODO", {header: "return b[i] < b[j]"})
+    assert _applied(text, completion.fills) == text.replace("\t// TODO", "\treturn b[i] < b[j]")
+
+
+@pytest.mark.parametrize("before, line, itself", [
+    ("def pid_exists(pid):\n", "    return pid_exists(pid)", True),    # the development set's fill
+    ("def pid_exists(pid):\n    \"\"\"Doc.\"\"\"\n", "    return pid_exists(pid)", True),
+    ("class A:\n    def size(self, a, b=1):\n", "        return self.size(a, b)", True),
+    ("func (b bases) Less(i, j int) bool {\n", "\treturn b.Less(i, j)", True),
+    ("func Less(i, j int) bool {\n", "\treturn Less(i, j)", True),
+    ("fn len(&self) -> usize {\n", "        self.len()", True),
+    ("function f(a, b = 2) {\n", "  return f(a, b);", True),
+    ("  async load(url: string): Promise<void> {\n", "    await this.load(url);", True),
+    # other arguments, another object's method, a line after the first, a star parameter: not decided so
+    ("class A:\n    def size(self, a, b=1):\n", "        return self.size(a, b - 1)", False),
+    ("class A:\n    def size(self, a, b=1):\n", "        return other.size(a, b)", False),
+    ("func (b bases) Less(i, j int) bool {\n", "\treturn b.inner.Less(i, j)", False),
+    ("func (b bases) Less(i, j int) bool {\n", "\treturn sort.Less(i, j)", False),
+    ("fn len(&self) -> usize {\n", "        self.inner.len()", False),
+    ("def f(x):\n    y = 1\n", "    return f(x)", False),
+    ("def f(*args, **kw):\n", "    return f(*args, **kw)", False),
+    ("", "return f()", False),
+])
+def test_a_bodys_first_line_that_calls_its_function_again(before, line, itself):
+    from engine.oneline import calls_itself
+    assert calls_itself(before, line) is itself
+    assert calls_itself(before.replace("\n", "\r\n"), line) is itself
 
 
 def test_a_body_has_at_most_max_body_lines():
