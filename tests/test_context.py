@@ -851,6 +851,28 @@ def test_an_import_the_module_has_at_its_top_is_not_written_in_a_body(language, 
     assert imported_again(spec_for("python"), "def f():\n    \n", 13) is None   # no import at the top
 
 
+@pytest.mark.parametrize("text, fill, passes", [
+    ("def test_a(r):\n    x = r.get()\n    |\n", "return x", False),        # a real fill: a test's assertion lost
+    ("def test_a(r):\n    x = r.get()\n|\n", "    return x  # 😀", False),  # the line's indentation in the fill
+    ("class TestA:\n    def test_b(self):\n        |\n", "return self.x", False),
+    ("def test_a(r):\n    if r:\n        |\n", "return 1", False),          # in a block of the test
+    ("async def test_a(r):\n    |\n", "return await r", False),
+    ("def test_a(r):\n    if r:\n        |\n", "return", True),            # no value
+    ("def test_a(r):\n    def inner():\n        |\n", "return 1", True),     # a function inside the test
+    ("def helper(r):\n    |\n", "return r", True),
+    ("def test_a(r):\n    |\n", "assert r", True),
+    ("def test_a(r):\n    pass\n\nx = [\n|\n", "return 1", True),          # not in the test (column 0)
+])
+def test_a_python_test_returns_no_value(text, fill, passes):
+    from engine.validate import returns_in_a_test
+    at = text.index("|")
+    for eol in ("\n", "\r\n"):
+        doc = text.replace("|", "").replace("\n", eol)
+        check = returns_in_a_test(spec_for("python"), doc, at + text[:at].count("\n") * (len(eol) - 1))
+        assert check(fill) is passes, (text, fill, eol)
+    assert returns_in_a_test(spec_for("go"), "func TestA(t *testing.T) {\n\t\n}\n", 29) is None
+
+
 def test_an_empty_comment_is_never_the_cursor_fill():
     from engine.backends.base import Candidate
     from engine.context import indent_options
