@@ -333,6 +333,8 @@ def calls_itself(before: str, line: str) -> bool:
     params = [p.strip() for p in header.group(2).split(",") if p.strip()]
     names = [re.split(r"[\s:=]", p.lstrip("*&"), maxsplit=1)[0] for p in params if p not in _RECEIVERS]
     return [a.strip() for a in call.group(3).split(",") if a.strip()] == names
+
+
 MAX_BLOCK_LINES = 4   # lines of a block a body's line opens (``if x:``), at most
 
 

@@ -1009,6 +1009,8 @@ def returns_in_a_test(spec: LanguageSpec, text: str, start: int) -> Callable[[st
                 return found.group(1)
             if code.startswith(("class ", "class\t")) or len(line) == len(code):
                 return None
+            if code[0].isalpha() and code.rstrip().endswith(":"):   # a block around the line (``if x:``, ``with``):
+                width = len(line) - len(code)                       # its function is further up
         return None
 
     def passes(fill: str) -> bool:

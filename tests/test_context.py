@@ -859,6 +859,8 @@ def test_an_import_the_module_has_at_its_top_is_not_written_in_a_body(language, 
     ("async def test_a(r):\n    |\n", "return await r", False),
     ("def test_a(r):\n    if r:\n        |\n", "return", True),            # no value
     ("def test_a(r):\n    def inner():\n        |\n", "return 1", True),     # a function inside the test
+    ("def test_a(r):\n    def inner():\n        pass\n    if r:\n        |\n", "return 1", False),   # after it
+    ("class T:\n    def test_a(\n        self,\n    ):\n        x = 1\n        |\n", "return x", False),
     ("def helper(r):\n    |\n", "return r", True),
     ("def test_a(r):\n    |\n", "assert r", True),
     ("def test_a(r):\n    pass\n\nx = [\n|\n", "return 1", True),          # not in the test (column 0)
