@@ -17,10 +17,10 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check
-from .validate import (PARSES, DocumentCheck, Verdict, baseline_errors, comment_only, comments_out_rest, degenerate,
-                       document_parses, empty_comment, ends_in_a_loose_comma, go_value_unused, imported_again,
-                       jumps_over_code, parses, python_check, regroups_brackets, reopens_closer, repeats_neighbour,
-                       returns_in_a_test, tidy)
+from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
+                       comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
+                       go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
+                       reopens_closer, repeats_neighbour, returns_in_a_test, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -118,8 +118,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor) if config.validate else None)
     # an import in a function's body that the module already has at its top does nothing
     fits = _both(fits, imported_again(spec, text, hole.start) if config.validate else None)
-    # a Python test returns no value
+    # a Python test returns no value; no line assigns a name to itself
     fits = _both(fits, returns_in_a_test(spec, text, hole.start) if config.validate else None)
+    fits = _both(fits, assigns_itself(text, hole.start) if config.validate else None)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
     if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():

@@ -875,6 +875,25 @@ def test_a_python_test_returns_no_value(text, fill, passes):
     assert returns_in_a_test(spec_for("go"), "func TestA(t *testing.T) {\n\t\n}\n", 29) is None
 
 
+@pytest.mark.parametrize("before, head, fill, passes", [
+    ("def f(out):\n", "    ", "out = out", False),                  # real fills: a statement that does nothing
+    ("class A:\n    def f(self):\n", "        self.na", "me = self.name", False),   # typed to its middle
+    ("function f() {\n", "\t", "this.#id = this.#id; // 😀", True),   # a comment after it: left as written
+    ("function f() {\n", "\t", "this.#id = this.#id;", False),
+    ("fn f(x: u8) {\n", "    ", "let x = x;", True),                # a declaration that shadows
+    ("func f() {\n", "\t", "v := v", True),
+    ("def f(x):\n", "    ", "x = x + 1", True),
+    ("foo(\n    a=a,\n", "    ", "x = x", True),                    # a call's lines: maybe a keyword argument
+    ("def f(x):\n", "    ", "x=x", True),
+    ("def f(out):\n", "    ", "out = out\n    y = 1", False),        # its first line
+])
+def test_a_line_that_assigns_a_name_to_itself_is_no_fill(before, head, fill, passes):
+    from engine.validate import assigns_itself
+    for eol in ("\n", "\r\n"):
+        text = (before + head).replace("\n", eol)
+        assert assigns_itself(text, len(text))(fill.replace("\n", eol)) is passes, (head, fill, eol)
+
+
 def test_an_empty_comment_is_never_the_cursor_fill():
     from engine.backends.base import Candidate
     from engine.context import indent_options
