@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     result.update({
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
-        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "header": args.header, "line_end": args.line_end,
+        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "header": args.header,
+        "line_end": args.line_end,
         "via": filler.via,
         "settings": settings(args),
         "sandbox": asdict(limits),

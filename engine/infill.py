@@ -16,11 +16,11 @@ from .languages import LanguageSpec, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
-from .returns import returns_check
+from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
                        go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
-                       reopens_closer, repeats_neighbour, returns_in_a_test, tidy)
+                       reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:

@@ -32,6 +32,7 @@ from typing import NamedTuple
 from .context import Hole
 from .context import indent_unit as _indent_unit
 from .doclines import LineOptions, NONE, PARAMETER, empty_line, names_around, neighbour_rank
+from .returns import returns_no_value
 from .worklines import indent_width
 
 SCAN_LINES = 300       # lines read above the cursor for the constructor's header
@@ -54,7 +55,6 @@ _DECORATOR = re.compile(r"@[\w$.]+(?:\([^()]*\))?\s*")
 _OPEN, _CLOSE = "([{", ")]}"
 _BODY_OPENER = re.compile(r"[^:{\n;]*[:{]|[^:{;]*?\n[^:{;]*[{:]")   # after ``)``: a return type, then ``:``/``{``
 _NESTED = re.compile(r"\bdef\b|\bfunction\b|=>|\blambda\b")   # a function inside the constructor's body
-_VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|//|#))")
 _BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
 _CLASS = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:abstract[ \t]+)?"
                     r"class\b([^\n{]*\bextends\b)?[^\n{]*\{")
@@ -130,11 +130,7 @@ def constructor_check(text: str, start: int, found: Constructor | None) -> Calla
     line_start = text.rfind("\n", 0, start) + 1
     if found is None or _NESTED.search(text, found.body_start, line_start):
         return None
-    typed = text[line_start:start]
-
-    def fits(fill: str) -> bool:
-        return not any(_VALUE_RETURN.match(line) for line in (typed + fill).split("\n"))
-    return fits
+    return returns_no_value(text[line_start:start])
 
 
 def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> Constructor | None:

@@ -615,3 +615,59 @@ def _rust_gives_nothing(last: tree_sitter.Node) -> bool:
         callee = inner.child_by_field_name("function")
         return (callee.text or b"").decode().rsplit("::", 1)[-1] not in ("exit", "abort") if callee else False
     return True
+
+
+VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*(?:;|$|//|#))")   # a line that returns a value (``None`` too)
+
+
+def returns_no_value(typed: str) -> Callable[[str], bool]:
+    """A check that passes a fill (after ``typed``, the code before it on its line) none of whose lines returns a
+    value: for a function that takes none (a constructor, ``paramlines.constructor_check``; a Python test,
+    ``returns_in_a_test``)."""
+    def fits(fill: str) -> bool:
+        return not any(VALUE_RETURN.match(line) for line in (typed + fill).split("\n"))
+    return fits
+
+
+_DEF = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
+def returns_in_a_test(spec: LanguageSpec, text: str, start: int) -> Callable[[str], bool] | None:
+    """For a fill at ``start`` of ``text`` in a Python test (the function around the cursor's line is named
+    ``test...``): ``returns_no_value``. A test returns nothing: pytest warns of a test that returns a value, unittest
+    ignores the value, and the assertion the line should be is lost (on the development sets' holes 25 such fills
+    were considered in tests, none right, and no test's line was such a return). None for another language."""
+    if spec.name != "python":
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    head = text[line_start:start]
+    no_value = returns_no_value(head)
+
+    def enclosing(width: int) -> str | None:
+        """The name of the function whose body has a line at ``width`` columns at the cursor (None: none)."""
+        end = line_start
+        for _ in range(400):   # lines read upwards, at most
+            if end <= 0:
+                return None
+            begin = text.rfind("\n", 0, end - 1) + 1
+            line = text[begin:end].rstrip("\r\n")
+            end = begin
+            code = line.lstrip(" \t")
+            if not code or code.startswith("#") or len(line) - len(code) >= width:
+                continue
+            found = _DEF.match(code)
+            if found:
+                return found.group(1)
+            if code.startswith(("class ", "class\t")) or len(line) == len(code):
+                return None
+            if code[0].isalpha() and code.rstrip().endswith(":"):   # a block around the line (``if x:``, ``with``):
+                width = len(line) - len(code)                       # its function is further up
+        return None
+
+    def fits(fill: str) -> bool:
+        if no_value(fill):
+            return True
+        line = (head + fill).split("\n", 1)[0]
+        name = enclosing(len(line) - len(line.lstrip(" \t")))
+        return name is None or not name.startswith("test")
+    return fits

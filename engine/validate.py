@@ -977,52 +977,6 @@ def imported_again(spec: LanguageSpec, text: str, start: int) -> Callable[[str],
     return passes
 
 
-_DEF = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
-_VALUE_RETURN = re.compile(r"return[ \t]+[^\s#;]")
-
-
-def returns_in_a_test(spec: LanguageSpec, text: str, start: int) -> Callable[[str], bool] | None:
-    """For a fill at ``start`` of ``text`` in a Python test (the function around the cursor's line is named
-    ``test...``): a check that passes a fill unless its first line returns a value. A test returns nothing: pytest
-    warns of a test that returns a value, unittest ignores the value, and the assertion the line should be is lost
-    (on the development sets' holes 25 such fills were considered in tests, none right, and no test's line was such
-    a return). None elsewhere."""
-    if spec.name != "python":
-        return None
-    line_start = text.rfind("\n", 0, start) + 1
-    head = text[line_start:start]
-
-    def enclosing(width: int) -> str | None:
-        """The name of the function whose body has a line at ``width`` columns at the cursor (None: none)."""
-        end = line_start
-        for _ in range(400):   # lines read upwards, at most
-            if end <= 0:
-                return None
-            begin = text.rfind("\n", 0, end - 1) + 1
-            line = text[begin:end].rstrip("\r\n")
-            end = begin
-            code = line.lstrip(" \t")
-            if not code or code.startswith("#") or len(line) - len(code) >= width:
-                continue
-            found = _DEF.match(code)
-            if found:
-                return found.group(1)
-            if code.startswith(("class ", "class\t")) or len(line) == len(code):
-                return None
-            if code[0].isalpha() and code.rstrip().endswith(":"):   # a block around the line (``if x:``, ``with``):
-                width = len(line) - len(code)                       # its function is further up
-        return None
-
-    def passes(fill: str) -> bool:
-        line = (head + fill).split("\n", 1)[0]
-        code = line.lstrip(" \t")
-        if not _VALUE_RETURN.match(code):
-            return True
-        name = enclosing(len(line) - len(code))
-        return name is None or not name.startswith("test")
-    return passes
-
-
 _SELF_ASSIGN = re.compile(r"[ \t]*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$#][\w$]*)*)[ \t]+=[ \t]+\1[ \t]*;?[ \t]*")
 
 

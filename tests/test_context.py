@@ -866,7 +866,7 @@ def test_an_import_the_module_has_at_its_top_is_not_written_in_a_body(language, 
     ("def test_a(r):\n    pass\n\nx = [\n|\n", "return 1", True),          # not in the test (column 0)
 ])
 def test_a_python_test_returns_no_value(text, fill, passes):
-    from engine.validate import returns_in_a_test
+    from engine.returns import returns_in_a_test
     at = text.index("|")
     for eol in ("\n", "\r\n"):
         doc = text.replace("|", "").replace("\n", eol)
