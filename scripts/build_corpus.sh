@@ -32,7 +32,7 @@ if has fetch; then
   fi
   [ "${SKIP_APT_UPDATE:-0}" = 1 ] || apt-get update -q >/dev/null
   LOCKARG=(); [ "${LOCK:-0}" = 1 ] && LOCKARG=(--lock)
-  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only venv | tee "$LOGS/fetch-venv.log"
+  "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only venv "${LOCKARG[@]}" | tee "$LOGS/fetch-venv.log"
   FETCH_PYTHON="$CORPUS_DIR/fetchenv/bin/python" "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" \
       --only pypi "${LOCKARG[@]}" > "$LOGS/fetch-pypi.log" 2>&1 & pypi=$!
   "$PY" -m engine.training.fetch --dest "$CORPUS_DIR/raw" --only npm "${LOCKARG[@]}" > "$LOGS/fetch-npm.log" 2>&1 & npm=$!

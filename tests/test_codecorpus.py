@@ -469,3 +469,36 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
     assert "4.0M\ntokens with this model's tokenizer, of which it saw 1.0M (0.25 passes)" in text
     assert "(1.0M tokens, 50% of the windows, 1.0M tokens seen)" in text
     assert card._data_label(runs(mixed)[1]) == "code corpus `travel/part0`, stdlib in 50% of windows"
+
+
+def test_a_locked_corpus_build_asks_every_locked_fetch_for_the_lock(tmp_path):
+    """``LOCK=1 bash scripts/build_corpus.sh`` fetched PyPI and npm at the lock's versions, but the project's own
+    environment without ``--lock``: every distribution installed here went into the corpus (82 instead of the lock's
+    63 on a machine with the team extra installed), so the development sets built from it changed with the machine.
+    The script is run with a Python that records its arguments."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    calls = tmp_path / "calls"
+    stub = tmp_path / "python"
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    stub.chmod(0o755)
+    corpus = tmp_path / "corpus"
+    (corpus / "fetchenv" / "bin").mkdir(parents=True)
+    os.symlink(stub, corpus / "fetchenv" / "bin" / "python")
+    (corpus / "raw").mkdir()
+    for lock in ("1", "0"):
+        calls.write_text("")
+        env = {**os.environ, "PYTHON": str(stub), "CORPUS_DIR": str(corpus), "STEPS": "fetch", "LOCK": lock,
+               "SKIP_APT_UPDATE": "1"}
+        out = subprocess.run(["bash", "scripts/build_corpus.sh"], cwd=root, env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        fetches = [line.split() for line in calls.read_text().splitlines() if "engine.training.fetch" in line]
+        ecosystems = {args[args.index("--only") + 1]: args for args in fetches if "--only" in args}
+        assert set(ecosystems) == {"venv", "pypi", "npm", "debian"}, fetches
+        for name in ("venv", "pypi", "npm"):
+            assert ("--lock" in ecosystems[name]) is (lock == "1"), (lock, ecosystems[name])
+        assert "--lock" not in ecosystems["debian"]           # apt-get gives the release's version
+        assert any("--write-lock" in args for args in fetches) is (lock == "0")   # a locked build leaves the lock
