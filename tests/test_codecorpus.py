@@ -473,8 +473,8 @@ def test_card_of_a_model_continued_on_a_corpus_part(built, tmp_path):
 
 def test_a_locked_corpus_build_asks_every_locked_fetch_for_the_lock(tmp_path):
     """``LOCK=1 bash scripts/build_corpus.sh`` fetched PyPI and npm at the lock's versions, but the project's own
-    environment without ``--lock``: every distribution installed here went into the corpus (82 instead of the lock's
-    63 on a machine with the team extra installed), so the development sets built from it changed with the machine.
+    environment without ``--lock``: every distribution installed here was recorded (135 instead of the lock's 63
+    with the team extra installed), so the development sets built from the corpus changed with the machine.
     The script is run with a Python that records its arguments."""
     import os
     import subprocess
