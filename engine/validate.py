@@ -996,8 +996,10 @@ def assigns_itself(text: str, start: int) -> Callable[[str], bool]:
     an assignment is written (a keyword argument is ``x=x``)."""
     line_start = text.rfind("\n", 0, start) + 1
     head = text[line_start:start]
-    above = text[:line_start].rstrip()
-    inside = above.endswith(("(", ","))
+    above = line_start   # the end of the code before the line (no copy of the text before it)
+    while above > 0 and text[above - 1].isspace():
+        above -= 1
+    inside = text[above - 1:above] in ("(", ",")
 
     def passes(fill: str) -> bool:
         line = (head + fill).split("\n", 1)[0].rstrip("\r")
