@@ -243,11 +243,22 @@ async function main() {
         .waitFor({ timeout: 30000 });
       await page.keyboard.press('Enter');
     };
+    // Ghost text that stays: the same text read twice, a second apart. A read once caught, for a moment, the ghost
+    // text of the empty line a keystroke had just left (CI, under load): VS Code took it away, and Tab then
+    // inserted indentation, not a suggestion.
+    const readSteadyGhost = async () => {
+      const first = await readGhost();
+      if (first === null) {
+        return null;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      return (await readGhost()) === first ? first : null;
+    };
     // Ghost text from the server; asks again when a try brings nothing.
     const waitForGhost = async (what) => {
       for (let attempt = 0; ; attempt++) {
         try {
-          return await waitFor(what, 45000, readGhost);
+          return await waitFor(what, 45000, readSteadyGhost);
         } catch (error) {
           if (attempt === 3) {
             throw error;
