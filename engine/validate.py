@@ -61,7 +61,10 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
         spaced = fill
         fill = fill.rstrip()
         tail = rest_of_line.strip()
-        if tail and fill.endswith(tail):  # never repeat the text after the cursor
+        # never repeat the text after the cursor; but a fill whose brackets pair among themselves ends with its own
+        # closer, not the user's: ``chunk(|)`` filled with ``dict(zip(a, b))`` (cut to ``dict(zip(a, b)``, the
+        # user's ``)`` would close the ``zip``, and ``chunk(`` would stay open)
+        if tail and fill.endswith(tail) and not (tail[0] in _CLOSERS and _pairs_its_brackets(fill)):
             spaced = fill[: len(fill) - len(tail)]
             fill = spaced.rstrip()
         if _word(fill[-1:]) and _word(rest_of_line[:1]):
@@ -75,6 +78,33 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
         # indentation after them) would be blank lines in a client that inserts the text as sent (Emacs, Helix).
         fill = fill.rstrip() if not rest_of_line.strip() else fill.rstrip(" \t")
     return fill
+
+
+_CLOSERS = ")]}"
+_OPENERS = "([{"
+
+
+def _pairs_its_brackets(code: str) -> bool:
+    """Does every closing bracket of ``code`` close an opening one of ``code``, and every opening one get closed
+    (brackets in quotes not counted)?"""
+    depth, quote, escaped = 0, "", False
+    for ch in code:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch in _OPENERS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and not quote
 
 
 def _word(ch: str) -> bool:

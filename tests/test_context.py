@@ -48,6 +48,27 @@ def test_inline_never_repeats_the_rest_of_the_line():
     assert tidy("x)", hole, ")") == "x"
 
 
+@pytest.mark.parametrize("fill, rest, kept", [
+    ("dict(zip(a, b))", ")", "dict(zip(a, b))"),        # its own pairs: the last ")" closes its "dict("
+    ("f(x)", ")", "f(x)"),
+    ("v[0]", "]", "v[0]"),
+    ("g(\")\")", ")", "g(\")\")"),                        # a bracket in quotes is no bracket
+    ("f(x))", ")", "f(x)"),                              # one ")" too many: the user's, written again
+    ("x]", "]", "x"),
+    ("a, b)", ");", "a, b)"),                            # not the whole rest: nothing to take off
+    ("g(a));", ");", "g(a)"),
+    ("f(x);", ";", "f(x)"),                              # no closer in the rest: taken off as before
+])
+def test_a_fill_keeps_the_closer_of_its_own_brackets(fill, rest, kept):
+    """``arr.chunk(|)`` (the editor closed the bracket) filled with ``dict(zip(a, b))``: taking off the ``)`` the
+    user has after the cursor left ``dict(zip(a, b)`` + ``)``, which never closes ``chunk(``; the right line was
+    refused on 5 of 89 development holes typed up to a bracket."""
+    text = "y = chunk(" + rest + "\n"
+    hole = decide_hole(PY, text, len("y = chunk("))
+    assert hole.kind is HoleKind.INLINE
+    assert tidy(fill, hole, rest) == kept
+
+
 @pytest.mark.parametrize("language, text, cursor", [
     ("python", "def f(a):\n    b = a\n    return b\n", "= a"),
     ("typescript", "const counter: number = 1;\nconst doubled = counter * 2;\n", "= counter *"),

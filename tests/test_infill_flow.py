@@ -289,6 +289,22 @@ def test_a_fill_that_regroups_the_brackets_around_the_cursor_is_not_offered(lang
 
 
 @pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the editor closed the bracket typed (``chunk(|)``): a fill whose brackets pair among themselves keeps its own
+    # closer (cut off as the user's, the call was never closed: 5 of 89 development holes lost their right line)
+    ("python", "def f(arr, dims, n):\n    arr = arr.chunk()\n    return arr\n", "arr.chunk(",
+     "dict(zip(dims, n))", "dict(zip(dims, n))"),
+    ("go", "package m\n\nfunc f(out w, off int) {\n\tout.Write64()\n}\n", "Write64(", "uint64(off)", "uint64(off)"),
+    ("rust", "fn f(v: &[i32]) -> i32 {\n    g()\n}\n", "g(", "v.len()", "v.len()"),
+    # a fill that writes the user's closer again loses it
+    ("javascript", "function f(xs) {\n  g();\n}\n", "g(", "h(xs));", "h(xs)"),
+])
+def test_a_fill_with_its_own_brackets_keeps_its_closer(language, text, at, answer, offered):
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == [offered], answer
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
     # an empty line's fill that copies the line above (they parse: development fills did this, never rightly)
     ("python", "class A:\n    def __init__(self, status):\n        self.status = status\n        \n", "= status\n        ",
      "self.status = status", False),
