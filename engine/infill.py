@@ -19,8 +19,8 @@ from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
-                       go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
-                       reopens_closer, repeats_neighbour, tidy)
+                       errors_only_after, go_value_unused, imported_again, jumps_over_code, parses, python_check,
+                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -109,8 +109,11 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     project = worklines.lookup(request.workspace)
     indents = indent_options(spec, text, hole, project.indent_unit(spec.name) if project is not None else None)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
-    # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides
-    document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline else None
+    # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides; so it
+    # does where a window without errors gets some only after the fill (the cut left out the closer of a block the
+    # fill opens)
+    document = document_parses(spec, text, hole.start, hole.end) if config.validate and baseline is not None \
+        else None
     # a Go or Rust return the function cannot take parses but does not compile (engine/returns.py)
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
     # a constructor's body returns no value (``return Math.hypot(this.x, this.y)`` copied from a method below)
@@ -186,7 +189,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                 break
             fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, indents, whole, document,
                                      fits, replacement_ok, model_text(original) if request.rewrite else None,
-                                     request.opens)
+                                     request.opens, text=text)
             rejected += bad
             if fill is None:
                 # said in the server's log when no fill is offered (a candidate refused for no check the user can
@@ -201,7 +204,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
-    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens)
+    copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens,
+                           text)
     rejected += bad
     if copy is not None and all(_key(copy) != _key(f) for f in firsts):
         firsts.append(copy)
@@ -259,14 +263,15 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | None]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
                whole: Verdict | None, document: DocumentCheck | None = None,
-               fits: Callable[[str], bool] | None = None, opens: str = "") -> tuple[HoleFill | None, int]:
+               fits: Callable[[str], bool] | None = None, opens: str = "", text: str = ""
+               ) -> tuple[HoleFill | None, int]:
     """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
     line with its prior), and how many were rejected."""
     rejected = 0
     for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits,
-                                 opens=opens, copied=True)
+                                 opens=opens, copied=True, text=text)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
@@ -359,7 +364,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
                  replacement_ok: bool = False, rewrite: str | None = None,
-                 opens: str = "", copied: bool = False) -> tuple[HoleFill | None, int]:
+                 opens: str = "", copied: bool = False, text: str = "") -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
@@ -407,9 +412,20 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             if verdict == "":
                 bad += 1
                 continue
+            # A window without errors that gets some only past the fill may be cut before the closer of a block the
+            # fill opens (a header above the user's body, whose closer stood alone before): the whole document
+            # decides, and its brackets are the ones that pair (``text``: the document, which the window is cut from).
+            sides = (win.prefix, win.suffix)
             if verdict != PARSES:
                 in_window = parses(spec, win, checked, baseline)
-                if not (document(checked, confirm=in_window) if document is not None else in_window):
+                if document is None or in_window and not baseline:
+                    ok = in_window
+                elif baseline:
+                    ok = document(checked, confirm=in_window)
+                else:
+                    ok = bool(text) and errors_only_after(spec, win, checked) and document(checked)
+                    sides = (text[:hole.start], text[hole.end:])
+                if not ok:
                     bad += 1
                     continue
             if fits is not None and not fits(checked) or ends_in_a_loose_comma(spec, win.prefix, fill, win.suffix) \
@@ -420,7 +436,7 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 bad += 1  # the code after the cursor would become a comment: it parses, and it is lost
                 continue
             if baseline is not None and (reopens_closer(spec, win.prefix, checked, win.suffix)
-                                         or regroups_brackets(spec, win.prefix, checked, win.suffix)):
+                                         or regroups_brackets(spec, sides[0], checked, sides[1])):
                 bad += 1  # the fill closes what the user's closer after the cursor closes (that one is text now,
                 continue  # or closes a bracket the fill opened)
             return _hole_fill(candidate, hole, fill, edits), bad

@@ -325,6 +325,19 @@ def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) 
     return not any(start < max(hi, lo + 1) and end > lo or start == hi < end for start, end in spans)
 
 
+def errors_only_after(spec: LanguageSpec, window: Window, fill: str) -> bool:
+    """Are the window's errors with ``fill`` all past the fill's end (none touching it)? A window cut before the
+    closer of a block the fill opens (``if err != nil {`` inserted above the user's body, the function's ``}``
+    outside the window) gets a MISSING ``}`` at its end: a fill the whole document decides on
+    (``document_parses``)."""
+    tree = parse(spec, window.prefix + fill + window.suffix)
+    if tree is None:
+        return False
+    hi = len((window.prefix + fill).encode("utf-8", "surrogatepass"))
+    spans = error_spans(tree)
+    return bool(spans) and all(start > hi for start, _ in spans)
+
+
 def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baseline: int) -> bool:
     """A syntax fix: fewer errors than ``baseline``, and none left inside (or at the edges of) the fill."""
     tree = parse(spec, prefix + fill + suffix)

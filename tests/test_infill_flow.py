@@ -303,6 +303,27 @@ def test_a_fill_with_its_own_brackets_keeps_its_closer(language, text, at, answe
                  InfillRequest(text, text.index(at) + len(at), language), Control(lambda s: None))
     assert [f.text for f in c.fills] == [offered], answer
 
+_LATER = "".join(f"\tcount{i} := len(p) + {i}\n\tuse(count{i})\n" for i in range(12))   # past the window's suffix
+
+
+@pytest.mark.parametrize("language,text,answer,offered", [
+    # a header missing above its body: the window is cut before the function's closer, and without the header the
+    # body's "}" closed the function there; the whole document, whose stray "}" the header pairs, decides
+    ("go", "package m\n\nfunc f(p string) bool {\n\t_, err := stat(p)\n\t\n\t\twarn(err)\n\t}\n" + _LATER
+     + "\treturn true\n}\n", "if err != nil {", True),
+    ("typescript", "function f(p: string): boolean {\n  const err = stat(p);\n  \n    warn(err);\n  }\n"
+     + _LATER.replace("\t", "  ").replace(":=", "=") + "  return true;\n}\n", "if (err) {", True),
+    # where the user's body has its header, a header inserted above a statement leaves a block unclosed: refused
+    ("go", "package m\n\nfunc f(p string) bool {\n\t_, err := stat(p)\n\t\n\twarn(err)\n" + _LATER
+     + "\treturn true\n}\n", "if err != nil {", False),
+])
+def test_a_missing_header_is_judged_on_the_whole_document_when_the_window_cuts_its_closer(language, text, answer,
+                                                                                          offered):
+    at = text.index("\n\t\n" if language == "go" else "\n  \n") + 2 + (1 if language == "go" else 2)
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, at, language), Control(lambda s: None))
+    assert [f.text.strip() for f in c.fills] == ([answer] if offered else []), answer
+
 
 @pytest.mark.parametrize("language,text,at,answer,offered", [
     # an empty line's fill that copies the line above (they parse: development fills did this, never rightly)
