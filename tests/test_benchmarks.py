@@ -716,6 +716,32 @@ def test_infill_at_fixed_slots_and_without_tests(tmp_path):
         infill.parse_args(["--data", str(data), "--out", "x", "--slots", "8", "--via-lsp"])
 
 
+@pytest.mark.skipif(_model() is None, reason="no embedded model weights (set BENCH_MODEL to a checkpoint)")
+def test_refusals_count_the_right_fills_the_engines_checks_refuse(tmp_path):
+    """The engine behind a backend that writes the right line: a line it offers as written, a line one of its checks
+    refuses (the code line after next written again: ``validate.repeats_neighbour``), and a typed line's rest."""
+    from benchmarks import refusals
+
+    rows = [{"task_id": "python:t/ok", "prompt": "def f(a):\n    b = a + 1\n", "suffix": "    return c\n",
+             "canonical_solution": "    c = b * 2\n", "language": "python"},
+            {"task_id": "python:t/repeat", "prompt": "def f(a):\n    x = g(a)\n    y = 1\n", "suffix": "    return x\n",
+             "canonical_solution": "    x = g(a)\n", "language": "python"},
+            {"task_id": "go:t/ok", "prompt": "package m\n\nfunc f(a int) int {\n\tb := a + 1\n",
+             "suffix": "\treturn b\n}\n", "canonical_solution": "\tb = b * 2\n", "language": "go"}]
+    data = write_jsonl(tmp_path / "t.jsonl", rows)
+    out = tmp_path / "r.json"
+    assert refusals.main(["--data", str(data), "--model", _model(), "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["n"] == 3 and r["refused"] == 1
+    assert r["languages"]["python"] == {"right": 1, "none": 1, "other": 0, "error": 0}
+    assert r["languages"]["go"]["right"] == 1
+    assert [(x["task_id"], x["kind"], x["offered"]) for x in r["records"]] == [("python:t/repeat", "none", None)]
+    # typed: the rest of each line after its first half, as benchmarks.infill --typed cuts it
+    assert refusals.main(["--data", str(data), "--model", _model(), "--typed", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["n"] == 3 and r["typed"] and r["refused"] == 1
+
+
 def test_table_renders_the_team_section(tmp_path):
     setup = {"fills": 100, "errors": 0, "fills_per_s": 6.0, "p50_ms": 2978.4, "p95_ms": 4175.7}
     (tmp_path / "team.json").write_text(json.dumps({
