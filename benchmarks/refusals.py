@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(engine_config(args, min_confidence=0.0), backend_loader=load)
     engine.start().result()
     counts: Counter[tuple[str, str]] = Counter()
-    refused = []
+    refused: list[dict[str, str | None]] = []
     try:
         for task in tasks:
             backend[0].truth = task.canonical_solution
