@@ -494,6 +494,8 @@ _BIND_FIELD = {
     "variable_declarator": "name", "for_in_statement": "left", "arrow_function": "parameter",   # JavaScript
     "catch_clause": "parameter", "class_declaration": "name", "function_declaration": "name",
     "generator_function_declaration": "name", "pair_pattern": "value",
+    # a named function or class expression names itself (``ordinal: function ordinal(n) {``)
+    "function_expression": "name", "generator_function": "name", "class": "name",
     "var_spec": "name", "const_spec": "name", "range_clause": "left",                            # Go
     "let_declaration": "pattern", "let_condition": "pattern", "for_expression": "pattern",      # Rust
     "function_item": "name", "const_item": "name", "static_item": "name"}

@@ -303,6 +303,14 @@ RUST_BODY = "fn f(xs: &[i32]) {\n    <>\n}\n"
     ("javascript", JS_BODY, "return xs.map(async x => x * 2);", []),
     ("javascript", JS_BODY, "try { xs.pop(); } catch (err) { console.log(err); }", []),
     ("javascript", JS_BODY, "class Foo {}; return new Foo();", []),
+    # a named function or class expression names itself (a header the document had nowhere else was refused:
+    # ``ordinal: function ordinal(n) {`` in a locale's object, ``return function algorithm1(a, b) {``)
+    ("javascript", JS_BODY, "return { ordinal: function ordinal(n) { return n; } };", []),
+    ("javascript", JS_BODY, "return function algorithm1(a) { return a; };", []),
+    ("javascript", JS_BODY, "return function* gen() { yield 1; };", []),
+    ("javascript", JS_BODY, "return class Foo { };", []),
+    ("typescript", JS_BODY, "return { f: function named(n: number) { return n; } };", []),
+    ("javascript", JS_BODY, "return function algorithm1(a) { return zzz; };", ["zzz"]),   # its body is still read
     ("go", GO_BODY, "switch v := x.(type) { case int: println(v) }", []),
     ("rust", RUST_BODY, "const X: i32 = 5; let y = X + 1;", []),
 ])
