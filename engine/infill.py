@@ -17,10 +17,10 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
-from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
-                       comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
-                       errors_only_after, go_value_unused, imported_again, jumps_over_code, parses, python_check,
-                       regroups_brackets, reopens_closer, repeats_neighbour, tidy)
+from .validate import (ERRORS_PAST, PARSES, WINDOW_PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors,
+                       comment_only, comments_out_rest, degenerate, document_parses, empty_comment,
+                       ends_in_a_loose_comma, go_value_unused, imported_again, jumps_over_code, python_check,
+                       regroups_brackets, reopens_closer, repeats_neighbour, tidy, window_verdict)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -417,13 +417,13 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             # decides, and its brackets are the ones that pair (``text``: the document, which the window is cut from).
             sides = (win.prefix, win.suffix)
             if verdict != PARSES:
-                in_window = parses(spec, win, checked, baseline)
-                if document is None or in_window and not baseline:
-                    ok = in_window
+                in_window = window_verdict(spec, win, checked, baseline)
+                if document is None or in_window == WINDOW_PARSES and not baseline:
+                    ok = in_window == WINDOW_PARSES
                 elif baseline:
-                    ok = document(checked, confirm=in_window)
+                    ok = document(checked, confirm=in_window == WINDOW_PARSES)
                 else:
-                    ok = bool(text) and errors_only_after(spec, win, checked) and document(checked)
+                    ok = bool(text) and in_window == ERRORS_PAST and document(checked)
                     sides = (text[:hole.start], text[hole.end:])
                 if not ok:
                     bad += 1

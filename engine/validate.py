@@ -312,30 +312,31 @@ def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) 
     that starts where the fill ends, over the code after it, is the fill's too: ``if (|) {`` (already an error,
     the condition is missing) filled with ``x > 0)`` leaves the user's own ``)`` as the one error, one for one.
     (Where that code was broken before the fill, the whole document's check, ``document_parses``, decides.)"""
+    return window_verdict(spec, window, fill, baseline) == WINDOW_PARSES
+
+
+WINDOW_PARSES = "parses"   # window_verdict: the window with the fill passes ``parses``,
+ERRORS_PAST = "past"       # or fails it with every error past the fill's end,
+WINDOW_FAILS = "fails"     # or fails it otherwise
+
+
+def window_verdict(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) -> str:
+    """``parses``' verdict from one parse of the window with the fill, and for a fill it refuses whether every
+    error lies past the fill's end (``ERRORS_PAST``): a window cut before the closer of a block the fill opens
+    (``if err != nil {`` inserted above the user's body, the function's ``}`` outside the window) gets a MISSING
+    ``}`` at its end, a fill the whole document decides on (``document_parses``)."""
     if baseline is None:
-        return True
+        return WINDOW_PARSES
     tree = parse(spec, window.prefix + fill + window.suffix)
     if tree is None:
-        return True
+        return WINDOW_PARSES
     spans = error_spans(tree)
-    if len(spans) > baseline:
-        return False
     lo = len(window.prefix.encode("utf-8", "surrogatepass"))
     hi = lo + len(fill.encode("utf-8", "surrogatepass"))
-    return not any(start < max(hi, lo + 1) and end > lo or start == hi < end for start, end in spans)
-
-
-def errors_only_after(spec: LanguageSpec, window: Window, fill: str) -> bool:
-    """Are the window's errors with ``fill`` all past the fill's end (none touching it)? A window cut before the
-    closer of a block the fill opens (``if err != nil {`` inserted above the user's body, the function's ``}``
-    outside the window) gets a MISSING ``}`` at its end: a fill the whole document decides on
-    (``document_parses``)."""
-    tree = parse(spec, window.prefix + fill + window.suffix)
-    if tree is None:
-        return False
-    hi = len((window.prefix + fill).encode("utf-8", "surrogatepass"))
-    spans = error_spans(tree)
-    return bool(spans) and all(start > hi for start, _ in spans)
+    if len(spans) <= baseline and not any(start < max(hi, lo + 1) and end > lo or start == hi < end
+                                          for start, end in spans):
+        return WINDOW_PARSES
+    return ERRORS_PAST if spans and all(start > hi for start, _ in spans) else WINDOW_FAILS
 
 
 def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baseline: int) -> bool:

@@ -264,6 +264,22 @@ def test_a_fill_that_closes_what_the_code_after_the_cursor_closes_does_not_parse
     assert parses(spec, w, good, base)
 
 
+def test_a_window_cut_before_a_blocks_closer_says_its_errors_lie_past_the_fill():
+    """One parse gives ``parses``' verdict and, for a refused fill, whether every error is past it: a header above
+    the user's body whose function's ``}`` the window left out (the whole document decides on it), against a fill
+    with an error of its own."""
+    from engine.context import Window
+    from engine.validate import ERRORS_PAST, WINDOW_FAILS, WINDOW_PARSES, window_verdict
+    spec = spec_for("go")
+    w = Window("package m\n\nfunc f(p string) bool {\n\t_, err := stat(p)\n", "\t\twarn(err)\n\t}\n", 0, 0)
+    base = baseline_errors(spec, w, "")
+    assert base == 0
+    assert window_verdict(spec, w, "\tuse(err)\n", base) == WINDOW_PARSES
+    assert window_verdict(spec, w, "\tif err != nil {\n", base) == ERRORS_PAST
+    assert window_verdict(spec, w, "\tif err != {\n", base) == WINDOW_FAILS
+    assert not parses(spec, w, "\tif err != nil {\n", base)
+
+
 def test_python_parser_checks_the_whole_small_document():
     from engine.validate import python_check
     text = "def f(a):\n    \n    return a\n"
