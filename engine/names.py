@@ -4,8 +4,10 @@ A fill that reads a name no code in the file binds, imports or receives (and tha
 wrong (`return row_row_row`). Python is checked on the filled document's syntax tree: a name counts as defined when
 the document binds it (assignment, `def`, `class`, import, `global`/`nonlocal`, `except ... as`,
 `for`/`with`/comprehension targets, `match` captures) at the module's level or inside a scope (function, lambda,
-class, comprehension) that holds the fill or starts in it: a name bound only inside other functions is their local,
-and parameters count only inside their own function or lambda (`return self` in a plain function is invented);
+class, comprehension) that holds the fill or starts in it (a comprehension or lambda that any of the fill's code is
+in: the fill may close it and go on, ``str({k: sel|`` + ``f[k] for k in self})``): a name bound only inside other
+functions is their local, and parameters count only inside their own function or lambda (`return self` in a plain
+function is invented);
 `global`/`nonlocal` names count anywhere; a star import may define anything, and a global the user's own code already
 reads (outside the fill, where it is neither a parameter nor another function's local: ``compute`` of ``y =
 compute(2)`` in a file that never imports it) is the user's, not an invention. Attributes after `.` are never checked.
@@ -15,14 +17,17 @@ real server offered `if (body.length === 0)` where only another function had a `
 read is still defined (another file's function, a test's `expect`). Whether a name binds is decided by its place in
 its declaration (``const a = b``: ``a`` binds, ``b`` is read); a Go struct literal's keys are its fields, not checked;
 a Rust macro's tokens, which tree-sitter leaves unparsed, are read as code (nothing after '.' or '::' is checked, a
-closure's parameters bind); a Rust lifetime (``'a``: an identifier in tree-sitter) is not checked; a Rust path's
+closure's parameters, the names its items and ``let`` declare and a name before its type's ``:`` bind); a Rust enum's
+variant names itself; a Rust lifetime (``'a``: an identifier in tree-sitter) is not checked; a Rust path's
 lower-case root is a crate or a module (``memmap2::Mmap``: Rust needs no ``use`` for a crate), while a glob import
 (``use rmp::decode::*``) does not stop the check (on the development set, skipping the check in files with one offered
 6 more fills, none right): with the workspace, the items of the module file a glob names are ``defined``
 (``engine.rustmods``), and an unresolved glob (an external crate's) defines nothing; the browser's and Node's globals
-are in the JavaScript prelude (``Image``, ``indexedDB``); JSX's lowercase tags (``<div>``) are the page's elements,
-not names; a type the document names (a ``type_identifier``) is defined for a fill that reads it as a value (Go's
-conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``). A Go file reads the top-level names of
+are in the JavaScript prelude (``Image``, ``indexedDB``), and in a test file (one that reads ``describe``, ``it``,
+``test`` or ``suite``) its framework's globals (mocha's ``context``, jest's ``beforeAll``); JSX's lowercase tags
+(``<div>``) are the page's elements, not names; a type the document names (a ``type_identifier``) is defined for a
+fill that reads it as a value (Go's conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``).
+A Go file reads the top-level names of
 its package's other files without an import: with the request's workspace (``engine.worklines``) and the document's
 path there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan
 of each file's lines as the workspace counts it, not a parse per fill; the folder's Go files the workspace does not
@@ -83,6 +88,12 @@ _RUST = frozenset("""
     Send Sync Sized AsRef std core alloc i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool
     char str _ as async await break const continue dyn else enum extern fn for if impl in let loop match mod move
     mut pub ref return static struct trait type unsafe use where while""".split())
+# the globals a JavaScript test framework (mocha, jest, jasmine, vitest with globals) gives its test files, which
+# read one of ``_TEST_SUITES`` (``describe``, ``it``, ...) without importing it
+_TEST_SUITES = frozenset({"describe", "suite", "it", "test"})
+_JS_TESTS = _JS | _TEST_SUITES | frozenset("""
+    context specify before after beforeEach afterEach beforeAll afterAll suiteSetup suiteTeardown setup teardown
+    xdescribe xcontext xit xspecify xtest fdescribe fit expect jest vi spyOn jasmine pending fail""".split())
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
@@ -343,8 +354,14 @@ def _outside_fill(document: str, lines: list[int], lo: int, hi: int) -> Callable
             return True
         start = lines[row - 1] + _char_col(document, lines[row - 1], node.col_offset)
         end = lines[end_row - 1] + _char_col(document, lines[end_row - 1], node.end_col_offset)
+        if isinstance(node, _EXPRESSION_SCOPES):   # ends inside the fill: ``str({k: sel|`` + ``f[k] for k in self})``
+            return not (start < last and first < end)
         return not (start <= first and last <= end or lo <= start < hi)
     return away
+
+
+# scopes inside an expression, which a fill may end (their closer written by it) and then go on past
+_EXPRESSION_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _bindings(tree: ast.AST) -> tuple[set[str], bool]:
@@ -464,6 +481,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         outside |= _go_imports(tree.root_node, data)
     bound = {name for _, name, binds in inside if binds}
     prelude = _PRELUDES[spec.name]
+    if prelude is _JS and not outside.isdisjoint(_TEST_SUITES):
+        prelude = _JS_TESTS   # a test file: its framework's globals (mocha's ``context``, jest's ``beforeAll``)
     invented: list[str] = []
     for _, name, _ in sorted(inside):
         if name not in outside and name not in bound and name not in prelude and name not in invented:
@@ -498,7 +517,8 @@ _BIND_FIELD = {
     "function_expression": "name", "generator_function": "name", "class": "name",
     "var_spec": "name", "const_spec": "name", "range_clause": "left",                            # Go
     "let_declaration": "pattern", "let_condition": "pattern", "for_expression": "pattern",      # Rust
-    "function_item": "name", "const_item": "name", "static_item": "name"}
+    "function_item": "name", "const_item": "name", "static_item": "name",
+    "enum_variant": "name"}   # Rust: ``Struct { a: T }`` in an enum names its variant
 # the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
 _READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
 _BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")
@@ -537,6 +557,8 @@ def _struct_key(element) -> bool:
     return True   # an elided type (``[]P{{Path: p}}``): a struct's, as a rule
 
 
+# the keywords after which an identifier among a Rust macro's tokens is the name of what they declare
+_DECLARES = frozenset({"fn", "struct", "enum", "union", "trait", "type", "mod", "const", "static", "let"})
 # the tokens after which a ``|`` in a Rust macro's tokens opens a closure's parameters (after an operand it is ``or``)
 _CLOSURE_BEFORE = frozenset({"(", "[", "{", ",", "=", "=>", ";"})
 
@@ -545,12 +567,19 @@ def _token_role(node, tree) -> bool | None:
     """An identifier among a Rust macro's tokens (``tree``: a ``token_tree``, which tree-sitter does not parse as
     code): None when it is no name read (a field or method after ``.``, a path's segment after ``::``, a macro
     variable after ``$``, a named argument before ``=``: ``format!("{n}", n = v.len())``), else whether it binds
-    (a closure's parameter: ``assert!(v.iter().all(|&x| x > 0))``)."""
+    (a closure's parameter: ``assert!(v.iter().all(|&x| x > 0))``; the name an item or ``let`` declares,
+    ``bitflags! { pub struct MapFlags: c_int {``, ``macro_rules!``' ``pub fn from_bytes(bytes: &[u8])``; a name with
+    its type after ``:``, a parameter or a field)."""
     before, after = node.prev_sibling, node.next_sibling
     if before is not None and before.type in (".", "::", "$"):
         return None
     if after is not None and after.type == "=" and before is not None and before.type in ("(", ","):
         return None
+    if before is not None and (before.type in _DECLARES or before.type == "mutable_specifier" and (
+            before.prev_sibling is not None and before.prev_sibling.type == "let")):
+        return True   # an item or a variable the macro's tokens declare: ``bitflags! { pub struct F: u32 {``
+    if after is not None and after.type == ":":
+        return True   # a parameter or a field with its type (``fn from_bytes(bytes: &[u8])``)
     child = node
     while tree is not None and tree.type == "token_tree":   # between a closure's ``|`` and ``|``, at any depth
         if _in_pipes(tree, child):

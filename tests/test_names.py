@@ -444,3 +444,51 @@ def test_a_rust_lifetimes_name_is_not_a_name_read(document, fill, expected):
     """tree-sitter holds a lifetime's name as an identifier (``'b``: ``b``): a right fill that declares its own
     lifetime, in a file with no other ``b``, was reported as inventing ``b``."""
     assert invented(fill, document, "rust") == expected
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    ("def f(self):\n    return str({nbr: sel<>\n", "f[nbr] for nbr in self})", []),
+    ("def f(rows):\n    return len([r for r in ro<>\n", "ws if r]) + 1", []),
+    ("def f(rows):\n    return g(sum(x for x in ro<>\n", "ws), 2)", []),
+    ("def f(rows):\n    return str({k: ro<>\n", "ws[k] for k in rows}) + zz", ["zz"]),
+    ("def f(rows):\n    return g(lambda q: <>\n", "q + 1) + q", ["q"]),   # a lambda's parameter is its own
+    ("def f(rows):\n    x = [a for a in rows]\n    return <>\n", "a", ["a"]),   # another comprehension's target
+])
+def test_a_comprehension_the_fill_closes_binds_its_targets_for_it(document, fill, expected):
+    """A comprehension begun before the cursor and closed by the fill, which then goes on (``str({nbr: sel|`` +
+    ``f[nbr] for nbr in self})``, a held-out networkx line typed to its middle): the comprehension neither held the
+    fill nor started in it, so its target was another scope's local and the right fill was withheld."""
+    assert invented(fill, document) == expected
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    ("use crate::c;\nbitflags! {\n    <>\n        const SHARED = c::MAP_SHARED;\n    }\n}\n",
+     "pub struct MapFlags: c::c_int {", []),
+    ("macro_rules! m {\n    () => {\n        impl A {\n            <>\n                let mut h = A::default();\n"
+     "                h\n            }\n        }\n    };\n}\n", "pub fn from_bytes(bytes: &[u8]) -> A {", []),
+    ("fn f() {\n    <>\n}\n", 'println!("{}", { let mut zz = 1; zz + 2 });', []),
+    ("fn f() {\n    <>\n}\n", 'println!("{}", { let zz = 1; zz + yy });', ["yy"]),
+    ("fn f() {\n    <>\n}\n", "println!(\"{}\", &mut zz);", ["zz"]),   # ``mut`` after ``&`` declares nothing
+    ("enum Enum<T, U> {\n    <>\n        pinned: T,\n    },\n    Unit,\n}\n", "Struct {", []),
+    ("enum Enum {\n    <>\n    Unit,\n}\n", "Big = ZZ,", ["ZZ"]),   # its value is read
+])
+def test_names_a_rust_macro_or_enum_declares_bind(document, fill, expected):
+    """Held-out Rust headers withheld as invented: ``pub struct MapFlags: c::c_int {`` in ``bitflags!``, ``pub fn
+    from_bytes(bytes: &[u8])`` in a ``macro_rules!`` body (a macro's tokens are plain identifiers to tree-sitter),
+    and an enum's variant ``Struct {``."""
+    assert invented(fill, document, "rust") == expected
+
+
+TONE = "import { Merge } from \"./Merge\";\n\ndescribe(\"Merge\", () => {\n\t<>\n\t\tit(\"works\", () => {});\n\t});\n});\n"
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    (TONE, "context(\"Merging\", () => {", []),                      # mocha's alias of describe
+    (TONE, "beforeEach(() => {", []),
+    (TONE, "zzz(\"Merging\", () => {", ["zzz"]),
+    ("export function f() {\n\t<>\n}\n", "context(\"x\");", ["context"]),   # not a test file
+])
+def test_a_javascript_test_files_framework_globals_are_defined(document, fill, expected):
+    """A test file that reads ``describe`` (or ``it``, ``test``, ``suite``) has its framework's other globals: mocha's
+    ``context("Merging", () => {`` in a held-out tone test was withheld as inventing ``context``."""
+    assert invented(fill, document, "typescript") == expected
