@@ -17,10 +17,10 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
-from .validate import (ERRORS_PAST, PARSES, WINDOW_PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors,
-                       comment_only, comments_out_rest, degenerate, document_parses, empty_comment,
+from .validate import (ERRORS_PAST, PARSES, WINDOW_FAILS, WINDOW_PARSES, DocumentCheck, Verdict, assigns_itself,
+                       baseline_errors, comment_only, comments_out_rest, degenerate, document_parses, empty_comment,
                        ends_in_a_loose_comma, go_value_unused, imported_again, jumps_over_code, python_check,
-                       regroups_brackets, reopens_closer, repeats_neighbour, tidy, window_verdict)
+                       regroups_brackets, reopens_closer, repeats_neighbour, takes_the_closers, tidy, window_verdict)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -415,6 +415,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             # A window without errors that gets some only past the fill may be cut before the closer of a block the
             # fill opens (a header above the user's body, whose closer stood alone before): the whole document
             # decides, and its brackets are the ones that pair (``text``: the document, which the window is cut from).
+            # So does one that fails anywhere when the fill leaves brackets open for the user's closers after the
+            # cursor (``validate.takes_the_closers``): the window was clean only because those closed what it cut.
             sides = (win.prefix, win.suffix)
             if verdict != PARSES:
                 in_window = window_verdict(spec, win, checked, baseline)
@@ -423,7 +425,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                 elif baseline:
                     ok = document(checked, confirm=in_window == WINDOW_PARSES)
                 else:
-                    ok = bool(text) and in_window == ERRORS_PAST and document(checked)
+                    ok = bool(text) and (in_window == ERRORS_PAST or in_window == WINDOW_FAILS
+                                         and takes_the_closers(fill, rest_of_line)) and document(checked)
                     sides = (text[:hole.start], text[hole.end:])
                 if not ok:
                     bad += 1

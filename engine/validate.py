@@ -107,6 +107,33 @@ def _pairs_its_brackets(code: str) -> bool:
     return depth == 0 and not quote
 
 
+def takes_the_closers(fill: str, rest_of_line: str) -> bool:
+    """Does a cursor fill leave brackets open (quotes skipped) where the rest of the line starts with a closer, so
+    that the user's closers after the cursor close the fill's brackets? Typed to its middle, ``editor.commands.set|})``
+    inside a test's ``it('...', () => {`` filled with ``TextSelection({ from: 1, to: 5``: before the fill, the
+    user's ``})`` closes the ``it(`` (in a window cut before the ``it``'s own closers, which then parses); with it,
+    the fill's. The window has the ``it(`` unclosed, while the whole document parses: it decides
+    (``infill._first_valid``)."""
+    if not rest_of_line.lstrip(" \t")[:1] or rest_of_line.lstrip(" \t")[0] not in _CLOSERS:
+        return False
+    depth, quote, escaped = 0, "", False
+    for ch in fill:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch in _OPENERS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth = max(0, depth - 1)
+    return depth > 0 and not quote
+
+
 def _word(ch: str) -> bool:
     """Is ``ch`` a character of a name or number (``$`` too: JavaScript's)?"""
     return bool(ch) and (ch.isalnum() or ch in "_$")

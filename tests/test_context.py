@@ -5,7 +5,7 @@ import pytest
 from engine.context import decide_hole, indent_options, window
 from engine.languages import spec_for
 from engine.requests import HoleKind
-from engine.validate import baseline_errors, parses, tidy
+from engine.validate import baseline_errors, parses, takes_the_closers, tidy
 
 PY = spec_for("python")
 JS = spec_for("javascript")
@@ -67,6 +67,21 @@ def test_a_fill_keeps_the_closer_of_its_own_brackets(fill, rest, kept):
     hole = decide_hole(PY, text, len("y = chunk("))
     assert hole.kind is HoleKind.INLINE
     assert tidy(fill, hole, rest) == kept
+
+
+@pytest.mark.parametrize("fill, rest, taken", [
+    ("TextSelection({ from: 1, to: 5", "})", True),      # its "(" and "{" take the user's "})"
+    ("f(a, [1", " ]);", True),
+    ("f(a)", ")", False),                                 # its brackets pair among themselves
+    ("a, b", ")", False),
+    ("g(\"(\"", ")", True),                               # a bracket in quotes is no bracket
+    ("g(\"(\")", ")", False),
+    ("f(a", ";", False),                                  # no closer after the cursor
+    ("f(a", "", False),
+    ("f(\"a", ")", False),                                # an open quote: not a bracket left open
+])
+def test_a_fill_that_takes_the_users_closers(fill, rest, taken):
+    assert takes_the_closers(fill, rest) is taken
 
 
 @pytest.mark.parametrize("language, text, cursor", [

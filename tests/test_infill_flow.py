@@ -416,3 +416,30 @@ def test_a_comment_alone_is_no_line_fill_but_where_comments_border_it_or_in_a_re
     ends = complete(Scripted(lambda prefix: comment), FillOptions(min_confidence=0.0),
                     InfillRequest(body, at, "python", ends_block=True), Control(lambda s: None))
     assert [f.text for f in ends.fills] == [comment]
+
+
+_STATEMENTS = "".join(f"    editor.commands.insertContent('{i}')\n    expect(editor.getHTML()).toBe('<p>{i}</p>')\n"
+                      for i in range(14))   # the ``it``'s closers past the window's suffix
+_TEST_FILE = ("import { createEditor } from './helpers'\n\ndescribe('keymap', () => {\n"
+              "  it('keeps the stored marks', () => {\n    const editor = createEditor('<p><b>bold</b> text</p>')\n\n"
+              "    editor.commands.set})\n    editor.commands.deleteSelection()\n" + _STATEMENTS
+              + "    expect(editor.state.storedMarks).toEqual(['bold'])\n  })\n})\n")
+
+
+@pytest.mark.parametrize("answer,offered", [
+    ("TextSelection({ from: 1, to: 5", True),
+    ("TextSelection({ from: 1, to: [5", False),   # still open past the user's closers: the document breaks
+    ("TextSelection(1, 5", False),                 # the user's ``}`` has nothing to close
+])
+def test_a_fill_that_takes_the_users_closers_is_judged_on_the_whole_document(answer, offered):
+    """Typed to the middle of a line whose closers stay (``editor.commands.set|})``, a held-out tiptap test): before
+    the fill the user's ``})`` closed the ``it(`` in a window cut before the ``it``'s own closers, so that window
+    parsed; with the right fill its ``})`` close the fill's brackets and the window has the ``it(`` unclosed. The
+    right line was refused; the whole document, which it makes parse, now decides."""
+    text = _TEST_FILE
+    at = text.index("commands.set") + len("commands.set")
+    backend = Scripted(lambda prefix: answer)
+    c = complete(backend, FillOptions(min_confidence=0.0, names_rule=False, prefix_tokens=32),
+                 InfillRequest(text, at, "typescript"), Control(lambda s: None))
+    assert backend.prefixes[0].lstrip().startswith("it('keeps")   # the window starts at the ``it(``
+    assert [f.text for f in c.fills] == ([answer] if offered else []), answer
