@@ -17,10 +17,10 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
-from .validate import (ERRORS_PAST, PARSES, WINDOW_FAILS, WINDOW_PARSES, DocumentCheck, Verdict, assigns_itself,
-                       baseline_errors, comment_only, comments_out_rest, degenerate, document_parses, empty_comment,
-                       ends_in_a_loose_comma, go_value_unused, imported_again, jumps_over_code, python_check,
-                       regroups_brackets, reopens_closer, repeats_neighbour, takes_the_closers, tidy, window_verdict)
+from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
+                       comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
+                       go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
+                       reopens_closer, repeats_neighbour, tidy)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -392,8 +392,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             variants += [restyle(option, indent) for indent in indents]
         elif hole.heal or spec.block_opener == ":" and (not win.prefix or win.prefix.endswith("\n")):
             variants += [reindent(option, indent) for indent in indents]
-        for text, edits in dict((v[0], v) for v in variants).values():
-            fill = tidy(text, hole, rest_of_line)
+        for written, edits in dict((v[0], v) for v in variants).values():
+            fill = tidy(written, hole, rest_of_line)
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \
                     or not copied and degenerate(fill, around) is not None \
@@ -412,21 +412,21 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             if verdict == "":
                 bad += 1
                 continue
-            # A window without errors that gets some only past the fill may be cut before the closer of a block the
-            # fill opens (a header above the user's body, whose closer stood alone before): the whole document
-            # decides, and its brackets are the ones that pair (``text``: the document, which the window is cut from).
-            # So does one that fails anywhere when the fill leaves brackets open for the user's closers after the
-            # cursor (``validate.takes_the_closers``): the window was clean only because those closed what it cut.
+            # A window without errors that a fill gives errors may have been cut from what the fill needs: the closer
+            # of a block the fill opens (a header above the user's body, whose closer stood alone before), the
+            # class a method's header belongs to (``static resolveURL(url, path) {``), the function a Go statement
+            # is in, the brackets the user's closers after the cursor closed before the fill took them
+            # (``editor.commands.set|})`` in a test's ``it(``). Where the window is cut, the whole document decides,
+            # and its brackets are the ones that pair (``text``: the document, which the window is cut from).
             sides = (win.prefix, win.suffix)
             if verdict != PARSES:
-                in_window = window_verdict(spec, win, checked, baseline)
-                if document is None or in_window == WINDOW_PARSES and not baseline:
-                    ok = in_window == WINDOW_PARSES
+                in_window = parses(spec, win, checked, baseline)
+                if document is None or in_window and not baseline:
+                    ok = in_window
                 elif baseline:
-                    ok = document(checked, confirm=in_window == WINDOW_PARSES)
+                    ok = document(checked, confirm=in_window)
                 else:
-                    ok = bool(text) and (in_window == ERRORS_PAST or in_window == WINDOW_FAILS
-                                         and takes_the_closers(fill, rest_of_line)) and document(checked)
+                    ok = bool(text) and (win.start > 0 or win.end < len(text)) and document(checked)
                     sides = (text[:hole.start], text[hole.end:])
                 if not ok:
                     bad += 1

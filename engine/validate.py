@@ -107,33 +107,6 @@ def _pairs_its_brackets(code: str) -> bool:
     return depth == 0 and not quote
 
 
-def takes_the_closers(fill: str, rest_of_line: str) -> bool:
-    """Does a cursor fill leave brackets open (quotes skipped) where the rest of the line starts with a closer, so
-    that the user's closers after the cursor close the fill's brackets? Typed to its middle, ``editor.commands.set|})``
-    inside a test's ``it('...', () => {`` filled with ``TextSelection({ from: 1, to: 5``: before the fill, the
-    user's ``})`` closes the ``it(`` (in a window cut before the ``it``'s own closers, which then parses); with it,
-    the fill's. The window has the ``it(`` unclosed, while the whole document parses: it decides
-    (``infill._first_valid``)."""
-    if not rest_of_line.lstrip(" \t")[:1] or rest_of_line.lstrip(" \t")[0] not in _CLOSERS:
-        return False
-    depth, quote, escaped = 0, "", False
-    for ch in fill:
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in _OPENERS:
-            depth += 1
-        elif ch in _CLOSERS:
-            depth = max(0, depth - 1)
-    return depth > 0 and not quote
-
-
 def _word(ch: str) -> bool:
     """Is ``ch`` a character of a name or number (``$`` too: JavaScript's)?"""
     return bool(ch) and (ch.isalnum() or ch in "_$")
@@ -338,32 +311,18 @@ def parses(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) 
     touching the fill itself: a fill must not carry an error the document already had elsewhere. An error
     that starts where the fill ends, over the code after it, is the fill's too: ``if (|) {`` (already an error,
     the condition is missing) filled with ``x > 0)`` leaves the user's own ``)`` as the one error, one for one.
-    (Where that code was broken before the fill, the whole document's check, ``document_parses``, decides.)"""
-    return window_verdict(spec, window, fill, baseline) == WINDOW_PARSES
-
-
-WINDOW_PARSES = "parses"   # window_verdict: the window with the fill passes ``parses``,
-ERRORS_PAST = "past"       # or fails it with every error past the fill's end,
-WINDOW_FAILS = "fails"     # or fails it otherwise
-
-
-def window_verdict(spec: LanguageSpec, window: Window, fill: str, baseline: int | None) -> str:
-    """``parses``' verdict from one parse of the window with the fill, and for a fill it refuses whether every
-    error lies past the fill's end (``ERRORS_PAST``): a window cut before the closer of a block the fill opens
-    (``if err != nil {`` inserted above the user's body, the function's ``}`` outside the window) gets a MISSING
-    ``}`` at its end, a fill the whole document decides on (``document_parses``)."""
+    (Where that code was broken before the fill, or the window is cut from what the fill needs, the whole
+    document's check, ``document_parses``, decides: ``infill._first_valid``.)"""
     if baseline is None:
-        return WINDOW_PARSES
+        return True
     tree = parse(spec, window.prefix + fill + window.suffix)
     if tree is None:
-        return WINDOW_PARSES
+        return True
     spans = error_spans(tree)
     lo = len(window.prefix.encode("utf-8", "surrogatepass"))
     hi = lo + len(fill.encode("utf-8", "surrogatepass"))
-    if len(spans) <= baseline and not any(start < max(hi, lo + 1) and end > lo or start == hi < end
-                                          for start, end in spans):
-        return WINDOW_PARSES
-    return ERRORS_PAST if spans and all(start > hi for start, _ in spans) else WINDOW_FAILS
+    return len(spans) <= baseline and not any(start < max(hi, lo + 1) and end > lo or start == hi < end
+                                              for start, end in spans)
 
 
 def fixes_error(spec: LanguageSpec, prefix: str, fill: str, suffix: str, baseline: int) -> bool:

@@ -5,7 +5,7 @@ import pytest
 from engine.context import decide_hole, indent_options, window
 from engine.languages import spec_for
 from engine.requests import HoleKind
-from engine.validate import baseline_errors, parses, takes_the_closers, tidy
+from engine.validate import baseline_errors, parses, tidy
 
 PY = spec_for("python")
 JS = spec_for("javascript")
@@ -67,21 +67,6 @@ def test_a_fill_keeps_the_closer_of_its_own_brackets(fill, rest, kept):
     hole = decide_hole(PY, text, len("y = chunk("))
     assert hole.kind is HoleKind.INLINE
     assert tidy(fill, hole, rest) == kept
-
-
-@pytest.mark.parametrize("fill, rest, taken", [
-    ("TextSelection({ from: 1, to: 5", "})", True),      # its "(" and "{" take the user's "})"
-    ("f(a, [1", " ]);", True),
-    ("f(a)", ")", False),                                 # its brackets pair among themselves
-    ("a, b", ")", False),
-    ("g(\"(\"", ")", True),                               # a bracket in quotes is no bracket
-    ("g(\"(\")", ")", False),
-    ("f(a", ";", False),                                  # no closer after the cursor
-    ("f(a", "", False),
-    ("f(\"a", ")", False),                                # an open quote: not a bracket left open
-])
-def test_a_fill_that_takes_the_users_closers(fill, rest, taken):
-    assert takes_the_closers(fill, rest) is taken
 
 
 @pytest.mark.parametrize("language, text, cursor", [
@@ -277,22 +262,6 @@ def test_a_fill_that_closes_what_the_code_after_the_cursor_closes_does_not_parse
     assert not parses(spec, w, closing, base)
     assert not document_parses(spec, prefix + suffix, len(prefix), len(prefix))(closing)
     assert parses(spec, w, good, base)
-
-
-def test_a_window_cut_before_a_blocks_closer_says_its_errors_lie_past_the_fill():
-    """One parse gives ``parses``' verdict and, for a refused fill, whether every error is past it: a header above
-    the user's body whose function's ``}`` the window left out (the whole document decides on it), against a fill
-    with an error of its own."""
-    from engine.context import Window
-    from engine.validate import ERRORS_PAST, WINDOW_FAILS, WINDOW_PARSES, window_verdict
-    spec = spec_for("go")
-    w = Window("package m\n\nfunc f(p string) bool {\n\t_, err := stat(p)\n", "\t\twarn(err)\n\t}\n", 0, 0)
-    base = baseline_errors(spec, w, "")
-    assert base == 0
-    assert window_verdict(spec, w, "\tuse(err)\n", base) == WINDOW_PARSES
-    assert window_verdict(spec, w, "\tif err != nil {\n", base) == ERRORS_PAST
-    assert window_verdict(spec, w, "\tif err != {\n", base) == WINDOW_FAILS
-    assert not parses(spec, w, "\tif err != nil {\n", base)
 
 
 def test_python_parser_checks_the_whole_small_document():

@@ -435,7 +435,7 @@ def test_a_fill_that_takes_the_users_closers_is_judged_on_the_whole_document(ans
     """Typed to the middle of a line whose closers stay (``editor.commands.set|})``, a held-out tiptap test): before
     the fill the user's ``})`` closed the ``it(`` in a window cut before the ``it``'s own closers, so that window
     parsed; with the right fill its ``})`` close the fill's brackets and the window has the ``it(`` unclosed. The
-    right line was refused; the whole document, which it makes parse, now decides."""
+    right line was refused; the whole document, which it makes parse, now decides (the window is cut)."""
     text = _TEST_FILE
     at = text.index("commands.set") + len("commands.set")
     backend = Scripted(lambda prefix: answer)
@@ -443,3 +443,36 @@ def test_a_fill_that_takes_the_users_closers_is_judged_on_the_whole_document(ans
                  InfillRequest(text, at, "typescript"), Control(lambda s: None))
     assert backend.prefixes[0].lstrip().startswith("it('keeps")   # the window starts at the ``it(``
     assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+_LOADER = ("class LoaderUtils {\n\n\tstatic extractUrlBase( url ) {\n\t\treturn url;\n\t}\n\n"
+           "\t/** Resolves a relative URL against a path. */\n\t\n\t\t// Invalid URL\n"
+           "\t\tif ( typeof url !== 'string' || url === '' ) return '';\n\n\t\treturn path + url;\n\n\t}\n\n}\n\n"
+           "export { LoaderUtils };\n")
+_MEMOPS = ("package m\n\nfunc f(x64 []int64, i int) int64 {\n\t// amd64: `MOVQ\\t8\\([A-Z]+\\)`\n"
+           "\tif x64[i] < x64[0] {\n\t\treturn 0\n\t}\n\t// amd64: `MOVQ\\t8\\([A-Z]+[0-9]*\\)\\([A-Z]+\\*8\\)`\n"
+           "\t\n\t\treturn 0\n\t}\n\treturn x64[i]\n}\n")
+
+
+@pytest.mark.parametrize("language,text,answer,offered,context", [
+    # a class member's header, the window cut to its comment and the statements below: alone at the window's top
+    # level ``static`` is an error, in the document it is a method (three.js's LoaderUtils)
+    ("javascript", _LOADER, "static resolveURL( url, path ) {", True, (12, 20)),
+    ("javascript", _LOADER, "static resolveURL( url, path ) {{", False, (12, 20)),   # breaks the document too
+    # an ``if`` above its body, the window cut before the block's closer (Go's memops test)
+    ("go", _MEMOPS, "if x64[i+1] < x64[0] {", True, (12, 3)),
+    ("go", _MEMOPS, "if x64[i+1] < {", False, (12, 3)),
+])
+def test_a_fill_a_clean_window_refuses_is_judged_on_the_whole_document_when_the_window_is_cut(language, text,
+                                                                                               answer, offered,
+                                                                                               context):
+    """Held-out headers a window without errors refused because its cut left out what they need: the window parses
+    without the fill and fails with it, while the whole document parses with it. The whole document now decides
+    whenever the window is cut from it (it decided only where every error lay past the fill)."""
+    at = text.index("\n\t\n") + 2
+    backend = Scripted(lambda prefix: answer)
+    c = complete(backend, FillOptions(min_confidence=0.0, names_rule=False, prefix_tokens=context[0],
+                                      suffix_tokens=context[1]),
+                 InfillRequest(text, at, language), Control(lambda s: None))
+    assert not backend.prefixes[0].lstrip().startswith(("class", "package"))   # the window is cut
+    assert [f.text.strip() for f in c.fills] == ([answer] if offered else []), answer
