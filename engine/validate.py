@@ -246,7 +246,8 @@ class DocumentCheck(Protocol):
 def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> DocumentCheck | None:
     """For a fill the window check rejected because the window itself has errors (it is cut from the document:
     a ``case`` whose ``switch`` is above it, an ``else`` without its ``if``, and tree-sitter's recovery may
-    cover the cursor's line with one of them): does the whole document with the fill in ``text[start:end]``
+    cover the cursor's line with one of them), or because its cut left out what the fill needs (a method's class,
+    the closer of a block the fill opens): does the whole document with the fill in ``text[start:end]``
     parse with no ERROR/MISSING node but those the user's document already has away from the hole (at the same
     place, moved by the fill's length), and none touching the fill? The user's document is parsed once, when
     first asked; each filled one is reparsed from its tree (tree-sitter's incremental parse: a few
