@@ -27,16 +27,16 @@ are in the JavaScript prelude (``Image``, ``indexedDB``), and in a test file (on
 ``test`` or ``suite``) its framework's globals (mocha's ``context``, jest's ``beforeAll``); JSX's lowercase tags
 (``<div>``) are the page's elements, not names; a type the document names (a ``type_identifier``) is defined for a
 fill that reads it as a value (Go's conversion ``TB(true)``, Rust's ``Meters(5)`` and ``E::B(1)``, ``new Foo()``).
-A Go file reads the top-level names of
-its package's other files without an import: with the request's workspace (``engine.worklines``) and the document's
-path there, the names the same directory's files with the same ``package`` clause define (``package_defines``: a scan
-of each file's lines as the workspace counts it, not a parse per fill; the folder's Go files the workspace does not
-count, generated ones over its 200 KB per file, are scanned on disk) are not invented (``defined``). A name counts as
-the fill's when any of it is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the
-fill ends inside (the rest after the hole) is checked as the whole word the filled document holds (``breaded_1``), the
-word the user typed whole before a fill that starts with ``(`` is not. A Python document that does not parse (the
-user's own error elsewhere) is judged with the lines Python's errors name masked (``pass`` or blank), a few at most; a
-document that still does not parse, or whose error is on the hole's lines, reports nothing (nothing to compare).
+A Go file reads the top-level names of its package's other files without an import: with the request's workspace
+(``engine.worklines``) and the document's path there, the names the same directory's files with the same ``package``
+clause define (``package_defines``: a scan of each file's lines as the workspace counts it, not a parse per fill; the
+folder's Go files the workspace does not count, generated ones over its 200 KB per file, are scanned on disk) are not
+invented (``defined``). A name counts as the fill's when any of it is in the fill: one the user began before the
+cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest after the hole) is checked as the whole word
+the filled document holds (``breaded_1``), the word the user typed whole before a fill that starts with ``(`` is not.
+A Python document that does not parse (the user's own error elsewhere) is judged with the lines Python's errors name
+masked (``pass`` or blank), a few at most; a document that still does not parse, or whose error is on the hole's
+lines, reports nothing (nothing to compare).
 """
 
 from __future__ import annotations
