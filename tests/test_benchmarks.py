@@ -1030,3 +1030,20 @@ def test_a_trial_judgement_holds_for_its_own_case_only():
         "acceptable"
     assert summarize.verdict(case("npm:viem/utils/verifyHash.ts", "Add", "ress", "ress | undefined")) == \
         ("harmless wrong", "")
+
+
+def test_large_document_times_holes_in_generated_documents(tmp_path):
+    """The large-document latency benchmark on small documents: both languages, both holes, figures that are times,
+    and the document as generated (its middle function holds the cursor)."""
+    from benchmarks import large_document
+
+    text, at = large_document.document("go", 3000)
+    assert len(text) >= 3000 and text[:at].endswith("\ttotal := 0\n") and "func handle" in text[at - 200:at]
+    out = tmp_path / "large.json"
+    assert large_document.main(["--chars", "3000", "--repeats", "2", "--model", _model(), "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["benchmark"] == "large_document" and r["command"].startswith("python -m benchmarks.large_document")
+    assert [(row["language"], row["hole"]) for row in r["rows"]] == [
+        ("typescript", "empty line"), ("typescript", "typed 'ret'"), ("go", "empty line"), ("go", "typed 'ret'")]
+    assert all(row["chars"] >= 3000 and row["requests"] == 1 and row["p50_ms"] > 0 for row in r["rows"])
+    assert large_document.main(["--repeats", "1", "--out", str(out)]) == 2
