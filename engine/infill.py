@@ -442,6 +442,10 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                                          or regroups_brackets(spec, sides[0], checked, sides[1])):
                 bad += 1  # the fill closes what the user's closer after the cursor closes (that one is text now,
                 continue  # or closes a bracket the fill opened)
+            if baseline and verdict != PARSES and document is not None and rewrite is None \
+                    and not document.finishes_line(checked):
+                bad += 1  # the user's line was broken where they typed it and the fill leaves it so: the string
+                continue  # still open, the call not closed, the statement without its end
             return _hole_fill(candidate, hole, fill, edits), bad
     return None, bad
 

@@ -238,9 +238,11 @@ _DOCUMENT_CHECK_LIMIT = 300_000   # characters; a larger document keeps the wind
 
 class DocumentCheck(Protocol):
     """``document_parses``' verdict on a fill: ``check(fill)`` for one the window rejected, ``check(fill,
-    confirm=True)`` for one it accepted."""
+    confirm=True)`` for one it accepted; ``check.finishes_line(fill)`` for one on a line the user left broken."""
 
     def __call__(self, fill: str, confirm: bool = False) -> bool: ...
+
+    def finishes_line(self, fill: str) -> bool: ...
 
 
 def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> DocumentCheck | None:
@@ -258,42 +260,93 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     absorb or move them, so that the window's count stays while the document, which had none there, gets one
     (``Err(e) => { .. };`` inside a ``match``, an object literal opened and never closed): the filled document may
     have no more ERROR/MISSING nodes than the user's and none touching the fill (the user's own may move: a
-    half-typed line's MISSING closer after a fill that does not close it)."""
+    half-typed line's MISSING closer after a fill that does not close it; ``finishes_line`` judges that).
+
+    ``finishes_line(fill)``: where the user's document has an error that starts on the hole's line or at the first
+    code after it (a half-typed line: ``raise ValueError("no such`` with its string open, ``let ret = sel``
+    without its ``;``, a word typed where the rest of the line is missing: ``assert_eq!(format!("{}", doc|);``),
+    the filled document may have none starting on the fill's lines or at the code after them: a fill that leaves
+    the line as broken as the user had it is not what the line needed (``raise ValueError("no such, name)``,
+    ``let ret = self.source``). True where the user's line has no error of its own (an error that a line above
+    opened and that runs over it, a call over several lines, is not the line's to close)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
-    user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, the tree, its errors
+    return _DocumentParses(spec, text, start, end)
 
-    def point(data: bytes) -> tuple[int, int]:
-        """The (row, byte column) at the end of ``data``."""
-        return data.count(b"\n"), len(data) - (data.rfind(b"\n") + 1)
 
-    def accepts(fill: str, confirm: bool = False) -> bool:
+def _point(data: bytes) -> tuple[int, int]:
+    """The (row, byte column) at the end of ``data``."""
+    return data.count(b"\n"), len(data) - (data.rfind(b"\n") + 1)
+
+
+class _DocumentParses:
+    """``document_parses``' check: the user's document parsed when first asked, each filled one reparsed from
+    its tree."""
+
+    def __init__(self, spec: LanguageSpec, text: str, start: int, end: int) -> None:
+        self.spec, self.text, self.start, self.end = spec, text, start, end
+        self.user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, tree, errors
+        self.line_broken: bool | None = None   # does a user's error start on the hole's line (once asked)?
+
+    def _filled(self, fill: str) -> tuple[Any, bytes, int, int] | None:
+        """The filled document's tree, its bytes, and the fill's byte range; None without a tree."""
+        user = self.user
         if not user:   # the document is encoded and parsed only for a hole whose window rejects a fill
-            head, middle, tail = (t.encode("utf-8", "surrogatepass") for t in (text[:start], text[start:end],
-                                                                               text[end:]))
-            tree = parse(spec, head + middle + tail)
+            head, middle, tail = (t.encode("utf-8", "surrogatepass")
+                                  for t in (self.text[:self.start], self.text[self.start:self.end],
+                                            self.text[self.end:]))
+            tree = parse(self.spec, head + middle + tail)
             if tree is None:
-                return True
-            user.extend((head, tail, len(head), len(head) + len(middle), point(head), point(head + middle),
+                return None
+            user.extend((head, tail, len(head), len(head) + len(middle), _point(head), _point(head + middle),
                          tree, error_spans(tree)))
-        head, tail, lo, old_hi, start_point, old_end_point, old, before = user
+        head, tail, lo, old_hi, start_point, old_end_point, old, _ = user
         added = fill.encode("utf-8", "surrogatepass")
-        hi = lo + len(added)
         edited = old.copy()
-        edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=hi, start_point=start_point,
-                    old_end_point=old_end_point, new_end_point=point(head + added))
-        tree = _parse_anew(spec, head + added + tail, edited)
-        if tree is None:
+        edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=lo + len(added), start_point=start_point,
+                    old_end_point=old_end_point, new_end_point=_point(head + added))
+        data = head + added + tail
+        tree = _parse_anew(self.spec, data, edited)
+        return None if tree is None else (tree, data, lo, lo + len(added))
+
+    def __call__(self, fill: str, confirm: bool = False) -> bool:
+        filled = self._filled(fill)
+        if filled is None:
             return True
+        tree, _, lo, hi = filled
+        before = self.user[7]
         if confirm:
             spans = error_spans(tree)
             return len(spans) <= len(before) and not any(s < max(hi, lo + 1) and e > lo or s == hi < e
                                                           for s, e in spans)
+        old_hi = self.user[3]
         shift = hi - old_hi
         kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before
                 if e <= lo and s < lo or s >= old_hi and e > old_hi}
         return all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in error_spans(tree))
-    return accepts
+
+    def finishes_line(self, fill: str) -> bool:
+        filled = self._filled(fill)
+        if filled is None:
+            return True
+        if self.line_broken is None:
+            head, tail, lo, old_hi, _, _, _, before = self.user
+            middle = self.text[self.start:self.end].encode("utf-8", "surrogatepass")
+            self.line_broken = _on_the_line(before, head + middle + tail, lo, old_hi)
+        if not self.line_broken:
+            return True
+        tree, data, lo, hi = filled
+        return not _on_the_line(error_spans(tree), data, lo, hi)
+
+
+def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int) -> bool:
+    """Does an error of ``spans`` start on the lines of ``data[lo:hi]`` or at the first code after it (an
+    error a missing ``;`` leaves starts at the next line's first token)?"""
+    first = data.rfind(b"\n", 0, lo) + 1
+    last = data.find(b"\n", hi)
+    last = len(data) if last < 0 else last
+    after = len(data) - len(data[hi:].lstrip())
+    return any(first <= s <= last or s == after for s, _ in spans)
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:

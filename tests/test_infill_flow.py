@@ -476,3 +476,46 @@ def test_a_fill_a_clean_window_refuses_is_judged_on_the_whole_document_when_the_
                  InfillRequest(text, at, language), Control(lambda s: None))
     assert not backend.prefixes[0].lstrip().startswith(("class", "package"))   # the window is cut
     assert [f.text.strip() for f in c.fills] == ([answer] if offered else []), answer
+
+
+_HALF_TYPED = [
+    # a string the user opened on the line: a fill that leaves it open leaves the line broken
+    ("python", 'def check(unit):\n    if unit is None:\n        raise ValueError("no unit\n    return unit\n',
+     '"no unit', [(", unit)", False), (' given")', True)]),
+    # a Rust statement without its ``;``, a call without its ``)`` before the line's own ``;``
+    ("rust", "impl Reader {\n    fn next(&mut self) -> u8 {\n        let ret = sel\n        self.pos += 1;\n"
+             "        ret\n    }\n}\n", "= sel", [("f.source", False), ("f.data[self.pos];", True)]),
+    ("javascript", "function f(kind) {\n  return isPunctuator(kin;\n}\n", "tor(kin",
+     [("d", False), ("d)", True), ("d) && kind", True)]),
+    ("go", "package m\n\nimport \"os\"\n\nfunc f(code int) {\n\tos.Exit(co\n}\n", "Exit(co",
+     [("de", False), ("de)", True)]),
+    # the user's line has no error of its own (the document's is further down): it need not change
+    ("rust", "fn f(value: u8) -> u8 {\n    let x = va;\n    x\n}\n\nfn g( {\n}\n", "x = va",
+     [("lue", True), ("lue + 1", True)]),
+]
+
+
+@pytest.mark.parametrize("language,text,at,answers", _HALF_TYPED)
+def test_a_fill_that_leaves_the_half_typed_line_broken_is_not_offered(language, text, at, answers):
+    """A line the user left broken where they typed it (a string opened, a statement without its end, a call
+    without its ``)``) gets no fill that leaves it broken: ``raise ValueError("no unit, unit)`` parses no better
+    than what was typed. A line with no error of its own keeps the fills it had."""
+    cursor = text.index(at) + len(at)
+    for answer, offered in answers:
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                     InfillRequest(text, cursor, language), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+def test_finishes_line_reads_the_users_own_line_only():
+    from engine.languages import spec_for
+    from engine.validate import document_parses
+    rust = spec_for("rust")
+    text = "fn f(a: u8) -> u8 {\n    let b = a\n    b\n}\n"
+    at = text.index("= a") + 3
+    check = document_parses(rust, text, at, at)
+    assert not check.finishes_line("") and check.finishes_line(" + 1;")   # its MISSING ``;`` stays, or not
+    clean = "fn f(a: u8) -> u8 {\n    let b = a;\n    b\n}\n"
+    at = clean.index("= a") + 3
+    check = document_parses(rust, clean, at, at)   # no error on the user's line: any fill finishes it
+    assert check.finishes_line("") and check.finishes_line(" + 1")
