@@ -460,3 +460,23 @@ JS_LABELS = """export function define(handlers) {
 ])
 def test_a_javascript_label_is_written_before_a_loop_or_a_block(language, fill, fits):
     assert _both_line_ends(JS_LABELS, "<>", language, fill) == (fits, fits)
+
+
+RUST_RECEIVER = """impl<Fut: Future> MaybeDone<Fut> {
+    #[inline]
+<>
+        unsafe { self.get_unchecked_mut().output() }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("fill, fits", [
+    # a receiver with its type is a `self` parameter: futures' `fn poll(self: Pin<&mut Self>, ..)` headers were
+    # refused as `self` written in a function without one
+    ("    pub fn output_mut(self: Pin<&mut Self>) -> Option<&mut Fut::Output> {\n", True),
+    ("    fn into_output(mut self: Box<Self>) -> Option<Fut::Output> {\n", True),
+    ("    fn output_mut(&mut self) -> Option<&mut Fut::Output> {\n", True),
+])
+def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
+    assert check(RUST_RECEIVER, "rust")(fill) is fits
