@@ -2,9 +2,11 @@
 parsed (once per request, then incrementally; ``validate.document_parses``, not above 300,000 characters).
 
 A TypeScript and a Go document of ``--chars`` characters are generated from one function repeated (each copy numbered),
-and a cursor is put in the middle one: an empty line after a statement, then the same line with ``ret`` typed. Each
-hole is filled ``--repeats`` times by the engine (the embedded model, one thread; the first request is a warm-up and
-not counted); p50 and max of the rest are reported per language and hole, with what the engine offered.
+and a cursor is put in the middle one: an empty line after a statement, then the same line with ``ret`` typed, then
+with ``total = compute(tot`` typed (a line broken where it is typed: a fill that passes the other checks is checked
+to finish it, on the whole document: ``finishes_line``). Each hole is filled ``--repeats`` times by the engine (the
+embedded model, one thread; the first request is a warm-up and not counted); p50 and max of the rest are reported per
+language and hole, with what the engine offered.
 
     python -m benchmarks.large_document --out benchmarks/results/large-document.json
 """
@@ -31,7 +33,7 @@ FUNCTIONS = {
            "\tif err != nil {{\n\t\treturn 0\n\t}}\n\ttotal := 0\n\tfor _, b := range body {{\n\t\ttotal += int(b)\n"
            "\t}}\n\treturn total + {i}\n}}\n\n", "total := 0", "\t"),
 }
-TYPED = (("empty line", ""), ("typed 'ret'", "ret"))
+TYPED = (("empty line", ""), ("typed 'ret'", "ret"), ("typed into a call", "total = compute(tot"))
 
 
 def document(language: str, chars: int) -> tuple[str, int]:

@@ -1033,7 +1033,7 @@ def test_a_trial_judgement_holds_for_its_own_case_only():
 
 
 def test_large_document_times_holes_in_generated_documents(tmp_path):
-    """The large-document latency benchmark on small documents: both languages, both holes, figures that are times,
+    """The large-document latency benchmark on small documents: both languages, the three holes, figures that are times,
     and the document as generated (its middle function holds the cursor)."""
     from benchmarks import large_document
 
@@ -1044,6 +1044,7 @@ def test_large_document_times_holes_in_generated_documents(tmp_path):
     r = json.loads(out.read_text())
     assert r["benchmark"] == "large_document" and r["command"].startswith("python -m benchmarks.large_document")
     assert [(row["language"], row["hole"]) for row in r["rows"]] == [
-        ("typescript", "empty line"), ("typescript", "typed 'ret'"), ("go", "empty line"), ("go", "typed 'ret'")]
+        ("typescript", "empty line"), ("typescript", "typed 'ret'"), ("typescript", "typed into a call"),
+        ("go", "empty line"), ("go", "typed 'ret'"), ("go", "typed into a call")]
     assert all(row["chars"] >= 3000 and row["requests"] == 1 and row["p50_ms"] > 0 for row in r["rows"])
     assert large_document.main(["--repeats", "1", "--out", str(out)]) == 2
