@@ -288,19 +288,26 @@ class _DocumentParses:
         self.user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, tree, errors
         self.line_broken: bool | None = None   # does a user's error start on the hole's line (once asked)?
 
-    def _filled(self, fill: str) -> tuple[Any, bytes, int, int] | None:
-        """The filled document's tree, its bytes, and the fill's byte range; None without a tree."""
+    def _user(self) -> list[Any]:
+        """The user's document parsed (when first asked): ``[head, tail, the hole's byte range and points, tree,
+        errors]``; empty without a tree."""
         user = self.user
         if not user:   # the document is encoded and parsed only for a hole whose window rejects a fill
             head, middle, tail = (t.encode("utf-8", "surrogatepass")
                                   for t in (self.text[:self.start], self.text[self.start:self.end],
                                             self.text[self.end:]))
             tree = parse(self.spec, head + middle + tail)
-            if tree is None:
-                return None
-            user.extend((head, tail, len(head), len(head) + len(middle), _point(head), _point(head + middle),
-                         tree, error_spans(tree)))
-        head, tail, lo, old_hi, start_point, old_end_point, old, _ = user
+            if tree is not None:
+                user.extend((head, tail, len(head), len(head) + len(middle), _point(head), _point(head + middle),
+                             tree, error_spans(tree), head + middle + tail))
+        return user
+
+    def _filled(self, fill: str) -> tuple[Any, bytes, int, int] | None:
+        """The filled document's tree, its bytes, and the fill's byte range; None without a tree."""
+        user = self._user()
+        if not user:
+            return None
+        head, tail, lo, old_hi, start_point, old_end_point, old = user[:7]
         added = fill.encode("utf-8", "surrogatepass")
         edited = old.copy()
         edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=lo + len(added), start_point=start_point,
@@ -326,17 +333,19 @@ class _DocumentParses:
         return all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in error_spans(tree))
 
     def finishes_line(self, fill: str) -> bool:
+        if self.line_broken is None:
+            user = self._user()
+            self.line_broken = bool(user) and _on_the_line(user[7], user[8], user[2], user[3])
+        if not self.line_broken:
+            return True
         filled = self._filled(fill)
         if filled is None:
             return True
-        if self.line_broken is None:
-            head, tail, lo, old_hi, _, _, _, before = self.user
-            middle = self.text[self.start:self.end].encode("utf-8", "surrogatepass")
-            self.line_broken = _on_the_line(before, head + middle + tail, lo, old_hi)
-        if not self.line_broken:
-            return True
         tree, data, lo, hi = filled
         return not _on_the_line(error_spans(tree), data, lo, hi)
+
+
+_SPACE = re.compile(rb"\s*")
 
 
 def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int) -> bool:
@@ -345,7 +354,8 @@ def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int
     first = data.rfind(b"\n", 0, lo) + 1
     last = data.find(b"\n", hi)
     last = len(data) if last < 0 else last
-    after = len(data) - len(data[hi:].lstrip())
+    space = _SPACE.match(data, hi)
+    after = space.end() if space else hi
     return any(first <= s <= last or s == after for s, _ in spans)
 
 
