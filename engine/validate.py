@@ -268,7 +268,8 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     the filled document may have none starting on the fill's lines or at the code after them: a fill that leaves
     the line as broken as the user had it is not what the line needed (``raise ValueError("no such, name)``,
     ``let ret = self.source``). True where the user's line has no error of its own (an error that a line above
-    opened and that runs over it, a call over several lines, is not the line's to close)."""
+    opened and that runs over it, a call over several lines, is not the line's to close; nor is the closer of a
+    block the user has not closed yet, missing at the document's end)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
@@ -350,13 +351,14 @@ _SPACE = re.compile(rb"\s*")
 
 def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int) -> bool:
     """Does an error of ``spans`` start on the lines of ``data[lo:hi]`` or at the first code after it (an
-    error a missing ``;`` leaves starts at the next line's first token)?"""
+    error a missing ``;`` leaves starts at the next line's first token)? Not one at the document's end: the closer
+    a block the user has not closed yet is missing there (typing the last line of a function they are writing)."""
     first = data.rfind(b"\n", 0, lo) + 1
     last = data.find(b"\n", hi)
     last = len(data) if last < 0 else last
     space = _SPACE.match(data, hi)
     after = space.end() if space else hi
-    return any(first <= s <= last or s == after for s, _ in spans)
+    return any((first <= s <= last or s == after) and s < len(data) for s, _ in spans)
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:

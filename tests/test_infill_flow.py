@@ -489,6 +489,9 @@ _HALF_TYPED = [
      [("d", False), ("d)", True), ("d) && kind", True)]),
     ("go", "package m\n\nimport \"os\"\n\nfunc f(code int) {\n\tos.Exit(co\n}\n", "Exit(co",
      [("de", False), ("de)", True)]),
+    # the closer of the function the user is writing, missing at the document's end, is not the line's to write
+    ("go", "package m\n\nfunc b(w http.ResponseWriter) {\n\th := w.Header().Se\n", "().Se",
+     [('t("Content-Type", "application/json")', True), ('t("Content-Type"', False)]),
     # the user's line has no error of its own (the document's is further down): it need not change
     ("rust", "fn f(value: u8) -> u8 {\n    let x = va;\n    x\n}\n\nfn g( {\n}\n", "x = va",
      [("lue", True), ("lue + 1", True)]),
