@@ -522,3 +522,16 @@ def test_finishes_line_reads_the_users_own_line_only():
     at = clean.index("= a") + 3
     check = document_parses(rust, clean, at, at)   # no error on the user's line: any fill finishes it
     assert check.finishes_line("") and check.finishes_line(" + 1")
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_half_typed_line_with_an_emoji_and_a_tab_is_judged_the_same_with_crlf(eol):
+    """The line's errors are found by byte offsets: an emoji (4 UTF-8 bytes) and a tab before the cursor, and a CRLF
+    document (judged as its LF twin), move nothing."""
+    text = 'def check(unit):\n    if unit is None:\n        raise ValueError("no \U0001F600 \t unit\n    return unit\n'
+    text = text.replace("\n", eol)
+    cursor = text.index("unit" + eol + "    return") + len("unit")
+    for answer, offered in ((", unit)", False), (' given")', True)):
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                     InfillRequest(text, cursor, "python"), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
