@@ -10,7 +10,7 @@ import re
 import textwrap
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
 from .context import Window
@@ -280,54 +280,73 @@ def _point(data: bytes) -> tuple[int, int]:
     return data.count(b"\n"), len(data) - (data.rfind(b"\n") + 1)
 
 
+class _UserDocument(NamedTuple):
+    """The user's document as ``document_parses`` reads it: its UTF-8, the hole's byte range and end points, its
+    tree and the tree's errors."""
+    data: bytes
+    lo: int
+    hi: int
+    start_point: tuple[int, int]
+    end_point: tuple[int, int]
+    tree: Any
+    errors: list[tuple[int, int]]
+
+
 class _DocumentParses:
     """``document_parses``' check: the user's document parsed when first asked, each filled one reparsed from
-    its tree."""
+    its tree (the last one kept: a fill the document check judged is judged by ``finishes_line`` next)."""
 
     def __init__(self, spec: LanguageSpec, text: str, start: int, end: int) -> None:
         self.spec, self.text, self.start, self.end = spec, text, start, end
-        self.user: list[Any] = []   # once first asked: head, tail, the hole's byte range and points, tree, errors
+        self._user: _UserDocument | None = None
+        self._asked = False
+        self._last: tuple[str, tuple[Any, bytes, int, int] | None] | None = None
         self.line_broken: bool | None = None   # does a user's error start on the hole's line (once asked)?
 
-    def _user(self) -> list[Any]:
-        """The user's document parsed (when first asked): ``[head, tail, the hole's byte range and points, tree,
-        errors]``; empty without a tree."""
-        user = self.user
-        if not user:   # the document is encoded and parsed only for a hole whose window rejects a fill
-            head, middle, tail = (t.encode("utf-8", "surrogatepass")
-                                  for t in (self.text[:self.start], self.text[self.start:self.end],
-                                            self.text[self.end:]))
-            tree = parse(self.spec, head + middle + tail)
+    def user(self) -> _UserDocument | None:
+        """The user's document parsed (when first asked: only for a hole whose window rejects a fill); None without
+        a tree."""
+        if not self._asked:
+            self._asked = True
+            head = self.text[:self.start].encode("utf-8", "surrogatepass")
+            middle = self.text[self.start:self.end].encode("utf-8", "surrogatepass")
+            data = head + middle + self.text[self.end:].encode("utf-8", "surrogatepass")
+            tree = parse(self.spec, data)
             if tree is not None:
-                user.extend((head, tail, len(head), len(head) + len(middle), _point(head), _point(head + middle),
-                             tree, error_spans(tree), head + middle + tail))
-        return user
+                self._user = _UserDocument(data, len(head), len(head) + len(middle), _point(head),
+                                           _point(head + middle), tree, error_spans(tree))
+        return self._user
 
     def _filled(self, fill: str) -> tuple[Any, bytes, int, int] | None:
         """The filled document's tree, its bytes, and the fill's byte range; None without a tree."""
-        user = self._user()
-        if not user:
-            return None
-        head, tail, lo, old_hi, start_point, old_end_point, old = user[:7]
-        added = fill.encode("utf-8", "surrogatepass")
-        edited = old.copy()
-        edited.edit(start_byte=lo, old_end_byte=old_hi, new_end_byte=lo + len(added), start_point=start_point,
-                    old_end_point=old_end_point, new_end_point=_point(head + added))
-        data = head + added + tail
-        tree = _parse_anew(self.spec, data, edited)
-        return None if tree is None else (tree, data, lo, lo + len(added))
+        if self._last is not None and self._last[0] == fill:
+            return self._last[1]
+        user = self.user()
+        filled = None
+        if user is not None:
+            head = user.data[:user.lo]
+            added = fill.encode("utf-8", "surrogatepass")
+            edited = user.tree.copy()
+            edited.edit(start_byte=user.lo, old_end_byte=user.hi, new_end_byte=user.lo + len(added),
+                        start_point=user.start_point, old_end_point=user.end_point,
+                        new_end_point=_point(head + added))
+            data = head + added + user.data[user.hi:]
+            tree = _parse_anew(self.spec, data, edited)
+            filled = None if tree is None else (tree, data, user.lo, user.lo + len(added))
+        self._last = (fill, filled)
+        return filled
 
     def __call__(self, fill: str, confirm: bool = False) -> bool:
         filled = self._filled(fill)
-        if filled is None:
+        if filled is None or self._user is None:
             return True
         tree, _, lo, hi = filled
-        before = self.user[7]
+        before = self._user.errors
         if confirm:
             spans = error_spans(tree)
             return len(spans) <= len(before) and not any(s < max(hi, lo + 1) and e > lo or s == hi < e
                                                           for s, e in spans)
-        old_hi = self.user[3]
+        old_hi = self._user.hi
         shift = hi - old_hi
         kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before
                 if e <= lo and s < lo or s >= old_hi and e > old_hi}
@@ -335,8 +354,8 @@ class _DocumentParses:
 
     def finishes_line(self, fill: str) -> bool:
         if self.line_broken is None:
-            user = self._user()
-            self.line_broken = bool(user) and _on_the_line(user[7], user[8], user[2], user[3])
+            user = self.user()
+            self.line_broken = user is not None and _on_the_line(user.errors, user.data, user.lo, user.hi)
         if not self.line_broken:
             return True
         filled = self._filled(fill)

@@ -535,3 +535,17 @@ def test_a_half_typed_line_with_an_emoji_and_a_tab_is_judged_the_same_with_crlf(
         c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
                      InfillRequest(text, cursor, "python"), Control(lambda s: None))
         assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+def test_a_fill_the_document_check_judged_is_not_parsed_again_for_its_line(monkeypatch):
+    """``_first_valid`` asks the whole document's check, then ``finishes_line``, on the same fill: one reparse."""
+    from engine import validate
+    from engine.languages import spec_for
+    parses = []
+    real = validate._parse_anew
+    monkeypatch.setattr(validate, "_parse_anew", lambda *a, **k: parses.append(1) or real(*a, **k))
+    text = "fn f(a: u8) -> u8 {\n    let b = a\n    b\n}\n"
+    at = text.index("= a") + 3
+    check = validate.document_parses(spec_for("rust"), text, at, at)
+    assert check(" + 1;", confirm=True) and check.finishes_line(" + 1;") and len(parses) == 1
+    assert not check.finishes_line("") and len(parses) == 2   # another fill: its own reparse
