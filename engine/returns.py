@@ -197,15 +197,10 @@ def _has_self(function: tree_sitter.Node) -> bool:
     """A ``self`` parameter: ``&mut self``, or one with its type (``self: Pin<&mut Self>``, ``mut self: Box<Self>``:
     a ``parameter`` whose pattern is ``self``)."""
     parameters = function.child_by_field_name("parameters")
-    return parameters is not None and any(c.type == "self_parameter" or c.type == "parameter" and _self_pattern(c)
-                                          for c in parameters.named_children)
-
-
-def _self_pattern(parameter: tree_sitter.Node) -> bool:
-    pattern = parameter.child_by_field_name("pattern")
-    while pattern is not None and pattern.type == "mut_pattern":
-        pattern = pattern.named_children[0] if pattern.named_children else None
-    return pattern is not None and pattern.type == "self"
+    return parameters is not None and any(
+        c.type == "self_parameter"
+        or c.type == "parameter" and getattr(c.child_by_field_name("pattern"), "type", None) == "self"
+        for c in parameters.named_children)
 
 
 _RUST_NUMBERS = frozenset({"i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
