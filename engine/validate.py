@@ -197,7 +197,8 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
     parse (``PARSES``), or fail with exactly the error the user's document already had, moved by the
     fill's lines (``KEEPS_ERROR``: Python stops at the first error, so code after it is unchecked);
     ``""`` rejects. ``None`` for other languages and large documents (the tree-sitter window check
-    still runs)."""
+    still runs). Not where the user's error is on the hole's line and the fill keeps it there: the fill left the
+    line the user is typing as broken as they had it."""
     if spec.name != "python" or len(text) > _PYTHON_CHECK_LIMIT:
         return None
     original = _first_error(text)
@@ -229,7 +230,12 @@ def python_check(spec: LanguageSpec, text: str, start: int, end: int) -> Verdict
             return PARSES if past else ""
         # An indentation error on the fill's lines or the line after it is the hole's to fix: the code
         # below is indented under a block opener that is missing (or the hole is a block's empty body).
-        return "" if "indent" in message and fill_line <= moved <= last + 1 else KEEPS_ERROR
+        if "indent" in message and fill_line <= moved <= last + 1:
+            return ""
+        # The user's error is on the line they are typing (``np.r_[a, cl`` with its bracket open, ``from m imp``,
+        # ``print("Button cli`` with its string open) and stays there: the fill leaves the line as broken as the
+        # user had it (``np.r_[a, cls.level,``), which is not what the line needed.
+        return "" if fill_line <= line <= fill_line + removed and fill_line <= moved <= last else KEEPS_ERROR
     return accepts
 
 

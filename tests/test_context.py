@@ -316,6 +316,28 @@ def test_nesting_too_deep_for_pythons_parser_leaves_the_verdict_to_the_window_ch
     assert check(deep) == KEEPS_ERROR                        # a fill: never a crash, never "parses"
 
 
+def test_a_fill_that_keeps_the_users_error_on_their_line_is_refused():
+    """The user's error is on the line they are typing (a bracket or a string still open, ``from m imp``): a fill
+    after which Python reports the same error there left the line as broken as they had it. Their error on another
+    line stays theirs, and a fill that finishes the line passes."""
+    from engine.validate import KEEPS_ERROR, PARSES, python_check
+    text = "def f(cls):\n    h = np.r_[h, cls\n    return h\n"
+    at = text.index("cls\n    return") + 3
+    check = python_check(PY, text, at, at)
+    assert check(".mod.level,") == "" and check("") == ""          # the bracket still open
+    assert check(".mod.level]") == PARSES
+    typing = "x = 1\nif x:\n\tprint(\"Button cli\n\tmsg = \"\U0001f600\"\n"   # a string left open; a tab, an emoji
+    at = typing.index("cli") + 3
+    check = python_check(PY, typing, at, at)
+    assert check("cked") == "" and check("cked!\")") == PARSES
+    assert python_check(PY, "from os imp\r\nx = 1\r\n", 11, 11)("ort path.sep") == ""   # CRLF: the same line
+    assert python_check(PY, "from os imp\r\nx = 1\r\n", 11, 11)("ort sep") == PARSES
+    # the user's error on another line (the call above is never closed): the fill on its own line keeps it
+    above = "x = f(1,\n      2\ny = 3\n"
+    at = above.index("2") + 1
+    assert python_check(PY, above, at, at)(", 3") == KEEPS_ERROR
+
+
 def test_an_indentation_error_at_the_hole_is_the_fills_to_fix():
     from engine.validate import python_check
     text = "def f(xs):\n    n = 0\n    \n        print(x)\n    return xs\n"   # the loop header is missing
