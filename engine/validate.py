@@ -275,7 +275,9 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     the line as broken as the user had it is not what the line needed (``raise ValueError("no such, name)``,
     ``let ret = self.source``). True where the user's line has no error of its own (an error that a line above
     opened and that runs over it, a call over several lines, is not the line's to close; nor is the closer of a
-    block the user has not closed yet, missing at the document's end)."""
+    block the user has not closed yet, missing at the document's end). Nor may a string the user opened on the
+    line before the cursor run past the fill's line where an error follows (``_string_left_open``: a string can span
+    lines in Rust or a template, so the error it causes is reported far below)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
@@ -362,13 +364,13 @@ class _DocumentParses:
         if self.line_broken is None:
             user = self.user()
             self.line_broken = user is not None and _on_the_line(user.errors, user.data, user.lo, user.hi)
-        if not self.line_broken:
-            return True
         filled = self._filled(fill)
         if filled is None:
             return True
         tree, data, lo, hi = filled
-        return not _on_the_line(error_spans(tree), data, lo, hi)
+        spans = error_spans(tree)
+        return not (self.line_broken and _on_the_line(spans, data, lo, hi)) \
+            and not _string_left_open(tree, data, lo, hi, spans) and not _bracket_left_open(tree, data, lo, hi, spans)
 
 
 _SPACE = re.compile(rb"\s*")
@@ -384,6 +386,86 @@ def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int
     space = _SPACE.match(data, hi)
     after = space.end() if space else hi
     return any((first <= s <= last or s == after) and s < len(data) for s, _ in spans)
+
+
+_STRINGS = frozenset({"string", "string_literal", "template_string", "interpreted_string_literal",
+                      "raw_string_literal"})   # the string nodes of the grammars (Python, JS/TS, Go, Rust)
+
+
+def _string_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Does a string that starts on the fill's first line before the fill (the user opened it: ``println!("** vis``)
+    run past the fill's last line, with an error from its start to the end of the line it ends on: the fill did not
+    close it, and it swallows the code below (``println!("** visitor.visit_document(document);`` up to the next
+    line's quote, where the code after it breaks)? A string over several lines without an error there is the code's
+    own (a template, a raw string), whatever errors the document has elsewhere."""
+    first = data.rfind(b"\n", 0, lo) + 1
+    end = data.find(b"\n", hi)
+    if end < 0:
+        return False
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= first or node.start_byte >= lo:
+            continue
+        if node.type in _STRINGS and node.start_byte >= first and node.end_byte > end:
+            closed = data.find(b"\n", node.end_byte)   # the end of the line the string ends on
+            closed = len(data) if closed < 0 else closed
+            return any(s <= closed and e >= node.start_byte for s, e in spans)
+        stack.extend(node.children)
+    return False
+
+
+_OPENER_OF = {")": "(", "]": "[", "}": "{"}
+_TEXT = _STRINGS | {"comment", "line_comment", "block_comment", "char_literal", "rune_literal"}
+
+
+def _bracket_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """In a document with errors, does a bracket the user opened on the fill's first line before the fill
+    (``c.worldWitness1(scr|``) stay open at the end of the fill's line (``c.worldWitness1(scratchBuffer,``) while the
+    next code line is no continuation of it: not indented deeper than the line, not starting with a closer? Code goes
+    on inside a bracket on deeper lines (``foo(a,`` above ``    b)``) or closes it first (``});``), so the next
+    statement at the line's indentation is outside it: the fill left the call unclosed, and the error it causes is
+    reported far below. A bracket the user's line closes that a line above opened is not the line's."""
+    if not spans:
+        return False
+    first = data.rfind(b"\n", 0, lo) + 1
+    end = data.find(b"\n", hi)
+    if end < 0 or data[first:end].rstrip(b" \t\r").endswith(b"\\"):
+        return False   # the document's last line, or one continued by a backslash
+    leaves: list[tuple[int, str]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= first or node.start_byte >= end or node.type in _TEXT:
+            continue
+        if node.child_count:
+            stack.extend(node.children)
+        elif node.start_byte >= first and node.end_byte > node.start_byte:   # not a zero-width MISSING one
+            leaves.append((node.start_byte, node.type))
+    opened: list[tuple[int, str]] = []
+    for at, kind in sorted(leaves):
+        if kind in ("(", "[", "{"):
+            opened.append((at, kind))
+        elif kind in _OPENER_OF:
+            if not opened or opened[-1][1] != _OPENER_OF[kind]:
+                return False   # it closes what a line above opened
+            opened.pop()
+    if not any(at < lo for at, _ in opened):
+        return False
+    after = end
+    while True:   # the next code: past blank lines and comments
+        space = _SPACE.match(data, after)
+        after = space.end() if space else after
+        if after >= len(data):
+            return False
+        node = tree.root_node.descendant_for_byte_range(after, after + 1)
+        if node is None or node.type not in ("comment", "line_comment", "block_comment"):
+            break
+        after = max(node.end_byte, after + 1)
+    line = data[first:end]
+    indent = len(line) - len(line.lstrip(b" \t"))
+    start = data.rfind(b"\n", 0, after) + 1
+    return after - start <= indent and data[after:after + 1] not in (b")", b"]", b"}")
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:

@@ -495,6 +495,18 @@ _HALF_TYPED = [
     # the user's line has no error of its own (the document's is further down): it need not change
     ("rust", "fn f(value: u8) -> u8 {\n    let x = va;\n    x\n}\n\nfn g( {\n}\n", "x = va",
      [("lue", True), ("lue + 1", True)]),
+    # a string the user opened, left open by the fill: it runs to the next line's quote and breaks the code there
+    ("rust", 'fn main() {\n    trace::log(11, "Second mes\n    let n = LOGS.load(Ordering::SeqCst);\n'
+             '    assert_eq!(n, 2, "{}", n);\n}\n', '"Second mes',
+     [("sage: &str) {", False), ('sage from rusqlite");', True)]),
+    ("javascript", "function f(error, filename) {\n\tif (error) {\n\t\terror.message = `Failed to ana\n"
+                   "\t}\n\tthrow error;\n}\nconst t = `x`;\n", "Failed to ana",
+     [("lyse.", False), ("lyse ${filename} \U0001F600`;", True)]),
+    # a call the user opened, left open while the next statement starts at the line's indentation
+    ("typescript", "function f(c: C, out: O) {\n    c.worldWitness1(scr\n    out.witness1 = 2;\n}\n",
+     "Witness1(scr", [("atchBuffer,", False), ("atchBuffer);", True)]),
+    # a template over several lines is the code's own: the error far below is another one
+    ("javascript", "const q = `SELECT a\n  FROM t`;\nfunction g( {\n}\n", "SELECT a", [(", b", True)]),
 ]
 
 
@@ -522,6 +534,33 @@ def test_finishes_line_reads_the_users_own_line_only():
     at = clean.index("= a") + 3
     check = document_parses(rust, clean, at, at)   # no error on the user's line: any fill finishes it
     assert check.finishes_line("") and check.finishes_line(" + 1")
+
+
+def test_finishes_line_refuses_a_bracket_or_string_the_user_opened_and_the_fill_leaves_open():
+    """A bracket the user opened on the line, still open at its end while the next statement starts at the line's
+    indentation, or a string they opened that now runs into the next line: the fill left the line unfinished. A
+    call continued on a deeper line, or closed by the next line's closer, and a template over several lines with
+    no error where it ends, are the code's own."""
+    from engine.languages import spec_for
+    from engine.validate import document_parses
+    ts = spec_for("typescript")
+    text = "function f(c, out) {\n\tc.world(scr\n\tout.w = 2;\n}\n"
+    at = text.index("(scr") + 4
+    check = document_parses(ts, text, at, at)
+    assert not check.finishes_line("atchBuffer,") and not check.finishes_line("atchBuffer, \U0001F600")
+    assert check.finishes_line("atchBuffer);")
+    deeper = "function f(c, out) {\n\tc.world(scr\n\t\tout);\n}\nfunction g( {\n}\n"
+    assert document_parses(ts, deeper, at, at).finishes_line("atchBuffer,")
+    tests = 'describe("a", () => {\n  it("b"\n  });\n});\nfunction g( {\n}\n'
+    at = tests.index('"b"') + 3
+    assert document_parses(ts, tests, at, at).finishes_line(", () => {")
+    rust = 'fn main() {\n    log(11, "Second mes\n    let n = load();\n    assert_eq!(n, 2, "{}", n);\n}\n'
+    at = rust.index("mes") + 3
+    check = document_parses(spec_for("rust"), rust, at, at)
+    assert not check.finishes_line("sage: &str) {") and check.finishes_line('sage \U0001F600");')
+    sql = "const q = `SELECT a\n  FROM t`;\nfunction g( {\n}\n"
+    at = sql.index("SELECT a") + 8
+    assert document_parses(spec_for("javascript"), sql, at, at).finishes_line(", b")
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
