@@ -277,7 +277,8 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     opened and that runs over it, a call over several lines, is not the line's to close; nor is the closer of a
     block the user has not closed yet, missing at the document's end). Nor may a string the user opened on the
     line before the cursor run past the fill's line where an error follows (``_string_left_open``: a string can span
-    lines in Rust or a template, so the error it causes is reported far below)."""
+    lines in Rust or a template, so the error it causes is reported far below), nor a bracket they opened there stay
+    open at the line's end while the next code line is no continuation of it (``_bracket_left_open``)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
