@@ -276,9 +276,9 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     ``let ret = self.source``). True where the user's line has no error of its own (an error that a line above
     opened and that runs over it, a call over several lines, is not the line's to close; nor is the closer of a
     block the user has not closed yet, missing at the document's end). Nor may a string the user opened on the
-    line before the cursor run past the fill's line where an error follows (``_string_left_open``: a string can span
-    lines in Rust or a template, so the error it causes is reported far below), nor a bracket they opened there stay
-    open at the line's end while the next code line is no continuation of it (``_bracket_left_open``)."""
+    line before the cursor run past the fill's line where an error follows (a string can span lines in Rust or a
+    template, so the error it causes is reported far below), nor a bracket they opened there stay open at the
+    line's end while the next code line is no continuation of it (``_left_open``)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
@@ -371,7 +371,7 @@ class _DocumentParses:
         tree, data, lo, hi = filled
         spans = error_spans(tree)
         return not (self.line_broken and _on_the_line(spans, data, lo, hi)) \
-            and not _string_left_open(tree, data, lo, hi, spans) and not _bracket_left_open(tree, data, lo, hi, spans)
+            and not _left_open(tree, data, lo, hi, spans)
 
 
 _SPACE = re.compile(rb"\s*")
@@ -391,53 +391,41 @@ def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int
 
 _STRINGS = frozenset({"string", "string_literal", "template_string", "interpreted_string_literal",
                       "raw_string_literal"})   # the string nodes of the grammars (Python, JS/TS, Go, Rust)
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+_TEXT = _STRINGS | _COMMENTS | {"char_literal", "rune_literal"}   # no brackets of the code's in these
+_OPENER_OF = dict(zip(_CLOSERS, _OPENERS))
 
 
-def _string_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
-    """Does a string that starts on the fill's first line before the fill (the user opened it: ``println!("** vis``)
-    run past the fill's last line, with an error from its start to the end of the line it ends on: the fill did not
-    close it, and it swallows the code below (``println!("** visitor.visit_document(document);`` up to the next
-    line's quote, where the code after it breaks)? A string over several lines without an error there is the code's
-    own (a template, a raw string), whatever errors the document has elsewhere."""
+def _left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """In a document with errors, does the fill leave open a string or a bracket the user opened on its first line
+    before it?
+
+    - A string that runs past the fill's last line with an error from its start to the end of the line it ends on
+      (``println!("** vis`` + ``itor.visit_document(document);`` runs to the next line's quote, where the code after
+      it breaks). A string over several lines without an error there is the code's own (a template, a raw string),
+      whatever errors the document has elsewhere.
+    - A bracket still open at the end of the fill's line (``c.worldWitness1(scr`` + ``atchBuffer,``) while the next
+      code line is no continuation of it: not indented deeper than the line, not starting with a closer. Code goes
+      on inside a bracket on deeper lines (``foo(a,`` above ``    b)``) or closes it first (``});``). A bracket the
+      line closes that a line above opened is not the line's.
+
+    Not on the document's last line, nor on one continued by a backslash."""
     first = data.rfind(b"\n", 0, lo) + 1
     end = data.find(b"\n", hi)
-    if end < 0:
+    if not spans or end < 0 or data[first:end].rstrip(b" \t\r").endswith(b"\\"):
         return False
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.end_byte <= first or node.start_byte >= lo:
-            continue
-        if node.type in _STRINGS and node.start_byte >= first and node.end_byte > end:
-            closed = data.find(b"\n", node.end_byte)   # the end of the line the string ends on
-            closed = len(data) if closed < 0 else closed
-            return any(s <= closed and e >= node.start_byte for s, e in spans)
-        stack.extend(node.children)
-    return False
-
-
-_OPENER_OF = {")": "(", "]": "[", "}": "{"}
-_TEXT = _STRINGS | {"comment", "line_comment", "block_comment", "char_literal", "rune_literal"}
-
-
-def _bracket_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
-    """In a document with errors, does a bracket the user opened on the fill's first line before the fill
-    (``c.worldWitness1(scr|``) stay open at the end of the fill's line (``c.worldWitness1(scratchBuffer,``) while the
-    next code line is no continuation of it: not indented deeper than the line, not starting with a closer? Code goes
-    on inside a bracket on deeper lines (``foo(a,`` above ``    b)``) or closes it first (``});``), so the next
-    statement at the line's indentation is outside it: the fill left the call unclosed, and the error it causes is
-    reported far below. A bracket the user's line closes that a line above opened is not the line's."""
-    if not spans:
-        return False
-    first = data.rfind(b"\n", 0, lo) + 1
-    end = data.find(b"\n", hi)
-    if end < 0 or data[first:end].rstrip(b" \t\r").endswith(b"\\"):
-        return False   # the document's last line, or one continued by a backslash
     leaves: list[tuple[int, str]] = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
-        if node.end_byte <= first or node.start_byte >= end or node.type in _TEXT:
+        if node.end_byte <= first or node.start_byte >= end:
+            continue
+        if node.type in _STRINGS and first <= node.start_byte < lo and node.end_byte > end:
+            closed = data.find(b"\n", node.end_byte)   # the end of the line the string ends on
+            closed = len(data) if closed < 0 else closed
+            if any(s <= closed and e >= node.start_byte for s, e in spans):
+                return True
+        if node.type in _TEXT:
             continue
         if node.child_count:
             stack.extend(node.children)
@@ -445,7 +433,7 @@ def _bracket_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence
             leaves.append((node.start_byte, node.type))
     opened: list[tuple[int, str]] = []
     for at, kind in sorted(leaves):
-        if kind in ("(", "[", "{"):
+        if kind in _OPENER_OF.values():
             opened.append((at, kind))
         elif kind in _OPENER_OF:
             if not opened or opened[-1][1] != _OPENER_OF[kind]:
@@ -460,7 +448,7 @@ def _bracket_left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence
         if after >= len(data):
             return False
         node = tree.root_node.descendant_for_byte_range(after, after + 1)
-        if node is None or node.type not in ("comment", "line_comment", "block_comment"):
+        if node is None or node.type not in _COMMENTS:
             break
         after = max(node.end_byte, after + 1)
     line = data[first:end]
@@ -685,9 +673,6 @@ def _empty_blocks(tree: Any, tick: Callable[[], None] | None = None) -> int:
                     count += 1
                 stack.append(node)
     return count
-
-
-_CLOSERS = ")]}"
 
 
 def reopens_closer(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
@@ -1125,9 +1110,6 @@ def degenerate(fill: str, document: str = "") -> str | None:
 
 def _is_name(token: str) -> bool:
     return (token[0].isalpha() or token[0] in "_$") and token not in _PLAIN_VALUES
-
-
-_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 
 
 _EMPTY_COMMENT = re.compile(r"(?:#+|//[/!]*|/\*+\s*\*+/)")
