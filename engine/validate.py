@@ -307,30 +307,30 @@ class _DocumentParses:
 
     def __init__(self, spec: LanguageSpec, text: str, start: int, end: int) -> None:
         self.spec, self.text, self.start, self.end = spec, text, start, end
-        self._user: _UserDocument | None = None
-        self._asked = False
         self._last: tuple[str, tuple[Any, bytes, int, int] | None] | None = None
-        self.line_broken: bool | None = None   # does a user's error start on the hole's line (once asked)?
 
+    @functools.cached_property
     def user(self) -> _UserDocument | None:
         """The user's document parsed (when first asked: only for a hole whose window rejects a fill); None without
         a tree."""
-        if not self._asked:
-            self._asked = True
-            head = self.text[:self.start].encode("utf-8", "surrogatepass")
-            middle = self.text[self.start:self.end].encode("utf-8", "surrogatepass")
-            data = head + middle + self.text[self.end:].encode("utf-8", "surrogatepass")
-            tree = parse(self.spec, data)
-            if tree is not None:
-                self._user = _UserDocument(data, len(head), len(head) + len(middle), _point(head),
-                                           _point(head + middle), tree, error_spans(tree))
-        return self._user
+        head = self.text[:self.start].encode("utf-8", "surrogatepass")
+        middle = self.text[self.start:self.end].encode("utf-8", "surrogatepass")
+        data = head + middle + self.text[self.end:].encode("utf-8", "surrogatepass")
+        tree = parse(self.spec, data)
+        return None if tree is None else _UserDocument(data, len(head), len(head) + len(middle), _point(head),
+                                                       _point(head + middle), tree, error_spans(tree))
+
+    @functools.cached_property
+    def line_broken(self) -> bool:
+        """Does an error of the user's start on the hole's line (or at the first code after it)?"""
+        user = self.user
+        return user is not None and _on_the_line(user.errors, user.data, user.lo, user.hi)
 
     def _filled(self, fill: str) -> tuple[Any, bytes, int, int] | None:
         """The filled document's tree, its bytes, and the fill's byte range; None without a tree."""
         if self._last is not None and self._last[0] == fill:
             return self._last[1]
-        user = self.user()
+        user = self.user
         filled = None
         if user is not None:
             head = user.data[:user.lo]
@@ -347,24 +347,22 @@ class _DocumentParses:
 
     def __call__(self, fill: str, confirm: bool = False) -> bool:
         filled = self._filled(fill)
-        if filled is None or self._user is None:
+        user = self.user
+        if filled is None or user is None:
             return True
         tree, _, lo, hi = filled
-        before = self._user.errors
+        before = user.errors
         if confirm:
             spans = error_spans(tree)
             return len(spans) <= len(before) and not any(s < max(hi, lo + 1) and e > lo or s == hi < e
                                                           for s, e in spans)
-        old_hi = self._user.hi
+        old_hi = user.hi
         shift = hi - old_hi
         kept = {(s, e) if e <= lo else (s + shift, e + shift) for s, e in before
                 if e <= lo and s < lo or s >= old_hi and e > old_hi}
         return all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in error_spans(tree))
 
     def finishes_line(self, fill: str) -> bool:
-        if self.line_broken is None:
-            user = self.user()
-            self.line_broken = user is not None and _on_the_line(user.errors, user.data, user.lo, user.hi)
         filled = self._filled(fill)
         if filled is None:
             return True
