@@ -278,7 +278,9 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     block the user has not closed yet, missing at the document's end). Nor may a string the user opened on the
     line before the cursor run past the fill's line where an error follows (a string can span lines in Rust or a
     template, so the error it causes is reported far below), nor a bracket they opened there stay open at the
-    line's end while the next code line is no continuation of it (``_left_open``)."""
+    line's end while the next code line is no continuation of it (``_left_open``). Nor, where the user's document
+    parses up to the hole's line, may an error start in the deeper lines after the fill's line or on their closer's
+    line: the line heads them and did not open what they need (``_heads_broken_lines``)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
@@ -362,6 +364,12 @@ class _DocumentParses:
                 if e <= lo and s < lo or s >= old_hi and e > old_hi}
         return all((s, e) in kept and not (s < max(hi, lo + 1) and e > lo) for s, e in error_spans(tree))
 
+    @functools.cached_property
+    def clean_before(self) -> bool:
+        """Does the user's document parse up to the hole's line (no error of theirs starts before it)?"""
+        user = self.user
+        return user is not None and not any(s < user.data.rfind(b"\n", 0, user.lo) + 1 for s, _ in user.errors)
+
     def finishes_line(self, fill: str) -> bool:
         filled = self._filled(fill)
         if filled is None:
@@ -369,7 +377,8 @@ class _DocumentParses:
         tree, data, lo, hi = filled
         spans = error_spans(tree)
         return not (self.line_broken and _on_the_line(spans, data, lo, hi)) \
-            and not _left_open(tree, data, lo, hi, spans)
+            and not _left_open(tree, data, lo, hi, spans) \
+            and not (self.clean_before and _heads_broken_lines(data, hi, spans))
 
 
 _SPACE = re.compile(rb"\s*")
@@ -453,6 +462,38 @@ def _left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[i
     indent = len(line) - len(line.lstrip(b" \t"))
     start = data.rfind(b"\n", 0, after) + 1
     return after - start <= indent and data[after:after + 1] not in (b")", b"]", b"}")
+
+
+@functools.lru_cache(maxsize=64)
+def _dedent(width: int) -> re.Pattern[bytes]:
+    """A line's start with code after at most ``width`` characters of indentation."""
+    return re.compile(rb"^[ \t]{0,%d}(?=[^\s])" % width, re.M)
+
+
+def _heads_broken_lines(data: bytes, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Does the fill's line head lines that an error starts in: the code lines after it indented deeper than it,
+    and the first code line that is not, where it starts with a closer (``}``, ``})``, ``} else {``; a next
+    statement's errors may be its own)? A line the user is writing above a body (``func (d *DFA) get(pre`` +
+    ``cedence)``, ``new AMO`` + ``scillator();`` above an object's fields) that does not open what its deeper lines
+    need leaves them, or their closer, broken; the user's document parses up to the line (``clean_before``), so
+    those errors are the line's. An error at the document's end is not counted (the closer of a block the user has
+    not closed yet)."""
+    if data[hi - 1:hi] == b"\n":
+        hi -= 1   # a whole line's fill ends with its line break: its line is the one it writes
+    first = data.rfind(b"\n", 0, hi) + 1
+    end = data.find(b"\n", hi)
+    if end < 0 or not spans:
+        return False
+    width = len(data[first:end]) - len(data[first:end].lstrip(b" \t"))
+    closer = _dedent(width).search(data, end + 1)
+    if closer is None or not data[end + 1:closer.start()].strip():
+        return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
+    if data[closer.end():closer.end() + 1] in (b"}", b")", b"]"):
+        stop = data.find(b"\n", closer.end())
+        stop = len(data) if stop < 0 else stop
+    else:   # the next statement: its errors may be its own
+        stop = closer.start()
+    return any(end < s < stop and s < len(data) for s, _ in spans)
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:

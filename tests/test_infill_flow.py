@@ -588,3 +588,74 @@ def test_a_fill_the_document_check_judged_is_not_parsed_again_for_its_line(monke
     check = validate.document_parses(spec_for("rust"), text, at, at)
     assert check(" + 1;", confirm=True) and check.finishes_line(" + 1;") and len(parses) == 1
     assert not check.finishes_line("") and len(parses) == 2   # another fill: its own reparse
+
+
+_HEADS = [
+    # a function's header typed to a word, its body below: a fill that does not open the body leaves its closer
+    # broken (Go parses a header without a body, and statements at the top level)
+    ("go", "package m\n\nfunc (d *DFA) get(pre\n\tif precedence < 0 {\n\t\treturn nil\n\t}\n\treturn d.s0\n}\n\n"
+           "func g() {}\n", "get(pre", [("cedence)", False), ("cedence int) *DFAState {", True)]),
+    # an object's fields below a constructor's call: ``new AMO`` parses alone, its fields do not without the ``({``
+    ("typescript", "describe(\"a\", () => {\n\tit(\"b\", () => {\n\t\tconst amOsc = new AMO\n\t\t\tharmonicity: 3,\n"
+                   "\t\t\ttype: \"sine\",\n\t\t});\n\t\tamOsc.dispose();\n\t});\n});\n", "new AMO",
+     [("scillator();", False), ("scillator({", True)]),
+    # ``} else {`` is the closer line too
+    ("typescript", "function f(x: number, y: number) {\n  if (x > y\n    g(1.0);\n  } else {\n    g(2.0);\n  }\n}\n",
+     "(x > y", [(", 1.0);", False), (") {", True)]),
+    # the lines below are a continuation of the call the fill leaves open: no error there, no refusal
+    ("javascript", "function f(a, b) {\n  return g(a\n    b);\n}\n", "g(a", [(",", True)]),
+]
+
+
+@pytest.mark.parametrize("language,text,at,answers", _HEADS)
+def test_a_fill_that_leaves_the_lines_its_line_heads_broken_is_not_offered(language, text, at, answers):
+    """A line the user is writing above deeper lines (a function's body, an object's fields) heads them: a fill
+    that parses on its own line but leaves an error in those lines or at their closer did not open what they need
+    (``func (d *DFA) get(precedence)`` above the body: Go takes a header without a body, and its ``}`` breaks)."""
+    cursor = text.index(at) + len(at)
+    for answer, offered in answers:
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                     InfillRequest(text, cursor, language), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+def test_a_whole_line_above_a_body_must_open_it():
+    """An empty line where an object's first line stood: a statement there leaves its fields and their closer
+    broken; the line that opens the object is offered."""
+    text = "function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n"
+    at = text.index("\t\n") + 1
+    for answer, offered in (("return null;", False), ("const o = {", True)):
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                     InfillRequest(text, at, "javascript"), Control(lambda s: None))
+        assert [f.text.strip() for f in c.fills] == ([answer] if offered else []), answer
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_the_lines_a_line_heads_are_found_by_bytes_with_an_emoji_a_tab_and_crlf(eol):
+    text = ("package m\n\nfunc (d *DFA) get(pre\n\tif p < 0 { // \U0001F600\n\t\treturn nil\n\t}\n\treturn d.s0\n}\n"
+            "\nfunc g() {}\n").replace("\n", eol)
+    cursor = text.index("get(pre") + len("get(pre")
+    for answer, offered in (("cedence)", False), ("cedence \U0001F600int) *DFAState {", False),
+                            ("cedence int) *DFAState {", True)):
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                     InfillRequest(text, cursor, "go"), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+def test_heads_broken_lines_counts_only_errors_the_line_can_have_caused():
+    """The rule reads the user's document: where it has an error before the line, the errors below may be theirs
+    (not the line's), and the fill is judged as before; an error at the document's end is the closer of a block
+    not written yet; lines no deeper than the fill's line are not headed by it."""
+    from engine.languages import spec_for
+    from engine.validate import document_parses
+    go = spec_for("go")
+    text = "package m\n\nfunc (d *DFA) get(pre\n\tif p < 0 {\n\t\treturn nil\n\t}\n\treturn d.s0\n}\n"
+    at = text.index("(pre") + 4
+    assert not document_parses(go, text, at, at).finishes_line("cedence)")
+    assert document_parses(go, text, at, at).finishes_line("cedence int) *DFAState {")
+    broken_above = "package m\n\nfunc a( {\n}\n\n" + text[len("package m\n\n"):]
+    at = broken_above.index("(pre") + 4
+    assert document_parses(go, broken_above, at, at).finishes_line("cedence)")
+    unclosed = "package m\n\nfunc (d *DFA) get(pre\n\tif p < 0 {\n\t\treturn nil\n\t}\n\treturn d.s0\n"
+    at = unclosed.index("(pre") + 4
+    assert document_parses(go, unclosed, at, at).finishes_line("cedence int) *DFAState {")
