@@ -505,9 +505,18 @@ _HALF_TYPED = [
     # a call the user opened, left open while the next statement starts at the line's indentation
     ("typescript", "function f(c: C, out: O) {\n    c.worldWitness1(scr\n    out.witness1 = 2;\n}\n",
      "Witness1(scr", [("atchBuffer,", False), ("atchBuffer);", True)]),
-    # a template over several lines is the code's own: the error far below is another one
+    # a template over several lines is the code's own: the error below is another one (on the next statement,
+    # not on a closer of the lines the template's line heads)
     ("javascript", "const q = `SELECT a\n  FROM t`;\nfunction g( {\n}\n", "SELECT a", [(", b", True)]),
 ]
+
+
+def _offered(language: str, text: str, cursor: int, answer: str) -> list[str]:
+    """The fills ``complete`` offers at ``cursor`` where the model writes ``answer`` (no confidence bar, no names
+    rule: only the checks decide)."""
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, cursor, language), Control(lambda s: None))
+    return [f.text for f in c.fills]
 
 
 @pytest.mark.parametrize("language,text,at,answers", _HALF_TYPED)
@@ -517,9 +526,7 @@ def test_a_fill_that_leaves_the_half_typed_line_broken_is_not_offered(language, 
     than what was typed. A line with no error of its own keeps the fills it had."""
     cursor = text.index(at) + len(at)
     for answer, offered in answers:
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
-                     InfillRequest(text, cursor, language), Control(lambda s: None))
-        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+        assert _offered(language, text, cursor, answer) == ([answer] if offered else []), answer
 
 
 def test_finishes_line_reads_the_users_own_line_only():
@@ -571,9 +578,7 @@ def test_a_half_typed_line_with_an_emoji_and_a_tab_is_judged_the_same_with_crlf(
     text = text.replace("\n", eol)
     cursor = text.index("unit" + eol + "    return") + len("unit")
     for answer, offered in ((", unit)", False), (' given")', True)):
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
-                     InfillRequest(text, cursor, "python"), Control(lambda s: None))
-        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+        assert _offered("python", text, cursor, answer) == ([answer] if offered else []), answer
 
 
 def test_a_fill_the_document_check_judged_is_not_parsed_again_for_its_line(monkeypatch):
@@ -614,9 +619,7 @@ def test_a_fill_that_leaves_the_lines_its_line_heads_broken_is_not_offered(langu
     (``func (d *DFA) get(precedence)`` above the body: Go takes a header without a body, and its ``}`` breaks)."""
     cursor = text.index(at) + len(at)
     for answer, offered in answers:
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
-                     InfillRequest(text, cursor, language), Control(lambda s: None))
-        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+        assert _offered(language, text, cursor, answer) == ([answer] if offered else []), answer
 
 
 def test_a_whole_line_above_a_body_must_open_it():
@@ -625,9 +628,7 @@ def test_a_whole_line_above_a_body_must_open_it():
     text = "function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n"
     at = text.index("\t\n") + 1
     for answer, offered in (("return null;", False), ("const o = {", True)):
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
-                     InfillRequest(text, at, "javascript"), Control(lambda s: None))
-        assert [f.text.strip() for f in c.fills] == ([answer] if offered else []), answer
+        assert [f.strip() for f in _offered("javascript", text, at, answer)] == ([answer] if offered else []), answer
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
@@ -637,9 +638,7 @@ def test_the_lines_a_line_heads_are_found_by_bytes_with_an_emoji_a_tab_and_crlf(
     cursor = text.index("get(pre") + len("get(pre")
     for answer, offered in (("cedence)", False), ("cedence \U0001F600int) *DFAState {", False),
                             ("cedence int) *DFAState {", True)):
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=False),
-                     InfillRequest(text, cursor, "go"), Control(lambda s: None))
-        assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+        assert _offered("go", text, cursor, answer) == ([answer] if offered else []), answer
 
 
 def test_heads_broken_lines_counts_only_errors_the_line_can_have_caused():
