@@ -378,7 +378,7 @@ class _DocumentParses:
         spans = error_spans(tree)
         return not (self.line_broken and _on_the_line(spans, data, lo, hi)) \
             and not _left_open(tree, data, lo, hi, spans) \
-            and not (self.clean_before and _heads_broken_lines(data, hi, spans))
+            and not (self.clean_before and _heads_broken_lines(tree, data, hi, spans))
 
 
 _SPACE = re.compile(rb"\s*")
@@ -470,14 +470,16 @@ def _dedent(width: int) -> re.Pattern[bytes]:
     return re.compile(rb"^[ \t]{0,%d}(?=[^\s])" % width, re.M)
 
 
-def _heads_broken_lines(data: bytes, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
-    """Does the fill's line head lines that an error starts in: the code lines after it indented deeper than it,
+def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Does the fill's line head lines it leaves broken? They are the code lines after it indented deeper than it,
     and the first code line that is not, where it starts with a closer (``}``, ``})``, ``} else {``; a next
-    statement's errors may be its own)? A line the user is writing above a body (``func (d *DFA) get(pre`` +
+    statement's errors may be its own). A line the user is writing above a body (``func (d *DFA) get(pre`` +
     ``cedence)``, ``new AMO`` + ``scillator();`` above an object's fields) that does not open what its deeper lines
-    need leaves them, or their closer, broken; the user's document parses up to the line (``clean_before``), so
-    those errors are the line's. An error at the document's end is not counted (the closer of a block the user has
-    not closed yet)."""
+    need leaves an error in them or on their closer; or, where an outer block is open, its closer at the line's
+    depth closes that block instead (``return null;`` where ``if (a) {`` stood: tree-sitter pairs the ``}`` with the
+    function's ``{`` and reports the error at the document's end). The user's document parses up to the line
+    (``clean_before``), so these are the line's. An error at the document's end is not counted by itself (the closer
+    of a block the user has not closed yet)."""
     if data[hi - 1:hi] == b"\n":
         hi -= 1   # a whole line's fill ends with its line break: its line is the one it writes
     first = data.rfind(b"\n", 0, hi) + 1
@@ -485,15 +487,28 @@ def _heads_broken_lines(data: bytes, hi: int, spans: Sequence[tuple[int, int]]) 
     if end < 0 or not spans:
         return False
     width = len(data[first:end]) - len(data[first:end].lstrip(b" \t"))
-    closer = _dedent(width).search(data, end + 1)
-    if closer is None or not data[end + 1:closer.start()].strip():
+    dedent = _dedent(width).search(data, end + 1)
+    if dedent is None or not data[end + 1:dedent.start()].strip():
         return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
-    if data[closer.end():closer.end() + 1] in (b"}", b")", b"]"):
-        stop = data.find(b"\n", closer.end())
-        stop = len(data) if stop < 0 else stop
-    else:   # the next statement: its errors may be its own
-        stop = closer.start()
-    return any(end < s < stop and s < len(data) for s, _ in spans)
+    at = dedent.end()
+    if data[at:at + 1] not in (b"}", b")", b"]"):
+        return any(end < s < dedent.start() for s, _ in spans)   # the next statement: its errors may be its own
+    stop = data.find(b"\n", at)
+    stop = len(data) if stop < 0 else stop
+    return any(end < s < stop and s < len(data) for s, _ in spans) \
+        or at - dedent.start() == width and _closes_from_above(tree, data, at, width)
+
+
+def _closes_from_above(tree: Any, data: bytes, at: int, width: int) -> bool:
+    """Is the closer at ``at`` paired with an opener on a line indented less than ``width``, its own line's depth?"""
+    node = tree.root_node.descendant_for_byte_range(at, at + 1)
+    parent = None if node is None else node.parent
+    if parent is None or parent.type == "ERROR":
+        return False
+    opener = next((c.start_byte for c in parent.children
+                   if len(c.type) == 1 and c.type in _OPENERS and c.start_byte < at), parent.start_byte)
+    line = data[data.rfind(b"\n", 0, opener) + 1:opener]
+    return len(line) - len(line.lstrip(b" \t")) < width
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:

@@ -622,13 +622,21 @@ def test_a_fill_that_leaves_the_lines_its_line_heads_broken_is_not_offered(langu
         assert _offered(language, text, cursor, answer) == ([answer] if offered else []), answer
 
 
-def test_a_whole_line_above_a_body_must_open_it():
-    """An empty line where an object's first line stood: a statement there leaves its fields and their closer
-    broken; the line that opens the object is offered."""
-    text = "function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n"
+@pytest.mark.parametrize("text,wrong,right", [
+    # an object's first line: a statement there leaves its fields and their closer broken
+    ("function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n",
+     "return null;", "const o = {"),
+    # an ``if``'s header inside a function: its body parses without it, and its ``}`` closes the function instead
+    # (the error is reported at the document's end; eslint's eqeqeq.js)
+    ("function kind(node) {\n\t\n\t\treturn \"string\";\n\t}\n\n\treturn null;\n}\n", "return null;",
+     "if (isTemplate(node)) {"),
+])
+def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
+    """An empty line where a block's or an object's first line stood, its lines below deeper: a line that opens
+    nothing is not offered there, the one that opens them is."""
     at = text.index("\t\n") + 1
-    for answer, offered in (("return null;", False), ("const o = {", True)):
-        assert [f.strip() for f in _offered("javascript", text, at, answer)] == ([answer] if offered else []), answer
+    assert _offered("javascript", text, at, wrong) == []
+    assert [f.strip() for f in _offered("javascript", text, at, right)] == [right]
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
