@@ -280,7 +280,8 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     template, so the error it causes is reported far below), nor a bracket they opened there stay open at the
     line's end while the next code line is no continuation of it (``_left_open``). Nor, where the user's document
     parses up to the hole's line, may an error start in the deeper lines after the fill's line or on their closer's
-    line: the line heads them and did not open what they need (``_heads_broken_lines``)."""
+    line, nor that closer close what a shallower line opened: the line heads them and did not open what they need
+    (``_heads_broken_lines``)."""
     if not has_grammar(spec) or len(text) > _DOCUMENT_CHECK_LIMIT:
         return None
     return _DocumentParses(spec, text, start, end)
