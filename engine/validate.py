@@ -402,6 +402,14 @@ _STRINGS = frozenset({"string", "string_literal", "template_string", "interprete
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 _TEXT = _STRINGS | _COMMENTS | {"char_literal", "rune_literal"}   # no brackets of the code's in these
 _OPENER_OF = dict(zip(_CLOSERS, _OPENERS))
+_CLOSER_BYTES = tuple(c.encode() for c in _CLOSERS)
+_INDENT = re.compile(rb"[ \t]*")
+
+
+def _depth(data: bytes, line_start: int) -> int:
+    """The indentation width (characters) of the line of ``data`` that starts at ``line_start``."""
+    match = _INDENT.match(data, line_start)   # [ \t]* matches everywhere, if only the empty string
+    return 0 if match is None else match.end() - line_start
 
 
 def _left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> bool:
@@ -459,10 +467,8 @@ def _left_open(tree: Any, data: bytes, lo: int, hi: int, spans: Sequence[tuple[i
         if node is None or node.type not in _COMMENTS:
             break
         after = max(node.end_byte, after + 1)
-    line = data[first:end]
-    indent = len(line) - len(line.lstrip(b" \t"))
     start = data.rfind(b"\n", 0, after) + 1
-    return after - start <= indent and data[after:after + 1] not in (b")", b"]", b"}")
+    return after - start <= _depth(data, first) and data[after:after + 1] not in _CLOSER_BYTES
 
 
 @functools.lru_cache(maxsize=64)
@@ -487,12 +493,12 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     end = data.find(b"\n", hi)
     if end < 0 or not spans:
         return False
-    width = len(data[first:end]) - len(data[first:end].lstrip(b" \t"))
+    width = _depth(data, first)
     dedent = _dedent(width).search(data, end + 1)
     if dedent is None or not data[end + 1:dedent.start()].strip():
         return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
     at = dedent.end()
-    if data[at:at + 1] not in (b"}", b")", b"]"):
+    if data[at:at + 1] not in _CLOSER_BYTES:
         return any(end < s < dedent.start() for s, _ in spans)   # the next statement: its errors may be its own
     stop = data.find(b"\n", at)
     stop = len(data) if stop < 0 else stop
@@ -508,8 +514,7 @@ def _closes_from_above(tree: Any, data: bytes, at: int, width: int) -> bool:
         return False
     opener = next((c.start_byte for c in parent.children
                    if len(c.type) == 1 and c.type in _OPENERS and c.start_byte < at), parent.start_byte)
-    line = data[data.rfind(b"\n", 0, opener) + 1:opener]
-    return len(line) - len(line.lstrip(b" \t")) < width
+    return _depth(data, data.rfind(b"\n", 0, opener) + 1) < width
 
 
 def baseline_errors(spec: LanguageSpec, window: Window, original_middle: str) -> int | None:
