@@ -1032,6 +1032,28 @@ def test_a_trial_judgement_holds_for_its_own_case_only():
         ("harmless wrong", "")
 
 
+def test_a_trial_case_from_a_tsx_file_is_saved_as_tsx(tmp_path):
+    """The trial saved every TypeScript case as ``typescript_N.ts``: a TSX file's was opened as plain TypeScript, whose
+    parser reads JSX as errors, and ``import { CgRedo } fro|`` showed nothing where a TSX file gets the original's
+    ``m "react-icons/cg";``. A case keeps its TSX or JSX extension; the cases picked are the same."""
+    import subprocess
+
+    corpus = tmp_path / "valid"
+    corpus.mkdir()
+    sources = {"python": "pypi:p/m.py", "go": "debian:g/m.go", "rust": "debian:r/m.rs",
+               "javascript": "npm:j/View.jsx", "typescript": "npm:t/App.tsx"}
+    for lang, source in sources.items():
+        text = "\n".join(f"    result_{i} = compute(alpha_value, beta_value)" for i in range(100))
+        (corpus / f"{lang}.jsonl").write_text(json.dumps({"id": source, "text": text}) + "\n")
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "newuser_trial" / "make_cases.py"
+    subprocess.run([sys.executable, str(script), str(corpus), str(tmp_path / "out")], check=True, capture_output=True)
+    cases = json.loads((tmp_path / "out" / "cases.json").read_text())
+    files = {c["lang"]: c["file"] for c in cases}
+    assert files == {"python": "python_0.py", "go": "go_0.go", "rust": "rust_0.rs", "javascript": "javascript_0.jsx",
+                     "typescript": "typescript_0.tsx"}, files
+    assert all((tmp_path / "out" / "ws" / c["file"]).is_file() for c in cases)
+
+
 def test_large_document_times_holes_in_generated_documents(tmp_path):
     """The large-document latency benchmark on small documents: both languages, the three holes, figures that are times,
     and the document as generated (its middle function holds the cursor)."""

@@ -19,6 +19,14 @@ from pathlib import Path
 
 EXT = {"python": "py", "go": "go", "rust": "rs", "javascript": "js", "typescript": "ts"}
 COMMENT = ("#", "//", "/*", "*", '"""', "'''")
+JSX = ("tsx", "jsx")   # a file of these keeps its extension: an editor opens it as typescriptreact / javascriptreact
+
+
+def extension(source: str, ext: str) -> str:
+    """The case file's extension: the language's, or the source's own where it is TSX or JSX. Saved as ``.ts``, a
+    TSX file is opened as plain TypeScript, whose parser reads its JSX as errors: not what a user of that file gets."""
+    own = source.rsplit(".", 1)[-1]
+    return own if own in JSX else ext
 
 
 def pick_line(lines: list[str], rng: random.Random) -> tuple[int, int] | None:
@@ -64,7 +72,7 @@ def main() -> None:
             if got is None:
                 continue
             row, col = got
-            name = f"{lang}_{n_line}.{ext}"
+            name = f"{lang}_{n_line}.{extension(d['id'], ext)}"
             rest = lines[row][col:]
             tail = ""
             if mid:  # the closers at the line's end stay after the cursor (as an auto-pair plugin leaves them)
@@ -98,7 +106,7 @@ def main() -> None:
             indent = lines[row][: len(lines[row]) - len(lines[row].lstrip())]
             original = lines[row]
             lines[row] = indent + hole
-            name = f"{lang}_action.{ext}"
+            name = f"{lang}_action.{extension(d['id'], ext)}"
             (out / "ws" / name).write_text("\n".join(lines))
             cases.append({"kind": "action", "lang": lang, "file": name, "source": d["id"], "row": row,
                           "col": len(indent), "typed": hole, "expected": original.strip(), "line": original})
