@@ -403,6 +403,7 @@ _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 _TEXT = _STRINGS | _COMMENTS | {"char_literal", "rune_literal"}   # no brackets of the code's in these
 _OPENER_OF = dict(zip(_CLOSERS, _OPENERS))
 _CLOSER_BYTES = tuple(c.encode() for c in _CLOSERS)
+_OPENER_BYTES = tuple(c.encode() for c in _OPENERS)
 _INDENT = re.compile(rb"[ \t]*")
 
 
@@ -486,7 +487,10 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     depth closes that block instead (``return null;`` where ``if (a) {`` stood: tree-sitter pairs the ``}`` with the
     function's ``{`` and reports the error at the document's end). The user's document parses up to the line
     (``clean_before``), so these are the line's. An error at the document's end is not counted by itself (the closer
-    of a block the user has not closed yet)."""
+    of a block the user has not closed yet). A line indented deeper than the code line above it, where that line
+    opens no bracket at its end, continues it or sits in a block whose header is missing (``ctx.lineTo(-size, size);``
+    under ``ctx[opName]();``, where ``if (stroke) {`` stood): the lines it heads are those deeper than the line
+    above."""
     if data[hi - 1:hi] == b"\n":
         hi -= 1   # a whole line's fill ends with its line break: its line is the one it writes
     first = data.rfind(b"\n", 0, hi) + 1
@@ -494,6 +498,9 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     if end < 0 or not spans:
         return False
     width = _depth(data, first)
+    above = _code_line_above(tree, data, first)
+    if above is not None and above[0] < width and not above[1].endswith(_OPENER_BYTES):
+        width = above[0]   # the line continues the one above (or sits in a block whose header is missing)
     dedent = _dedent(width).search(data, end + 1)
     if dedent is None or not data[end + 1:dedent.start()].strip():
         return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
@@ -504,6 +511,22 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     stop = len(data) if stop < 0 else stop
     return any(end < s < stop and s < len(data) for s, _ in spans) \
         or at - dedent.start() == width and _closes_from_above(tree, data, at, width)
+
+
+def _code_line_above(tree: Any, data: bytes, first: int) -> tuple[int, bytes] | None:
+    """The depth and the code (stripped) of the nearest line above the line at ``first`` that has code: not blank,
+    not a comment. None at the document's start."""
+    end = first - 1
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        at = start + _depth(data, start)
+        code = data[at:end].rstrip()
+        if code:
+            node = tree.root_node.descendant_for_byte_range(at, at + 1)
+            if node is None or node.type not in _COMMENTS:
+                return at - start, code
+        end = start - 1
+    return None
 
 
 def _closes_from_above(tree: Any, data: bytes, at: int, width: int) -> bool:

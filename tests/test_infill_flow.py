@@ -639,6 +639,33 @@ def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
     assert [f.strip() for f in _offered("javascript", text, at, right)] == [right]
 
 
+@pytest.mark.parametrize("language,text,at,answers", [
+    # an ``if``'s header where the line above ends a statement: a deeper statement there parses, and the ``}`` below
+    # closes the function instead (fabric's controlRendering.ts)
+    ("javascript", "function draw(ctx, stroke) {\n\tctx.fill();\n\n\t\tctx.stroke();\n\t}\n}\n", "fill();\n",
+     [("\t\tctx.lineTo(1, 2);\n", False), ("\tif (stroke) {\n", True)]),
+    # a comment between them is not the line above: its depth says nothing
+    ("javascript", "function draw(ctx, stroke) { // \U0001F600\n\tctx.fill();\n\t\t// the outline\n\n\t\tctx.stroke();\n"
+                   "\t}\n}\n", "outline\n", [("\t\tctx.lineTo(1, 2);\n", False), ("\tif (stroke) {\n", True)]),
+    # an object's key where its fields follow, deeper than the key above (viem's chain definitions)
+    ("typescript", "export const c = defineChain({\n  id: 1,\n\n    name: 'Ether',\n    decimals: 18,\n  },\n})\n",
+     "id: 1,\n", [("    symbol: 'ETH',\n", False), ("  nativeCurrency: {\n", True)]),
+    ("go", "package m\n\nfunc f(x int) int {\n\tx++\n\n\t\treturn 1\n\t}\n\treturn x\n}\n", "x++\n",
+     [("\t\tx--\n", False), ("\tif x > 2 {\n", True)]),
+    # a continuation of the line above (an error further down is another statement's): offered
+    ("javascript", "function f(a, b) {\n  const s = a +\n\n    b;\n  return s;\n}\nfunction g( {\n}\n", "a +\n",
+     [("    a * 2 +\n", True)]),
+])
+def test_a_line_deeper_than_the_one_above_heads_what_that_one_would(language, text, at, answers):
+    """A whole line indented deeper than the code line above it, where that line opens nothing, is in a block whose
+    header is missing (or continues that line): the lines below it, down to the closer at the upper line's depth,
+    are headed from there. A statement that leaves them broken, their ``}`` closing the function, is not offered;
+    the header that opens them is."""
+    cursor = text.index(at) + len(at)
+    for answer, offered in answers:
+        assert _offered(language, text, cursor, answer) == ([answer.rstrip("\n")] if offered else []), answer
+
+
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
 def test_the_lines_a_line_heads_are_found_by_bytes_with_an_emoji_a_tab_and_crlf(eol):
     text = ("package m\n\nfunc (d *DFA) get(pre\n\tif p < 0 { // \U0001F600\n\t\treturn nil\n\t}\n\treturn d.s0\n}\n"
