@@ -392,8 +392,12 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
             variants += [restyle(option, indent) for indent in indents]
         elif hole.heal or spec.block_opener == ":" and (not win.prefix or win.prefix.endswith("\n")):
             variants += [reindent(option, indent) for indent in indents]
-        for written, edits in dict((v[0], v) for v in variants).values():
-            fill = tidy(written, hole, rest_of_line)
+        # the rest of the line a fill ends with is cut as the model's repeat of it, or kept where the fill's brackets
+        # pair; where the rest starts with a closer, the other reading is tried next (``getattr(dbapi, "v", None)``
+        # needs its ``)`` before the user's): the parse tells which closes what
+        tidied = [(fill, edits) for written, edits in dict((v[0], v) for v in variants).values()
+                  for fill in dict.fromkeys(tidy(written, hole, rest_of_line, other) for other in (False, True))]
+        for fill, edits in tidied:
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \
                     or not copied and degenerate(fill, around) is not None \

@@ -43,8 +43,10 @@ def parse(spec: LanguageSpec, source: str | bytes, tick: Callable[[], None] | No
     return tree
 
 
-def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
-    """Apply the hole's stop rule and seam rules to a raw fill; ``None`` if it cannot be used."""
+def tidy(fill: str, hole: Hole, rest_of_line: str, other: bool = False) -> str | None:
+    """Apply the hole's stop rule and seam rules to a raw fill; ``None`` if it cannot be used. ``other``: the other
+    reading of a fill that ends with the rest of its line where that starts with a closer (cut as the model's repeat
+    of it where the fill's brackets do not pair, else kept as the fill's own): kept, or cut."""
     if hole.heal:
         if not fill.startswith(hole.heal):
             return None
@@ -64,7 +66,7 @@ def tidy(fill: str, hole: Hole, rest_of_line: str) -> str | None:
         # never repeat the text after the cursor; but a fill whose brackets pair among themselves ends with its own
         # closer, not the user's: ``chunk(|)`` filled with ``dict(zip(a, b))`` (cut to ``dict(zip(a, b)``, the
         # user's ``)`` would close the ``zip``, and ``chunk(`` would stay open)
-        if tail and fill.endswith(tail) and not (tail[0] in _CLOSERS and _pairs_its_brackets(fill)):
+        if tail and fill.endswith(tail) and not (tail[0] in _CLOSERS and _pairs_its_brackets(fill) != other):
             spaced = fill[: len(fill) - len(tail)]
             fill = spaced.rstrip()
         if _word(fill[-1:]) and _word(rest_of_line[:1]):

@@ -529,6 +529,24 @@ def test_a_fill_that_leaves_the_half_typed_line_broken_is_not_offered(language, 
         assert _offered(language, text, cursor, answer) == ([answer] if offered else []), answer
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_fill_whose_own_brackets_need_its_last_closer_keeps_it(eol):
+    """A fill that ends with the closer after the cursor had it cut as the model's repeat of the user's: where the
+    fill's own brackets need it (``getattr(dbapi, "v", None)`` before the user's ``)``), the cut left the line open
+    and nothing was offered. The fill as written is tried after the cut one; a repeat the parse refuses either way,
+    and a fill that pairs its brackets, keep their answers."""
+    text = ('import util\n\n\ndef load(path):\n    # \U0001F600\tdata\n    return util.par)\n\n\n'
+            'def test():\n    assert load("a")\n').replace("\n", eol)
+    cursor = text.index("util.par") + len("util.par")
+    for answer, offered in (('se_version_string(getattr(dbapi, "v", None)', 'se_version_string(getattr(dbapi, "v", None)'),
+                            ("se_data(path", "se_data(path"), ("se_data(path)", "se_data(path"),
+                            ("ams)", None), (")", None)):
+        assert _offered("python", text, cursor, answer) == ([offered] if offered else []), answer
+    js = 'function f(a) {\n  return g(h(a\u00e9, "\U0001F600")\n}\n'.replace("\n", eol)   # the line's ``h(`` is open
+    cursor = js.index('\U0001F600"') + 2
+    assert _offered("javascript", js, cursor, ", 1)") == [", 1)"]
+
+
 def test_finishes_line_reads_the_users_own_line_only():
     from engine.languages import spec_for
     from engine.validate import document_parses
