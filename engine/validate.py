@@ -516,17 +516,19 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
 
 
 def _code_line_above(tree: Any, data: bytes, first: int) -> tuple[int, bytes] | None:
-    """The depth and the code (stripped) of the nearest line above the line at ``first`` that has code: not blank,
-    not a comment. None at the document's start."""
+    """The depth and the code of the nearest line above the line at ``first`` that has code (not blank, not a
+    comment), without a comment at its end (``if (a) { // why``). None at the document's start."""
     end = first - 1
     while end > 0:
         start = data.rfind(b"\n", 0, end) + 1
         at = start + _depth(data, start)
         code = data[at:end].rstrip()
-        if code:
-            node = tree.root_node.descendant_for_byte_range(at, at + 1)
-            if node is None or node.type not in _COMMENTS:
-                return at - start, code
+        node = tree.root_node.descendant_for_byte_range(at, at + 1) if code else None
+        if code and (node is None or node.type not in _COMMENTS):
+            last = tree.root_node.descendant_for_byte_range(at + len(code) - 1, at + len(code))
+            if last is not None and last.type in _COMMENTS and last.start_byte > at:
+                code = data[at:last.start_byte].rstrip()
+            return at - start, code
         end = start - 1
     return None
 

@@ -670,6 +670,10 @@ def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
      "id: 1,\n", [("    symbol: 'ETH',\n", False), ("  nativeCurrency: {\n", True)]),
     ("go", "package m\n\nfunc f(x int) int {\n\tx++\n\n\t\treturn 1\n\t}\n\treturn x\n}\n", "x++\n",
      [("\t\tx--\n", False), ("\tif x > 2 {\n", True)]),
+    # a block's opener above with a comment after it: the line is the block's first (an error of the user's below
+    # is theirs)
+    ("javascript", "function f(a) {\n  if (a) { // check \U0001F600\n\n    b();\n    h(a;\n  }\n}\n", "\U0001F600\n",
+     [("    g(a);\n", True)]),
     # a continuation of the line above (an error further down is another statement's): offered
     ("javascript", "function f(a, b) {\n  const s = a +\n\n    b;\n  return s;\n}\nfunction g( {\n}\n", "a +\n",
      [("    a * 2 +\n", True)]),
