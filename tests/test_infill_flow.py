@@ -530,11 +530,12 @@ def test_a_fill_that_leaves_the_half_typed_line_broken_is_not_offered(language, 
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
-def test_a_fill_whose_own_brackets_need_its_last_closer_keeps_it(eol):
+def test_a_fill_ending_with_the_closer_after_the_cursor_gets_its_other_reading(eol):
     """A fill that ends with the closer after the cursor had it cut as the model's repeat of the user's: where the
     fill's own brackets need it (``getattr(dbapi, "v", None)`` before the user's ``)``), the cut left the line open
-    and nothing was offered. The fill as written is tried after the cut one; a repeat the parse refuses either way,
-    and a fill that pairs its brackets, keep their answers."""
+    and nothing was offered. The other reading is tried next: the fill as written after the cut one, and the cut
+    one after a fill whose brackets pair (``se_data(path)`` before the user's ``)`` doubles it). A repeat the parse
+    refuses either way is not offered."""
     text = ('import util\n\n\ndef load(path):\n    # \U0001F600\tdata\n    return util.par)\n\n\n'
             'def test():\n    assert load("a")\n').replace("\n", eol)
     cursor = text.index("util.par") + len("util.par")
