@@ -492,27 +492,44 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     of a block the user has not closed yet). A line indented deeper than the code line above it, where that line
     opens no bracket at its end, continues it or sits in a block whose header is missing (``ctx.lineTo(-size, size);``
     under ``ctx[opName]();``, where ``if (stroke) {`` stood): the lines it heads are those deeper than the line
-    above."""
+    above. And the first line after it that is shallower than it may not start with a closer whose opener is on a
+    line shallower than that closer's (``_dedent_closes_from_above``): a line at the depth of a block's body, below
+    that block's own header's place, leaves the block's closer closing an outer one."""
     if data[hi - 1:hi] == b"\n":
         hi -= 1   # a whole line's fill ends with its line break: its line is the one it writes
     first = data.rfind(b"\n", 0, hi) + 1
     end = data.find(b"\n", hi)
     if end < 0 or not spans:
         return False
-    width = _depth(data, first)
+    own = width = _depth(data, first)
     above = _code_line_above(tree, data, first)
     if above is not None and above[0] < width and not above[1].endswith(_OPENER_BYTES):
         width = above[0]   # the line continues the one above (or sits in a block whose header is missing)
     dedent = _dedent(width).search(data, end + 1)
-    if dedent is None or not data[end + 1:dedent.start()].strip():
-        return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
+    # (where no line after it is deeper, the first code after it is judged by ``_on_the_line``)
+    if dedent is not None and data[end + 1:dedent.start()].strip():
+        at = dedent.end()
+        if data[at:at + 1] not in _CLOSER_BYTES:
+            if any(end < s < dedent.start() for s, _ in spans):   # the next statement: its errors may be its own
+                return True
+        else:
+            stop = data.find(b"\n", at)
+            stop = len(data) if stop < 0 else stop
+            if any(end < s < stop and s < len(data) for s, _ in spans) \
+                    or at - dedent.start() == width and _closes_from_above(tree, data, at, width):
+                return True
+    return _dedent_closes_from_above(tree, data, end, own)
+
+
+def _dedent_closes_from_above(tree: Any, data: bytes, end: int, depth: int) -> bool:
+    """Is the first code line after ``end`` indented less than ``depth`` a closer that tree-sitter pairs with an
+    opener on a line shallower than the closer's own (``    },`` closing ``  blockExplorers: {`` two lines up, under
+    ``      decimals: 18,`` written where ``    default: {`` stood: the block the line should open is missing)?"""
+    dedent = _dedent(depth - 1).search(data, end + 1) if depth else None
+    if dedent is None:
+        return False
     at = dedent.end()
-    if data[at:at + 1] not in _CLOSER_BYTES:
-        return any(end < s < dedent.start() for s, _ in spans)   # the next statement: its errors may be its own
-    stop = data.find(b"\n", at)
-    stop = len(data) if stop < 0 else stop
-    return any(end < s < stop and s < len(data) for s, _ in spans) \
-        or at - dedent.start() == width and _closes_from_above(tree, data, at, width)
+    return data[at:at + 1] in _CLOSER_BYTES and _closes_from_above(tree, data, at, at - dedent.start())
 
 
 def _code_line_above(tree: Any, data: bytes, first: int) -> tuple[int, bytes] | None:

@@ -671,6 +671,15 @@ def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
      "id: 1,\n", [("    symbol: 'ETH',\n", False), ("  nativeCurrency: {\n", True)]),
     ("go", "package m\n\nfunc f(x int) int {\n\tx++\n\n\t\treturn 1\n\t}\n\treturn x\n}\n", "x++\n",
      [("\t\tx--\n", False), ("\tif x > 2 {\n", True)]),
+    # a field at the depth of a block's body, right under the outer block's header: ``    },`` below then closes the
+    # outer block (viem's ``blockExplorers: {`` without its ``default: {``)
+    ("typescript", "export const c = defineChain({\n  id: 1,\n  blockExplorers: {\n\n      name: 'Scan',\n"
+                   "      url: 'https://x',\n    },\n  },\n})\n", "blockExplorers: {\n",
+     [("      decimals: 18,\n", False), ("    default: {\n", True)]),
+    # a block's own statement and a struct's own field: the closer below pairs at its own depth
+    ("javascript", "function f(a) {\n  if (a) {\n    b();\n\n  }\n  return a;\n}\nfunction g( {\n}\n", "b();\n",
+     [("    c();\n", True)]),
+    ("rust", "fn f(sh: S) -> H {\n    H {\n        a: 1,\n\n    }\n}\nfn g( {\n}\n", "a: 1,\n", [("        b: 2,\n", True)]),
     # a block's opener above with a comment after it: the line is the block's first (an error of the user's below
     # is theirs)
     ("javascript", "function f(a) {\n  if (a) { // check \U0001F600\n\n    b();\n    h(a;\n  }\n}\n", "\U0001F600\n",
@@ -683,7 +692,8 @@ def test_a_line_deeper_than_the_one_above_heads_what_that_one_would(language, te
     """A whole line indented deeper than the code line above it, where that line opens nothing, is in a block whose
     header is missing (or continues that line): the lines below it, down to the closer at the upper line's depth,
     are headed from there. A statement that leaves them broken, their ``}`` closing the function, is not offered;
-    the header that opens them is."""
+    the header that opens them is. Nor is a line whose first shallower line below is a closer paired with a line
+    shallower than it (the line sits where a block's header goes, and that closer now closes the outer block)."""
     cursor = text.index(at) + len(at)
     for answer, offered in answers:
         assert _offered(language, text, cursor, answer) == ([answer.rstrip("\n")] if offered else []), answer
