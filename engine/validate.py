@@ -505,20 +505,22 @@ def _heads_broken_lines(tree: Any, data: bytes, hi: int, spans: Sequence[tuple[i
     above = _code_line_above(tree, data, first)
     if above is not None and above[0] < width and not above[1].endswith(_OPENER_BYTES):
         width = above[0]   # the line continues the one above (or sits in a block whose header is missing)
+    return _headed_lines_broken(tree, data, end, width, spans) or _dedent_closes_from_above(tree, data, end, own)
+
+
+def _headed_lines_broken(tree: Any, data: bytes, end: int, width: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Has an error of ``spans`` started in the code lines after ``end`` indented deeper than ``width``, or on the
+    first line that is not where it starts with a closer, or is that closer, at ``width``, paired from above?"""
     dedent = _dedent(width).search(data, end + 1)
-    # (where no line after it is deeper, the first code after it is judged by ``_on_the_line``)
-    if dedent is not None and data[end + 1:dedent.start()].strip():
-        at = dedent.end()
-        if data[at:at + 1] not in _CLOSER_BYTES:
-            if any(end < s < dedent.start() for s, _ in spans):   # the next statement: its errors may be its own
-                return True
-        else:
-            stop = data.find(b"\n", at)
-            stop = len(data) if stop < 0 else stop
-            if any(end < s < stop and s < len(data) for s, _ in spans) \
-                    or at - dedent.start() == width and _closes_from_above(tree, data, at, width):
-                return True
-    return _dedent_closes_from_above(tree, data, end, own)
+    if dedent is None or not data[end + 1:dedent.start()].strip():
+        return False   # no line after it is deeper (the first code after it is judged by ``_on_the_line``)
+    at = dedent.end()
+    if data[at:at + 1] not in _CLOSER_BYTES:
+        return any(end < s < dedent.start() for s, _ in spans)   # the next statement: its errors may be its own
+    stop = data.find(b"\n", at)
+    stop = len(data) if stop < 0 else stop
+    return any(end < s < stop and s < len(data) for s, _ in spans) \
+        or at - dedent.start() == width and _closes_from_above(tree, data, at, width)
 
 
 def _dedent_closes_from_above(tree: Any, data: bytes, end: int, depth: int) -> bool:
