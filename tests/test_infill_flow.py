@@ -628,37 +628,6 @@ _HEADS = [
      "(x > y", [(", 1.0);", False), (") {", True)]),
     # the lines below are a continuation of the call the fill leaves open: no error there, no refusal
     ("javascript", "function f(a, b) {\n  return g(a\n    b);\n}\n", "g(a", [(",", True)]),
-]
-
-
-@pytest.mark.parametrize("language,text,at,answers", _HEADS)
-def test_a_fill_that_leaves_the_lines_its_line_heads_broken_is_not_offered(language, text, at, answers):
-    """A line the user is writing above deeper lines (a function's body, an object's fields) heads them: a fill
-    that parses on its own line but leaves an error in those lines or at their closer did not open what they need
-    (``func (d *DFA) get(precedence)`` above the body: Go takes a header without a body, and its ``}`` breaks)."""
-    cursor = text.index(at) + len(at)
-    for answer, offered in answers:
-        assert _offered(language, text, cursor, answer) == ([answer] if offered else []), answer
-
-
-@pytest.mark.parametrize("text,wrong,right", [
-    # an object's first line: a statement there leaves its fields and their closer broken
-    ("function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n",
-     "return null;", "const o = {"),
-    # an ``if``'s header inside a function: its body parses without it, and its ``}`` closes the function instead
-    # (the error is reported at the document's end; eslint's eqeqeq.js)
-    ("function kind(node) {\n\t\n\t\treturn \"string\";\n\t}\n\n\treturn null;\n}\n", "return null;",
-     "if (isTemplate(node)) {"),
-])
-def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
-    """An empty line where a block's or an object's first line stood, its lines below deeper: a line that opens
-    nothing is not offered there, the one that opens them is."""
-    at = text.index("\t\n") + 1
-    assert _offered("javascript", text, at, wrong) == []
-    assert [f.strip() for f in _offered("javascript", text, at, right)] == [right]
-
-
-@pytest.mark.parametrize("language,text,at,answers", [
     # an ``if``'s header where the line above ends a statement: a deeper statement there parses, and the ``}`` below
     # closes the function instead (fabric's controlRendering.ts)
     ("javascript", "function draw(ctx, stroke) {\n\tctx.fill();\n\n\t\tctx.stroke();\n\t}\n}\n", "fill();\n",
@@ -687,16 +656,38 @@ def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
     # a continuation of the line above (an error further down is another statement's): offered
     ("javascript", "function f(a, b) {\n  const s = a +\n\n    b;\n  return s;\n}\nfunction g( {\n}\n", "a +\n",
      [("    a * 2 +\n", True)]),
-])
-def test_a_line_deeper_than_the_one_above_heads_what_that_one_would(language, text, at, answers):
-    """A whole line indented deeper than the code line above it, where that line opens nothing, is in a block whose
-    header is missing (or continues that line): the lines below it, down to the closer at the upper line's depth,
-    are headed from there. A statement that leaves them broken, their ``}`` closing the function, is not offered;
-    the header that opens them is. Nor is a line whose first shallower line below is a closer paired with a line
-    shallower than it (the line sits where a block's header goes, and that closer now closes the outer block)."""
+]
+
+
+@pytest.mark.parametrize("language,text,at,answers", _HEADS)
+def test_a_fill_that_leaves_the_lines_its_line_heads_broken_is_not_offered(language, text, at, answers):
+    """A line the user is writing above deeper lines (a function's body, an object's fields) heads them: a fill
+    that parses on its own line but leaves an error in those lines or at their closer did not open what they need
+    (``func (d *DFA) get(precedence)`` above the body: Go takes a header without a body, and its ``}`` breaks). A
+    whole line indented deeper than the code line above it, where that line opens nothing, is in a block whose header
+    is missing (or continues that line): the lines below it, down to the closer at the upper line's depth, are headed
+    from there. Nor is a line offered whose first shallower line below is a closer paired with a line shallower than
+    it (the line sits where a block's header goes, and that closer now closes the outer block)."""
     cursor = text.index(at) + len(at)
-    for answer, offered in answers:
+    for answer, offered in answers:   # (a whole line's fill is offered without its line break)
         assert _offered(language, text, cursor, answer) == ([answer.rstrip("\n")] if offered else []), answer
+
+
+@pytest.mark.parametrize("text,wrong,right", [
+    # an object's first line: a statement there leaves its fields and their closer broken
+    ("function options() {\n\t\n\t\tweekStartsOn: 1,\n\t\tfirstWeek: 4,\n\t};\n\treturn o;\n}\n",
+     "return null;", "const o = {"),
+    # an ``if``'s header inside a function: its body parses without it, and its ``}`` closes the function instead
+    # (the error is reported at the document's end; eslint's eqeqeq.js)
+    ("function kind(node) {\n\t\n\t\treturn \"string\";\n\t}\n\n\treturn null;\n}\n", "return null;",
+     "if (isTemplate(node)) {"),
+])
+def test_a_whole_line_above_a_body_must_open_it(text, wrong, right):
+    """An empty line where a block's or an object's first line stood, its lines below deeper: a line that opens
+    nothing is not offered there, the one that opens them is."""
+    at = text.index("\t\n") + 1
+    assert _offered("javascript", text, at, wrong) == []
+    assert [f.strip() for f in _offered("javascript", text, at, right)] == [right]
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
