@@ -31,7 +31,9 @@ if vim.env.TRIAL_MIN_CONFIDENCE and vim.env.TRIAL_MIN_CONFIDENCE ~= '' then
   settings.min_confidence = tonumber(vim.env.TRIAL_MIN_CONFIDENCE)
 end
 local dl = require('diffusion_lsp')
-dl.setup({ cmd = { vim.env.DIFFUSION_LSP }, settings = settings })
+-- the cases' folder is the user's project: the server's workspace, as the working directory a user starts Neovim in
+-- would be (the plugin's default root; this script runs from the checkout, whose own files are no user's project)
+dl.setup({ cmd = { vim.env.DIFFUSION_LSP }, settings = settings, root_dir = function() return dir .. '/ws' end })
 
 local function wait_ready(bufnr)
   local client = H.wait(30000, function()
@@ -46,6 +48,18 @@ local function wait_ready(bufnr)
     local e = status.get(client.id)
     return e and e.state == 'ready'
   end), 'ready')
+  -- and its count of the project's lines (a few files: about a second), so every case sees them
+  local counted = false
+  for _ = 1, 120 do
+    local answer = client.request_sync('diffusion/stats', vim.empty_dict(), 10000, bufnr)
+    local lines = answer and answer.result and answer.result.workspaceLines
+    counted = lines ~= nil and lines.state ~= 'indexing' and lines.folders > 0
+    if counted then
+      break
+    end
+    vim.wait(1000)
+  end
+  H.ok(counted, 'workspace counted')
   return client
 end
 
