@@ -768,4 +768,39 @@ H.test('after a restart the new server\'s drafts are painted, though its request
   H.eq(0, #H.marks(bufnr, draft.ns), 'and cleared once the suggestion is shown')
 end)
 
+H.test("a file of a project outside the working directory gets that project's server and lines", function()
+  local dir = vim.fn.resolve(H.workspace({ ['proj/.git/HEAD'] = 'ref: refs/heads/main',
+    ['proj/src/app.py'] = SOURCE, ['proj/src/util.py'] = 'def helper(x):\n    return x + 1\n',
+    ['proj/README.md'] = '# not a source file' }))
+  vim.cmd('edit ' .. dir .. '/proj/src/app.py')
+  local buf = api.nvim_get_current_buf()
+  local other = H.wait(20000, function()
+    for _, c in ipairs(compat.clients(buf)) do
+      if c.name == 'diffusion-lsp' and c.initialized ~= false then
+        return c
+      end
+    end
+  end)
+  H.ok(other, 'client attached')
+  H.eq(dir .. '/proj', other.config.root_dir, 'the project (its .git), not the working directory')
+  H.ok(other.id ~= client.id, 'a server of its own')
+  H.ok(H.wait(300000, function()
+    local entry = status.get(other.id)
+    return entry and entry.state == 'ready'
+  end), 'its model became ready')
+  local lines
+  for _ = 1, 120 do   -- the project's source files are counted once the model is ready
+    local answer = other.request_sync('diffusion/stats', vim.empty_dict(), 10000, buf)
+    lines = answer and answer.result and answer.result.workspaceLines
+    if lines and lines.state == 'ready' then
+      break
+    end
+    vim.wait(500)
+  end
+  H.eq({ state = 'ready', folders = 1, files = 2 }, { state = lines.state, folders = lines.folders, files = lines.files },
+    "the workspace counted: the project's two Python files")
+  vim.lsp.stop_client(other.id)
+  vim.cmd('bwipeout!')
+end)
+
 H.run(900000) -- a hang guard: the waits above end at their events

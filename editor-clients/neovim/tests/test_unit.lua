@@ -183,6 +183,27 @@ H.test("config: by default the server is found in the .venv of the plugin's own 
   H.eq(config.defaults.cmd, config.merge({}).cmd, 'default command')
 end)
 
+H.test('config: the root is the nearest folder above the file with a project marker, else none', function()
+  local dir = H.workspace({ ['proj/.git/HEAD'] = 'ref: refs/heads/main', ['proj/b.py'] = 'x = 1',
+    ['proj/pkg/pyproject.toml'] = '[project]', ['proj/pkg/src/a.py'] = 'y = 2',
+    ['proj/web/package.json'] = '{}', ['proj/web/src/ü é.ts'] = 'let z = 3;', ['loose/c.py'] = '' })
+  dir = vim.fn.resolve(dir)
+  H.eq(dir .. '/proj/pkg', config.project_root(dir .. '/proj/pkg/src/a.py'), 'the nearest package')
+  H.eq(dir .. '/proj/web', config.project_root(dir .. '/proj/web/src/ü é.ts'), 'a path with spaces and accents')
+  H.eq(dir .. '/proj', config.project_root(dir .. '/proj/b.py'), 'the repository')
+  H.eq(dir .. '/proj', config.project_root(dir .. '/proj/new-file.py'), 'a file not saved yet')
+  H.eq(nil, config.project_root(dir .. '/loose/c.py'), 'no marker above (the working directory is used)')
+  H.eq(nil, config.project_root(''), 'an unnamed buffer')
+  H.eq(nil, config.project_root('fugitive://' .. dir .. '/proj/.git//0/b.py'), 'a URI')
+  -- the server's folder: the working directory where the user works in a project, else the file's project
+  H.eq(dir .. '/proj', config.root_for(dir .. '/proj/pkg/src/a.py', dir .. '/proj'), 'a subpackage of the project')
+  H.eq(dir .. '/proj/web', config.root_for(dir .. '/proj/web/src/ü é.ts', dir .. '/proj/pkg'), 'a file elsewhere')
+  H.eq(dir .. '/proj/pkg', config.root_for(dir .. '/proj/pkg/src/a.py', dir), 'a working directory that is no project')
+  H.eq(dir .. '/proj', config.root_for(dir .. '/proj/b.py', dir .. '/'), 'a working directory with its slash')
+  H.eq(dir .. '/loose', config.root_for(dir .. '/loose/c.py', dir .. '/loose'), 'no project: the working directory')
+  H.eq(dir, config.root_for('', dir), 'an unnamed buffer')
+end)
+
 -- drafts -------------------------------------------------------------------------------
 
 H.test('draft: tokens become shaded chunks split at line breaks', function()

@@ -9,7 +9,10 @@ M.defaults = {
   -- (what scripts/setup.sh makes).
   cmd = { 'diffusion-lsp' },
   filetypes = { 'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact', 'go', 'rust' },
-  -- Function(bufnr) -> directory the server is started for (one server per directory).
+  -- Function(bufnr) -> directory the server is started for (one server per directory). Default
+  -- (`M.root_for`): the working directory for a file in it when it is (in) a project, else the file's project
+  -- (the nearest folder above it with one of `M.root_markers`), else the working directory. The server counts
+  -- that folder's source files for its workspace lines.
   root_dir = nil,
   -- Server settings, as in docs/PROTOCOL.md; snake_case keys are accepted too.
   settings = {},
@@ -80,6 +83,53 @@ end
 -- This file is <checkout>/editor-clients/neovim/lua/diffusion_lsp/config.lua.
 local here = debug.getinfo(1, 'S').source:sub(2)
 M.checkout = vim.fn.fnamemodify(here, ':p:h:h:h:h:h')
+
+-- What marks a project's folder: a repository, or a package of one of the server's languages.
+M.root_markers = { '.git', 'pyproject.toml', 'setup.py', 'setup.cfg', 'package.json', 'tsconfig.json', 'go.mod',
+  'Cargo.toml' }
+
+--- The nearest folder from `dir` up that has one of `M.root_markers` in it, or nil.
+local function marked_above(dir)
+  while dir and dir ~= '' do
+    for _, marker in ipairs(M.root_markers) do
+      if vim.loop.fs_stat(dir .. '/' .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then
+      return nil
+    end
+    dir = parent
+  end
+  return nil
+end
+
+--- The project of the file at `path`: the nearest folder that holds it (its own folder first) and has one of
+--- `M.root_markers` in it; nil for no such folder, or a name that is no file path (a URI, an unnamed buffer).
+function M.project_root(path)
+  if not path or path == '' or path:match('^%a[%w+.-]*://') then
+    return nil
+  end
+  return marked_above(vim.fn.fnamemodify(path, ':p:h'))
+end
+
+--- The folder the server for the file at `path` runs for, `cwd` the working directory: `cwd` when the file is
+--- in it and it is (in) a project, so one server serves the project the user works in, subpackages included;
+--- else the file's own project (a file elsewhere, or a working directory such as the home folder that is no
+--- project); else `cwd`.
+function M.root_for(path, cwd)
+  local project = M.project_root(path)
+  if project == nil then
+    return cwd
+  end
+  local file = vim.fn.fnamemodify(path, ':p')
+  local prefix = cwd:sub(-1) == '/' and cwd or cwd .. '/'
+  if file:sub(1, #prefix) == prefix and marked_above(cwd) then
+    return cwd
+  end
+  return project
+end
 
 --- Resolves cmd[1]: as given when executable, else <root>/.venv/bin/<name> (or venv), else the
 --- plugin's own checkout's .venv/bin/<name>. Returns the command list, or nil and the places

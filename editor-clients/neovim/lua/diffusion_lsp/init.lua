@@ -41,11 +41,13 @@ function M.uses_native()
   return available and mode ~= 'plugin'
 end
 
+--- The folder `bufnr`'s server runs for: the user's `root_dir`, else `config.root_for` (the working directory,
+--- or the project of a file outside it).
 local function root_of(bufnr)
   if M.options.root_dir then
     return M.options.root_dir(bufnr)
   end
-  return vim.fn.getcwd()
+  return config.root_for(api.nvim_buf_get_name(bufnr), vim.fn.getcwd())
 end
 
 local function client_for(bufnr)
