@@ -202,6 +202,8 @@ H.test('config: the root is the nearest folder above the file with a project mar
   H.eq(dir .. '/proj', config.root_for(dir .. '/proj/b.py', dir .. '/'), 'a working directory with its slash')
   H.eq(dir .. '/loose', config.root_for(dir .. '/loose/c.py', dir .. '/loose'), 'no project: the working directory')
   H.eq(dir, config.root_for('', dir), 'an unnamed buffer')
+  vim.loop.fs_symlink(dir .. '/proj', dir .. '/link')   -- the working directory through a link: the same project
+  H.eq(dir .. '/link', config.root_for(dir .. '/proj/pkg/src/a.py', dir .. '/link'), 'a linked working directory')
 end)
 
 -- drafts -------------------------------------------------------------------------------

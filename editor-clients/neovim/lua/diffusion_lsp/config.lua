@@ -123,8 +123,9 @@ function M.root_for(path, cwd)
   if project == nil then
     return cwd
   end
-  local file = vim.fn.fnamemodify(path, ':p')
-  local prefix = cwd:sub(-1) == '/' and cwd or cwd .. '/'
+  local file = vim.fn.resolve(vim.fn.fnamemodify(path, ':p'))   -- a link on either side: compared where it leads
+  local real = vim.fn.resolve(cwd)
+  local prefix = real:sub(-1) == '/' and real or real .. '/'
   if file:sub(1, #prefix) == prefix and marked_above(cwd) then
     return cwd
   end
