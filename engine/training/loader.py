@@ -23,9 +23,11 @@ _JOB: tuple | None = None  # (stream, cfg, pad_id, mask_id): set before the fork
 
 def _worker_init() -> None:
     """Workers take the default signal actions, whatever the parent installed: SIGTERM ends them (the
-    pool's terminate), SIGINT is left to the parent (Ctrl-C stops the run, which closes the pool)."""
+    pool's terminate), SIGINT is left to the parent (Ctrl-C stops the run, which closes the pool). A worker
+    is forked with SIGTERM blocked (``Batches``), so a terminate that comes before this ends it here."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _make(n: int) -> Batch:
@@ -41,7 +43,16 @@ class Batches:
         if cfg.loader_workers > 0:
             global _JOB
             _JOB = (stream, cfg, pad_id, mask_id)
-            self.pool = mp.get_context("fork").Pool(cfg.loader_workers, initializer=_worker_init)
+            # Forked with SIGTERM blocked until ``_worker_init`` has set its default action: a worker slow to start
+            # (a fork of a large process) got the terminate of a pool closed at once while it still had the
+            # parent's handler (the trainer's, or Ray's in the test suite), lived on, and waited for the task
+            # queue's lock its killed sibling held, and the close waited for it forever (a CI run hung so). The
+            # pool's threads, started here too, keep the mask: Python runs signal handlers in the main thread.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                self.pool = mp.get_context("fork").Pool(cfg.loader_workers, initializer=_worker_init)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             for _ in range(4 * cfg.loader_workers):
                 self._submit()
 
