@@ -122,6 +122,17 @@ local function replaced(lines, range, text)
   return out
 end
 
+--- The diffusion-lsp client attached to `buf` once it is initialized (nil after 20 s).
+local function attached(buf)
+  return H.wait(20000, function()
+    for _, c in ipairs(compat.clients(buf)) do
+      if c.name == 'diffusion-lsp' and c.initialized ~= false then
+        return c
+      end
+    end
+  end)
+end
+
 H.test('the server starts for a Python buffer and its model becomes ready', function()
   if not SERVER then
     error('diffusion-lsp not found: set $DIFFUSION_LSP or install it into ../../.venv')
@@ -130,14 +141,7 @@ H.test('the server starts for a Python buffer and its model becomes ready', func
   local dir = H.workspace({ ['example.py'] = SOURCE })
   vim.cmd('edit ' .. dir .. '/example.py')
   bufnr = api.nvim_get_current_buf()
-  client = H.wait(20000, function()
-    for _, c in ipairs(compat.clients(bufnr)) do
-      if c.name == 'diffusion-lsp' and c.initialized ~= false then
-        return c
-      end
-    end
-  end)
-  H.ok(client, 'client attached')
+  client = H.ok(attached(bufnr), 'client attached')
   local state = H.wait(300000, function() -- ends at the status: a bound for a hang only
     local entry = status.get(client.id)
     return entry and (entry.state == 'ready' or entry.state == 'error') and entry
@@ -774,14 +778,7 @@ H.test("a file of a project outside the working directory gets that project's se
     ['proj/README.md'] = '# not a source file' }))
   vim.cmd('edit ' .. dir .. '/proj/src/app.py')
   local buf = api.nvim_get_current_buf()
-  local other = H.wait(20000, function()
-    for _, c in ipairs(compat.clients(buf)) do
-      if c.name == 'diffusion-lsp' and c.initialized ~= false then
-        return c
-      end
-    end
-  end)
-  H.ok(other, 'client attached')
+  local other = H.ok(attached(buf), 'client attached')
   H.eq(dir .. '/proj', other.config.root_dir, 'the project (its .git), not the working directory')
   H.ok(other.id ~= client.id, 'a server of its own')
   H.ok(H.wait(300000, function()
