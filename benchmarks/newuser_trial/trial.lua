@@ -11,9 +11,9 @@ vim.opt.rtp:append(root .. '/editor-clients/neovim')
 package.path = root .. '/editor-clients/neovim/tests/?.lua;' .. package.path
 local H = require('helpers')
 local api = vim.api
-local compat = require('diffusion_lsp.compat')
 local ghost = require('diffusion_lsp.ghost')
 local status = require('diffusion_lsp.status')
+local sync = require('diffusion_lsp.sync')
 local dir = vim.env.TRIAL_DIR
 local cases = vim.fn.json_decode(table.concat(vim.fn.readfile(dir .. '/cases.json'), '\n'))
 local results = {}
@@ -37,11 +37,7 @@ dl.setup({ cmd = { vim.env.DIFFUSION_LSP }, settings = settings, root_dir = func
 
 local function wait_ready(bufnr)
   local client = H.wait(30000, function()
-    for _, c in ipairs(compat.clients(bufnr)) do
-      if c.name == 'diffusion-lsp' and c.initialized ~= false then
-        return c
-      end
-    end
+    return sync.clients_of(bufnr)[1]
   end)
   H.ok(client, 'client attached')
   H.ok(H.wait(300000, function()

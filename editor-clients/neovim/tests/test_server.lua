@@ -16,6 +16,7 @@ local compat = require('diffusion_lsp.compat')
 local draft = require('diffusion_lsp.draft')
 local ghost = require('diffusion_lsp.ghost')
 local status = require('diffusion_lsp.status')
+local sync = require('diffusion_lsp.sync')
 
 local SERVER = H.server()
 local SOURCE = table.concat({
@@ -125,11 +126,7 @@ end
 --- The diffusion-lsp client attached to `buf` once it is initialized (nil after 20 s).
 local function attached(buf)
   return H.wait(20000, function()
-    for _, c in ipairs(compat.clients(buf)) do
-      if c.name == 'diffusion-lsp' and c.initialized ~= false then
-        return c
-      end
-    end
+    return sync.clients_of(buf)[1]
   end)
 end
 
@@ -509,8 +506,8 @@ end)
 --- The diffusion-lsp client of the buffer once it is initialized and its model ready.
 local function ready_client(other_than)
   local found = H.wait(120000, function()
-    for _, c in ipairs(compat.clients(bufnr)) do
-      if c.name == 'diffusion-lsp' and c.id ~= other_than and c.initialized ~= false then
+    for _, c in ipairs(sync.clients_of(bufnr)) do
+      if c.id ~= other_than then
         local entry = status.get(c.id)
         if entry and entry.state == 'ready' then
           return c

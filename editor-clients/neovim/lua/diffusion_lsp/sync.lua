@@ -23,8 +23,8 @@ local lost = {}
 -- bufnr -> true while a full-text didChange is due
 local pending = {}
 
---- The initialized diffusion-lsp clients attached to `bufnr`.
-local function clients_of(bufnr)
+--- The initialized diffusion-lsp clients attached to `bufnr` (not stopped).
+function M.clients_of(bufnr)
   local out = {}
   for _, client in ipairs(compat.clients(bufnr)) do
     if client.name == NAME and client.initialized ~= false and not compat.is_stopped(client) then
@@ -55,7 +55,7 @@ function M.flush(bufnr)
     textDocument = { uri = vim.uri_from_bufnr(bufnr), version = version },
     contentChanges = { { text = text } },
   }
-  for _, client in ipairs(clients_of(bufnr)) do
+  for _, client in ipairs(M.clients_of(bufnr)) do
     compat.notify(client, 'textDocument/didChange', params)
   end
 end
@@ -64,7 +64,7 @@ local function on_lines(_, bufnr, changedtick)
   if not watched[bufnr] then
     return true
   end
-  if #clients_of(bufnr) == 0 then
+  if #M.clients_of(bufnr) == 0 then
     return -- nobody to tell; stay attached for when a client comes back
   end
   if not lost[bufnr] and vim.lsp.util.buf_versions[bufnr] == changedtick then
