@@ -91,7 +91,7 @@ def stored_lines(text: str, at: int, found: Constructor, language: str) -> list[
     params, body_start, header_indent = found
     if language != "python" and _derived(text, body_start) and "super(" not in text[body_start:line_start]:
         return []   # a derived class's constructor calls super() before it may use ``this``
-    body = _body(text, body_start, line_start, header_indent)
+    body = _body(text, body_start, line_start, header_indent, at)
     python = language == "python"
     receiver = (params[0] if params and params[0] else "self") if python else "this"
     semicolon = "" if python else _semicolons(text, line_start)
@@ -113,7 +113,11 @@ def param_options(text: str, hole: Hole, rest_of_line: str, found: Constructor |
     line_start = text.rfind("\n", 0, hole.start) + 1
     if found is None or not lines or not empty_line(hole, rest_of_line, line_start):
         return NONE
-    indent = hole.heal or _body_indent(text, found.body_start, line_start, found.indent, language)
+    # a line that goes in before the code of the cursor's line is indented as that code is, where that is the body's
+    ahead = hole.heal + rest_of_line
+    code = ahead[:len(ahead) - len(ahead.lstrip(" \t"))] if ahead.strip() else ""
+    deeper = code if indent_width(code) > indent_width(found.indent) else ""
+    indent = deeper or hole.heal or _body_indent(text, found.body_start, line_start, found.indent, language)
     near, known = names_around(text, line_start)
     tail = "\n" if hole.keep_newline else ""
     out: dict[str, float] = {}
@@ -122,15 +126,30 @@ def param_options(text: str, hole: Hole, rest_of_line: str, found: Constructor |
     return LineOptions(tuple(out), (None,) * len(out), (PARAMETER,) * len(out), tuple(out.values()))
 
 
-def constructor_check(text: str, start: int, found: Constructor | None) -> Callable[[str], bool] | None:
-    """For a fill at ``start`` in the body of the constructor ``found``: does it return no value (a line
+def constructor_check(text: str, start: int, found: Constructor | None, language: str = "python",
+                      end: int | None = None) -> Callable[[str], bool] | None:
+    """For a fill of ``[start, end)`` in the body of the constructor ``found``: does it return no value (a line
     ``return x``: Python's ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and
     JavaScript's ``new`` drops a primitive; ``return None`` and ``return undefined;`` say nothing a bare ``return``
-    does not)? ``None``: nothing to check (no constructor, or a function nested in it above the cursor)."""
+    does not), and does no line of it store a field exactly as a line of the body does already, or as another of
+    its own lines (``self._config = config`` again, ``this.maxZoom = Infinity;`` copied from the line below: on the
+    1,900 whole-line development holes 11 offered fills were such a line, none right, and no right line was one)?
+    ``None``: nothing to check (no constructor, or a function nested in it above the cursor)."""
     line_start = text.rfind("\n", 0, start) + 1
     if found is None or _NESTED.search(text, found.body_start, line_start):
         return None
-    return returns_no_value(text[line_start:start])
+    typed = text[line_start:start]
+    no_value = returns_no_value(typed)
+    receiver = (found.params[0] if found.params and found.params[0] else "self") if language == "python" else "this"
+    store = re.compile(rf"{re.escape(receiver)}\.[\w$#]+\s*=(?!=)")
+    rest = text if end is None else text[:start] + text[end:]   # the hole's own text is not the body's
+    stored = {line.strip() for line in _body(rest, found.body_start, line_start, found.indent, start).split("\n")
+              if store.match(line.strip())}
+
+    def fits(fill: str) -> bool:
+        stores = [line.strip() for line in (typed + fill).split("\n") if store.match(line.strip())]
+        return no_value(fill) and len(set(stores)) == len(stores) and not stored.intersection(stores)
+    return fits
 
 
 def _constructor(text: str, line_start: int, header: re.Pattern[str]) -> Constructor | None:
@@ -220,11 +239,20 @@ def _inside(text: str, after: int, line_start: int, width: int) -> bool:
     return all(not line.strip() or indent_width(line) > width for line in lines)
 
 
-def _body(text: str, body_start: int, line_start: int, header_indent: str) -> str:
-    """The body's text from its opener to its last line deeper than the header, the cursor's line left out."""
+def _body(text: str, body_start: int, line_start: int, header_indent: str, at: int | None = None) -> str:
+    """The body's text from its opener to its last line deeper than the header, the cursor's line left out; but
+    where only indentation is before the cursor (``at``), the code after it is the body's when it is deeper than
+    the header (the line goes in before it: at the start of ``self.b = b``, ``b`` is stored already), else the body
+    ends above the cursor's line (the line goes in before the next method: what follows is not the body's)."""
     line_end = text.find("\n", line_start)
     line_end = len(text) if line_end < 0 else line_end
     end, width = line_end, indent_width(header_indent)
+    line = text[line_start:line_end]
+    own = ""
+    if at is not None and not text[line_start:at].strip() and line.strip():
+        if indent_width(line) <= width:
+            return text[body_start:line_start]   # the line goes in before the code after the body
+        own = text[at:line_end]
     for _ in range(BODY_LINES):
         if end >= len(text):
             break
@@ -234,7 +262,7 @@ def _body(text: str, body_start: int, line_start: int, header_indent: str) -> st
         if line.strip() and indent_width(line) <= width:
             break
         end = nxt
-    return text[body_start:line_start] + text[line_end:end]
+    return text[body_start:line_start] + own + text[line_end:end]
 
 
 def _body_indent(text: str, body_start: int, line_start: int, header_indent: str, language: str) -> str:

@@ -93,6 +93,26 @@ def test_a_parameter_the_body_passes_on_is_not_offered():
         "        self.path = path",)
 
 
+def test_a_line_inserted_before_the_code_of_the_cursors_line_counts_that_code_and_takes_its_indentation():
+    # the cursor at the start of ``self.b = b`` (a line goes in before it): b is stored already, and the line is
+    # indented as the code it goes before, not as the deeper block below it
+    got = options_at("class A:\n    def __init__(self, a, b, c):\n        self.a = a\n|        self.b = b\n")
+    assert got.texts == ("        self.c = c\n",)
+    got = options_at("class P:\n    def __init__(self, device, args):\n|        if self.__class__ == P:\n"
+                     "            raise NotImplementedError\n")
+    assert got.texts == ("        self.device = device\n", "        self.args = args\n")
+    # the cursor inside the indentation, deeper than the header: the line takes the code's whole indentation (the
+    # part before the cursor goes back after the line's newline)
+    got = options_at("class A:\n    def __init__(self, a, b):\n      |  self.b = b\n")
+    assert got.texts == ("        self.a = a\n",)
+    # before the class's next method (at the header's indentation): the body above decides, as before
+    got = options_at("class A:\n    def __init__(self, a, b):\n        self.a = a\n|    def f(self):\n"
+                     "        self.b = 1\n")
+    assert got.texts == ("        self.b = b\n",)
+    js = "class A {\n  constructor(x, y) {\n|    this.y = y;\n    this.z = 0;\n  }\n}\n"
+    assert options_at(js, "javascript").texts == ("    this.x = x;\n",)
+
+
 def test_a_derived_class_uses_this_only_after_super():
     before = "class B extends A {\n  constructor(x) {\n    |\n  }\n}\n"
     after = "class B extends A {\n  constructor(x) {\n    super();\n    |\n  }\n}\n"
@@ -128,7 +148,7 @@ def _check(text: str, at: int, language: str):
     from engine.paramlines import constructor_check
 
     spec = spec_for(language)
-    return constructor_check(text, at, constructor_at(text, decide_hole(spec, text, at), spec.name))
+    return constructor_check(text, at, constructor_at(text, decide_hole(spec, text, at), spec.name), spec.name)
 
 
 def test_a_constructor_returns_no_value():
@@ -146,6 +166,31 @@ def test_a_constructor_returns_no_value():
     assert _check(nested, nested.index("            \n") + 12, "python") is None
     assert _check("def f(x):\n    \n", 14, "python") is None
     assert _check("func f() {\n\t\n}\n", 12, "go") is None
+
+
+def test_a_constructor_stores_a_field_once_as_a_line_of_its_body_does():
+    py = ("class A:\n    def __init__(self, a, b, c):\n        self._a = a\n        \n        self._b = b\n"
+          "        if c:\n            self.c = c\n\n    def f(self):\n        self.d = 1\n")
+    fits = _check(py, py.index("        \n") + 8, "python")
+    assert fits is not None
+    assert not fits("self._b = b") and not fits("self._a = a") and not fits("self.c = c")   # stored already
+    assert fits("self._c = c") and fits("self._b = b + 1") and fits("self.d = 1")   # another line; another method's
+    assert not fits("self._c = c\n        self._c = c")   # its own line twice
+    # typed to the line's middle, the line is what is typed and the fill
+    typed = py.replace("        \n", "        self._\n", 1)
+    fits = _check(typed, typed.index("self._\n") + 6, "python")
+    assert not fits("b = b") and fits("c = c")
+    js = ("class P {\n  constructor(x) {\n    this.maxZoom = Infinity;\n    \n  }\n}\n")
+    fits = _check(js, js.index("    \n") + 4, "javascript")
+    assert not fits("this.maxZoom = Infinity;") and fits("this.minZoom = 0;") and fits("this.x = x;")
+    # a rewrite of the line itself (the hole's own text is not the body's)
+    from engine.paramlines import constructor_check
+
+    text = "class A:\n    def __init__(self, a):\n        self.a = a\n"
+    start = text.index("self.a")
+    hole = decide_hole(spec_for("python"), text, start, start + len("self.a = a"))
+    found = constructor_at(text, hole, "python")
+    assert constructor_check(text, start, found, "python", start + len("self.a = a"))("self.a = a")
 
 
 @pytest.fixture(scope="module")
