@@ -3,8 +3,9 @@
 A constructor mostly stores its parameters: Python's ``__init__(self, builder, sequence)`` writes ``self.builder =
 builder``, a JavaScript or TypeScript ``constructor(controller)`` writes ``this.controller = controller;``. The
 embedded model seldom writes that line exactly (``self.mode = builder``, ``return path``, the same assignment three
-times) and the document has no such line to copy yet. So a line of a constructor's body (an empty line, or a typed
-one whose code starts such a line) gets, for each parameter the body does not store yet, the line that stores it
+times) and the document has no such line to copy yet. So a line of a constructor's body (an empty line, a line
+inserted before the code of the cursor's line, or a typed one whose code starts such a line) gets, for each parameter
+the body does not store yet (the code after such a cursor counted as the body's), the line that stores it
 (``stored_lines``, for the constructor ``constructor_at`` finds; an empty line's options from ``param_options``, a
 typed line's from ``doclines.line_options``): the field as the class spells it where it does (``self._path``,
 ``this.#idGenerator``), else the parameter's name; with ``;`` where more lines around end with it than without. They
