@@ -18,9 +18,10 @@ the cursor inside its body (every code line between the signature and the cursor
 read around it is bounded (``BODY_LINES``, ``CLASS_SPAN``), so a large file costs what a small one does. Skipped:
 the receiver (Python's first parameter), ``*args``/``**kwargs``, ``/`` and ``*``, a rest or destructured parameter, a
 TypeScript parameter property (``private readonly x: X``: TypeScript assigns it itself), a parameter the body
-passes on already (to ``super(``, or into a field under another name or in an expression: ``this.distance = dist``,
-``self.proj = nn.Linear(4, 4, bias=bias)``: on the 1,900 whole-line development holes this left 54 holes with
-options instead of 78, 24 of them with the right line among the options instead of 26); and in a derived
+passes on already (to ``super(``, or into a field under another name, in an expression or in a tuple:
+``this.distance = dist``, ``self.proj = nn.Linear(4, 4, bias=bias)``, ``(self.logits,) = broadcast_all(logits)``:
+on the 1,900 whole-line development holes this left 54 holes with options instead of 78, 24 of them with the right
+line among the options instead of 26); and in a derived
 JavaScript or TypeScript class, every parameter until the body has called ``super(``.
 """
 
@@ -278,12 +279,21 @@ def _body_indent(text: str, body_start: int, line_start: int, header_indent: str
     return header_indent + (_indent_unit(text, line_start, language) or "    ")
 
 
+_ASSIGN = re.compile(r"(?<![=!<>:+\-*/%&|^@.])=(?![=>])")   # a line's first plain ``=`` (not ``==``, ``+=``, ``=>``)
+
+
 def _used(body: str, name: str, receiver: str) -> bool:
     """Does the body pass the parameter on already: to ``super(`` (the base class stores it) or into a field of the
-    receiver under another name or in an expression (``this.distance = dist``, ``self.dropout = nn.Dropout(p)``)?"""
-    word = rf"(?<![\w$.]){re.escape(name)}(?![\w$])"
-    stored = re.compile(rf"\s*{re.escape(receiver)}\.[\w$#]+\s*=(?!=).*{word}")
-    return any(re.search(rf"\bsuper\b.*\(.*{word}", line) or stored.match(line) for line in body.split("\n"))
+    receiver under another name or in an expression (``this.distance = dist``, ``self.dropout = nn.Dropout(p)``,
+    ``(self.logits,) = broadcast_all(logits)``)?"""
+    word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+    field = re.compile(rf"(?<![\w$.]){re.escape(receiver)}\.[\w$#]+")
+
+    def stores(line: str) -> bool:   # a field the target of the line's assignment (alone or in a tuple; not an
+        m = _ASSIGN.search(line)      # item of it, nor an argument of a call), the name on its right
+        return m is not None and not any(c in line[:m.start()].lstrip().lstrip("([") for c in "([") \
+            and bool(field.search(line, 0, m.start())) and bool(word.search(line, m.end()))
+    return any(re.search(rf"\bsuper\b.*\(.*{word.pattern}", line) or stores(line) for line in body.split("\n"))
 
 
 def _fields(text: str, receiver: str, name: str, python: bool) -> list[str]:
