@@ -289,10 +289,13 @@ def _used(body: str, name: str, receiver: str) -> bool:
     word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
     field = re.compile(rf"(?<![\w$.]){re.escape(receiver)}\.[\w$#]+")
 
-    def stores(line: str) -> bool:   # a field the target of the line's assignment (alone or in a tuple; not an
-        m = _ASSIGN.search(line)      # item of it, nor an argument of a call), the name on its right
-        return m is not None and not any(c in line[:m.start()].lstrip().lstrip("([") for c in "([") \
-            and bool(field.search(line, 0, m.start())) and bool(word.search(line, m.end()))
+    def stores(line: str) -> bool:   # a field the target of the line's assignment (alone, annotated or in a
+        m = _ASSIGN.search(line)      # tuple; not an item of it, nor an argument of a call), the name on its right
+        if m is None:
+            return False
+        target = line[:m.start()].split(":", 1)[0]
+        return not any(c in target.lstrip().lstrip("([") for c in "([") and bool(field.search(target)) \
+            and bool(word.search(line, m.end()))
     return any(re.search(rf"\bsuper\b.*\(.*{word.pattern}", line) or stores(line) for line in body.split("\n"))
 
 

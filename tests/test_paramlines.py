@@ -89,9 +89,9 @@ def test_a_parameter_the_body_passes_on_is_not_offered():
     js = "class B extends A {\n  constructor(page, x) {\n    super(page);\n    |\n  }\n}\nf();\ng();\n"
     assert options_at(js, "javascript").texts == ("    this.x = x;",)
     # stored by a tuple assignment; put in an item of a field or passed as a keyword argument to a call is no store
-    py = ("class A:\n    def __init__(self, logits, key, value, scale):\n"
+    py = ("class A:\n    def __init__(self, logits, key, value, scale, masks):\n"
           "        (self.logits,) = broadcast_all(logits)\n        self.cache[key] = value[0]\n"
-          "        self.layer.init(self.w, scale=scale)\n        |\n")
+          "        self.layer.init(self.w, scale=scale)\n        self.masks: list[str] = masks\n        |\n")
     assert options_at(py).texts == ("        self.key = key", "        self.value = value",
                                     "        self.scale = scale")
     js = "class B {\n  constructor(a, b) {\n    [this.x, this.y] = [a, b];\n    |\n  }\n}\nf();\ng();\n"
