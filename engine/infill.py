@@ -118,8 +118,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = returns_check(spec, text, hole.start, hole.end) if config.validate else None
     # a constructor's body returns no value (``return Math.hypot(this.x, this.y)`` copied from a method below)
     constructor = paramlines.constructor_at(text, hole, spec.name)
-    fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor, spec.name, hole.end)
-                 if config.validate else None)
+    fits = _both(fits, paramlines.constructor_check(text, hole.start, constructor) if config.validate else None)
     # an import in a function's body that the module already has at its top does nothing
     fits = _both(fits, imported_again(spec, text, hole.start) if config.validate else None)
     # a Python test returns no value; no line assigns a name to itself

@@ -68,6 +68,8 @@ class Constructor(NamedTuple):
     params: list[str]   # the parameters' names ("" for one that stores nothing by itself; Python's first: the receiver)
     body_start: int     # the offset after the signature's opener (``:`` or ``{``)
     indent: str         # the header's indentation
+    receiver: str = ""  # ``self`` (Python's first parameter) or ``this``
+    body: str = ""      # the body's text around the hole, the hole's own line left out (``_body``)
 
 
 def constructor_at(text: str, hole: Hole, language: str) -> Constructor | None:
@@ -82,7 +84,9 @@ def constructor_at(text: str, hole: Hole, language: str) -> Constructor | None:
     own = typed[:len(typed) - len(typed.lstrip(" \t"))]
     if found is None or own and indent_width(own) <= indent_width(found.indent):
         return None
-    return found
+    params = found.params
+    receiver = (params[0] if params and params[0] else "self") if language == "python" else "this"
+    return found._replace(receiver=receiver, body=_body(text, found.body_start, line_start, hole.end, found.indent))
 
 
 def stored_lines(text: str, at: int, found: Constructor, language: str) -> list[str]:
@@ -90,12 +94,10 @@ def stored_lines(text: str, at: int, found: Constructor, language: str) -> list[
     first parameter first, at most ``MOST``; none in a derived JavaScript or TypeScript class before the body has
     called ``super(`` (``at``: the cursor's offset, on a line of the body)."""
     line_start = text.rfind("\n", 0, at) + 1
-    params, body_start, header_indent = found
+    params, body_start, _, receiver, body = found
     if language != "python" and _derived(text, body_start) and "super(" not in text[body_start:line_start]:
         return []   # a derived class's constructor calls super() before it may use ``this``
-    body = _body(text, body_start, line_start, header_indent, at)
     python = language == "python"
-    receiver = (params[0] if params and params[0] else "self") if python else "this"
     semicolon = "" if python else _semicolons(text, line_start)
     lines: list[str] = []
     for name in (p for p in (params[1:] if python else params) if p):
@@ -128,12 +130,12 @@ def param_options(text: str, hole: Hole, rest_of_line: str, found: Constructor |
     return LineOptions(tuple(out), (None,) * len(out), (PARAMETER,) * len(out), tuple(out.values()))
 
 
-def constructor_check(text: str, start: int, found: Constructor | None, language: str = "python",
-                      end: int | None = None) -> Callable[[str], bool] | None:
-    """For a fill of ``[start, end)`` in the body of the constructor ``found``: does it return no value (a line
+def constructor_check(text: str, start: int, found: Constructor | None) -> Callable[[str], bool] | None:
+    """For a fill at ``start`` in the body of the constructor ``found``: does it return no value (a line
     ``return x``: Python's ``__init__`` raises TypeError for anything but None, TypeScript refuses it, and
     JavaScript's ``new`` drops a primitive; ``return None`` and ``return undefined;`` say nothing a bare ``return``
-    does not), and does no line of it store a field exactly as a line of the body does already, or as another of
+    does not), and does no line of it store a field exactly as a line of the body (``found.body``: the hole's own
+    lines are not the body's, so a rewrite may keep its line) does already, or as another of
     its own lines (``self._config = config`` again, ``this.maxZoom = Infinity;`` copied from the line below: on the
     1,900 whole-line development holes 11 offered fills were such a line, none right, and no right line was one)?
     ``None``: nothing to check (no constructor, or a function nested in it above the cursor)."""
@@ -142,14 +144,11 @@ def constructor_check(text: str, start: int, found: Constructor | None, language
         return None
     typed = text[line_start:start]
     no_value = returns_no_value(typed)
-    receiver = (found.params[0] if found.params and found.params[0] else "self") if language == "python" else "this"
-    store = re.compile(rf"{re.escape(receiver)}\.[\w$#]+\s*=(?!=)")
-    rest = text if end is None else text[:start] + text[end:]   # the hole's own text is not the body's
-    stored = {line.strip() for line in _body(rest, found.body_start, line_start, found.indent, start).split("\n")
-              if store.match(line.strip())}
+    field = _field(found.receiver)
+    stored = {line.strip() for line in found.body.split("\n") if _assigns(line, field)}
 
     def fits(fill: str) -> bool:
-        stores = [line.strip() for line in (typed + fill).split("\n") if store.match(line.strip())]
+        stores = [line.strip() for line in (typed + fill).split("\n") if _assigns(line, field)]
         return no_value(fill) and len(set(stores)) == len(stores) and not stored.intersection(stores)
     return fits
 
@@ -241,20 +240,21 @@ def _inside(text: str, after: int, line_start: int, width: int) -> bool:
     return all(not line.strip() or indent_width(line) > width for line in lines)
 
 
-def _body(text: str, body_start: int, line_start: int, header_indent: str, at: int | None = None) -> str:
-    """The body's text from its opener to its last line deeper than the header, the cursor's line left out; but
-    where only indentation is before the cursor (``at``), the code after it is the body's when it is deeper than
-    the header (the line goes in before it: at the start of ``self.b = b``, ``b`` is stored already), else the body
-    ends above the cursor's line (the line goes in before the next method: what follows is not the body's)."""
-    line_end = text.find("\n", line_start)
+def _body(text: str, body_start: int, line_start: int, hole_end: int, header_indent: str) -> str:
+    """The body's text from its opener to its last line deeper than the header, the hole's lines (from
+    ``line_start`` to the end of the line of ``hole_end``) left out; but where only indentation is before the
+    hole's end, the code after it is the body's when it is deeper than the header (the line goes in before it: at
+    the start of ``self.b = b``, ``b`` is stored already), else the body ends above the hole's line (the line goes
+    in before the next method: what follows is not the body's)."""
+    line_end = text.find("\n", hole_end)
     line_end = len(text) if line_end < 0 else line_end
     end, width = line_end, indent_width(header_indent)
     line = text[line_start:line_end]
     own = ""
-    if at is not None and not text[line_start:at].strip() and line.strip():
+    if not text[line_start:hole_end].strip() and line.strip():
         if indent_width(line) <= width:
             return text[body_start:line_start]   # the line goes in before the code after the body
-        own = text[at:line_end]
+        own = text[hole_end:line_end]
     for _ in range(BODY_LINES):
         if end >= len(text):
             break
@@ -282,20 +282,32 @@ def _body_indent(text: str, body_start: int, line_start: int, header_indent: str
 _ASSIGN = re.compile(r"(?<![=!<>:+\-*/%&|^@.])=(?![=>])")   # a line's first plain ``=`` (not ``==``, ``+=``, ``=>``)
 
 
+def _field(receiver: str) -> re.Pattern[str]:
+    """A field of ``receiver`` (``self.x``, ``this.#x``)."""
+    return re.compile(rf"(?<![\w$.]){re.escape(receiver)}\.[\w$#]+")
+
+
+def _assigns(line: str, field: re.Pattern[str]) -> re.Match[str] | None:
+    """The ``=`` of ``line``'s assignment where a ``field`` is its target, alone, annotated or in a tuple
+    (``self.x = ``, ``self.x: int = ``, ``(self.x,) = ``; not an item of it, ``self.x[k] = ``, nor an argument of a
+    call, ``f(self.x, k=``); else None."""
+    m = _ASSIGN.search(line)
+    if m is None:
+        return None
+    target = line[:m.start()].split(":", 1)[0]
+    return m if not any(c in target.lstrip().lstrip("([") for c in "([") and field.search(target) else None
+
+
 def _used(body: str, name: str, receiver: str) -> bool:
     """Does the body pass the parameter on already: to ``super(`` (the base class stores it) or into a field of the
     receiver under another name or in an expression (``this.distance = dist``, ``self.dropout = nn.Dropout(p)``,
     ``(self.logits,) = broadcast_all(logits)``)?"""
     word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
-    field = re.compile(rf"(?<![\w$.]){re.escape(receiver)}\.[\w$#]+")
+    field = _field(receiver)
 
-    def stores(line: str) -> bool:   # a field the target of the line's assignment (alone, annotated or in a
-        m = _ASSIGN.search(line)      # tuple; not an item of it, nor an argument of a call), the name on its right
-        if m is None:
-            return False
-        target = line[:m.start()].split(":", 1)[0]
-        return not any(c in target.lstrip().lstrip("([") for c in "([") and bool(field.search(target)) \
-            and bool(word.search(line, m.end()))
+    def stores(line: str) -> bool:   # a field the target of the line's assignment, the name on its right
+        m = _assigns(line, field)
+        return m is not None and bool(word.search(line, m.end()))
     return any(re.search(rf"\bsuper\b.*\(.*{word.pattern}", line) or stores(line) for line in body.split("\n"))
 
 

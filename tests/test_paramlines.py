@@ -156,7 +156,7 @@ def _check(text: str, at: int, language: str):
     from engine.paramlines import constructor_check
 
     spec = spec_for(language)
-    return constructor_check(text, at, constructor_at(text, decide_hole(spec, text, at), spec.name), spec.name)
+    return constructor_check(text, at, constructor_at(text, decide_hole(spec, text, at), spec.name))
 
 
 def test_a_constructor_returns_no_value():
@@ -198,7 +198,7 @@ def test_a_constructor_stores_a_field_once_as_a_line_of_its_body_does():
     start = text.index("self.a")
     hole = decide_hole(spec_for("python"), text, start, start + len("self.a = a"))
     found = constructor_at(text, hole, "python")
-    assert constructor_check(text, start, found, "python", start + len("self.a = a"))("self.a = a")
+    assert constructor_check(text, start, found)("self.a = a")
 
 
 @pytest.fixture(scope="module")
