@@ -20,7 +20,7 @@ from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
                        go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
-                       reopens_closer, repeats_neighbour, tidy)
+                       reopens_closer, repeats_neighbour, tidy, without_surplus_closers)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -384,6 +384,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     # (``replacement_ok``: a line given back keeps its lone surrogates, ``actions.minimal_edits``).
     around = win.prefix + win.suffix   # what the model read: a U+FFFD or a stutter it has is not the model's
     foreign = not replacement_ok and invents_replacement(candidate.texts[0], around)
+    line_before = win.prefix[win.prefix.rfind("\n") + 1:]
+    comment = "#" if spec.block_opener == ":" else "//"
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         foreign_lead = foreign_indent(option, indents)
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if hole.heal or not foreign_lead \
@@ -397,6 +399,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
         # needs its ``)`` before the user's): the parse tells which closes what
         tidied = [(fill, edits) for written, edits in dict((v[0], v) for v in variants).values()
                   for fill in dict.fromkeys(tidy(written, hole, rest_of_line, other) for other in (False, True))]
+        if not rest_of_line.strip():   # then, at a line's end, without the closers it has too many of
+            tidied += [(trimmed, edits) for fill, edits in tidied if fill is not None
+                       and (trimmed := without_surplus_closers(line_before, fill, comment)) is not None]
         for fill, edits in tidied:
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \

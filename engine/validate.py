@@ -89,8 +89,23 @@ _OPENERS = "([{"
 def _pairs_its_brackets(code: str) -> bool:
     """Does every closing bracket of ``code`` close an opening one of ``code``, and every opening one get closed
     (brackets in quotes not counted)?"""
-    depth, quote, escaped = 0, "", False
-    for ch in code:
+    depth = 0
+    chars, in_quote = _outside_quotes(code)
+    for _, ch in chars:
+        if ch in _OPENERS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and not in_quote
+
+
+def _outside_quotes(code: str) -> tuple[list[tuple[int, str]], bool]:
+    """The characters of ``code`` outside its quotes (``'``, ``"``, `````), with their offsets (the quotes
+    themselves left out), and whether ``code`` ends inside one."""
+    out, quote, escaped = [], "", False
+    for i, ch in enumerate(code):
         if quote:
             if escaped:
                 escaped = False
@@ -100,13 +115,51 @@ def _pairs_its_brackets(code: str) -> bool:
                 quote = ""
         elif ch in "'\"`":
             quote = ch
-        elif ch in _OPENERS:
-            depth += 1
+        else:
+            out.append((i, ch))
+    return out, bool(quote)
+
+
+_OPENER_OF = {")": "(", "]": "[", "}": "{"}
+
+
+def without_surplus_closers(line_before: str, fill: str, comment: str = "#") -> str | None:
+    """``fill`` without the closing brackets at its end that close nothing its line opened (``line_before``: the
+    line's text before the fill), where those are the line's only unmatched brackets and another closer of that run
+    at the end closes what the line opened: the model closed one bracket too many (``return retry({ error: err`` +
+    `` as Error }))``). A ``;`` or ``,`` after them stays. None otherwise: no such closer, a fill of more than one
+    line, another unmatched bracket, a run that closes nothing at all (``X );``: no call of its own to close).
+    Brackets in quotes count for nothing; a comment on the line (``comment``: Python's ``#``, else ``//``) gives
+    None."""
+    if "\n" in fill.rstrip("\n"):
+        return None
+    body = fill.rstrip()
+    end = len(body.rstrip(";,"))
+    run = end
+    while run > 0 and body[run - 1] in _CLOSERS:
+        run -= 1
+    if run == end:
+        return None
+    line = line_before + body[:end]
+    stack: list[str] = []
+    surplus: list[int] = []   # offsets in ``fill`` of the closers that close nothing
+    chars, in_quote = _outside_quotes(line)
+    for i, ch in chars:
+        if line.startswith(comment, i):
+            return None   # a comment (``comment``: the language's marker): what it holds is no code to count
+        if ch in _OPENERS:
+            stack.append(ch)
         elif ch in _CLOSERS:
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0 and not quote
+            if stack and stack[-1] == _OPENER_OF[ch]:
+                stack.pop()
+            elif i < len(line_before):
+                return None   # the user's own line has an unmatched closer: a statement that started above
+            else:
+                surplus.append(i - len(line_before))
+    if in_quote or not surplus or any(i < run for i in surplus) or len(surplus) == end - run:
+        return None   # (a fill whose closers all close nothing had no call of its own to close: ``X );``)
+    kept = "".join(ch for i, ch in enumerate(fill[:end]) if i not in surplus)
+    return kept + fill[end:]
 
 
 def _word(ch: str) -> bool:

@@ -717,3 +717,51 @@ def test_heads_broken_lines_counts_only_errors_the_line_can_have_caused():
     unclosed = "package m\n\nfunc (d *DFA) get(pre\n\tif p < 0 {\n\t\treturn nil\n\t}\n\treturn d.s0\n"
     at = unclosed.index("(pre") + 4
     assert document_parses(go, unclosed, at, at).finishes_line("cedence int) *DFAState {")
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    # the model closed one bracket too many at the line's end: offered without it (a typed TypeScript line of the
+    # new-user trial: ``return retry({ error: err`` + `` as Error }))``)
+    ("typescript", "function f(err: unknown) {\n  return retry({ error: err\n}\n", "error: err", " as Error }))",
+     " as Error })"),
+    ("python", "def f(xs):\n    total = sum(len(x\n    return total\n", "sum(len(x", ")))", "))"),
+    ("go", "package m\n\nfunc f(p string) {\n\tuse(strings.TrimSpace(p\n}\n", "TrimSpace(p", "))))", "))"),
+    ("rust", "fn f(v: &[i32]) -> usize {\n    g(v.len(\n}\n", "v.len(", ")));", "));"),
+    # its ``;`` stays after the closers kept
+    ("javascript", "function f(xs) {\n  g(h(xs\n}\n", "h(xs", ")));", "));"),
+    # a fill that parses as written is never cut; nor one whose extra closer is not at its end
+    ("python", "def f(xs):\n    total = sum(\n        len(x) for x in xs\n    return total\n", "for x in xs", ")",
+     ")"),
+    ("python", "def f(xs):\n    return g(xs\n", "g(xs", ")) + h(xs)", None),
+    # the closers in a string are the string's; a closer of the wrong kind is not cut to one that pairs
+    ("python", "def f(xs):\n    return g(xs\n", "g(xs", ', ")"))', ', ")")'),
+    ("python", "def f(xs):\n    return g(xs\n", "g(xs", "]", None),
+])
+def test_a_fill_with_one_closer_too_many_at_the_lines_end_is_offered_without_it(language, text, at, answer, offered):
+    cursor = text.index(at) + len(at)
+    assert _offered(language, text, cursor, answer) == ([] if offered is None else [offered]), answer
+
+
+@pytest.mark.parametrize("before,fill,trimmed", [
+    ("  return retry({ error: err", " as Error }))", " as Error })"),
+    ("    foo(", "a));", "a);"),
+    ("    foo(", "a),", None),         # nothing to cut: it pairs
+    ("    foo(", "a, b", None),        # no closer at its end
+    ("    x = f(", "a) + g(b))", "a) + g(b)"),
+    ("    x = f(", "a)) + g(b)", None),   # the surplus closer is not at the end
+    ("    x = ')' + f(", "a))", "a)"),    # a closer in the user's string is not counted
+    ("    x = 1", "  # f(a))", None),      # a comment
+    ("    x = a // f(", "b))", "b)"),      # Python's floor division is no comment
+    ("    b)", ")", None),               # the user's own line closes what a line above opened
+    ("    const vSigma", "X );", None),   # no closer of the run closes anything: no call of its own
+    ("    f(", "a)\n)", None),           # more than a line
+])
+def test_without_surplus_closers(before, fill, trimmed):
+    from engine.validate import without_surplus_closers
+    assert without_surplus_closers(before, fill) == trimmed
+
+
+def test_without_surplus_closers_reads_the_languages_comments():
+    from engine.validate import without_surplus_closers
+    assert without_surplus_closers("  this.#emit(f(", "a)));", "//") == "a));"   # a private field, no comment
+    assert without_surplus_closers("  g(a); // f(", "a))", "//") is None
