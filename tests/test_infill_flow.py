@@ -727,6 +727,8 @@ def test_heads_broken_lines_counts_only_errors_the_line_can_have_caused():
     ("python", "def f(xs):\n    total = sum(len(x\n    return total\n", "sum(len(x", ")))", "))"),
     ("go", "package m\n\nfunc f(p string) {\n\tuse(strings.TrimSpace(p\n}\n", "TrimSpace(p", "))))", "))"),
     ("rust", "fn f(v: &[i32]) -> usize {\n    g(v.len(\n}\n", "v.len(", ")));", "));"),
+    # CRLF, a tab and an emoji before the cursor: the same cut, the line's break kept as the document has it
+    ("python", "def f(xs):\r\n\ttotal = sum(len('😀' + x\r\n\treturn total\r\n", "+ x", ")))", "))"),
     # its ``;`` stays after the closers kept
     ("javascript", "function f(xs) {\n  g(h(xs\n}\n", "h(xs", ")));", "));"),
     # a fill that parses as written is never cut; nor one whose extra closer is not at its end
