@@ -271,7 +271,7 @@ def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | 
     rejected = 0
     for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits,
-                                 opens=opens, copied=True, text=text)
+                                 opens=opens, copied=True, text=text, fragment=source == doclines.TAIL)
         rejected += bad
         if fill is not None:
             return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
@@ -364,7 +364,8 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
                  document: DocumentCheck | None = None,
                  fits: Callable[[str], bool] | None = None,
                  replacement_ok: bool = False, rewrite: str | None = None,
-                 opens: str = "", copied: bool = False, text: str = "") -> tuple[HoleFill | None, int]:
+                 opens: str = "", copied: bool = False, text: str = "", fragment: bool = False
+                 ) -> tuple[HoleFill | None, int]:
     """The first option that tidies and parses (and whose returns ``fits`` the function, where it can tell:
     engine/returns.py): the model's fill (or a shorter block), as written, then re-indented to each level in
     ``indents`` (the user's typed indentation, the levels around; in a braces language only for a fill
@@ -384,8 +385,11 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
     # (``replacement_ok``: a line given back keeps its lone surrogates, ``actions.minimal_edits``).
     around = win.prefix + win.suffix   # what the model read: a U+FFFD or a stutter it has is not the model's
     foreign = not replacement_ok and invents_replacement(candidate.texts[0], around)
-    line_before = win.prefix[win.prefix.rfind("\n") + 1:]
-    comment = "#" if spec.block_opener == ":" else "//"
+    # at a line's end the model's fill is also read without the closers at its end it has too many of, and so is a
+    # ``fragment`` copied from another line (``doclines.tail_options``: its closers closed that line's brackets); a
+    # copied line stays the line it copies
+    line_before = win.prefix[win.prefix.rfind("\n") + 1:] if (fragment or not copied) and not rest_of_line.strip() \
+        else None
     for option in _options(candidate.texts[0], hole, spec.block_opener == ":"):
         foreign_lead = foreign_indent(option, indents)
         variants: list[tuple[str, list[tuple[int, int, int]]]] = [(option, [])] if hole.heal or not foreign_lead \
@@ -399,9 +403,9 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
         # needs its ``)`` before the user's): the parse tells which closes what
         tidied = [(fill, edits) for written, edits in dict((v[0], v) for v in variants).values()
                   for fill in dict.fromkeys(tidy(written, hole, rest_of_line, other) for other in (False, True))]
-        if not rest_of_line.strip():   # then, at a line's end, without the closers it has too many of
+        if line_before is not None:   # then the model's fill without the closers it has too many of
             tidied += [(trimmed, edits) for fill, edits in tidied if fill is not None
-                       and (trimmed := without_surplus_closers(line_before, fill, comment)) is not None]
+                       and (trimmed := without_surplus_closers(spec, line_before, fill)) is not None]
         for fill, edits in tidied:
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \

@@ -123,14 +123,16 @@ def _outside_quotes(code: str) -> tuple[list[tuple[int, str]], bool]:
 _OPENER_OF = {")": "(", "]": "[", "}": "{"}
 
 
-def without_surplus_closers(line_before: str, fill: str, comment: str = "#") -> str | None:
+_LINE_COMMENT = {":": "#"}   # a line comment's marker by ``block_opener`` (``//`` for the braces languages)
+
+
+def without_surplus_closers(spec: LanguageSpec, line_before: str, fill: str) -> str | None:
     """``fill`` without the closing brackets at its end that close nothing its line opened (``line_before``: the
     line's text before the fill), where those are the line's only unmatched brackets and another closer of that run
     at the end closes what the line opened: the model closed one bracket too many (``return retry({ error: err`` +
     `` as Error }))``). A ``;`` or ``,`` after them stays. None otherwise: no such closer, a fill of more than one
     line, another unmatched bracket, a run that closes nothing at all (``X );``: no call of its own to close).
-    Brackets in quotes count for nothing; a comment on the line (``comment``: Python's ``#``, else ``//``) gives
-    None."""
+    Brackets in quotes count for nothing; a comment on the line (Python's ``#``, else ``//``) gives None."""
     if "\n" in fill.rstrip("\n"):
         return None
     body = fill.rstrip()
@@ -141,12 +143,13 @@ def without_surplus_closers(line_before: str, fill: str, comment: str = "#") -> 
     if run == end:
         return None
     line = line_before + body[:end]
+    comment = _LINE_COMMENT.get(spec.block_opener, "//")
     stack: list[str] = []
     surplus: list[int] = []   # offsets in ``fill`` of the closers that close nothing
     chars, in_quote = _outside_quotes(line)
     for i, ch in chars:
         if line.startswith(comment, i):
-            return None   # a comment (``comment``: the language's marker): what it holds is no code to count
+            return None   # a comment: what it holds is no code to count
         if ch in _OPENERS:
             stack.append(ch)
         elif ch in _CLOSERS:

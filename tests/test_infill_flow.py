@@ -5,6 +5,7 @@ import pytest
 from engine.backends.base import Candidate, Control, FillResult
 from engine.config import FillOptions
 from engine.infill import complete
+from engine.languages import spec_for
 from engine.requests import InfillRequest
 
 TEXT = "def f(values):\n    total = sum(values)\n    return tot"
@@ -760,10 +761,46 @@ def test_a_fill_with_one_closer_too_many_at_the_lines_end_is_offered_without_it(
 ])
 def test_without_surplus_closers(before, fill, trimmed):
     from engine.validate import without_surplus_closers
-    assert without_surplus_closers(before, fill) == trimmed
+    assert without_surplus_closers(spec_for("python"), before, fill) == trimmed
 
 
 def test_without_surplus_closers_reads_the_languages_comments():
     from engine.validate import without_surplus_closers
-    assert without_surplus_closers("  this.#emit(f(", "a)));", "//") == "a));"   # a private field, no comment
-    assert without_surplus_closers("  g(a); // f(", "a))", "//") is None
+    js = spec_for("javascript")
+    assert without_surplus_closers(js, "  this.#emit(f(", "a)));") == "a));"   # a private field, no comment
+    assert without_surplus_closers(js, "  g(a); // f(", "a))") is None
+
+
+class _Copier(Scripted):
+    """Writes ``answer`` and scores each of the document's lines it is offered alike (so the best-ranked copy wins)."""
+
+    scores_options = True
+
+    def fill(self, plan, control) -> FillResult:
+        result = super().fill(plan, control)
+        options = tuple(Candidate((o,), ((0.9,) * 2,), (((0, len(o)),),), -0.1) for o in plan.options)
+        return FillResult(result.candidates, result.steps, result.forwards, result.tokens, options)
+
+
+def test_a_copy_of_a_document_line_is_never_cut_only_the_models_own_fill():
+    # the document's ``total = sum(len(x)))`` (broken there) is no line to copy cut to one closer fewer: a copy
+    # offered is the line the document has; the model's own ``len(x)))`` is cut
+    text = "def f(xs):\n    total = sum(len(x)))\n    total = sum(\n    return total\n"
+    cursor = text.index("sum(\n") + 4
+    junk = complete(_Copier(lambda prefix: "$$"), FillOptions(min_confidence=0.0, names_rule=False),
+                    InfillRequest(text, cursor, "python"), Control(lambda s: None))
+    assert all(not f.text.startswith("len(x))") for f in junk.fills + junk.considered)
+    own = complete(_Copier(lambda prefix: "len(x)))"), FillOptions(min_confidence=0.0, names_rule=False),
+                   InfillRequest(text, cursor, "python"), Control(lambda s: None))
+    assert [f.text for f in own.fills] == ["len(x))"]
+
+
+def test_the_rest_of_another_line_copied_from_nearby_is_cut_to_the_closers_this_line_needs():
+    # the new-user trial's typescript_1.ts: the rest after ``err`` on the line above closes that line's ``(await``
+    # too; after ``return retry({ error: err`` one ``)`` of it is too many
+    text = ("async function f(err: unknown, count: number) {\n  if (await shouldRetry({ count, error: err as Error }))\n"
+            "    return 1;\n  return retry({ error: err\n}\n")
+    cursor = text.rindex("err\n") + 3
+    c = complete(_Copier(lambda prefix: "$$"), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, cursor, "typescript"), Control(lambda s: None))
+    assert [f.text for f in c.fills] == [" as Error })"]
