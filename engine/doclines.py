@@ -24,7 +24,9 @@ first for 386 held-out holes against 335 ("Ranking an empty line's neighbours").
 too (``_analogies``): beside ``def iinfo(dtyp):``, the line after ``def finfo(dtyp):``; after ``if right is not
 None:``, ``walk(right, visit)`` from ``walk(left, visit)`` after ``if left is not None:`` (the one changed name
 changed back; or two names, each changed back): 389 -> 421 right fills offered on the 1,900 whole-line development
-holes with one name, 465 -> 472 with two ("Parallel code"). A typed line gets those of its neighbours' lines that
+holes with one name, 465 -> 472 with two ("Parallel code"). Where a changed name differs in one of its words alone
+(``clear_local_storage`` beside ``clear_session_storage``), that word changes in the line's other names too
+(``localStorage`` -> ``sessionStorage``; ``_renamed``). A typed line gets those of its neighbours' lines that
 start with the typed code first (``line_options``' ``pairs``): the engine's pick on the 1,900 typed development
 holes, no bar, was right for 282 holes without them and 514 with them (cross-validated).
 A word being typed inside an editor's closers (``f(err|)``) gets the text that follows the word where the document
@@ -675,8 +677,47 @@ def _two_names(shape: tuple[tuple[str, ...], list[str]], code: str) -> dict[str,
 
 
 def _renamed(line: str, renames: dict[str, str]) -> str:
-    """``line`` with each name of ``renames`` changed wherever it stands as a whole name."""
-    return _ANALOGY_NAME.sub(lambda m: renames.get(m.group(), m.group()), line)
+    """``line`` with each name of ``renames`` changed wherever it stands as a whole name; and where a name changed in
+    one of its words alone (``clear_local_storage`` -> ``clear_session_storage``), that word changed in the line's
+    other names too, in their case (``localStorage`` -> ``sessionStorage``, ``LOCAL_KEY`` -> ``SESSION_KEY``)."""
+    words = _word_renames(renames)
+
+    def rename(m: re.Match[str]) -> str:
+        name = m.group()
+        if name in renames or not words:
+            return renames.get(name, name)
+        return _WORD.sub(lambda w: _cased(words.get(w.group().lower(), w.group()), w.group()), name)
+
+    return _ANALOGY_NAME.sub(rename, line)
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")   # a name's words: snake_case, camelCase, HTTPServer, x2
+
+
+def _word_renames(renames: dict[str, str]) -> dict[str, str]:
+    """For each name of ``renames`` whose words are the new name's but one, kept before or after it: that word ->
+    the new one, in lower case (``clear_local_storage`` -> ``clear_session_storage``: ``local`` -> ``session``). A
+    word that two names change differently is left alone."""
+    words: dict[str, str] = {}
+    clashes: set[str] = set()
+    for old, new in renames.items():
+        a, b = [w.lower() for w in _WORD.findall(old)], [w.lower() for w in _WORD.findall(new)]
+        if len(a) != len(b) or len(a) < 2:
+            continue
+        apart = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(apart) != 1:
+            continue
+        was, now = a[apart[0]], b[apart[0]]
+        if words.setdefault(was, now) != now:
+            clashes.add(was)
+    return {k: v for k, v in words.items() if k not in clashes}
+
+
+def _cased(word: str, like: str) -> str:
+    """``word`` (lower case) in ``like``'s case: ``LOCAL``, ``Local`` or ``local``."""
+    if len(like) > 1 and like.isupper():
+        return word.upper()
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
 
 
 def _code_lines(text: str, at: int, up: bool) -> list[tuple[str, int, str]]:

@@ -220,8 +220,8 @@ def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neigh
     assert options_at(PY, "x = 1\nx = 2\ny = 1\n\n", 18)[1].texts == ("y = 2",)
     assert options_at(GO, "a := f(x)\nb := g(x)\na := f(y)\n\n", 30)[1].texts == ("b := g(y)",)
     # two names apart, each changed wherever it stands; one name changed in two places
-    text = "q = self.q_proj(x)\nq = q.view(n, q_len)\nk = self.k_proj(x)\n\n"
-    assert options_at(PY, text, len(text) - 1)[1].texts == ("k = k.view(n, q_len)",)
+    text = "q = self.q_proj(x)\nq = q.view(n, len(q))\nk = self.k_proj(x)\n\n"
+    assert options_at(PY, text, len(text) - 1)[1].texts == ("k = k.view(n, len(k))",)
     text = "x = f(a, a)\ny = a\nx = f(b, b)\n\n"
     assert options_at(PY, text, len(text) - 1)[1].texts == ("y = b",)
     # three names apart, two names that become one, more than the line around them changed, or a line that is the
@@ -236,6 +236,44 @@ def test_an_empty_line_gets_the_lines_beside_lines_one_name_apart_from_its_neigh
     assert options_at(PY, text, len(text) - 1)[1] == NONE
     assert options_at(PY, text.replace("z" * doclines.LONGEST, "z"), len(text) - doclines.LONGEST * 2 + 1)[1].texts \
         == ("y = 2",)
+
+
+def test_parallel_code_changes_the_word_that_changed_in_the_neighbours_name_in_the_lines_other_names_too():
+    # clear_local_storage -> clear_session_storage: one word of the name changed, so localStorage -> sessionStorage
+    doc = ('    def clear_local_storage(self):\n        self.driver.execute_script("window.localStorage.clear()")\n'
+           "\n    def clear_session_storage(self):\n\n")
+    assert options_at(PY, doc, len(doc) - 1)[1].texts == (
+        '        self.driver.execute_script("window.sessionStorage.clear()")',)
+    # in each name's case (UPPER_SNAKE, CamelCase), a number as a word; CRLF, tabs and an emoji kept as they are
+    doc = ("fn sizeof_header32() {\r\n\tassert_eq!(SIZEOF_HEADER_32, size_of::<Header32>()); // 😀\r\n}\r\n"
+           "fn sizeof_header64() {\r\n\t\r\n}\r\n")
+    hole, opts = options_at(spec_for("rust"), doc, doc.index("\t\r\n}", 60) + 1)
+    # (the line itself is there too: it is seen before a "}")
+    assert hole.heal == "\t" and opts.texts == ("\tassert_eq!(SIZEOF_HEADER_32, size_of::<Header32>()); // 😀",
+                                                "\tassert_eq!(SIZEOF_HEADER_64, size_of::<Header64>()); // 😀")
+    doc = ("  getLocalItem(key) {\n    return window.localStorage.getItem(LOCAL_PREFIX + key);\n  }\n"
+           "  getSessionItem(key) {\n\n")
+    assert options_at(spec_for("javascript"), doc, len(doc) - 1)[1].texts == (
+        "    return window.sessionStorage.getItem(SESSION_PREFIX + key);",)
+    # two names renamed (q -> k, q_proj -> k_proj): their changed word is changed in the other names too
+    text = "q = self.q_proj(x)\nq = q.view(n, q_len)\nk = self.k_proj(x)\n\n"
+    assert options_at(PY, text, len(text) - 1)[1].texts == ("k = k.view(n, k_len)",)
+
+
+def test_a_word_changes_only_where_the_names_differ_in_that_word_alone():
+    renamed = doclines._renamed
+    assert renamed("localStorage, LOCAL, Local, local_x", {"get_local": "get_session"}) \
+        == "sessionStorage, SESSION, Session, session_x"
+    assert renamed("HTTPServer(http_port)", {"http_get": "ftp_get"}) == "FTPServer(ftp_port)"
+    # two words changed, a word added, a one-word name: whole names only
+    line = "get_local_a(get_local, left, left_x, localStorage)"
+    assert renamed(line, {"get_local_a": "set_session_a"}) == "set_session_a(get_local, left, left_x, localStorage)"
+    assert renamed(line, {"get_local": "get_local_b"}) == "get_local_a(get_local_b, left, left_x, localStorage)"
+    assert renamed(line, {"left": "right"}) == "get_local_a(get_local, right, left_x, localStorage)"
+    # the same word changed two ways by two names: left alone; the renamed names themselves as renamed
+    assert renamed("a_local + b_local + localX", {"a_local": "a_session", "b_local": "b_global"}) \
+        == "a_session + b_global + localX"
+    assert renamed("", {"a_b": "a_c"}) == ""
 
 
 def test_a_typed_line_gets_the_lines_of_parallel_code_that_start_as_typed_first():
