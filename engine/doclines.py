@@ -686,7 +686,8 @@ def _renamed(line: str, renames: dict[str, str]) -> str:
         name = m.group()
         if name in renames or not words:
             return renames.get(name, name)
-        return _WORD.sub(lambda w: _cased(words.get(w.group().lower(), w.group()), w.group()), name)
+        return _WORD.sub(lambda w: _cased(words[w.group().lower()], w.group()) if w.group().lower() in words
+                         else w.group(), name)
 
     return _ANALOGY_NAME.sub(rename, line)
 
@@ -695,8 +696,8 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")   # a name's words: s
 
 
 def _word_renames(renames: dict[str, str]) -> dict[str, str]:
-    """For each name of ``renames`` whose words are the new name's but one, kept before or after it: that word ->
-    the new one, in lower case (``clear_local_storage`` -> ``clear_session_storage``: ``local`` -> ``session``). A
+    """For each name of ``renames`` with as many words as its new name, all the same but one (case aside): that word
+    -> the new one, in lower case (``clear_local_storage`` -> ``clear_session_storage``: ``local`` -> ``session``). A
     word that two names change differently is left alone."""
     words: dict[str, str] = {}
     clashes: set[str] = set()
