@@ -126,12 +126,11 @@ CAPABILITIES = {   # Neovim 0.7's for code actions: literals, data, edits resolv
     "workspace": {"workspaceEdit": {"documentChanges": True}, "applyEdit": True}}
 
 
-def test_the_trials_stutter_is_not_offered_through_the_server():
-    """The real server, the embedded model, default settings. Before: "Fill 1 hole" wrote
-    `return locket.lock_lock_lock_lock_lock_lock(locked,)` (the canvas); now the stub body is the cursor's line there,
-    whose calibrated confidence withholds what the model writes: the hole keeps its `pass` and the user is told.
-    "Complete body" (the canvas, its stutter rule) writes no stutter either."""
-    at = DISKUTILS.index("        pass\n\n    def _purge_leftovers") + 8
+def _fill_and_body(text: str) -> tuple[dict, list[str], list[str], list[str]]:
+    """The real server, the embedded model, default settings: "Fill 1 hole" and "Complete body of _purge_lock" on
+    the stub's ``pass`` in ``text``, resolved. (The "Fill 1 hole" result, its edits, what the user was told, and the
+    body's edits.)"""
+    at = text.index("        pass\n\n    def _purge_leftovers") + 8
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
         client.request("initialize", {"processId": None, "rootUri": None, "capabilities": CAPABILITIES,
                                       "initializationOptions": {"threads": 1}}, 120)
@@ -139,24 +138,39 @@ def test_the_trials_stutter_is_not_offered_through_the_server():
         assert client.wait_ready(300)["state"] == "ready"
         uri = "file:///quality/diskutils.py"
         client.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": "python", "version": 1, "text": DISKUTILS}})
+            "uri": uri, "languageId": "python", "version": 1, "text": text}})
         offered = client.request("textDocument/codeAction", {
-            "textDocument": {"uri": uri}, "range": {"start": position_at(DISKUTILS, at), "end": position_at(DISKUTILS, at)},
+            "textDocument": {"uri": uri}, "range": {"start": position_at(text, at), "end": position_at(text, at)},
             "context": {"diagnostics": [], "triggerKind": 1}}, 300) or []
         (fill,) = [a for a in offered if a["title"] == "Fill 1 hole"]
         (body,) = [a for a in offered if a["title"] == "Complete body of _purge_lock"]
         resolved = client.request("codeAction/resolve", fill, 300)
         written = [e["newText"] for change in (resolved.get("edit") or {}).get("documentChanges") or []
                    for e in change["edits"]]
-        # the user is told the model's fill was withheld, not that nothing parsed
-        assert written == [] and \
-            resolved["data"]["result"]["summary"] == "filled 0 of 1 hole; 1 had no fill likely enough to offer"
         told = [params["message"] for _, method, params in client.notifications if method == "window/showMessage"]
-        assert told and "likely enough to offer" in told[-1], told
         completed = client.request("codeAction/resolve", body, 300)
-        written = [e["newText"] for change in (completed.get("edit") or {}).get("documentChanges") or []
-                   for e in change["edits"]]
-        assert not any(degenerate(text, DISKUTILS) for text in written), written
+        bodies = [e["newText"] for change in (completed.get("edit") or {}).get("documentChanges") or []
+                  for e in change["edits"]]
+    return resolved, written, told, bodies
+
+
+def test_the_trials_stutter_is_not_offered_through_the_server():
+    """Before: "Fill 1 hole" wrote `return locket.lock_lock_lock_lock_lock_lock(locked,)` (the canvas). Then the stub
+    body became the cursor's line, whose calibrated confidence withheld what the model writes. Now the line is
+    parallel code: `_global_lock`'s `return locket.lock_file(self._global_lock_path, **kwargs)` beside the header
+    one word apart (`global` -> `purge`), so the original line is written. "Complete body" writes no stutter."""
+    resolved, written, told, bodies = _fill_and_body(DISKUTILS)
+    assert written == ["        return locket.lock_file(self._purge_lock_path, **kwargs)"], written
+    assert resolved["data"]["result"]["summary"].startswith("filled 1 of 1 hole")
+    assert not any(degenerate(text, DISKUTILS) for text in bodies), bodies
+    # without the parallel method, the model's own fill is withheld, and the user is told so, not that nothing parsed
+    alone = DISKUTILS.replace("    def _global_lock(self, **kwargs):\n"
+                              "        return locket.lock_file(self._global_lock_path, **kwargs)\n\n", "")
+    resolved, written, told, bodies = _fill_and_body(alone)
+    assert written == [] and \
+        resolved["data"]["result"]["summary"] == "filled 0 of 1 hole; 1 had no fill likely enough to offer"
+    assert told and "likely enough to offer" in told[-1], told
+    assert not any(degenerate(text, alone) for text in bodies), bodies
 
 
 def test_what_the_user_is_told_when_the_gate_withheld_a_fill():
