@@ -679,7 +679,8 @@ def _two_names(shape: tuple[tuple[str, ...], list[str]], code: str) -> dict[str,
 def _renamed(line: str, renames: dict[str, str]) -> str:
     """``line`` with each name of ``renames`` changed wherever it stands as a whole name; and where a name changed in
     one of its words alone (``clear_local_storage`` -> ``clear_session_storage``), that word changed in the line's
-    other names too, in their case (``localStorage`` -> ``sessionStorage``, ``LOCAL_KEY`` -> ``SESSION_KEY``)."""
+    other names too, in their case (``localStorage`` -> ``sessionStorage``, ``LOCAL_KEY`` -> ``SESSION_KEY``), and
+    in a Rust number's type (``7.0f32`` -> ``7.0f64`` beside ``from_f32`` -> ``from_f64``)."""
     words = _word_renames(renames)
 
     def rename(m: re.Match[str]) -> str:
@@ -689,9 +690,11 @@ def _renamed(line: str, renames: dict[str, str]) -> str:
         return _WORD.sub(lambda w: _cased(words[w.group().lower()], w.group()) if w.group().lower() in words
                          else w.group(), name)
 
-    return _ANALOGY_NAME.sub(rename, line)
+    line = _ANALOGY_NAME.sub(rename, line)
+    return _LITERAL_TYPE.sub(rename, line) if words else line
 
 
+_LITERAL_TYPE = re.compile(r"(?<=[0-9])[iuf](?:8|16|32|64|128|size)\b")   # a Rust number's type: 1u8, 7.0f32
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")   # a name's words: snake_case, camelCase, HTTPServer, x2
 
 

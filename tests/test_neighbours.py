@@ -274,6 +274,10 @@ def test_a_word_changes_only_where_the_names_differ_in_that_word_alone():
     assert renamed("a_local + b_local + localX", {"a_local": "a_session", "b_local": "b_global"}) \
         == "a_session + b_global + localX"
     assert renamed("", {"a_b": "a_c"}) == ""
+    # a Rust number's type is a word too (``7.0f32`` beside ``from_f32`` -> ``from_f64``); not a hex digit or a name
+    assert renamed("assert_eq!(f.to_f32(), 7.0f32); 1u8, 0x32, 3f32", {"from_f32": "from_f64"}) \
+        == "assert_eq!(f.to_f64(), 7.0f64); 1u8, 0x32, 3f64"
+    assert renamed("f(7.0f32)", {"a": "b"}) == "f(7.0f32)"
 
 
 def test_a_typed_line_gets_the_lines_of_parallel_code_that_start_as_typed_first():
