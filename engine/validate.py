@@ -84,6 +84,7 @@ def tidy(fill: str, hole: Hole, rest_of_line: str, other: bool = False) -> str |
 
 _CLOSERS = ")]}"
 _OPENERS = "([{"
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
 def _pairs_its_brackets(code: str) -> bool:
@@ -120,9 +121,6 @@ def _outside_quotes(code: str) -> tuple[list[tuple[int, str]], bool]:
     return out, bool(quote)
 
 
-_OPENER_OF = {")": "(", "]": "[", "}": "{"}
-
-
 _LINE_COMMENT = {":": "#"}   # a line comment's marker by ``block_opener`` (``//`` for the braces languages)
 
 
@@ -144,21 +142,21 @@ def without_surplus_closers(spec: LanguageSpec, line_before: str, fill: str) -> 
         return None
     line = line_before + body[:end]
     comment = _LINE_COMMENT.get(spec.block_opener, "//")
-    stack: list[str] = []
-    surplus: list[int] = []   # offsets in ``fill`` of the closers that close nothing
+    stack: list[str] = []     # the closers the line's open brackets wait for
+    surplus: set[int] = set()   # offsets in ``fill`` of the closers that close nothing
     chars, in_quote = _outside_quotes(line)
     for i, ch in chars:
         if line.startswith(comment, i):
             return None   # a comment: what it holds is no code to count
         if ch in _OPENERS:
-            stack.append(ch)
+            stack.append(_PAIRS[ch])
         elif ch in _CLOSERS:
-            if stack and stack[-1] == _OPENER_OF[ch]:
+            if stack and stack[-1] == ch:
                 stack.pop()
             elif i < len(line_before):
                 return None   # the user's own line has an unmatched closer: a statement that started above
             else:
-                surplus.append(i - len(line_before))
+                surplus.add(i - len(line_before))
     if in_quote or not surplus or any(i < run for i in surplus) or len(surplus) == end - run:
         return None   # (a fill whose closers all close nothing had no call of its own to close: ``X );``)
     kept = "".join(ch for i, ch in enumerate(fill[:end]) if i not in surplus)
@@ -1073,9 +1071,6 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _PLAIN_WORDS = _LITERAL_NAMES | {"return", "pass", "break", "continue", "else", "try", "finally", "default",
                                  "do", "yield", "raise", "throw", "end", "loop"}
 _REPEAT_LOOK = 40   # lines each side searched for the nearest code line (a run of blank lines or more: no neighbour)
-
-
-_PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
 def regroups_brackets(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
