@@ -214,6 +214,21 @@ def code_indents(text: str, at: int, language: str | None = None, span: int = 20
     return out
 
 
+BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
+
+
+def semicolons(text: str, line_start: int) -> str | None:
+    """``;`` when more of the 40 code lines above the line starting at ``line_start`` and the 40 below it end with
+    it than end a statement without it (with a name, a literal, ``)`` or ``]``: ``BARE_END``); ``""`` when fewer
+    do; None when as many (no line of either kind: a habit not shown)."""
+    above = [line.strip() for line in text[max(0, line_start - 4000):line_start].split("\n") if line.strip()][-40:]
+    below = [line.strip() for line in text[line_start:line_start + 4000].split("\n")[1:] if line.strip()][:40]
+    code = [line for line in above + below if not line.startswith(("//", "/*", "*"))]
+    ended = sum(line.endswith(";") for line in code)
+    bare = sum(bool(BARE_END.search(line)) for line in code)
+    return ";" if ended > bare else "" if ended < bare else None
+
+
 # One level of indentation where a document has no indented code line and no workspace says otherwise: each
 # language's formatter's (black, gofmt, rustfmt, prettier)
 DEFAULT_INDENT = {"python": "    ", "go": "\t", "rust": "    ", "javascript": "  ", "typescript": "  ",

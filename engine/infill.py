@@ -20,7 +20,7 @@ from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
                        go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
-                       reopens_closer, repeats_neighbour, tidy, without_surplus_closers)
+                       reopens_closer, repeats_neighbour, statement_end, tidy, without_surplus_closers)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -406,6 +406,11 @@ def _first_valid(candidate: Candidate, hole: Hole, rest_of_line: str, spec: Lang
         if line_before is not None:   # then the model's fill without the closers it has too many of
             tidied += [(trimmed, edits) for fill, edits in tidied if fill is not None
                        and (trimmed := without_surplus_closers(spec, line_before, fill)) is not None]
+            # and each first with its statement's ``;`` as the document's statements have it, if that still passes
+            ended = [statement_end(spec, win.prefix, win.suffix, fill) if fill is not None else None
+                     for fill, _ in tidied]
+            tidied = [variant for (fill, edits), end in zip(tidied, ended)
+                      for variant in ([(end, edits)] if end is not None else []) + [(fill, edits)]]
         for fill, edits in tidied:
             if fill is None or not fill[len(hole.heal):].strip() or empty_comment(fill[len(hole.heal):]) \
                     or foreign and REPLACEMENT in fill \

@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from .context import Hole
 from .context import indent_unit as _indent_unit
+from .context import semicolons
 from .doclines import LineOptions, NONE, PARAMETER, empty_line, names_around, neighbour_rank
 from .returns import returns_no_value
 from .worklines import indent_width
@@ -57,7 +58,6 @@ _DECORATOR = re.compile(r"@[\w$.]+(?:\([^()]*\))?\s*")
 _OPEN, _CLOSE = "([{", ")]}"
 _BODY_OPENER = re.compile(r"[^:{\n;]*[:{]|[^:{;]*?\n[^:{;]*[{:]")   # after ``)``: a return type, then ``:``/``{``
 _NESTED = re.compile(r"\bdef\b|\bfunction\b|=>|\blambda\b")   # a function inside the constructor's body
-_BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
 _CLASS = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:abstract[ \t]+)?"
                     r"class\b([^\n{]*\bextends\b)?[^\n{]*\{")
 
@@ -98,7 +98,7 @@ def stored_lines(text: str, at: int, found: Constructor, language: str) -> list[
     if language != "python" and _derived(text, body_start) and "super(" not in text[body_start:line_start]:
         return []   # a derived class's constructor calls super() before it may use ``this``
     python = language == "python"
-    semicolon = "" if python else _semicolons(text, line_start)
+    semicolon = "" if python else semicolons(text, line_start) or ""
     lines: list[str] = []
     for name in (p for p in (params[1:] if python else params) if p):
         fields = _fields(text[max(0, body_start - CLASS_SPAN):body_start + CLASS_SPAN], receiver, name, python)
@@ -320,12 +320,3 @@ def _fields(text: str, receiver: str, name: str, python: bool) -> list[str]:
                                         rf"{re.escape(f)}[?!]?\s*[:=;]", text)]
     return used or [name]
 
-
-def _semicolons(text: str, line_start: int) -> str:
-    """``;`` when more of the 40 code lines above and the 40 below end with it than end a statement without it
-    (with a name, a literal, ``)`` or ``]``)."""
-    above = [line.strip() for line in text[max(0, line_start - 4000):line_start].split("\n") if line.strip()][-40:]
-    below = [line.strip() for line in text[line_start:line_start + 4000].split("\n")[1:] if line.strip()][:40]
-    code = [line for line in above + below if not line.startswith(("//", "/*", "*"))]
-    ended = sum(line.endswith(";") for line in code)
-    return ";" if ended > sum(bool(_BARE_END.search(line)) for line in code) else ""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
-from .context import Window
+from .context import BARE_END, Window, semicolons
 from .languages import LanguageSpec, document_tree, error_count, error_spans, has_grammar
 from .languages import parse as _parse_anew
 from .model_text import invents_replacement
@@ -122,6 +122,55 @@ def _outside_quotes(code: str) -> tuple[list[tuple[int, str]], bool]:
 
 
 _LINE_COMMENT = {":": "#"}   # a line comment's marker by ``block_opener`` (``//`` for the braces languages)
+
+
+_SEMICOLON_LANGUAGES = ("javascript", "typescript", "typescriptreact", "rust")   # statements end with ``;``
+_CONTINUES = re.compile(r"[.?)\]}:,=+\-*/%&|^<>!]")   # a code line starting so goes on with the line above
+_NO_END = re.compile(r"(?:(?:export|pub|async|default)\s+)*(?:if|for|while|else|switch|catch|do|try|function|class|"
+                     r"fn|impl|match|loop|struct|enum|trait|mod|unsafe|where|interface|type|namespace)\b|[@#<]")
+
+
+def statement_end(spec: LanguageSpec, prefix: str, suffix: str, fill: str) -> str | None:
+    """At a line's end (``prefix`` ends with the line's text before the fill, ``suffix``'s first line is blank):
+    ``fill`` with the ``;`` the document's statements end with where the fill leaves a whole statement without it
+    (``const now = Dat`` + ``e.now()`` -> ``e.now();``; Rust's statements always), or, in JavaScript and TypeScript,
+    without the one the document's statements do not have (``const parts: string[] = []``; ``context.semicolons``:
+    a document that shows neither habit keeps the fill as written). None otherwise: another language, a fill of
+    more than one line, a line whose brackets or quotes are not closed, with a comment, that heads a block or is a
+    decorator or attribute, after a code line that does not end a statement (``,``, ``(``, an operator), before one
+    that goes on with it (``.then(``, ``?``, ``+``, a closer) or, in Rust, before a ``}`` (the block's value, whose
+    ``;`` would make it ``()``)."""
+    if spec.name not in _SEMICOLON_LANGUAGES or "\n" in fill.rstrip("\n"):
+        return None
+    body = fill.rstrip()
+    tail = fill[len(body):]
+    line_start = prefix.rfind("\n") + 1
+    line = prefix[line_start:] + body
+    code = line.strip()
+    rest, _, after = suffix.partition("\n")
+    if not code or _NO_END.match(code) or rest.strip():
+        return None
+    depth = 0
+    chars, in_quote = _outside_quotes(line)
+    for i, ch in chars:
+        if line.startswith(("//", "/*"), i):
+            return None
+        depth += (ch in _OPENERS) - (ch in _CLOSERS)
+        if depth < 0:
+            return None
+    if in_quote or depth:
+        return None
+    above = next((c for c in (ln.strip() for ln in reversed(prefix[:line_start].split("\n")))
+                  if c and not c.startswith(("//", "/*", "*"))), "")
+    below = next((c for c in (ln.strip() for ln in after.split("\n")) if c and not c.startswith(("//", "/*", "*"))),
+                 "")
+    if above and not (above.endswith((";", "{", "}")) or BARE_END.search(above) and not _NO_END.match(above)) \
+            or _CONTINUES.match(below) and not below.startswith("}") or spec.name == "rust" and below.startswith("}"):
+        return None
+    style = ";" if spec.name == "rust" else semicolons(prefix + suffix, line_start)
+    if body.endswith(";"):
+        return body[:-1] + tail if style == "" and BARE_END.search(body[:-1]) else None
+    return body + ";" + tail if style and BARE_END.search(body) else None
 
 
 def without_surplus_closers(spec: LanguageSpec, line_before: str, fill: str) -> str | None:

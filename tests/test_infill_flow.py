@@ -485,7 +485,7 @@ _HALF_TYPED = [
      '"no unit', [(", unit)", False), (' given")', True)]),
     # a Rust statement without its ``;``, a call without its ``)`` before the line's own ``;``
     ("rust", "impl Reader {\n    fn next(&mut self) -> u8 {\n        let ret = sel\n        self.pos += 1;\n"
-             "        ret\n    }\n}\n", "= sel", [("f.source", False), ("f.data[self.pos];", True)]),
+             "        ret\n    }\n}\n", "= sel", [("f.source, 1", False), ("f.data[self.pos];", True)]),
     ("javascript", "function f(kind) {\n  return isPunctuator(kin;\n}\n", "tor(kin",
      [("d", False), ("d)", True), ("d) && kind", True)]),
     ("go", "package m\n\nimport \"os\"\n\nfunc f(code int) {\n\tos.Exit(co\n}\n", "Exit(co",
@@ -769,6 +769,65 @@ def test_without_surplus_closers_reads_the_languages_comments():
     js = spec_for("javascript")
     assert without_surplus_closers(js, "  this.#emit(f(", "a)));") == "a));"   # a private field, no comment
     assert without_surplus_closers(js, "  g(a); // f(", "a))") is None
+
+
+_SEMIS = "function a() {\n  const x = f();\n  g(x);\n  h();\n"   # a document whose statements end with ``;``
+_BARE = "function a() {\n  const x = f()\n  g(x)\n  h()\n"        # one whose statements do not
+
+
+@pytest.mark.parametrize("language,prefix,suffix,fill,ended", [
+    # the model's fill ends the statement without the ``;`` the document's statements have (the new-user trial's
+    # kind of line, typed to its middle: ``const now = Dat`` + ``e.now()``)
+    ("typescript", _SEMIS + "  const now = Dat", "\n  use(now);\n}\n", "e.now()", "e.now();"),
+    ("javascript", _SEMIS + "  el.setAttribute('title', ful", "\n});\n", "lName)\n", "lName);\n"),
+    ("rust", "fn main() {\n    println!(\"A={}\", A);\n    println!(\"B={}\", B", "\n    run();\n}\n", ")",
+     ");"),
+    # and the one they do not have is left out (JavaScript and TypeScript only)
+    ("typescript", _BARE + "  const parts: str", "\n  use(parts)\n}\n", "ing[] = [];", "ing[] = []"),
+    ("typescript", _BARE + "  const now = Dat", "\n  use(now)\n}\n", "e.now()", None),   # as the document has it
+    ("typescript", _SEMIS + "  const now = Dat", "\n  use(now);\n}\n", "e.now();", None),
+    ("typescript", "function f(x) {\n  if (x === null) {\n    ret", "\n  }\n}\n", "urn x;", None),   # no habit shown
+    ("typescript", "function f(x) {\n  if (x === null) {\n    ret", "\n  }\n}\n", "urn x", None),
+    ("go", "func f() {\n\tx := g()\n\tnow := time.No", "\n\tuse(now)\n}\n", "w()", None),   # Go has none
+    ("python", "def f():\n    now = time.ti", "\n    use(now)\n", "me()", None),
+    # not a whole statement: brackets left open, a block's header, a decorator, a comment, a string left open
+    ("typescript", _SEMIS + "  const now = f(Dat", "\n  );\n}\n", "e.now()", None),
+    ("typescript", _SEMIS + "  if (Dat", "\n    run();\n}\n", "e.now())", None),
+    ("typescript", _SEMIS + "  @Inp", "\n  name: string;\n}\n", "ut()", None),
+    ("typescript", _SEMIS + "  g(x) // then", "\n  h();\n}\n", " f()", None),
+    ("typescript", _SEMIS + "  g('a", "\n  h();\n}\n", ")", None),
+    # the statement goes on above or below: an argument, a chain, an operator
+    ("typescript", _SEMIS + "  g(a,\n    Dat", "\n  );\n}\n", "e.now()", None),
+    ("typescript", _SEMIS + "  const p = fet", "\n    .then(r => r);\n}\n", "ch(url)", None),
+    ("typescript", _SEMIS + "  const p = fet", "\n    + 1;\n}\n", "ch(url)", None),
+    ("typescript", _SEMIS + "  const p = a +\n    fet", "\n  h();\n}\n", "ch(url)", None),
+    # Rust: a line before the block's ``}`` is its value, whose ``;`` would make it ``()``
+    ("rust", "fn f() -> Option<u8> {\n    let x = 1;\n    Some(", "\n}\n", "x)", None),
+    # the cursor's line has more after it; a fill of more than one line
+    ("typescript", _SEMIS + "  const now = Dat", " + 1\n}\n", "e.now()", None),
+    ("typescript", _SEMIS + "  const now = Dat", "\n}\n", "e.now()\n  g()", None),
+    # CRLF: the line's break stays as the fill has it
+    ("typescript", _SEMIS.replace("\n", "\r\n") + "  const now = Dat", "\r\n  use(now);\r\n}\r\n", "e.now()\r\n",
+     "e.now();\r\n"),
+])
+def test_statement_end_follows_the_documents_semicolons(language, prefix, suffix, fill, ended):
+    from engine.validate import statement_end
+    assert statement_end(spec_for(language), prefix, suffix, fill) == ended
+
+
+@pytest.mark.parametrize("language,text,at,answer,offered", [
+    ("typescript", _SEMIS + "  const now = Dat\n  use(now);\n}\n", "= Dat", "e.now()", "e.now();"),
+    ("typescript", _BARE + "  const parts: str\n  use(parts)\n}\n", ": str", "ing[] = [];", "ing[] = []"),
+    ("rust", "fn main() {\n    let a = 1;\n    println!(\"{}\", a\n    run();\n}\n", "\", a", ")", ");"),
+    # a Rust statement left without its ``;`` (which leaves the line broken: not offered as written) gets it
+    ("rust", "impl Reader {\n    fn next(&mut self) -> u8 {\n        let ret = sel\n        self.pos += 1;\n"
+             "        ret\n    }\n}\n", "= sel", "f.source", "f.source;"),
+    # a ``;`` that does not parse is not added: the fill is offered as the model wrote it (an object's last member)
+    ("typescript", _SEMIS + "  const o = {\n    a: f(\n  };\n}\n", "a: f(", ")", ")"),
+])
+def test_a_fill_ending_a_statement_is_offered_with_the_documents_semicolon(language, text, at, answer, offered):
+    cursor = text.index(at) + len(at)
+    assert _offered(language, text, cursor, answer) == [offered], answer
 
 
 class _Copier(Scripted):
