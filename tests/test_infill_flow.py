@@ -854,6 +854,18 @@ def test_a_copy_of_a_document_line_is_never_cut_only_the_models_own_fill():
     assert [f.text for f in own.fills] == ["len(x))"]
 
 
+def test_the_models_fill_that_makes_a_copys_edit_is_that_copy():
+    # date-fns' ``return _d`` + ``ate``: with the document's ``;`` the model's fill is ``ate;``, the rest of the
+    # document's ``return _date;``: one fill, the copy (estimated as a copy is), not the model's and the copy dropped
+    text = ("function a(_date) {\n  const x = f();\n  g(x);\n  return _date;\n}\n"
+            "function b(_date) {\n  h();\n  return _d\n}\n")
+    cursor = text.index("return _d\n") + len("return _d")
+    c = complete(_Copier(lambda prefix: "ate"), FillOptions(min_confidence=0.0, names_rule=False),
+                 InfillRequest(text, cursor, "javascript"), Control(lambda s: None))
+    assert [(f.text, f.copied) for f in c.fills] == [("ate;", True)]
+    assert [f.text for f in c.considered] == ["ate;"]
+
+
 def test_the_rest_of_another_line_copied_from_nearby_is_cut_to_the_closers_this_line_needs():
     # the new-user trial's typescript_1.ts: the rest after ``err`` on the line above closes that line's ``(await``
     # too; after ``return retry({ error: err`` one ``)`` of it is too many
