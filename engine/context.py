@@ -215,14 +215,16 @@ def code_indents(text: str, at: int, language: str | None = None, span: int = 20
 
 
 BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
+HABIT_CHARS = 4000   # characters read each side of the line by ``semicolons``
 
 
 def semicolons(text: str, line_start: int) -> str | None:
     """``;`` when more of the 40 code lines above the line starting at ``line_start`` and the 40 below it end with
     it than end a statement without it (with a name, a literal, ``)`` or ``]``: ``BARE_END``); ``""`` when fewer
     do; None when as many (no line of either kind: a habit not shown)."""
-    above = [line.strip() for line in text[max(0, line_start - 4000):line_start].split("\n") if line.strip()][-40:]
-    below = [line.strip() for line in text[line_start:line_start + 4000].split("\n")[1:] if line.strip()][:40]
+    above = [line.strip() for line in text[max(0, line_start - HABIT_CHARS):line_start].split("\n")
+             if line.strip()][-40:]
+    below = [line.strip() for line in text[line_start:line_start + HABIT_CHARS].split("\n")[1:] if line.strip()][:40]
     code = [line for line in above + below if not line.startswith(("//", "/*", "*"))]
     ended = sum(line.endswith(";") for line in code)
     bare = sum(bool(BARE_END.search(line)) for line in code)

@@ -208,11 +208,11 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
                            text)
     rejected += bad
     if copy is not None:   # the model's fill that makes the copy's edit is that copy: the line the project has,
-        same = [i for i, f in enumerate(firsts) if _key(f) == _key(copy)]   # estimated as one
-        if same:
-            firsts[same[0]] = copy
-        else:
+        same = next((i for i, f in enumerate(firsts) if _key(f) == _key(copy)), None)   # estimated as one
+        if same is None:
             firsts.append(copy)
+        else:
+            firsts[same] = copy
     # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]

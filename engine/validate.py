@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
-from .context import BARE_END, Window, semicolons
+from .context import BARE_END, HABIT_CHARS, Window, semicolons
 from .languages import LanguageSpec, document_tree, error_count, error_spans, has_grammar
 from .languages import parse as _parse_anew
 from .model_text import invents_replacement
@@ -126,6 +126,7 @@ _LINE_COMMENT = {":": "#"}   # a line comment's marker by ``block_opener`` (``//
 
 _SEMICOLON_LANGUAGES = ("javascript", "typescript", "typescriptreact", "rust")   # statements end with ``;``
 _CONTINUES = re.compile(r"[.?)\]}:,=+\-*/%&|^<>!]")   # a code line starting so goes on with the line above
+_COMMENT_STARTS = ("//", "/*", "*")   # a braces language's comment line (``*``: inside a ``/* */`` block)
 _NO_END = re.compile(r"(?:(?:export|pub|async|default)\s+)*(?:if|for|while|else|switch|catch|do|try|function|class|"
                      r"fn|impl|match|loop|struct|enum|trait|mod|unsafe|where|interface|type|namespace)\b|[@#<]")
 
@@ -148,26 +149,19 @@ def statement_end(spec: LanguageSpec, prefix: str, suffix: str, fill: str) -> st
     line = prefix[line_start:] + body
     code = line.strip()
     rest, _, after = suffix.partition("\n")
-    if not code or _NO_END.match(code) or rest.strip():
+    if not code or _NO_END.match(code) or rest.strip() or not _pairs_its_brackets(line) \
+            or any(line.startswith(("//", "/*"), i) for i, _ in _outside_quotes(line)[0]):
         return None
-    depth = 0
-    chars, in_quote = _outside_quotes(line)
-    for i, ch in chars:
-        if line.startswith(("//", "/*"), i):
-            return None
-        depth += (ch in _OPENERS) - (ch in _CLOSERS)
-        if depth < 0:
-            return None
-    if in_quote or depth:
-        return None
-    above = next((c for c in (ln.strip() for ln in reversed(prefix[:line_start].split("\n")))
-                  if c and not c.startswith(("//", "/*", "*"))), "")
-    below = next((c for c in (ln.strip() for ln in after.split("\n")) if c and not c.startswith(("//", "/*", "*"))),
-                 "")
+    # the nearest code lines above and below (comments are not code), within ``_REPEAT_LOOK`` lines
+    above = next((c for c in (ln.strip() for ln in reversed(prefix[:line_start].rsplit("\n", _REPEAT_LOOK)))
+                  if c and not c.startswith(_COMMENT_STARTS)), "")
+    below = next((c for c in (ln.strip() for ln in after.split("\n", _REPEAT_LOOK)[:_REPEAT_LOOK])
+                  if c and not c.startswith(_COMMENT_STARTS)), "")
     if above and not (above.endswith((";", "{", "}")) or BARE_END.search(above) and not _NO_END.match(above)) \
             or _CONTINUES.match(below) and not below.startswith("}") or spec.name == "rust" and below.startswith("}"):
         return None
-    style = ";" if spec.name == "rust" else semicolons(prefix + suffix, line_start)
+    lo = max(0, line_start - HABIT_CHARS)   # (only what ``semicolons`` reads, not the whole window)
+    style = ";" if spec.name == "rust" else semicolons(prefix[lo:] + suffix[:HABIT_CHARS], line_start - lo)
     if body.endswith(";"):
         return body[:-1] + tail if style == "" and BARE_END.search(body[:-1]) else None
     return body + ";" + tail if style and BARE_END.search(body) else None
