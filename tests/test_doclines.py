@@ -300,21 +300,25 @@ def test_a_word_typed_before_an_editors_closers_takes_its_rest_where_the_documen
     assert set(got.sources) == {WORD}
     assert word_options(text, hole, "]").texts == ("no",)            # the closer after the cursor decides
     # the line's own `;` or `,` after the closers (an existing line edited: `log(err|);`): as before a `;` alone,
-    # only a word the document completes one way (here two: none)
-    assert word_options(text, hole, ");").texts == word_options(text, hole, "),\r").texts == ()
+    # a word the document completes one way, else (here two ways) the words of the nearest places that start so,
+    # whatever follows them there: `error` in `function again(error) {`, then `errors` in `log(errors.get(")"))`
+    assert word_options(text, hole, ");").texts == word_options(text, hole, "),\r").texts == ("or", "ors")
     one = text.replace("error.code", "e.code")
     assert word_options(one, decide_hole(spec_for("javascript"), one, one.rindex("log(err") + 7), "));").texts == ("or",)
-    assert word_options(text, hole, ";;").texts == word_options(text, hole, ");;").texts == ()
+    assert word_options(text, hole, ";;").texts == ("or", "ors")
+    assert word_options(text, hole, ");;").texts == ()              # more than closers, then the line's own end
     assert word_options(text, hole, ") + 1").texts == ()          # code after the cursor: not a word's place
     assert word_options(text, hole, "").texts == ()               # the line's end: the whole line's options
     after_paren = text.rindex("log(err") + len("log(")
     assert word_options(text, decide_hole(spec_for("javascript"), text, after_paren), "err)").texts == ()
 
 
-def test_a_word_typed_before_a_lines_own_comma_or_semicolon_takes_the_one_rest_the_document_has():
+def test_a_word_typed_before_a_lines_own_comma_or_semicolon_takes_the_one_rest_or_the_nearest_words():
     """A word typed in the middle of an existing line whose `,` or `;` stays after the cursor (the new-user trial's
-    `HKE|,` for `HKEY_LOCAL_MACHINE,`): the rest where the document has the word before that character, only when
-    it has one such rest (with several, 1 of 32 offered on the development holes was right)."""
+    `HKE|,` for `HKEY_LOCAL_MACHINE,`): the rest where the document has the word before that character when it has
+    one such rest (with several, 1 of 32 offered on the development holes was right); else the words of the two
+    nearest places that start with it, whatever follows them (`return att|;` -> `attachment` from `const attachment
+    = {` ten lines up: on the mid-line development holes 622 -> 632 right)."""
     from engine.doclines import word_options
 
     def options(text: str, language: str = "python") -> tuple[str, ...]:
@@ -326,7 +330,11 @@ def test_a_word_typed_before_a_lines_own_comma_or_semicolon_takes_the_one_rest_t
         return word_options(text, hole, text[cursor:line_end]).texts
 
     keys = "keys = [\n    HKEY_LOCAL_MACHINE,\n    HKEY_USERS,\n]\nroots = (\n    HKEY_CURRENT_USER)\n"
-    assert options(keys + "first = [HKE|,\n") == ()                      # two rests before a comma: none taken
+    # two rests before a comma: the nearest places' words instead, the nearest first
+    assert options(keys + "first = [HKE|,\n") == ("Y_CURRENT_USER", "Y_USERS")
+    assert options(keys + "first = [HKEY_|,\n") == ("CURRENT_USER", "USERS")
+    assert options("x = 1\nfirst = [HKE|,\n") == ()                     # no word starts so: none
+    assert options("HKEYS = 1\nfirst = [HKEYS|,\n") == ()               # the whole word typed: nothing to add
     assert options(keys + "first = f(HKE|)\n") == ("Y_CURRENT_USER",)    # a closer: every rest, as before
     assert options(keys.replace("    HKEY_USERS,\n", "") + "first = [HKE|,\n") == ("Y_LOCAL_MACHINE",)
     js = "const a = templatesPath;\nconst b = tem|;\n"
