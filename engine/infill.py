@@ -15,6 +15,7 @@ from .context import Hole, Window, decide_hole, foreign_indent, indent_options, 
 from .languages import LanguageSpec, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
+from .names import invented_names
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
@@ -204,8 +205,15 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             break  # a cursor-sized hole answers at once: a block's retry at half the slots is not needed
         if request.rewrite:
             break
+    # (a name the document's package defines in another file, Go's sibling files, is no invention)
+    defined = project.defined(spec.name, request.path, text) if project is not None and (firsts or copies) \
+        else frozenset()
+    # a copy that uses a name the document defines nowhere ranks last among the fills (``offer``'s names rule): the
+    # next copy that does not is tried first
+    invents = (lambda fill: bool(invented_names(spec, text, fill.start, fill.text, fill.end, defined))) \
+        if config.names_rule else None
     copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens,
-                           text)
+                           text, invents)
     rejected += bad
     if copy is not None:   # the model's fill that makes the copy's edit is that copy: the line the project has,
         same = next((i for i, f in enumerate(firsts) if _key(f) == _key(copy)), None)   # estimated as one
@@ -216,8 +224,6 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
-    # (a name the document's package defines in another file, Go's sibling files, is no invention)
-    defined = project.defined(spec.name, request.path, text) if project is not None and firsts else frozenset()
     fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined)
     return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None, rejected, backend.name, tuple(considered), tuple(alternatives), not_utf8)
@@ -267,22 +273,28 @@ def copy_rank(candidate: Candidate, prior: float | None, source: str = "", rank:
 def _best_copy(candidates: Sequence[tuple[Candidate, float | None, str, float | None]], hole: Hole, rest_of_line: str,
                spec: LanguageSpec, win: Window, baseline: int | None,
                whole: Verdict | None, document: DocumentCheck | None = None,
-               fits: Callable[[str], bool] | None = None, opens: str = "", text: str = ""
-               ) -> tuple[HoleFill | None, int]:
+               fits: Callable[[str], bool] | None = None, opens: str = "", text: str = "",
+               invents: Callable[[HoleFill], bool] | None = None) -> tuple[HoleFill | None, int]:
     """The best-ranked line (``copy_rank``: the document's, the workspace's or a common one) that validates as
     the hole's fill (the first of the ``COPIES_CHECKED`` best), marked ``copied`` (and a workspace or common
-    line with its prior), and how many were rejected."""
+    line with its prior), and how many were rejected. With ``invents`` (the names rule: does the fill use a name
+    the document defines nowhere?), the first such line that does not, else the first."""
     rejected = 0
+    first: HoleFill | None = None
     for candidate, prior, source, _ in sorted(candidates, key=lambda c: -copy_rank(*c))[:COPIES_CHECKED]:
         fill, bad = _first_valid(candidate, hole, rest_of_line, spec, win, baseline, (), whole, document, fits,
                                  opens=opens, copied=True, text=text, fragment=source == doclines.TAIL)
         rejected += bad
-        if fill is not None:
-            return replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
-                           workspace=prior if source == doclines.WORKSPACE else None,
-                           neighbour=prior if source in (doclines.NEIGHBOUR, doclines.BETWEEN) else None,
-                           between=source == doclines.BETWEEN, tail=source == doclines.TAIL), rejected
-    return None, rejected
+        if fill is None:
+            continue
+        fill = replace(fill, copied=True, common=prior if source == doclines.COMMON else None,
+                       workspace=prior if source == doclines.WORKSPACE else None,
+                       neighbour=prior if source in (doclines.NEIGHBOUR, doclines.BETWEEN) else None,
+                       between=source == doclines.BETWEEN, tail=source == doclines.TAIL)
+        if invents is None or not invents(fill):
+            return fill, rejected
+        first = first or fill
+    return first, rejected
 
 
 def _both(a: Callable[[str], bool] | None, b: Callable[[str], bool] | None) -> Callable[[str], bool] | None:

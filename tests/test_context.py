@@ -992,3 +992,35 @@ def test_the_best_ranked_copy_that_validates_is_taken_among_the_first_eight():
     assert fill is not None and fill.text == "    b = b * 2" and fill.copied and rejected >= COPIES_CHECKED - 1
     one_more = [*broken, line("    c = (a\n", -9.0), good]          # the good line ranks just below the checked
     assert _best_copy(one_more, hole, "", PY, win, baseline, None) == (None, rejected + 1)
+
+
+def test_a_copy_that_invents_a_name_gives_way_to_the_next_that_does_not():
+    """With the names rule (``invents``), a valid copy that uses a name the document defines nowhere (which ``offer``
+    would rank last and withhold) gives way to the next best-ranked valid copy that does not (the new-user trial's
+    `return att|;`: the common line `return attrs;` ranked above `attachment`, the local ten lines up); with none
+    that does not, the first valid one stays."""
+    from engine.backends.base import Candidate
+    from engine.doclines import COMMON, WORD
+    from engine.infill import _best_copy
+    from engine.names import invented_names
+
+    js = spec_for("javascript")
+    text = "function f(node) {\n  const attachment = { node };\n  use(attachment);\n  return att;\n}\n"
+    at = text.index("att;") + 3
+    hole = decide_hole(js, text, at)
+    win = window(js, text, at, at, chars, 200, 200)
+    baseline = baseline_errors(js, win, ";")
+
+    def copy(rest: str, score: float, source: str) -> tuple[Candidate, None, str, None]:
+        return Candidate((rest,), ((0.5,),), (((0, len(rest)),),), score), None, source, None
+
+    def invents(fill):
+        return bool(invented_names(js, text, fill.start, fill.text, fill.end))
+
+    common, word = copy("rs", -1.0, COMMON), copy("achment", -5.0, WORD)
+    assert _best_copy([common, word], hole, ";", js, win, baseline, None, text=text)[0].text == "rs"   # as ranked
+    fill, _ = _best_copy([common, word], hole, ";", js, win, baseline, None, text=text, invents=invents)
+    assert fill is not None and fill.text == "achment" and fill.copied
+    fill, _ = _best_copy([common, copy("ributes", -2.0, WORD)], hole, ";", js, win, baseline, None, text=text,
+                         invents=invents)
+    assert fill is not None and fill.text == "rs"   # every valid copy invents one: the best-ranked
