@@ -222,8 +222,8 @@ def choose(assessed: Sequence[tuple[HoleFill, dict[str, float]]], calibration: C
 
 
 def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKind, options: FillOptions,
-          model_dir: Path | None, others: Sequence[HoleFill] = (), defined: frozenset[str] = frozenset()
-          ) -> tuple[HoleFill | None, tuple[HoleFill, ...], tuple[HoleFill, ...]]:
+          model_dir: Path | None, others: Sequence[HoleFill] = (), defined: frozenset[str] = frozenset(),
+          document: Document | None = None) -> tuple[HoleFill | None, tuple[HoleFill, ...], tuple[HoleFill, ...]]:
     """The fill to offer for one hole (``None``: withheld), every competing fill with its estimate, and the
     alternatives: the other distinct fills (``others`` included: a length's later candidates) that would be
     offered on their own, best first, at most ``options.max_alternatives - 1``.
@@ -232,9 +232,10 @@ def offer(fills: Sequence[HoleFill], text: str, spec: LanguageSpec, kind: HoleKi
     rest of a line, a line, a body after an opener) are withheld below the bar; a selection (a rewrite:
     the user asked for it) always gets its best fill. ``model_dir``: where the backend's checkpoint (and
     its calibration) lives; None: no calibration. ``defined``: the names the other files of the document's package
-    define (``engine.worklines.Workspace.defined``), not invented."""
+    define (``engine.worklines.Workspace.defined``), not invented. ``document``: ``text``'s ``Document`` with those
+    ``defined`` names, where the caller has asked it already (its fills' names are read once)."""
     calibration = load_calibration(model_dir) if model_dir is not None else None
-    document = Document(text, spec, defined)
+    document = document if document is not None else Document(text, spec, defined)
     assessed = assess(fills, text, spec, kind, calibration, document)
     considered = tuple(f for f, _ in assessed)
     first = copy_first(assessed, options.names_rule)

@@ -9,13 +9,12 @@ from dataclasses import replace
 
 from . import doclines, lengths, paramlines, worklines
 from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
-from .confidence import offer
+from .confidence import Document, offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
 from .languages import LanguageSpec, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
-from .names import invented_names
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
@@ -210,8 +209,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         else frozenset()
     # a copy that uses a name the document defines nowhere ranks last among the fills (``offer``'s names rule): the
     # next copy that does not is tried first
-    invents = (lambda fill: bool(invented_names(spec, text, fill.start, fill.text, fill.end, defined))) \
-        if config.names_rule else None
+    names = Document(text, spec, defined)   # each fill's names read once, here and in ``offer``
+    invents = names.invents if config.names_rule else None
     copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens,
                            text, invents)
     rejected += bad
@@ -224,7 +223,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # Which fill to offer, if any (engine/confidence.py: names the document lacks rank last, then the mean
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
-    fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined)
+    fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined,
+                                           names)
     return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None, rejected, backend.name, tuple(considered), tuple(alternatives), not_utf8)
 
