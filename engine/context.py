@@ -215,6 +215,7 @@ def code_indents(text: str, at: int, language: str | None = None, span: int = 20
 
 
 BARE_END = re.compile(r"[\w$)\]'\"`]$")   # a statement's end without ``;``
+COMMENT_STARTS = ("//", "/*", "*")   # a braces language's comment line (``*``: inside a ``/* */`` block)
 HABIT_CHARS = 4000   # characters read each side of the line by ``semicolons``
 
 
@@ -225,7 +226,7 @@ def semicolons(text: str, line_start: int) -> str | None:
     above = [line.strip() for line in text[max(0, line_start - HABIT_CHARS):line_start].split("\n")
              if line.strip()][-40:]
     below = [line.strip() for line in text[line_start:line_start + HABIT_CHARS].split("\n")[1:] if line.strip()][:40]
-    code = [line for line in above + below if not line.startswith(("//", "/*", "*"))]
+    code = [line for line in above + below if not line.startswith(COMMENT_STARTS)]
     ended = sum(line.endswith(";") for line in code)
     bare = sum(bool(BARE_END.search(line)) for line in code)
     return ";" if ended > bare else "" if ended < bare else None

@@ -213,6 +213,8 @@ WORD_MOST = 32      # a word's candidates per hole (``word_options``), the neare
 _NAME_CHARS = r"[A-Za-z_$][\w$]*"   # a name in any of the languages (JavaScript's `$` too)
 _FRAGMENT = re.compile(_NAME_CHARS + "$")
 _WORDISH = re.compile(r"[\w$]")
+WORD_NEAREST = 2    # the nearest places' words before a line's own `,` / `;` (``word_options``)
+_WORD_REST = re.compile(r"[\w$]+")   # a word's rest after its fragment
 _NAME_PATH = re.compile(r"[\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _QUOTES = "\"'`"
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
@@ -232,7 +234,7 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     document completes one way is taken (for the latter, on the 1,237 ``--typed --mid-line`` development holes:
     57 fills more offered, 7 exactly right and 34 more the right word with the line's further arguments after it);
     where it completes it several ways or none, the words of the nearest places that start with the fragment,
-    whatever follows them there (``_nearest_words``: ``return att|;`` -> ``attachment`` from ``const attachment =
+    whatever follows them there (``WORD_NEAREST``: ``return att|;`` -> ``attachment`` from ``const attachment =
     {``; on the 1,435 mid-line development holes 622 -> 632 right, 11 gained and 1 lost).
     At most ``WORD_MOST``, each with its source ``WORD``; empty for any other hole. (The whole line's options,
     ``line_options``, need the line typed so far to start another line; a name typed inside a call seldom does.)"""
@@ -251,38 +253,23 @@ def word_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     at = re.compile(r"(?<![\w$])" + re.escape(fragment))
     line_end = text.find("\n", hole.end)
     out: dict[str, None] = {}
+    words: dict[str, None] = {}   # before a line's own `,` / `;`: each place's whole word too, the nearest first
     for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end, fragment):
         for found in at.finditer(line):
             after = line[found.end():].rstrip("\r")
-            if not _WORDISH.match(after):   # the fragment is a whole word there: not the word being typed
+            word = _WORD_REST.match(after)
+            if word is None:   # the fragment is a whole word there: not the word being typed
                 continue
+            words.setdefault(word.group(0), None)
             for rest in _word_rests(after, tail[0]):
                 if _NAME_PATH.fullmatch(rest):   # a name, or a dotted path of names: the word completed
                     out.setdefault(rest, None)
-        if len(out) >= WORD_MOST:
+        if len(out) >= WORD_MOST and (not (own or ended) or len(words) >= WORD_NEAREST):
             break
     texts = tuple(out)[:WORD_MOST]
     if (own or ended) and len(texts) != 1:   # before a line's own `,` / `;`: a word the document completes one
-        texts = _nearest_words(text, line_start, line_end, fragment, at)   # way, else the nearest places' words
+        texts = tuple(words)[:WORD_NEAREST]   # way, else the words of the nearest places that start so
     return LineOptions(texts, (None,) * len(texts), (WORD,) * len(texts))
-
-
-WORD_NEAREST = 2   # ``_nearest_words`` per hole
-_WORD_REST = re.compile(r"[\w$]+")
-
-
-def _nearest_words(text: str, line_start: int, line_end: int, fragment: str, at: re.Pattern[str]) -> tuple[str, ...]:
-    """The rests of the words that start with ``fragment`` on the lines nearest the cursor's (``_nearby``), whatever
-    follows them there, the nearest first, at most ``WORD_NEAREST``."""
-    out: dict[str, None] = {}
-    for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end, fragment):
-        for found in at.finditer(line):
-            rest = _WORD_REST.match(line, found.end())
-            if rest is not None:
-                out.setdefault(rest.group(0), None)
-        if len(out) >= WORD_NEAREST:
-            break
-    return tuple(out)[:WORD_NEAREST]
 
 
 TAIL_MOST = 16        # ``tail_options`` per hole

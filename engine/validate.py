@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
-from .context import BARE_END, HABIT_CHARS, Window, semicolons
+from .context import BARE_END, COMMENT_STARTS, HABIT_CHARS, Window, semicolons
 from .languages import LanguageSpec, document_tree, error_count, error_spans, has_grammar
 from .languages import parse as _parse_anew
 from .model_text import invents_replacement
@@ -126,7 +126,6 @@ _LINE_COMMENT = {":": "#"}   # a line comment's marker by ``block_opener`` (``//
 
 _SEMICOLON_LANGUAGES = ("javascript", "typescript", "typescriptreact", "rust")   # statements end with ``;``
 _CONTINUES = re.compile(r"[.?)\]}:,=+\-*/%&|^<>!]")   # a code line starting so goes on with the line above
-_COMMENT_STARTS = ("//", "/*", "*")   # a braces language's comment line (``*``: inside a ``/* */`` block)
 _NO_END = re.compile(r"(?:(?:export|pub|async|default)\s+)*(?:if|for|while|else|switch|catch|do|try|function|class|"
                      r"fn|impl|match|loop|struct|enum|trait|mod|unsafe|where|interface|type|namespace)\b|[@#<]")
 
@@ -154,9 +153,9 @@ def statement_end(spec: LanguageSpec, prefix: str, suffix: str, fill: str) -> st
         return None
     # the nearest code lines above and below (comments are not code), within ``_REPEAT_LOOK`` lines
     above = next((c for c in (ln.strip() for ln in reversed(prefix[:line_start].rsplit("\n", _REPEAT_LOOK)))
-                  if c and not c.startswith(_COMMENT_STARTS)), "")
+                  if c and not c.startswith(COMMENT_STARTS)), "")
     below = next((c for c in (ln.strip() for ln in after.split("\n", _REPEAT_LOOK)[:_REPEAT_LOOK])
-                  if c and not c.startswith(_COMMENT_STARTS)), "")
+                  if c and not c.startswith(COMMENT_STARTS)), "")
     if above and not (above.endswith((";", "{", "}")) or BARE_END.search(above) and not _NO_END.match(above)) \
             or _CONTINUES.match(below) and not below.startswith("}") or spec.name == "rust" and below.startswith("}"):
         return None
