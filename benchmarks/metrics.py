@@ -17,12 +17,14 @@ def exact_match(completion: str, reference: str) -> bool:
     return normalise(completion) == normalise(reference)
 
 
-def syntax_valid(document: str, language: str = "python") -> bool:
+def syntax_valid(document: str, language: str = "python") -> bool | None:
     """Whether the filled document parses: Python's own parser for Python, tree-sitter (no ERROR or
-    MISSING node) for the engine's other languages."""
+    MISSING node) for the engine's other languages; None for a language it has no grammar for (plain text)."""
     if language != "python":
-        from engine.languages import parse, spec_for
+        from engine.languages import PLAIN, parse, spec_for
 
+        if spec_for(language) is PLAIN:
+            return None
         tree = parse(spec_for(language), document)
         return tree is not None and not tree.root_node.has_error
     try:
@@ -48,8 +50,10 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def rate(flags: Sequence[bool]) -> float | None:
-    return sum(1 for f in flags if f) / len(flags) if flags else None
+def rate(flags: Sequence[bool | None]) -> float | None:
+    """The share of true flags among those known (None: not measured for that one)."""
+    known = [f for f in flags if f is not None]
+    return sum(1 for f in known if f) / len(known) if known else None
 
 
 def latency_summary(ms: Sequence[float]) -> dict:

@@ -250,6 +250,26 @@ def calibration_languages_table(runs: list[tuple[Path, dict]], base: Path) -> li
     return lines
 
 
+def calibration_plain_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
+    lines = ["### Confidence in languages without a grammar (plain text), held out by language", "",
+             "Each language's row: the chosen fills of its development holes at the default bar, without the "
+             "plain-text correction and with one fitted on the other languages only.", "",
+             "| run | language | holes | offered, before -> after | precision %, before -> after | "
+             "mean estimate of the offered %, before -> after | log-loss, before -> after |",
+             "|---|---|--:|--:|--:|--:|--:|"]
+    for path, r in runs:
+        for language, v in r["held_out_by_language"].items():
+            b, a = v["before"], v["after"]
+            lines.append(f"| {_link(path, base)} | {language} | {b['holes']} | {b['offered']} -> {a['offered']} | "
+                         f"{pct(b['precision'])} -> {pct(a['precision'])} | {pct(b['mean_estimate'])} -> "
+                         f"{pct(a['mean_estimate'])} | {num(b['log_loss'], 4)} -> {num(a['log_loss'], 4)} |")
+        c = r["correction"]
+        lines += ["", f"Shipped correction (fitted on all {r['holes']} holes): log-odds x {c['scale']} "
+                      f"{'+' if c['shift'] >= 0 else '-'} {abs(c['shift'])}.", ""]
+    lines += _commands(runs)
+    return lines
+
+
 def actions_parse_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Code actions on real files: edits that leave the file parsing", "",
              "| run | actions run | with edits | leave the file parsing | by action (parsing / with edits) |",
@@ -466,7 +486,8 @@ def _rel(result_path: Path, plot: str, base: Path) -> str:
 
 SECTIONS = (("infill", quality_table), ("latency", latency_table), ("compare_order", order_table),
             ("sweep", sweep_table), ("calibrate", calibration_table),
-            ("calibrate-languages", calibration_languages_table), ("actions", actions_table),
+            ("calibrate-languages", calibration_languages_table), ("calibrate-plain", calibration_plain_table),
+            ("actions", actions_table),
             ("actions-parse", actions_parse_table), ("storm", storm_table), ("positions", positions_table),
             ("team", team_table), ("adapt", adapt_table), ("adapt-tune", adapt_tune_table),
             ("compare-considered", compare_considered_table), ("frontier-latency", frontier_table),

@@ -14,8 +14,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("task_id", "prompt", "suffix", "canonical_solution")
 LANGUAGES = ("python", "javascript", "typescript", "typescriptreact", "go", "rust")
+# languages the engine has no grammar for and fills as plain text, which a data file may hold too
+# (benchmarks.other_lines): their fills are not parsed, so their `syntax_valid` is None
+PLAIN_LANGUAGES = ("c", "java", "ruby", "perl", "lua")
 EXTENSIONS = {"python": ".py", "javascript": ".js", "typescript": ".ts", "typescriptreact": ".tsx", "go": ".go",
-              "rust": ".rs"}
+              "rust": ".rs", "c": ".c", "java": ".java", "ruby": ".rb", "perl": ".pm", "lua": ".lua"}
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,9 @@ def parse_task(record: dict, where: str = "") -> Task:
     missing = [k for k in REQUIRED if not isinstance(record.get(k), str)]
     if missing:
         raise TaskFormatError(f"{where}: missing or non-string field(s) {', '.join(missing)}")
-    if record.get("language") is not None and record["language"] not in LANGUAGES:
-        raise TaskFormatError(f"{where}: language {record['language']!r} is not one of {', '.join(LANGUAGES)}")
+    if record.get("language") is not None and record["language"] not in LANGUAGES + PLAIN_LANGUAGES:
+        raise TaskFormatError(f"{where}: language {record['language']!r} is not one of "
+                              f"{', '.join(LANGUAGES + PLAIN_LANGUAGES)}")
     return Task(
         task_id=record["task_id"],
         prompt=record["prompt"],

@@ -13,6 +13,11 @@ side, got weights near 0 on the development holes and changed no pick: not used.
 held-out development sets of every language (``python -m benchmarks.calibrate``, never on HumanEval) and stored as
 ``confidence.json`` next to the model; a weight the file does not name is 0, so a calibration fitted on
 fewer features still loads; a model without that file gets no estimate (``None``) and nothing is withheld.
+
+A language the engine has no grammar for (plain text: C, Java, Ruby, ...) has no indicator of its own and no parse
+to refuse a fill, and the fitted model overrates its fills there (it reads them as Python's). The file's
+``plain_text`` entry corrects that: the estimate's log-odds scaled and shifted, fitted on development holes of such
+languages (``benchmarks.calibrate_plain``), applied where the fill's ``plain_text`` feature is 1.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from .backends.base import Backend
 from .config import FillOptions
-from .languages import LanguageSpec
+from .languages import PLAIN, LanguageSpec
 from .names import invented_names
 from .requests import HoleFill, HoleKind, ModelLoadError
 
@@ -48,14 +53,27 @@ class Calibration:
     min_confidence: float = 0.0    # the default bar chosen on the development set
     very_high: float = 1.0         # a fill with an invented name survives alone only at or above this
     fitted_on: str = ""
+    # a plain-text language's log-odds as ``scale * z + shift`` (None: left as they are); what they were fitted on
+    plain_text: tuple[float, float] | None = None
+    plain_fitted_on: str = ""
+
+    def log_odds(self, features: dict[str, float]) -> float:
+        """The fitted model's log-odds, before the plain-text correction."""
+        return self.bias + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
 
     def probability(self, features: dict[str, float]) -> float:
-        z = self.bias + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
+        z = self.log_odds(features)
+        if self.plain_text is not None and features.get("plain_text"):
+            z = self.plain_text[0] * z + self.plain_text[1]
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def to_json(self) -> dict:
-        return {"weights": self.weights, "bias": self.bias, "min_confidence": self.min_confidence,
-                "very_high": self.very_high, "fitted_on": self.fitted_on, "features": list(FEATURES)}
+        out = {"weights": self.weights, "bias": self.bias, "min_confidence": self.min_confidence,
+               "very_high": self.very_high, "fitted_on": self.fitted_on, "features": list(FEATURES)}
+        if self.plain_text is not None:
+            out["plain_text"] = {"scale": self.plain_text[0], "shift": self.plain_text[1],
+                                 "fitted_on": self.plain_fitted_on}
+        return out
 
 
 @functools.cache
@@ -67,9 +85,13 @@ def load_calibration(model_dir: Path) -> Calibration | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Calibration({str(k): float(v) for k, v in data["weights"].items()}, float(data["bias"]),
+        weights = {str(k): float(v) for k, v in data["weights"].items()}
+        plain = data.get("plain_text")
+        return Calibration(weights, float(data["bias"]),
                            float(data.get("min_confidence", 0.0)), float(data.get("very_high", 1.0)),
-                           str(data.get("fitted_on", "")))
+                           str(data.get("fitted_on", "")),
+                           None if plain is None else (float(plain["scale"]), float(plain["shift"])),
+                           "" if plain is None else str(plain.get("fitted_on", "")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
         raise ModelLoadError(f"unreadable calibration {path}: {detail}") from None
@@ -152,6 +174,7 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         "neighbour": float(fill.neighbour is not None),
         "neighbour_prior": fill.neighbour or 0.0,
         "between": float(fill.between),
+        "plain_text": float(spec.name == PLAIN.name),   # not fitted: read by ``Calibration.plain_text``
     }
 
 

@@ -112,6 +112,17 @@ both $one $two
     --dev "$R/confidence-dev.considered.jsonl.gz=$CONF/stdlib-compact.jsonl" \
     --humaneval "$R/confidence-humaneval.considered.jsonl.gz=$D/HumanEval-SingleLineInfilling.jsonl.gz" \
     --quantization "$QUANTIZATION" --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
+# the correction for languages without a grammar (C, Java, Ruby, Perl, Lua from installed Debian packages), fitted
+# on the new calibration's estimates
+[ -f "$CONF/other-dev.jsonl" ] || "$PY" -m benchmarks.other_lines --out "$CONF/other-dev.jsonl"
+if [ -s "$CONF/other-dev.jsonl" ]; then
+  considered other-dev "$CONF/other-dev.jsonl"
+  "$PY" -m benchmarks.calibrate_plain --considered "$R/confidence-other-dev.considered.jsonl.gz" --model "$MODEL_OUT" \
+      --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-plain.json"
+else
+  echo "ship_model: no plain-text development holes (none of benchmarks.other_lines' packages is installed):" \
+       "the calibration has no plain-text correction" >&2
+fi
 
 # 2. Quality and latency with the new calibration (two at a time).
 { "$PY" -m benchmarks.infill --data $D/HumanEval-SingleLineInfilling.jsonl.gz "${LIMIT[@]}" "${M[@]}" \

@@ -1,6 +1,7 @@
 """The confidence estimate and the choice it drives (engine/confidence.py): pure, and on the embedded model."""
 
 import json
+import math
 
 import pytest
 
@@ -63,6 +64,39 @@ def test_calibration_round_trip(tmp_path):
     assert loaded == CAL
     assert load_calibration(tmp_path / "missing") is None
 
+
+
+def test_a_plain_text_language_gets_the_calibrations_correction(tmp_path):
+    """A language without a grammar (C here) is read as Python by the fitted weights; the ``plain_text`` entry
+    scales and shifts its log-odds, and only its: a Python fill keeps its estimate."""
+    c_doc = "int total(int *xs, int n) {\n    int s = 0;\n\n    return s;\n}\n"
+    at = c_doc.index("\n    return") + 1
+    c_fill = HoleFill(at, at, "    s += xs[0];\n", (0.9, 0.8, 0.9), ())
+    py_fill = fill("    s += rows[0]\n", 0.9, 0.8, 0.9)
+    c_feats = features(c_fill, [], c_doc, spec_for("c"), HoleKind.LINE)
+    py_feats = features(py_fill, [], DOC, PY, HoleKind.LINE)
+    assert c_feats["plain_text"] == 1.0 and py_feats["plain_text"] == 0.0
+    assert "plain_text" not in FEATURES   # not a fitted weight: the correction reads it
+    corrected = Calibration(CAL.weights, CAL.bias, 0.3, 0.9, plain_text=(1.0, -2.0), plain_fitted_on="c, ruby")
+    z = CAL.log_odds(c_feats)
+    assert corrected.probability(c_feats) == pytest.approx(1 / (1 + math.exp(-(z - 2.0))))
+    assert corrected.probability(c_feats) < CAL.probability(c_feats) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert corrected.probability(py_feats) == CAL.probability(py_feats)
+    (c_assessed, _), = assess([c_fill], c_doc, spec_for("c"), HoleKind.LINE, corrected)
+    assert c_assessed.confidence == pytest.approx(corrected.probability(c_feats), abs=1e-4)
+    # saved beside the model and read back; a file without the entry leaves plain text uncorrected
+    (tmp_path / "confidence.json").write_text(json.dumps(corrected.to_json()))
+    assert load_calibration(tmp_path) == corrected
+    assert CAL.to_json().get("plain_text") is None
+
+
+def test_the_shipped_calibration_corrects_plain_text_downwards():
+    """Measured on development holes of C, Java, Ruby, Perl and Lua (benchmarks.calibrate_plain): the fitted
+    weights overrate plain text, so the shipped correction lowers its estimates."""
+    cal = load_calibration(EngineConfig().model_dir())
+    assert cal is not None and cal.plain_text is not None and "lua" in cal.plain_fitted_on
+    feats = {"mean_log": -0.1, "min_log": -0.3, "log_tokens": 2.0, "copied": 1.0}
+    assert cal.probability({**feats, "plain_text": 1.0}) < cal.probability(feats)
 
 
 def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():
@@ -160,7 +194,8 @@ def test_a_broken_calibration_fails_the_load_once_with_its_name_not_every_fill(t
         (model / name).symlink_to(EMBEDDED_DIR / name)
     code = "import os\n\n\ndef main():\n    print(os.getcwd())\n    \n"
     for broken, says in (("{not json", "Expecting"), ("[]", "list indices"), ("{}", "no 'weights'"),
-                         ('{"weights": {"alone": "high"}, "bias": 0}', "could not convert")):
+                         ('{"weights": {"alone": "high"}, "bias": 0}', "could not convert"),
+                         ('{"weights": {}, "bias": 0, "plain_text": {"scale": 1}}', "no 'shift'")):
         (model / "confidence.json").write_text(broken)
         engine = Engine(EngineConfig.of(model=str(model), threads=1))
         try:

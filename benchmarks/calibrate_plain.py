@@ -1,0 +1,156 @@
+"""The calibration's correction for languages the engine has no grammar for (plain text: C, Java, Ruby, Perl, Lua).
+
+The shipped calibration is fitted on the five languages with a grammar, and reads a plain-text fill's features as
+a Python fill's. Plain text has no parse to refuse a fill, so its offered fills are right less often than their
+estimates say. This fits ``scale`` and ``shift`` of the log-odds on development holes of such languages
+(``benchmarks.other_lines``, recorded with ``benchmarks.confidence_set``; nothing of them is trained on), the fill
+the engine chose per hole against whether it is exactly right, and reports it held out by language: each
+language's figures come from a correction fitted on the other languages only, since a user's language may be none
+of them. The bar stays the calibration's: a fill is offered when it is at least that likely.
+
+    python -m benchmarks.other_lines --out runs/conf/other-dev.jsonl
+    python -m benchmarks.confidence_set --data runs/conf/other-dev.jsonl --min-confidence 0 \\
+        --out runs/conf/other-dev.considered.jsonl
+    python -m benchmarks.calibrate_plain --considered runs/conf/other-dev.considered.jsonl \\
+        --model-out engine/models/embedded/confidence.json --out benchmarks/results/confidence-plain.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+from pathlib import Path
+
+from benchmarks.report import envelope, write_result
+from benchmarks.tasks import PLAIN_LANGUAGES
+from engine.confidence import CALIBRATION_FILE, Calibration, load_calibration
+
+BINS = (0.0, 0.06, 0.1, 0.2, 0.4, 0.7, 1.0)
+
+
+def chosen_points(path: str, calibration: Calibration) -> list[dict]:
+    """Per hole of a plain-text language: the chosen fill's log-odds under ``calibration`` (uncorrected), whether
+    it is exactly right, and whether it uses an invented name."""
+    opener = gzip.open if path.endswith(".gz") else open
+    points = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for row in map(json.loads, f):
+            if row.get("language") not in PLAIN_LANGUAGES:
+                continue
+            fill = next((x for x in row["fills"] if x["text"] == row.get("chosen")), None)
+            if fill is not None:
+                points.append({"language": row["language"], "z": calibration.log_odds(fill["features"]),
+                               "exact": bool(fill["exact"]), "invented": bool(fill["features"].get("invented"))})
+    return points
+
+
+def fit(points: list[dict], iterations: int = 50) -> tuple[float, float]:
+    """``(scale, shift)`` maximising the likelihood of ``sigmoid(scale * z + shift)`` (Newton's method, a tiny ridge
+    towards the identity so a degenerate set cannot run away)."""
+    a, b, ridge = 1.0, 0.0, 1e-3
+    for _ in range(iterations):
+        ga, gb = ridge * (a - 1.0), ridge * b
+        haa, hab, hbb = ridge, 0.0, ridge
+        for p in points:
+            q = _sigmoid(a * p["z"] + b)
+            r, w = q - float(p["exact"]), q * (1.0 - q)
+            ga, gb = ga + r * p["z"], gb + r
+            haa, hab, hbb = haa + w * p["z"] ** 2, hab + w * p["z"], hbb + w
+        det = haa * hbb - hab * hab
+        if det <= 0:
+            break
+        da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
+        a, b = a - da, b - db
+        if abs(da) + abs(db) < 1e-9:
+            break
+    return round(a, 5), round(b, 5)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def summary(points: list[dict], correction: tuple[float, float], calibration: Calibration) -> dict:
+    """What the default bar offers with ``correction`` applied: offered, right, precision, the mean estimate of the
+    offered fills (against their precision), log-loss over every chosen fill, and bins of the estimate."""
+    a, b = correction
+    offered = right = 0
+    estimate = loss = 0.0
+    bins = [[0, 0, 0.0] for _ in BINS[:-1]]
+    for p in points:
+        q = _sigmoid(a * p["z"] + b)
+        loss -= math.log(max(1e-12, q if p["exact"] else 1.0 - q))
+        if q < calibration.min_confidence or p["invented"] and q < calibration.very_high:
+            continue
+        offered, right, estimate = offered + 1, right + p["exact"], estimate + q
+        i = next(i for i in range(len(BINS) - 1) if q < BINS[i + 1] or i == len(BINS) - 2)
+        bins[i][0], bins[i][1], bins[i][2] = bins[i][0] + 1, bins[i][1] + p["exact"], bins[i][2] + q
+    return {"holes": len(points), "offered": offered, "right": right,
+            "precision": round(right / offered, 4) if offered else None,
+            "mean_estimate": round(estimate / offered, 4) if offered else None,
+            "log_loss": round(loss / len(points), 4) if points else None,
+            "bins": [{"from": lo, "to": hi, "n": n, "mean_estimate": round(s / n, 4), "right": round(k / n, 4)}
+                     for (lo, hi), (n, k, s) in zip(zip(BINS, BINS[1:]), bins) if n]}
+
+
+def held_out(points: list[dict], calibration: Calibration) -> dict:
+    """Per language: the figures without the correction, and with one fitted on the other languages only."""
+    out = {}
+    for language in sorted({p["language"] for p in points}):
+        own = [p for p in points if p["language"] == language]
+        correction = fit([p for p in points if p["language"] != language])
+        out[language] = {"correction_from_the_others": list(correction),
+                         "before": summary(own, (1.0, 0.0), calibration),
+                         "after": summary(own, correction, calibration)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.calibrate_plain", description=__doc__.split("\n\n")[0])
+    p.add_argument("--considered", required=True, action="append",
+                   help="a benchmarks.confidence_set output of plain-text holes (repeatable)")
+    p.add_argument("--model", default="engine/models/embedded", help="the model whose calibration is corrected")
+    p.add_argument("--model-out", default=None, help="write the calibration with the fitted correction here")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    calibration = load_calibration(Path(args.model))
+    if calibration is None:
+        p.error(f"{args.model} has no {CALIBRATION_FILE}")
+    points = [q for path in args.considered for q in chosen_points(path, calibration)]
+    if not points:
+        p.error(f"no holes of {', '.join(PLAIN_LANGUAGES)} in {', '.join(args.considered)}")
+    correction = fit(points)
+    per_language = held_out(points, calibration)
+    result = envelope("calibrate-plain", "benchmarks.calibrate_plain", argv)
+    result.update({
+        "considered": args.considered, "holes": len(points), "bar": calibration.min_confidence,
+        "correction": {"scale": correction[0], "shift": correction[1]},
+        "held_out_by_language": per_language,
+        "held_out_total": {side: {k: sum(v[side][k] for v in per_language.values()) for k in ("offered", "right")}
+                           for side in ("before", "after")},
+        "in_sample": {"before": summary(points, (1.0, 0.0), calibration),
+                      "after": summary(points, correction, calibration)},
+    })
+    if args.model_out:
+        fitted_on = (f"{' + '.join(Path(c).name for c in args.considered)}: {len(points)} one-line holes, "
+                     f"{', '.join(sorted({q['language'] for q in points}))}")
+        data = json.loads(Path(args.model, CALIBRATION_FILE).read_text(encoding="utf-8"))
+        data["plain_text"] = {"scale": correction[0], "shift": correction[1], "fitted_on": fitted_on}
+        Path(args.model_out).write_text(json.dumps(data, indent=2) + "\n")
+    write_result(args.out, result)
+    t = result["held_out_total"]
+    print(f"plain text: scale {correction[0]}, shift {correction[1]} on {len(points)} holes; held out by language: "
+          f"offered {t['before']['offered']} -> {t['after']['offered']}, right {t['before']['right']} -> "
+          f"{t['after']['right']}")
+    for language, v in per_language.items():
+        b, a = v["before"], v["after"]
+        print(f"  {language}: precision {b['precision']} -> {a['precision']} (mean estimate {b['mean_estimate']} -> "
+              f"{a['mean_estimate']}), offered {b['offered']} -> {a['offered']}, log-loss {b['log_loss']} -> "
+              f"{a['log_loss']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
