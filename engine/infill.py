@@ -19,8 +19,9 @@ from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import returns_check, returns_in_a_test
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
-                       go_value_unused, imported_again, jumps_over_code, parses, python_check, regroups_brackets,
-                       reopens_closer, repeats_neighbour, statement_end, tidy, without_surplus_closers)
+                       go_value_unused, imported_again, jumps_over_code, parses, plain_syntax_check, python_check,
+                       regroups_brackets, reopens_closer, repeats_neighbour, statement_end, tidy,
+                       without_surplus_closers)
 
 
 def check_request(request: InfillRequest) -> None:
@@ -124,6 +125,9 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # a Python test returns no value; no line assigns a name to itself
     fits = _both(fits, returns_in_a_test(spec, text, hole.start) if config.validate else None)
     fits = _both(fits, assigns_itself(text, hole.start) if config.validate else None)
+    # a language filled as plain text is still parsed where a grammar can check it: no fill that adds an error
+    plain = plain_syntax_check(spec, request.language, text, hole.start, hole.end) if config.validate else None
+    fits = _both(fits, plain)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
     if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():
@@ -226,7 +230,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined,
                                            names)
     return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
-                      baseline is not None, rejected, backend.name, tuple(considered), tuple(alternatives), not_utf8)
+                      baseline is not None or plain is not None, rejected, backend.name, tuple(considered),
+                      tuple(alternatives), not_utf8)
 
 
 COPIES_CHECKED = 8   # the best-ranked lines validated, at most (on the development sets, from 3: whole lines 472 ->

@@ -7,6 +7,7 @@ import functools
 import importlib
 import re
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -38,6 +39,11 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
 
 _local = threading.local()
 PLAIN = LanguageSpec("plaintext", "", block_opener="")
+# Grammars that only check the fills of a language the engine fills as plain text (no hole shapes, windows or rules
+# of its own): ``validate.plain_syntax_check`` refuses a fill that adds a syntax error. Each measured on
+# ``benchmarks.other_lines``' development holes of its language (benchmarks/README.md); an LSP id to its spec.
+_CHECK_SPECS = {name: LanguageSpec(name, f"tree_sitter_{name}", block_opener="")
+                for name in ("c", "java", "ruby", "lua", "perl")}
 
 # A line that opens a block of statements of its own (the body of an ``if``, a loop, a ``try``): "Complete body"
 # may write one, then its lines (``engine/oneline.py``). Not a function or class, a ``match`` in Python (its cases),
@@ -77,12 +83,32 @@ def source_glob() -> str:
 
 @functools.cache
 def grammar(name: str) -> tree_sitter.Language | None:
-    """The tree-sitter grammar of a language name; None for plain text."""
+    """The tree-sitter grammar of a language name (or of a plain-text language's check, ``check_spec``); None for
+    plain text, and for a check whose grammar wheel is not installed."""
     spec = _SPECS.get(name)
     if spec is None:
-        return None
+        check = _CHECK_SPECS.get(name)
+        if check is None:
+            return None
+        try:
+            module = importlib.import_module(check.module)
+            with warnings.catch_warnings():   # a wheel that hands its grammar over as an int (Perl's) still loads
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return tree_sitter.Language(getattr(module, check.function)())
+        except (ImportError, AttributeError, TypeError, ValueError):   # not installed, or a wheel this binding
+            return None                                                  # cannot load: no check
     module = importlib.import_module(spec.module)
     return tree_sitter.Language(getattr(module, spec.function)())
+
+
+def check_spec(language_id: str) -> LanguageSpec | None:
+    """The spec whose grammar checks the fills of a language filled as plain text (``_CHECK_SPECS``); None for a
+    language with a grammar of its own, one without a check, or one whose check's wheel is not installed."""
+    key = (language_id or "").lower()
+    if _ALIASES.get(key, key) in _SPECS:
+        return None
+    check = _CHECK_SPECS.get(key)
+    return check if check is not None and grammar(check.name) is not None else None
 
 
 def has_grammar(spec: LanguageSpec) -> bool:

@@ -150,3 +150,78 @@ def test_the_readme_table_shows_the_plain_text_correction_per_language(tmp_path)
               "held_out_by_language": {"ruby": {"before": side, "after": {**side, "offered": 5, "precision": 0.4}}}}
     text = render([(tmp_path / "confidence-plain.json", result)], tmp_path)
     assert "| ruby | 10 | 8 -> 5 | 25.0 -> 40.0 |" in text and "log-odds x 1.1 - 0.9" in text
+
+
+# -- a plain-text language's fills checked by a grammar (engine/validate.py: plain_syntax_check) -------------------
+
+CHECKED = {   # language: (document with the hole's line empty, a fill that parses, fills that do not)
+    "c": (C_SOURCE.replace("        s += xs[i];\n", "\n"), "        s *= xs[i];",
+          ["        if (s > 0) {", "        s *= xs[i]", "        f(s;"]),
+    "java": ("class A {\n    int f(int[] xs) {\n        int s = 0;\n\n        return s;\n    }\n}\n",
+             "        s = xs.length;", ["        for (int x : xs) {", "        s = xs.length", "        s = (1;"]),
+    "ruby": (RUBY_SOURCE.replace("    @count += 1\n", "\n"), "    @count -= 1",
+             ["    if @count > 0", "    def shout", "    @count = (1"]),
+    "lua": ("local function f(xs)\n  local s = 0\n\n  return s\nend\n", "  s = #xs",
+            ["  if s > 0 then", "  for i = 1, #xs do", "  s = (1"]),
+    "perl": ("sub f {\n    my $s = 0;\n\n    return $s;\n}\n", "    $s = 1;", ["    if ($s) {", "    $s = (1;"]),
+}
+
+
+@pytest.mark.parametrize("language", sorted(CHECKED))
+def test_a_plain_text_languages_fill_that_adds_a_syntax_error_is_refused(language):
+    from engine.languages import check_spec, spec_for
+    from engine.validate import plain_syntax_check
+
+    if check_spec(language) is None:
+        pytest.skip(f"tree_sitter_{language} is not installed")
+    text, good, bad = CHECKED[language]
+    at = text.index("\n\n") + 1
+    check = plain_syntax_check(spec_for(language), language, text, at, at)
+    assert check is not None and check(good)
+    for fill in bad:
+        assert not check(fill), fill
+    # an error of the user's far above (their broken line) never refuses a fill that parses: where the grammar's
+    # recovery runs over the hole, there is no verdict
+    far = "x = (\n" + "\n" * 300 if language != "c" else "int x = (\n" + "\n" * 300
+    check = plain_syntax_check(spec_for(language), language, far + text, len(far) + at, len(far) + at)
+    assert check(good)
+
+
+def test_only_plain_text_languages_with_a_check_grammar_are_checked():
+    from engine.languages import check_spec, spec_for
+    from engine.validate import plain_syntax_check
+
+    assert check_spec("python") is None and check_spec("go") is None and check_spec("cobol") is None
+    assert plain_syntax_check(spec_for("python"), "python", "x = 1\n", 0, 0) is None
+    assert plain_syntax_check(spec_for("cobol"), "cobol", "MOVE A TO B.\n", 0, 0) is None
+    from engine.validate import PLAIN_CHECK_LIMIT
+
+    if check_spec("c") is not None:   # a document too large to parse for each request is not checked
+        big = "int x;\n" * (PLAIN_CHECK_LIMIT // 7 + 1)
+        assert plain_syntax_check(spec_for("c"), "c", big, 0, 0) is None
+        assert plain_syntax_check(spec_for("c"), "c", big[:PLAIN_CHECK_LIMIT // 2], 0, 0) is not None
+
+
+def test_the_engine_withholds_a_c_line_that_opens_a_block_without_its_body():
+    """Through ``complete``: a backend whose only fill is an ``if`` header between two statements of a C body. As
+    plain text nothing parsed it and it was offered; the C grammar's check refuses it, and a statement is offered."""
+    from benchmarks.refusals import RightFill
+    from engine.backends.base import Control
+    from engine.config import FillOptions
+    from engine.infill import complete
+    from engine.requests import InfillRequest
+    from tests.scripted import ScriptedBackend
+    from engine.config import LoadConfig
+    from engine.languages import check_spec
+
+    if check_spec("c") is None:
+        pytest.skip("tree_sitter_c is not installed")
+    text, _, _ = CHECKED["c"]
+    at = text.index("\n\n") + 1
+    backend = RightFill(ScriptedBackend(LoadConfig()))
+    options = FillOptions(min_confidence=0.0, document_lines=False, common_lines=False, workspace_lines=False)
+    for truth, offered in (("        if (s > 0) {", False), ("        s *= xs[i];", True)):
+        backend.truth = truth
+        c = complete(backend, options, InfillRequest(text, at, "c", options=options), Control(lambda step: None))
+        assert bool(c.fills) is offered and (not offered or c.fills[0].text.strip() == truth.strip())
+        assert c.syntax_checked and (c.rejected > 0) is not offered
