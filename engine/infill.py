@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import Document, offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
-from .languages import LanguageSpec, opens_block, spec_for
+from .languages import PLAIN, LanguageSpec, check_spec, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -131,7 +131,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
     if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():
-        fits = _both(fits, lambda fill: not comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix))
+        check = check_spec(request.language) if spec.name == PLAIN.name else None   # plain text: its grammar reads
+        fits = _both(fits, lambda fill: not comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix, check))
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)
     steps = forwards = tokens = rejected = not_utf8 = 0

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
 from .context import BARE_END, COMMENT_STARTS, HABIT_CHARS, Window, semicolons
-from .languages import PLAIN, LanguageSpec, check_spec, document_tree, error_count, error_spans, has_grammar
+from .languages import (PLAIN, LanguageSpec, check_spec, document_tree, error_count, error_spans, grammar,
+                        has_grammar)
 from .languages import parse as _parse_anew
 from .model_text import invents_replacement
 from .requests import Hole, HoleFill, HoleKind
@@ -1322,23 +1323,27 @@ def empty_comment(fill: str) -> bool:
 
 
 _COMMENT_LINE = {":": re.compile(r"#"), "{": re.compile(r"//|/\*|\*")}
+# the same for the languages filled as plain text that a grammar checks (``languages.check_spec``), by its name
+_PLAIN_COMMENT_LINE = {"c": _COMMENT_LINE["{"], "java": _COMMENT_LINE["{"], "ruby": re.compile(r"#|=begin"),
+                       "perl": re.compile(r"#"), "lua": re.compile(r"--")}
 
 
-def comment_only(spec: LanguageSpec, prefix: str, fill: str, suffix: str) -> bool:
+def comment_only(spec: LanguageSpec, prefix: str, fill: str, suffix: str, check: LanguageSpec | None = None) -> bool:
     """Does ``fill`` (what the cursor's line gets: no code typed before it on the line) write a comment and nothing
     else, where neither the nearest line above the cursor's line nor the nearest below it is a comment? The
     embedded model's comments are the document's comments again or words of its own: on the development sets' holes
     not one of the 202 comment-only fills the engine considered was the line that was there (whole lines, typed
     lines and their ends, benchmarks/README.md). Inside a comment's lines (a line above or below is one) a comment is
-    what the user writes: kept."""
-    marker = _COMMENT_LINE.get(spec.block_opener)
+    what the user writes: kept. ``check``: a plain-text language's check grammar (``languages.check_spec``), which
+    reads the fill and the comment markers then."""
+    marker = _COMMENT_LINE.get(spec.block_opener) if check is None else _PLAIN_COMMENT_LINE.get(check.name)
     if marker is None or not marker.match(fill.lstrip()) or prefix[prefix.rfind("\n") + 1:].strip():
         return False
     above = [line.strip() for line in prefix.split("\n")[:-1] if line.strip()]
     below = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
     if above and marker.match(above[-1]) or below and marker.match(below[0]):
         return False
-    return writes_no_code(spec, fill)
+    return writes_no_code(spec if check is None else check, fill)
 
 
 # (Rust is not here: a ``mod tests`` block's ``use`` is indented and needed again, a module's imports are its own)
@@ -1426,8 +1431,9 @@ def plain_syntax_check(spec: LanguageSpec, language: str, text: str, start: int,
 
 def writes_no_code(spec: LanguageSpec, fill: str) -> bool:
     """Is ``fill`` comments alone (``#`` lines, ``// TODO:``)? A hole's fill that is writes nothing the code runs: no
-    fill. A language without a grammar, or a fill its parser cannot read: no verdict (False)."""
-    if not fill.strip() or not has_grammar(spec):
+    fill. A language without a grammar, or a fill its parser cannot read: no verdict (False). (A plain-text
+    language's check grammar, ``languages.check_spec``, reads it too.)"""
+    if not fill.strip() or grammar(spec.name) is None:
         return not fill.strip()
     tree = _parse_anew(spec, textwrap.dedent(fill))
     if tree is None:

@@ -225,3 +225,23 @@ def test_the_engine_withholds_a_c_line_that_opens_a_block_without_its_body():
         c = complete(backend, options, InfillRequest(text, at, "c", options=options), Control(lambda step: None))
         assert bool(c.fills) is offered and (not offered or c.fills[0].text.strip() == truth.strip())
         assert c.syntax_checked and (c.rejected > 0) is not offered
+
+
+@pytest.mark.parametrize("language, comment, code", [
+    ("c", "/* add them up */", "*total += 1;"), ("java", "// the sum", "s += 1;"), ("ruby", "# the count", "@count += 1"),
+    ("lua", "-- the sum", "s = s + 1"), ("perl", "# the sum", "$s += 1;")])
+def test_a_comment_alone_is_no_plain_text_line_unless_a_comment_borders_it(language, comment, code):
+    """As in the languages with a grammar (``comment_only``): the check grammar tells a comment from code (C's
+    ``*total += 1;`` starts like a comment's line and is code)."""
+    from engine.languages import check_spec, spec_for
+    from engine.validate import comment_only
+
+    check = check_spec(language)
+    if check is None:
+        pytest.skip(f"tree_sitter_{language} is not installed")
+    spec = spec_for(language)
+    prefix, suffix = "    x = 1\n    ", "\n    y = 2\n"
+    assert comment_only(spec, prefix, comment, suffix, check)
+    assert not comment_only(spec, prefix, code, suffix, check)
+    assert not comment_only(spec, "    " + comment + "\n    ", comment, suffix, check)   # among comments: kept
+    assert not comment_only(spec, prefix, comment, suffix)   # without the check grammar: no verdict
