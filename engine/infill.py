@@ -125,13 +125,14 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # a Python test returns no value; no line assigns a name to itself
     fits = _both(fits, returns_in_a_test(spec, text, hole.start) if config.validate else None)
     fits = _both(fits, assigns_itself(text, hole.start) if config.validate else None)
-    # a language filled as plain text is still parsed where a grammar can check it: no fill that adds an error
-    plain = plain_syntax_check(spec, request.language, text, hole.start, hole.end) if config.validate else None
+    # a language filled as plain text is still parsed where a grammar can check it: no fill that adds an error, and
+    # that grammar reads the comment alone below
+    check = check_spec(request.language) if spec.name == PLAIN.name else None
+    plain = plain_syntax_check(check, text, hole.start, hole.end) if config.validate else None
     fits = _both(fits, plain)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
     if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():
-        check = check_spec(request.language) if spec.name == PLAIN.name else None   # plain text: its grammar reads
         fits = _both(fits, lambda fill: not comment_only(spec, win.prefix, fill[len(hole.heal):], win.suffix, check))
     # a rewrite may give back the U+FFFD the model read for a lone surrogate in the selection (engine/model_text.py)
     replacement_ok = request.rewrite and REPLACEMENT in model_text(original)

@@ -85,20 +85,18 @@ def source_glob() -> str:
 def grammar(name: str) -> tree_sitter.Language | None:
     """The tree-sitter grammar of a language name (or of a plain-text language's check, ``check_spec``); None for
     plain text, and for a check whose grammar wheel is not installed."""
-    spec = _SPECS.get(name)
+    spec = _SPECS.get(name) or _CHECK_SPECS.get(name)
     if spec is None:
-        check = _CHECK_SPECS.get(name)
-        if check is None:
-            return None
-        try:
-            module = importlib.import_module(check.module)
-            with warnings.catch_warnings():   # a wheel that hands its grammar over as an int (Perl's) still loads
-                warnings.simplefilter("ignore", DeprecationWarning)
-                return tree_sitter.Language(getattr(module, check.function)())
-        except (ImportError, AttributeError, TypeError, ValueError):   # not installed, or a wheel this binding
-            return None                                                  # cannot load: no check
-    module = importlib.import_module(spec.module)
-    return tree_sitter.Language(getattr(module, spec.function)())
+        return None
+    try:
+        module = importlib.import_module(spec.module)
+        with warnings.catch_warnings():   # a wheel that hands its grammar over as an int (Perl's) still loads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return tree_sitter.Language(getattr(module, spec.function)())
+    except (ImportError, AttributeError, TypeError, ValueError):
+        if name in _SPECS:   # a grammar the engine is built on: its absence is an installation's fault
+            raise
+        return None   # a check's wheel not installed, or one this binding cannot load: no check
 
 
 def check_spec(language_id: str) -> LanguageSpec | None:

@@ -14,8 +14,7 @@ from typing import Any, NamedTuple, Protocol
 
 from . import pyparse
 from .context import BARE_END, COMMENT_STARTS, HABIT_CHARS, Window, semicolons
-from .languages import (PLAIN, LanguageSpec, check_spec, document_tree, error_count, error_spans, grammar,
-                        has_grammar)
+from .languages import LanguageSpec, document_tree, error_count, error_spans, grammar, has_grammar
 from .languages import parse as _parse_anew
 from .model_text import invents_replacement
 from .requests import Hole, HoleFill, HoleKind
@@ -1322,7 +1321,7 @@ def empty_comment(fill: str) -> bool:
     return bool(lines) and all(_EMPTY_COMMENT.fullmatch(line) for line in lines)
 
 
-_COMMENT_LINE = {":": re.compile(r"#"), "{": re.compile(r"//|/\*|\*")}
+_COMMENT_LINE = {":": re.compile(r"#"), "{": re.compile("|".join(map(re.escape, COMMENT_STARTS)))}
 # the same for the languages filled as plain text that a grammar checks (``languages.check_spec``), by its name
 _PLAIN_COMMENT_LINE = {"c": _COMMENT_LINE["{"], "java": _COMMENT_LINE["{"], "ruby": re.compile(r"#|=begin"),
                        "perl": re.compile(r"#"), "lua": re.compile(r"--")}
@@ -1400,18 +1399,16 @@ def assigns_itself(text: str, start: int) -> Callable[[str], bool]:
 PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills are not checked (a parse each)
 
 
-def plain_syntax_check(spec: LanguageSpec, language: str, text: str, start: int, end: int
-                       ) -> Callable[[str], bool] | None:
-    """For a fill replacing ``text[start:end]`` in a language filled as plain text that has a grammar to check with
-    (``languages.check_spec``: C, Java, Ruby, Lua, Perl): a check that passes a fill unless the document with it has
-    more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses`` keeps for
-    the languages with a grammar). The document is parsed once, each filled one reparsed from its tree
+def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+    """For a fill replacing ``text[start:end]`` in a language filled as plain text, with ``check`` its grammar to
+    check with (``languages.check_spec``: C, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
+    with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
+    keeps for the languages with a grammar). The document is parsed once, each filled one reparsed from its tree
     (``_DocumentParses``). Only in a document whose errors, if any, start on the hole's own line (the line the user
     is typing): a grammar's recovery from an error elsewhere can spread over the whole file once the text changes
-    (Java's, from a broken line 300 lines above), so there the check gives no verdict and the fill passes. None for
-    any other language, and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB
+    (Java's, from a broken line 300 lines above), so there the check gives no verdict and the fill passes. None
+    without a ``check``, and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB
     ``Collections.java`` on this project's 2-core machine; under 1 ms for each fill after it)."""
-    check = check_spec(language) if spec.name == PLAIN.name else None
     if check is None or len(text) > PLAIN_CHECK_LIMIT:
         return None
     document = _DocumentParses(check, text, start, end)

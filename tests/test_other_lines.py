@@ -176,14 +176,14 @@ def test_a_plain_text_languages_fill_that_adds_a_syntax_error_is_refused(languag
         pytest.skip(f"tree_sitter_{language} is not installed")
     text, good, bad = CHECKED[language]
     at = text.index("\n\n") + 1
-    check = plain_syntax_check(spec_for(language), language, text, at, at)
+    check = plain_syntax_check(check_spec(language), text, at, at)
     assert check is not None and check(good)
     for fill in bad:
         assert not check(fill), fill
     # an error of the user's far above (their broken line) never refuses a fill that parses: where the grammar's
     # recovery runs over the hole, there is no verdict
     far = "x = (\n" + "\n" * 300 if language != "c" else "int x = (\n" + "\n" * 300
-    check = plain_syntax_check(spec_for(language), language, far + text, len(far) + at, len(far) + at)
+    check = plain_syntax_check(check_spec(language), far + text, len(far) + at, len(far) + at)
     assert check(good)
 
 
@@ -192,14 +192,13 @@ def test_only_plain_text_languages_with_a_check_grammar_are_checked():
     from engine.validate import plain_syntax_check
 
     assert check_spec("python") is None and check_spec("go") is None and check_spec("cobol") is None
-    assert plain_syntax_check(spec_for("python"), "python", "x = 1\n", 0, 0) is None
-    assert plain_syntax_check(spec_for("cobol"), "cobol", "MOVE A TO B.\n", 0, 0) is None
+    assert plain_syntax_check(None, "x = 1\n", 0, 0) is None
     from engine.validate import PLAIN_CHECK_LIMIT
 
     if check_spec("c") is not None:   # a document too large to parse for each request is not checked
         big = "int x;\n" * (PLAIN_CHECK_LIMIT // 7 + 1)
-        assert plain_syntax_check(spec_for("c"), "c", big, 0, 0) is None
-        assert plain_syntax_check(spec_for("c"), "c", big[:PLAIN_CHECK_LIMIT // 2], 0, 0) is not None
+        assert plain_syntax_check(check_spec("c"), big, 0, 0) is None
+        assert plain_syntax_check(check_spec("c"), big[:PLAIN_CHECK_LIMIT // 2], 0, 0) is not None
 
 
 def test_the_engine_withholds_a_c_line_that_opens_a_block_without_its_body():
