@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workspace-corpus", default=None, metavar="DIR",
                    help="a hole's workspace is the other files of its package in this code corpus "
                         "(benchmarks.workspaces; holes from held-out corpus files)")
+    p.add_argument("--workspace-packages", action="store_true",
+                   help="a hole's workspace is the other files of its Debian package (holes of "
+                        "benchmarks.other_lines; benchmarks.workspaces.PackageWorkspaces)")
     p.add_argument("--signals", action="store_true",
                    help="also record each fill's model signals (score_text likelihood, re-noising stability)")
     engine_args(p)
@@ -96,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.workspaces import CorpusWorkspaces
 
         workspaces = CorpusWorkspaces(args.workspace_corpus)
+        tasks = workspaces.grouped(tasks)
+    elif args.workspace_packages:
+        from benchmarks.workspaces import PackageWorkspaces
+
+        workspaces = PackageWorkspaces()
         tasks = workspaces.grouped(tasks)
     engine = Engine(engine_config(args, min_confidence=0.0))
     engine.start().result()

@@ -46,7 +46,7 @@ def engine_args(parser: argparse.ArgumentParser) -> None:
                         help="... or a line code often has (1, the default; engine/commonlines.py)")
     parser.add_argument("--workspace-lines", type=int, choices=(0, 1), default=1,
                         help="... or a line of the workspace's files (1, the default; engine/worklines.py; "
-                             "needs --workspace-corpus)")
+                             "needs --workspace-corpus or --workspace-packages)")
     parser.add_argument("--quantization", default="auto", choices=QUANTIZATIONS,
                         help="weights quantized at load (auto: what the model directory states, else none; masked "
                              "models: int8 on the CPU; DiffusionGemma: torchao)")
@@ -114,6 +114,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workspace-corpus", default=None, metavar="DIR",
                    help="a hole's workspace is the other files of its package in this code corpus "
                         "(benchmarks.workspaces; holes from held-out corpus files)")
+    p.add_argument("--workspace-packages", action="store_true",
+                   help="a hole's workspace is the other files of its Debian package (holes of "
+                        "benchmarks.other_lines: C, Java, Ruby, Perl, Lua; benchmarks.workspaces.PackageWorkspaces)")
     p.add_argument("--timeout", type=float, default=3.0, help="wall-clock limit per test program (s)")
     p.add_argument("--workers", type=int, default=None, help="test processes at once (default: CPUs)")
     p.add_argument("--no-tests", action="store_true", help="skip executing tests")
@@ -121,8 +124,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.via_lsp and (args.kind != "auto" or args.slots):
         p.error("--kind and --slots cannot be sent through the LSP; use them without --via-lsp")
-    if args.via_lsp and args.workspace_corpus:
-        p.error("--workspace-corpus works in-process only (the server indexes its own workspace folder)")
+    if args.via_lsp and (args.workspace_corpus or args.workspace_packages):
+        p.error("--workspace-corpus and --workspace-packages work in-process only (the server indexes its own "
+                "workspace folder)")
+    if args.workspace_corpus and args.workspace_packages:
+        p.error("--workspace-corpus or --workspace-packages, not both")
     if args.slots is not None and args.slots < 1:
         p.error("--slots must be at least 1")
     return args
@@ -180,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
 
         workspaces = CorpusWorkspaces(args.workspace_corpus)
         tasks = workspaces.grouped(tasks)
+    elif args.workspace_packages:
+        from benchmarks.workspaces import PackageWorkspaces
+
+        workspaces = PackageWorkspaces()
+        tasks = workspaces.grouped(tasks)
     result = envelope("infill", "benchmarks.infill", argv)
     limits = Limits(timeout_s=args.timeout)
     with tempfile.TemporaryDirectory(prefix="bench-infill-") as tmp, make_filler(args, tmp, workspaces) as filler:
@@ -189,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update({
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
+        "workspace_packages": args.workspace_packages,
         "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "header": args.header,
         "line_end": args.line_end,
         "via": filler.via,

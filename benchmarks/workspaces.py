@@ -146,3 +146,62 @@ class FolderWorkspace:
 
     def path(self, task: Task) -> str | None:
         return None   # a task's document is no file of the folder
+
+
+class PackageWorkspaces:
+    """The workspaces of ``benchmarks.other_lines``' holes (languages filled as plain text: C, Java, Ruby, Perl,
+    Lua): a hole's workspace is the other files of its Debian package that ``other_lines`` reads (``SOURCES``), as
+    an editor opened on that package's folder would count them (``engine.adapt.files``: at most ``MAX_FILE_BYTES``
+    a file), the hole's own file left out (its lines are the document's). A task id is
+    ``language:package/path:line``; files are keyed ``package/path``, one package read at a time (``grouped``)."""
+
+    def __init__(self) -> None:
+        self._loaded: str | None = None
+        self._left_out: str | None = None
+        self._files: dict[str, tuple[str, str]] = {}   # the loaded package's key -> (language, text)
+        self._workspace = None
+
+    @staticmethod
+    def package(task: Task) -> str:
+        return file_id(task).split("/", 1)[0]
+
+    def _files_of(self, package: str) -> dict[str, tuple[str, str]]:
+        from benchmarks.other_lines import SOURCES, source_files
+        from engine.adapt.files import MAX_FILE_BYTES
+
+        return {name: (source.language, text) for source in SOURCES if source.package == package
+                for name, text in source_files(source)
+                if len(text.encode("utf-8", "surrogatepass")) <= MAX_FILE_BYTES}
+
+    def key(self, task: Task) -> str | None:
+        """Register the workspace of ``task``'s package without its file and return its key."""
+        from engine import worklines
+
+        package, fid = self.package(task), file_id(task)
+        if package != self._loaded:
+            if self._loaded is not None:
+                worklines.unregister(f"bench:{self._loaded}")
+            self._files = self._files_of(package)
+            if not self._files:
+                self._loaded = None
+                return None
+            self._workspace = worklines.Workspace()
+            worklines.scan("", self._workspace, ((k, lang, text) for k, (lang, text) in self._files.items()))
+            self._loaded, self._left_out = package, None
+            worklines.register(f"bench:{package}", self._workspace)
+        if fid != self._left_out:
+            ws = self._workspace
+            if self._left_out is not None and self._left_out in self._files:
+                ws.update(self._left_out, *self._files[self._left_out])
+            ws.remove(fid)
+            ws.refresh()
+            self._left_out = fid
+        return f"bench:{package}"
+
+    def path(self, task: Task) -> str:
+        return file_id(task)
+
+    def grouped(self, tasks: list[Task]) -> list[Task]:
+        """``tasks`` ordered by package, then file (stable)."""
+        order = {p: n for n, p in enumerate(dict.fromkeys(self.package(t) for t in tasks))}
+        return sorted(tasks, key=lambda t: (order[self.package(t)], file_id(t)))

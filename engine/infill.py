@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import Document, offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
-from .languages import PLAIN, LanguageSpec, check_spec, opens_block, spec_for
+from .languages import PLAIN, LanguageSpec, check_spec, lines_name, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -106,9 +106,11 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # retry at half the slots. The step budget holds for the whole request, attempts included.
     line_lengths = lengths.line_lengths(hole.kind, request.max_tokens, config, backend)
     budget = lengths.step_budget(request.steps, config, backend)
-    # a document with no indented code line is indented as the workspace's files are (``Workspace.indent_unit``)
+    # a document with no indented code line is indented as the workspace's files are (``Workspace.indent_unit``);
+    # the workspace keys a language's files by its grammar's name, or a plain-text language's (C's) by its id
     project = worklines.lookup(request.workspace)
-    indents = indent_options(spec, text, hole, project.indent_unit(spec.name) if project is not None else None)
+    counted = lines_name(request.language)
+    indents = indent_options(spec, text, hole, project.indent_unit(counted) if project is not None else None)
     whole = python_check(spec, text, hole.start, hole.end) if config.validate else None
     # the window's own errors (from its cut) may cover the cursor's line: then the whole document decides; so it
     # does where a window without errors gets some only after the fill (the cut left out the closer of a block the
@@ -150,10 +152,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         # others (a line that is one of them already keeps its source and rank)
         stored = [] if constructor is None else paramlines.stored_lines(text, hole.start, constructor, spec.name)
         options = doclines.line_options(text, hole, rest_of_line, spec.name if config.common_lines else None,
-                                        workspace.table(spec.name) if workspace is not None else None,
-                                        (spec.name, workspace), stored)
+                                        workspace.table(counted) if workspace is not None else None,
+                                        (counted, workspace), stored)
         if not options.texts:
-            options = doclines.neighbour_options(text, hole, rest_of_line, spec.name, workspace,
+            options = doclines.neighbour_options(text, hole, rest_of_line, counted, workspace,
                                                      before_below=not request.ends_block)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
         options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))

@@ -37,6 +37,12 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
                ".jsx": "javascript", ".ts": "typescript", ".mts": "typescript", ".tsx": "typescriptreact",
                ".go": "go", ".rs": "rust"}
 
+# Languages the engine fills as plain text whose files a workspace counts all the same, by extension: their lines are
+# fills for a typed line and an empty line's neighbours, in tables of their own (``lines_name``; ``engine.worklines``).
+# Measured on ``benchmarks.other_lines``' development holes, each package as its workspace (benchmarks/README.md).
+_PLAIN_EXTENSIONS = {".c": "c", ".h": "c", ".java": "java", ".rb": "ruby", ".pl": "perl", ".pm": "perl",
+                     ".lua": "lua"}
+
 _local = threading.local()
 PLAIN = LanguageSpec("plaintext", "", block_opener="")
 # Grammars that only check the fills of a language the engine fills as plain text (no hole shapes, windows or rules
@@ -73,12 +79,26 @@ def grammar_languages() -> list[str]:
 
 
 def language_for_path(path: str) -> str:
-    return _EXTENSIONS.get(PurePath(path).suffix.lower(), "plaintext")
+    """The LSP language id of a file by its extension: a language with a grammar, one a workspace counts as plain
+    text (``_PLAIN_EXTENSIONS``: ``c``, ``java``...), else ``plaintext``."""
+    suffix = PurePath(path).suffix.lower()
+    return _EXTENSIONS.get(suffix) or _PLAIN_EXTENSIONS.get(suffix, "plaintext")
 
 
 def source_glob() -> str:
-    """A glob of every source file the server has a language for (``**/*.{go,js,...}``), for file watchers."""
-    return "**/*.{" + ",".join(sorted(ext.lstrip(".") for ext in _EXTENSIONS)) + "}"
+    """A glob of every source file a workspace counts (``**/*.{c,go,js,...}``), for file watchers."""
+    return "**/*.{" + ",".join(sorted(ext.lstrip(".") for ext in {**_EXTENSIONS, **_PLAIN_EXTENSIONS})) + "}"
+
+
+def lines_name(language_id: str) -> str:
+    """The name a workspace keys a language's lines by (``engine.worklines``): a grammar's name (``spec_for``), or
+    for a language filled as plain text whose files it counts (``_PLAIN_EXTENSIONS``) its own id: C's lines are
+    not Ruby's. Any other language: ``plaintext``, which no counted file has."""
+    spec = spec_for(language_id)
+    if spec is not PLAIN:
+        return spec.name
+    key = (language_id or "").lower()
+    return key if key in _PLAIN_EXTENSIONS.values() else PLAIN.name
 
 
 @functools.cache

@@ -11,10 +11,13 @@ model's first-forward score plus 1.5 x that prior - 1.5, like a common line (``i
 
 A ``Workspace`` counts each file's distinct stripped lines once; files are added, changed and removed one at a
 time (``update``, ``remove``), and ``refresh`` rebuilds the tables of the languages that changed, off the engine
-thread: a lookup (``table``) never builds, it reads the last tables built. The server keeps one per workspace
-folder (``register``, under the folder's path, scanned with ``engine.adapt.files.workspace_files``: git's files
-or the ``.gitignore``'d walk, within the adapter's caps) and names it in each request
-(``InfillRequest.workspace``).
+thread: a lookup (``table``) never builds, it reads the last tables built. A language's tables are keyed by its
+grammar's name, or for a language the engine fills as plain text (C, Java, Ruby, Perl, Lua) by its own id
+(``languages.lines_name``): on ``benchmarks.other_lines``' 1,263 development holes, each package's other files as the
+workspace, 157 -> 292 right fills offered (benchmarks/README.md, "Workspace lines in languages without a
+grammar"). The server keeps one per workspace folder (``register``, under the folder's path, scanned with
+``engine.adapt.files.workspace_files``: git's files or the ``.gitignore``'d walk, within the adapter's caps) and
+names it in each request (``InfillRequest.workspace``).
 
 A ``Workspace`` also keeps each Go file's top-level names (``engine.names.package_defines``: its functions, types,
 variables and constants, found by a scan of its lines as it is counted) by directory and ``package`` clause:
@@ -531,20 +534,21 @@ def scan(root: str | os.PathLike[str], workspace: Workspace | None = None,
          files: Iterable[tuple[str, str, str]] | None = None,
          pause: Callable[[], object] | None = None, max_total_bytes: int | None = None,
          exclude: Iterable[str] = ()) -> Workspace:
-    """Count the source files of the folder ``root`` (``engine.adapt.files.workspace_files``: what git would
-    track, in the server's languages, within the adapter's caps) into ``workspace`` (a new one by default),
-    keyed by their absolute paths, and build its tables. ``files`` ((path, language, text) triples) replaces
-    the listing. ``pause``: called before each file is counted and before the tables are built (the server's
-    waits while a fill runs: counting holds the interpreter's lock, which the engine thread needs too).
-    ``max_total_bytes``: the listing's cap on the bytes read (the adapter's 30 MB by default). ``exclude``: folders
-    under ``root`` whose files are not counted (workspace folders nested in it, counted as their own)."""
+    """Count the source files of the folder ``root`` (``engine.adapt.files.workspace_files``: what git would track,
+    in the server's languages and the plain-text ones it counts, ``plain=True``, within the adapter's caps) into
+    ``workspace`` (a new one by default), keyed by their absolute paths, and build its tables. ``files`` ((path,
+    language, text) triples) replaces the listing. ``pause``: called before each file is counted and before the
+    tables are built (the server's waits while a fill runs: counting holds the interpreter's lock, which the engine
+    thread needs too). ``max_total_bytes``: the listing's cap on the bytes read (the adapter's 30 MB by default).
+    ``exclude``: folders under ``root`` whose files are not counted (workspace folders nested in it, counted as
+    their own)."""
     from .adapt.files import iter_workspace_files
 
     workspace = workspace or Workspace()
     if files is None:
         base = os.path.realpath(root)
         cap = {} if max_total_bytes is None else {"max_total_bytes": max_total_bytes}
-        listing = iter_workspace_files(base, pause=pause, exclude=exclude, **cap)
+        listing = iter_workspace_files(base, pause=pause, exclude=exclude, plain=True, **cap)
         files = ((os.path.join(base, f.path), f.language, f.text) for f in listing)
     for path, language, text in files:
         if pause is not None:

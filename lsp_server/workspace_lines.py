@@ -2,7 +2,8 @@
 server.
 
 Once the model is ready, with ``documentLines`` and ``workspaceLines`` on, the server counts the lines of every
-workspace folder's source files (``engine.adapt.files.iter_workspace_files``: what git would track, else the
+workspace folder's source files (the grammar languages' and C, Java, Ruby, Perl and Lua's, each language's apart:
+``languages.lines_name``; ``engine.adapt.files.iter_workspace_files``: what git would track, else the
 ``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all, for all the folders together), one
 folder after the other, on a thread of its own, at the lowest CPU priority, waiting between files while a fill runs
 (counting holds the interpreter's lock, which the engine thread needs: on a 30 MB folder, counting through fills
@@ -278,7 +279,7 @@ class WorkspaceLines:
         for op, root, *rest in changed:
             if op == "file" and rest[1]:
                 wanted.setdefault(root, {})[PurePath(os.path.relpath(rest[0], root)).as_posix()] = rest[0]
-        return {paths[rel] for root, paths in wanted.items() for rel in listed(root, paths)}
+        return {paths[rel] for root, paths in wanted.items() for rel in listed(root, paths, plain=True)}
 
     def _over_cap(self, workspace: worklines.Workspace, path: str, text: str) -> bool:
         """Whether counting ``text`` for ``path`` (instead of what ``workspace`` counts for it) would take the

@@ -244,3 +244,166 @@ def test_a_comment_alone_is_no_plain_text_line_unless_a_comment_borders_it(langu
     assert not comment_only(spec, prefix, code, suffix, check)
     assert not comment_only(spec, "    " + comment + "\n    ", comment, suffix, check)   # among comments: kept
     assert not comment_only(spec, prefix, comment, suffix)   # without the check grammar: no verdict
+
+
+C_HELPER = """#include "zorblax.h"
+
+static int setup(struct ctx *ctx) {
+    struct opts opts = {0};
+    zorblax_register_quux_handler(ctx, &opts);
+    return 0;
+}
+"""
+
+
+def test_a_workspace_counts_plain_text_languages_by_their_own_id_and_the_adapter_does_not(tmp_path):
+    """C, Java, Ruby, Perl and Lua files count in a workspace's tables of their own (``languages.lines_name``):
+    C's lines are not Ruby's, and a language with neither a grammar nor a table (COBOL) has none. The adapter's
+    listing still takes the grammar languages only (its held-out holes are found by their grammar)."""
+    import subprocess
+
+    from engine import worklines
+    from engine.adapt.files import listed, workspace_files
+    from engine.languages import language_for_path, lines_name, source_glob
+
+    assert [language_for_path(p) for p in ("a.c", "a.H", "A.java", "a.rb", "a.pm", "a.pl", "a.lua", "a.cob")] == \
+        ["c", "c", "java", "ruby", "perl", "perl", "lua", "plaintext"]
+    assert [lines_name(i) for i in ("C", "ruby", "typescriptreact", "js", "cobol", "")] == \
+        ["c", "ruby", "typescriptreact", "javascript", "plaintext", "plaintext"]
+    assert all(f",{ext}," in "," + source_glob()[len("**/*.{"):-1] + "," for ext in ("c", "h", "java", "rb", "lua", "py"))
+    root = tmp_path / "proj"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.c").write_text(C_HELPER)
+    (root / "b.c").write_text("int main(void) {\n    zorblax_register_quux_handler(ctx, &opts);\n}\n")
+    (root / "g.rb").write_text(RUBY_SOURCE)
+    (root / "m.py").write_text("import os\n")
+    (root / "notes.txt").write_text("zorblax_register_quux_handler(ctx, &opts);\n")
+    ws = worklines.scan(root)
+    assert ws.files == 4
+    c = ws.table("c")
+    assert c is not None and "zorblax_register_quux_handler(ctx, &opts);" in c.lines
+    assert list(c.files)[c.lines.index("zorblax_register_quux_handler(ctx, &opts);")] == 2
+    assert "@count += 1" in ws.table("ruby").lines and "@count += 1" not in c.lines
+    assert ws.table(lines_name("cobol")) is None and ws.table("java") is None
+    assert ws.indent_unit("c") == "    "
+    assert [f.path for f in workspace_files(root)] == ["m.py"]
+    assert [f.path for f in workspace_files(root, plain=True)] == ["a.c", "b.c", "g.rb", "m.py"]
+    assert listed(root, ["a.c", "m.py", "notes.txt"]) == {"m.py"}
+    assert listed(root, ["a.c", "m.py", "notes.txt"], plain=True) == {"a.c", "m.py"}
+
+
+def test_the_engine_fills_a_typed_c_line_from_another_c_file_of_the_workspace(embedded_engine):
+    """Through the real model: the rest of a typed C line that only another C file of the workspace has is offered,
+    marked as a workspace line; a Ruby document of the same workspace never gets C's lines."""
+    from engine import InfillRequest, worklines
+
+    ws = worklines.Workspace()
+    ws.update("a.c", "c", C_HELPER)
+    ws.update("b.c", "c", "int main(void) {\n    zorblax_register_quux_handler(ctx, &opts);\n}\n")
+    ws.refresh()
+    worklines.register("test:c", ws)
+    try:
+        # (no neighbour of the line is in the workspace: the line comes from its table of C lines)
+        text = "#include \"zorblax.h\"\n\nint start(struct ctx *ctx, struct opts opts) {\n    zorblax_reg\n" \
+               "    return restart(ctx);\n}\n"
+        cursor = text.index("zorblax_reg\n") + len("zorblax_reg")
+        c = embedded_engine.infill_sync(InfillRequest(text, cursor, "c", workspace="test:c"), timeout=60)
+        assert c.fills and c.fills[0].text == "ister_quux_handler(ctx, &opts);"
+        assert c.fills[0].workspace is not None
+        off = embedded_engine.infill_sync(InfillRequest(text, cursor, "c"), timeout=60)
+        assert not off.fills or off.fills[0].text != "ister_quux_handler(ctx, &opts);"
+        rb = "def start(ctx)\n  zorblax_reg\n  0\nend\n"
+        r = embedded_engine.infill_sync(InfillRequest(rb, rb.index("reg\n") + 3, "ruby", workspace="test:c"),
+                                        timeout=60)
+        assert all(f.workspace is None for f in r.fills)
+    finally:
+        worklines.unregister("test:c")
+
+
+def test_a_plain_text_holes_benchmark_workspace_is_its_packages_other_files(tmp_path, monkeypatch):
+    from benchmarks.tasks import Task
+    from benchmarks.workspaces import PackageWorkspaces
+    from engine import worklines
+    from engine.adapt import files
+
+    (tmp_path / "a.c").write_text(C_HELPER)
+    (tmp_path / "b.c").write_text("int main(void) {\n    only_in_b();\n}\n")
+    (tmp_path / "big.c").write_text("int big;\n" * 30)
+    (tmp_path / "g.rb").write_text(RUBY_SOURCE)
+    monkeypatch.setattr(other_lines, "SOURCES", (other_lines.Source("c", "pkg-c", str(tmp_path / "*.c"), "MIT"),
+                                                 other_lines.Source("ruby", "pkg-rb", str(tmp_path / "*.rb"), "BSD")))
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 200)   # big.c is over it: an editor's listing skips it
+    ws = PackageWorkspaces()
+    task = lambda name, lang: Task(f"{lang}:{name}:2", "", "", "", language=lang)   # noqa: E731
+    a, b, g = task(f"pkg-c{tmp_path}/a.c", "c"), task(f"pkg-c{tmp_path}/b.c", "c"), task(f"pkg-rb{tmp_path}/g.rb",
+                                                                                          "ruby")
+    assert [t.task_id for t in ws.grouped([b, g, a])] == [a.task_id, b.task_id, g.task_id]
+    key = ws.key(a)
+    assert key == "bench:pkg-c" and ws.path(a) == f"pkg-c{tmp_path}/a.c"
+    lines = worklines.lookup(key).table("c").lines
+    assert "only_in_b();" in lines and "zorblax_register_quux_handler(ctx, &opts);" not in lines
+    assert "int big;" not in lines
+    ws.key(b)   # a.c back, b.c out
+    lines = worklines.lookup(key).table("c").lines
+    assert "only_in_b();" not in lines and "zorblax_register_quux_handler(ctx, &opts);" in lines
+    assert ws.key(g) == "bench:pkg-rb" and worklines.lookup(key) is None
+    assert worklines.lookup("bench:pkg-rb").table("ruby") is None   # its one file is the hole's
+    worklines.unregister("bench:pkg-rb")
+
+
+def test_the_server_counts_a_c_folder_and_a_saved_c_file_and_offers_their_lines(tmp_path):
+    """Through a real server: a folder's C files are counted (its notes are not), the watcher's glob names C's
+    extensions, and a C line only another C file has fills a typed line; a C file saved later counts too."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks.lsp_client import LspClient
+    from tests.test_worklines import wait_until
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.c").write_text(C_HELPER)
+    (root / "b.h").write_text("void zorblax_register_quux_handler(struct ctx *ctx, struct opts *opts);\n")
+    (root / "notes.txt").write_text("zorblax_plumbus_fleeb(ctx);\n")
+    doc = root / "main.c"
+    text = "#include \"zorblax.h\"\n\nint start(struct ctx *ctx, struct opts opts) {\n    zorblax_\n" \
+           "    return restart(ctx);\n}\n"
+    doc.write_text(text)
+    uri = doc.as_uri()
+    with LspClient([sys.executable, "-m", "lsp_server"]) as client:
+        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": watching,
+                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
+        client.notify("initialized", {})
+        client.wait_ready()
+        registered = client.wait_for("client/registerCapability", timeout=30)["registrations"][0]
+        glob = registered["registerOptions"]["watchers"][0]["globPattern"]
+        assert {"c", "h", "java", "py"} <= set(glob[len("**/*.{"):-1].split(","))
+        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
+                           and s)
+        assert stats["workspaceLines"]["files"] == 3   # a.c, b.h, main.c; not notes.txt
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "c", "version": 1,
+                                                                "text": text}})
+        at = {"line": 3, "character": len("    zorblax_")}
+
+        def offered():
+            got = client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}})
+            items = got["items"] if isinstance(got, dict) else (got or [])
+            return [i["insertText"] for i in items]
+
+        assert "register_quux_handler(ctx, &opts);" in offered()
+        other = root / "c.c"
+        other.write_text("void go(struct ctx *ctx) {\n    zorblax_plumbus_fleeb(ctx);\n}\n")
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": other.as_uri(), "languageId": "c",
+                                                                "version": 1, "text": other.read_text()}})
+        client.notify("textDocument/didSave", {"textDocument": {"uri": other.as_uri()}})
+        wait_until(lambda: client.request("diffusion/stats", {})["workspaceLines"]["files"] == 4)
+        edited = text.replace("    zorblax_\n", "    zorblax_p\n")
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                                 "contentChanges": [{"text": edited}]})
+        at = {"line": 3, "character": len("    zorblax_p")}
+        assert "lumbus_fleeb(ctx);" in offered()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..languages import language_for_path
+from ..languages import PLAIN, has_grammar, language_for_path, spec_for
 
 log = logging.getLogger(__name__)
 
@@ -176,13 +176,21 @@ def _walk_files(root: Path, most: int = MAX_WALKED, pause: Callable[[], object] 
     return out
 
 
-def listed(root: str | os.PathLike[str], paths: Iterable[str]) -> set[str]:
+def takes(language: str, plain: bool = False) -> bool:
+    """Whether a listing takes a file of ``language`` (``languages.language_for_path``): a language with a grammar,
+    and with ``plain`` one a workspace counts as plain text too (C, Java, Ruby, Perl, Lua: the server's workspace
+    lines). The adapter learns from the grammar languages only: its held-out holes are found by their grammar."""
+    return language != PLAIN.name and (plain or has_grammar(spec_for(language)))
+
+
+def listed(root: str | os.PathLike[str], paths: Iterable[str], plain: bool = False) -> set[str]:
     """Those of ``paths`` ('/'-separated, relative to ``root``) the listing (``iter_workspace_files``) takes by
     their path: a language of the server's, no skipped directory (``node_modules``, ``.venv``...) on the way, and
     not ignored: by git in a git work tree (``git check-ignore``, one call for all: a tracked file is taken whatever
     the patterns say), else by the ``.gitignore`` files on the way down, as the walk reads them. Their size and
-    text are for the reader to check. For files saved or changed in the editor (the server's workspace lines)."""
-    candidates = [rel for rel in dict.fromkeys(paths) if language_for_path(rel) != "plaintext"
+    text are for the reader to check. For files saved or changed in the editor (the server's workspace lines).
+    ``plain``: as ``takes``."""
+    candidates = [rel for rel in dict.fromkeys(paths) if takes(language_for_path(rel), plain)
                   and not any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1])]
     base = Path(root).resolve()
     if not candidates:
@@ -219,35 +227,38 @@ def _walk_ignores(base: Path, rel: str) -> bool:
 
 
 def workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
-                    max_total_bytes: int = MAX_TOTAL_BYTES) -> list[SourceFile]:
-    """The workspace's source files in the server's languages, sorted by path, within the caps."""
-    return list(iter_workspace_files(root, max_file_bytes, max_total_bytes))
+                    max_total_bytes: int = MAX_TOTAL_BYTES, plain: bool = False) -> list[SourceFile]:
+    """The workspace's source files in the server's languages (``plain``: as ``takes``), sorted by path, within the
+    caps."""
+    return list(iter_workspace_files(root, max_file_bytes, max_total_bytes, plain=plain))
 
 
 def iter_workspace_files(root: str | os.PathLike[str], max_file_bytes: int = MAX_FILE_BYTES,
                          max_total_bytes: int = MAX_TOTAL_BYTES,
                          pause: Callable[[], object] | None = None,
-                         exclude: Iterable[str | os.PathLike[str]] = ()) -> Iterator[SourceFile]:
+                         exclude: Iterable[str | os.PathLike[str]] = (), plain: bool = False) -> Iterator[SourceFile]:
     """``workspace_files`` one file at a time, each read when asked for; ``pause`` is called before each
     directory the walk lists and each file read (the server's waits while a fill runs). ``exclude``: folders under
     ``root`` whose files are left out, neither read nor counted toward ``max_total_bytes`` (the server's workspace
-    folders nested in this one: each counts its own files). A folder that is not one raises ValueError at once."""
+    folders nested in this one: each counts its own files). ``plain``: as ``takes``. A folder that is not one raises
+    ValueError at once."""
     base = Path(root).resolve()
     if not base.is_dir():
         raise ValueError(f"{root}: not a directory")
     inside = (Path(e).resolve() for e in exclude)
     skipped = [e.relative_to(base).as_posix() for e in inside if e != base and e.is_relative_to(base)]
-    return _read_files(base, max_file_bytes, max_total_bytes, pause, skipped)
+    return _read_files(base, max_file_bytes, max_total_bytes, pause, skipped, plain)
 
 
 def _read_files(base: Path, max_file_bytes: int, max_total_bytes: int,
-                pause: Callable[[], object] | None, skipped: Sequence[str] = ()) -> Iterator[SourceFile]:
+                pause: Callable[[], object] | None, skipped: Sequence[str] = (), plain: bool = False
+                ) -> Iterator[SourceFile]:
     listed = _git_files(base, pause, MAX_WALKED)
     paths = sorted(listed if listed is not None else _walk_files(base, MAX_WALKED, pause))
     total = 0
     for rel in paths:
         language = language_for_path(rel)
-        if language == "plaintext" or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
+        if not takes(language, plain) or any(part in _SKIP_DIRS for part in PurePosixPath(rel).parts[:-1]):
             continue
         if any(rel.startswith(folder + "/") for folder in skipped):
             continue
