@@ -1,17 +1,22 @@
 """The calibration's correction for languages the engine has no grammar for (plain text: C, Java, Ruby, Perl, Lua).
 
 The shipped calibration is fitted on the five languages with a grammar, and reads a plain-text fill's features as
-a Python fill's. Plain text has no parse to refuse a fill, so its offered fills are right less often than their
-estimates say. This fits ``scale`` and ``shift`` of the log-odds on development holes of such languages
-(``benchmarks.other_lines``, recorded with ``benchmarks.confidence_set``; nothing of them is trained on), the fill
-the engine chose per hole against whether it is exactly right, and reports it held out by language: each
-language's figures come from a correction fitted on the other languages only, since a user's language may be none
-of them. The bar stays the calibration's: a fill is offered when it is at least that likely.
+a Python fill's. This fits ``scale`` and ``shift`` of the log-odds, and ``workspace_shift`` added where the request's
+workspace counts files of the language (``plain_workspace``), on development holes of such languages
+(``benchmarks.other_lines``, recorded with ``benchmarks.confidence_set`` twice: alone, as a file opened without a
+folder, and with each hole's package's other files as its workspace; nothing of them is trained on), the fill the
+engine chose per hole against whether it is exactly right. Alone, the fitted model overrated the fills; with the
+workspace's lines it rated them about right. It reports the correction held out by language, each regime apart:
+each language's figures come from a correction fitted on the other languages only, since a user's language may be
+none of them. The bar stays the calibration's: a fill is offered when it is at least that likely.
 
     python -m benchmarks.other_lines --out runs/conf/other-dev.jsonl
     python -m benchmarks.confidence_set --data runs/conf/other-dev.jsonl --min-confidence 0 \\
         --out runs/conf/other-dev.considered.jsonl
+    python -m benchmarks.confidence_set --data runs/conf/other-dev.jsonl --min-confidence 0 --workspace-packages \\
+        --out runs/conf/other-dev-ws.considered.jsonl
     python -m benchmarks.calibrate_plain --considered runs/conf/other-dev.considered.jsonl \\
+        --considered runs/conf/other-dev-ws.considered.jsonl \\
         --model-out engine/models/embedded/confidence.json --out benchmarks/results/confidence-plain.json
 """
 
@@ -22,6 +27,8 @@ import gzip
 import json
 import math
 from pathlib import Path
+
+import numpy as np
 
 from benchmarks.report import envelope, write_result
 from benchmarks.tasks import PLAIN_LANGUAGES
@@ -42,45 +49,46 @@ def chosen_points(path: str, calibration: Calibration) -> list[dict]:
             fill = next((x for x in row["fills"] if x["text"] == row.get("chosen")), None)
             if fill is not None:
                 points.append({"language": row["language"], "z": calibration.log_odds(fill["features"]),
-                               "exact": bool(fill["exact"]), "invented": bool(fill["features"].get("invented"))})
+                               "exact": bool(fill["exact"]), "invented": bool(fill["features"].get("invented")),
+                               "workspace": bool(fill["features"].get("plain_workspace"))})
     return points
 
 
-def fit(points: list[dict], iterations: int = 50) -> tuple[float, float]:
-    """``(scale, shift)`` maximising the likelihood of ``sigmoid(scale * z + shift)`` (Newton's method, a tiny ridge
-    towards the identity so a degenerate set cannot run away)."""
-    a, b, ridge = 1.0, 0.0, 1e-3
+def fit(points: list[dict], iterations: int = 50) -> tuple[float, float, float]:
+    """``(scale, shift, workspace_shift)`` maximising the likelihood of ``sigmoid(scale * z + shift +
+    workspace_shift * workspace)`` (Newton's method, a tiny ridge towards the identity so a degenerate set cannot run
+    away; with no point in a workspace the last stays 0)."""
+    theta = np.array([1.0, 0.0, 0.0])
+    if not points:
+        return 1.0, 0.0, 0.0
+    x = np.array([[p["z"], 1.0, float(p.get("workspace", False))] for p in points])
+    y = np.array([float(p["exact"]) for p in points])
+    ridge = 1e-3
     for _ in range(iterations):
-        ga, gb = ridge * (a - 1.0), ridge * b
-        haa, hab, hbb = ridge, 0.0, ridge
-        for p in points:
-            q = _sigmoid(a * p["z"] + b)
-            r, w = q - float(p["exact"]), q * (1.0 - q)
-            ga, gb = ga + r * p["z"], gb + r
-            haa, hab, hbb = haa + w * p["z"] ** 2, hab + w * p["z"], hbb + w
-        det = haa * hbb - hab * hab
-        if det <= 0:
+        q = 1.0 / (1.0 + np.exp(-np.clip(x @ theta, -60.0, 60.0)))
+        grad = x.T @ (q - y) + ridge * (theta - [1.0, 0.0, 0.0])
+        hess = (x * (q * (1.0 - q))[:, None]).T @ x + ridge * np.eye(3)
+        step = np.linalg.solve(hess, grad)
+        theta = theta - step
+        if np.abs(step).sum() < 1e-9:
             break
-        da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
-        a, b = a - da, b - db
-        if abs(da) + abs(db) < 1e-9:
-            break
-    return round(a, 5), round(b, 5)
+    a, b, c = (round(float(v), 5) for v in theta)
+    return a, b, c
 
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def summary(points: list[dict], correction: tuple[float, float], calibration: Calibration) -> dict:
+def summary(points: list[dict], correction: tuple[float, ...], calibration: Calibration) -> dict:
     """What the default bar offers with ``correction`` applied: offered, right, precision, the mean estimate of the
     offered fills (against their precision), log-loss over every chosen fill, and bins of the estimate."""
-    a, b = correction
+    a, b, c = (*correction, 0.0)[:3]
     offered = right = 0
     estimate = loss = 0.0
     bins = [[0, 0, 0.0] for _ in BINS[:-1]]
     for p in points:
-        q = _sigmoid(a * p["z"] + b)
+        q = _sigmoid(a * p["z"] + b + c * p.get("workspace", False))
         loss -= math.log(max(1e-12, q if p["exact"] else 1.0 - q))
         if q < calibration.min_confidence or p["invented"] and q < calibration.very_high:
             continue
@@ -96,15 +104,26 @@ def summary(points: list[dict], correction: tuple[float, float], calibration: Ca
 
 
 def held_out(points: list[dict], calibration: Calibration) -> dict:
-    """Per language: the figures without the correction, and with one fitted on the other languages only."""
+    """Per language: the figures without the correction, and with one fitted on the other languages only; the same
+    per regime (``by_workspace``: the holes filled with their package's files as the workspace, and without)."""
     out = {}
     for language in sorted({p["language"] for p in points}):
         own = [p for p in points if p["language"] == language]
         correction = fit([p for p in points if p["language"] != language])
         out[language] = {"correction_from_the_others": list(correction),
                          "before": summary(own, (1.0, 0.0), calibration),
-                         "after": summary(own, correction, calibration)}
+                         "after": summary(own, correction, calibration),
+                         "by_workspace": {name: {"before": summary(part, (1.0, 0.0), calibration),
+                                                 "after": summary(part, correction, calibration)}
+                                          for name, part in _regimes(own)}}
     return out
+
+
+def _regimes(points: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The points filled without a workspace and with one, each where there are some."""
+    parts = [("without", [p for p in points if not p.get("workspace")]),
+             ("with", [p for p in points if p.get("workspace")])]
+    return [(name, part) for name, part in parts if part]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,29 +145,34 @@ def main(argv: list[str] | None = None) -> int:
     result = envelope("calibrate-plain", "benchmarks.calibrate_plain", argv)
     result.update({
         "considered": args.considered, "holes": len(points), "bar": calibration.min_confidence,
-        "correction": {"scale": correction[0], "shift": correction[1]},
+        "correction": {"scale": correction[0], "shift": correction[1], "workspace_shift": correction[2]},
         "held_out_by_language": per_language,
         "held_out_total": {side: {k: sum(v[side][k] for v in per_language.values()) for k in ("offered", "right")}
                            for side in ("before", "after")},
         "in_sample": {"before": summary(points, (1.0, 0.0), calibration),
                       "after": summary(points, correction, calibration)},
+        "in_sample_by_workspace": {name: {"before": summary(part, (1.0, 0.0), calibration),
+                                          "after": summary(part, correction, calibration)}
+                                   for name, part in _regimes(points)},
     })
     if args.model_out:
         fitted_on = (f"{' + '.join(Path(c).name for c in args.considered)}: {len(points)} one-line holes, "
                      f"{', '.join(sorted({q['language'] for q in points}))}")
         data = json.loads(Path(args.model, CALIBRATION_FILE).read_text(encoding="utf-8"))
-        data["plain_text"] = {"scale": correction[0], "shift": correction[1], "fitted_on": fitted_on}
+        data["plain_text"] = {"scale": correction[0], "shift": correction[1], "workspace_shift": correction[2],
+                              "fitted_on": fitted_on}
         Path(args.model_out).write_text(json.dumps(data, indent=2) + "\n")
     write_result(args.out, result)
     t = result["held_out_total"]
-    print(f"plain text: scale {correction[0]}, shift {correction[1]} on {len(points)} holes; held out by language: "
-          f"offered {t['before']['offered']} -> {t['after']['offered']}, right {t['before']['right']} -> "
-          f"{t['after']['right']}")
+    print(f"plain text: scale {correction[0]}, shift {correction[1]}, in a workspace {correction[2]:+} on "
+          f"{len(points)} holes; held out by language: offered {t['before']['offered']} -> {t['after']['offered']}, "
+          f"right {t['before']['right']} -> {t['after']['right']}")
     for language, v in per_language.items():
-        b, a = v["before"], v["after"]
-        print(f"  {language}: precision {b['precision']} -> {a['precision']} (mean estimate {b['mean_estimate']} -> "
-              f"{a['mean_estimate']}), offered {b['offered']} -> {a['offered']}, log-loss {b['log_loss']} -> "
-              f"{a['log_loss']}")
+        for regime, w in v["by_workspace"].items():
+            b, a = w["before"], w["after"]
+            print(f"  {language}, {regime} a workspace: precision {b['precision']} -> {a['precision']} (mean estimate "
+                  f"{b['mean_estimate']} -> {a['mean_estimate']}), offered {b['offered']} -> {a['offered']}, "
+                  f"log-loss {b['log_loss']} -> {a['log_loss']}")
     return 0
 
 

@@ -37,7 +37,8 @@ def considered_record(task: Task, completion, run_tests: bool, limits: Limits, b
 
     spec = spec_for(task.language_id)
     fills = []
-    for fill, feats in assess(completion.considered, task.text, spec, completion.kind, None):
+    for fill, feats in assess(completion.considered, task.text, spec, completion.kind, None,
+                              in_workspace=completion.workspace_counted):
         document = apply_edits(task.text, [(fill.start, fill.end, fill.text)])
         done = make_fill(task, document, fill.text, elapsed_ms=0.0)
         passed = None

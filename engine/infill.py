@@ -146,8 +146,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # start so, each with a prior. An empty line gets the lines seen beside its neighbours, in the document and
     # the workspace's files (``doclines.neighbour_options``).
     options = doclines.NONE
+    in_workspace = False   # the workspace's lines of the request's language could fill it (``Completion``)
     if config.document_lines and backend.scores_options and not request.rewrite:
         workspace = project if config.workspace_lines else None
+        in_workspace = workspace is not None and workspace.table(counted) is not None
         # a line of a constructor's body: the lines that store its parameters (``self.path = path``), after the
         # others (a line that is one of them already keeps its source and rank)
         stored = [] if constructor is None else paramlines.stored_lines(text, hole.start, constructor, spec.name)
@@ -232,10 +234,10 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # log-confidence; withheld below the bar), and the other distinct fills that clear the same bar.
     others = [f for f in found.values() if all(_key(f) != _key(g) for g in firsts)]
     fill, considered, alternatives = offer(firsts, text, spec, hole.kind, config, backend.model_dir, others, defined,
-                                           names)
+                                           names, in_workspace)
     return Completion(() if fill is None else (fill,), hole.kind, steps, forwards, tokens, _ms(t0),
                       baseline is not None or plain is not None, rejected, backend.name, tuple(considered),
-                      tuple(alternatives), not_utf8)
+                      tuple(alternatives), not_utf8, workspace_counted=in_workspace)
 
 
 COPIES_CHECKED = 8   # the best-ranked lines validated, at most (on the development sets, from 3: whole lines 472 ->

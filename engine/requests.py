@@ -172,6 +172,9 @@ class Completion:
     # A body written line by line that does not return yet (``returns.unfinished``: a Go function with results, a
     # Rust one with a value): the lines of its stub kept after the lines written, at the end of ``fills[0].text``
     stub_kept: int = 0
+    # the request's workspace counts files of its language, whose lines the fill could take (a plain-text fill's
+    # estimate reads it: ``confidence.Calibration.plain_workspace``)
+    workspace_counted: bool = False
 
     @property
     def text(self) -> str:

@@ -1,6 +1,7 @@
 """The confidence estimate and the choice it drives (engine/confidence.py): pure, and on the embedded model."""
 
 import json
+from dataclasses import replace
 import math
 
 import pytest
@@ -84,19 +85,39 @@ def test_a_plain_text_language_gets_the_calibrations_correction(tmp_path):
     assert corrected.probability(py_feats) == CAL.probability(py_feats)
     (c_assessed, _), = assess([c_fill], c_doc, spec_for("c"), HoleKind.LINE, corrected)
     assert c_assessed.confidence == pytest.approx(corrected.probability(c_feats), abs=1e-4)
-    # saved beside the model and read back; a file without the entry leaves plain text uncorrected
-    (tmp_path / "confidence.json").write_text(json.dumps(corrected.to_json()))
+    # where the request's workspace counts C files, the correction's workspace shift is added (plain text only)
+    assert c_feats["plain_workspace"] == 0.0
+    in_ws = features(c_fill, [], c_doc, spec_for("c"), HoleKind.LINE, in_workspace=True)
+    assert in_ws["plain_workspace"] == 1.0
+    assert features(py_fill, [], DOC, PY, HoleKind.LINE, in_workspace=True)["plain_workspace"] == 0.0
+    shifted = replace(corrected, plain_workspace=1.5)
+    assert shifted.probability(in_ws) == pytest.approx(1 / (1 + math.exp(-(z - 2.0 + 1.5))))
+    assert shifted.probability(c_feats) == corrected.probability(c_feats)
+    (ws_assessed, _), = assess([c_fill], c_doc, spec_for("c"), HoleKind.LINE, shifted, in_workspace=True)
+    assert ws_assessed.confidence == pytest.approx(shifted.probability(in_ws), abs=1e-4)
+    # saved beside the model and read back; a file without the entry leaves plain text uncorrected, one without the
+    # workspace shift (fitted before it) adds none
+    (tmp_path / "confidence.json").write_text(json.dumps(shifted.to_json()))
+    assert load_calibration(tmp_path) == shifted
+    load_calibration.cache_clear()
+    data = shifted.to_json()
+    del data["plain_text"]["workspace_shift"]
+    (tmp_path / "confidence.json").write_text(json.dumps(data))
     assert load_calibration(tmp_path) == corrected
+    load_calibration.cache_clear()
     assert CAL.to_json().get("plain_text") is None
 
 
-def test_the_shipped_calibration_corrects_plain_text_downwards():
+def test_the_shipped_calibration_corrects_plain_text_downwards_unless_a_workspace_counts_it():
     """Measured on development holes of C, Java, Ruby, Perl and Lua (benchmarks.calibrate_plain): the fitted
-    weights overrate plain text, so the shipped correction lowers its estimates."""
+    weights overrate plain text filled alone, so the shipped correction lowers those estimates; with the workspace's
+    lines of the language they were about right, and the workspace shift raises them back."""
     cal = load_calibration(EngineConfig().model_dir())
     assert cal is not None and cal.plain_text is not None and "lua" in cal.plain_fitted_on
     feats = {"mean_log": -0.1, "min_log": -0.3, "log_tokens": 2.0, "copied": 1.0}
-    assert cal.probability({**feats, "plain_text": 1.0}) < cal.probability(feats)
+    alone = cal.probability({**feats, "plain_text": 1.0})
+    assert alone < cal.probability(feats)
+    assert cal.plain_workspace > 0 and cal.probability({**feats, "plain_text": 1.0, "plain_workspace": 1.0}) > alone
 
 
 def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():

@@ -83,20 +83,33 @@ def test_plain_languages_are_tasks_and_have_no_syntax_verdict():
     assert rate([None, True, False, None]) == 0.5 and rate([None]) is None
 
 
-def _points(shift: float, n: int = 3000, seed: int = 1) -> list[dict]:
-    """Holes whose true log-odds are the estimate's plus ``shift``, in two languages."""
+def _points(shift: float, n: int = 3000, seed: int = 1, workspace_shift: float | None = None) -> list[dict]:
+    """Holes whose true log-odds are the estimate's plus ``shift``, in two languages; with ``workspace_shift``,
+    every other pair of holes filled in a workspace, whose true log-odds are shifted by that much more."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
         z = rng.uniform(-5, 3)
-        out.append({"language": "c" if i % 2 else "ruby", "z": z, "invented": False,
-                    "exact": rng.random() < 1 / (1 + math.exp(-(z + shift)))})
+        ws = workspace_shift is not None and i % 4 >= 2
+        true = z + shift + (workspace_shift or 0.0) * ws
+        out.append({"language": "c" if i % 2 else "ruby", "z": z, "invented": False, "workspace": ws,
+                    "exact": rng.random() < 1 / (1 + math.exp(-true))})
     return out
 
 
 def test_the_plain_text_correction_recovers_how_much_the_estimates_overrate():
-    scale, shift = calibrate_plain.fit(_points(-1.0))
-    assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.2)
+    scale, shift, ws = calibrate_plain.fit(_points(-1.0))
+    assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.2) and ws == 0.0
+    # alone and in a workspace: each regime's shift recovered
+    scale, shift, ws = calibrate_plain.fit(_points(-1.0, n=6000, workspace_shift=1.2))
+    assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.25)
+    assert ws == pytest.approx(1.2, abs=0.25)
+    per = calibrate_plain.held_out(_points(-1.0, n=6000, workspace_shift=1.2), Calibration({}, 0.0, 0.05))
+    for v in per.values():
+        assert set(v["by_workspace"]) == {"with", "without"}
+        for w in v["by_workspace"].values():
+            after = w["after"]
+            assert abs(after["mean_estimate"] - after["precision"]) < 0.05
     cal = Calibration({}, 0.0, min_confidence=0.05)
     points = _points(-1.0)
     per = calibrate_plain.held_out(points, cal)
@@ -106,7 +119,7 @@ def test_the_plain_text_correction_recovers_how_much_the_estimates_overrate():
         assert after["offered"] < before["offered"] and after["log_loss"] < before["log_loss"]
         assert abs(after["mean_estimate"] - after["precision"]) < abs(before["mean_estimate"] - before["precision"])
     # a set that is already calibrated is left about as it is
-    scale, shift = calibrate_plain.fit(_points(0.0, seed=2))
+    scale, shift, _ = calibrate_plain.fit(_points(0.0, seed=2))
     assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(0.0, abs=0.2)
 
 
@@ -132,12 +145,12 @@ def test_calibrate_plain_writes_the_correction_beside_the_weights(tmp_path):
                                  "--model-out", str(out / "confidence.json"), "--out", str(tmp_path / "r.json")]) == 0
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["holes"] == 400 and set(r["held_out_by_language"]) == {"c", "lua"}
-    assert r["correction"]["shift"] < -0.5
+    assert r["correction"]["shift"] < -0.5 and r["correction"]["workspace_shift"] == 0.0
     from engine.confidence import load_calibration
 
     written = load_calibration(out)
     assert written.weights == base.weights and written.min_confidence == base.min_confidence
-    assert written.plain_text == (r["correction"]["scale"], r["correction"]["shift"])
+    assert written.plain_text == (r["correction"]["scale"], r["correction"]["shift"]) and written.plain_workspace == 0
     assert "400 one-line holes, c, lua" in written.plain_fitted_on
 
 
@@ -149,7 +162,13 @@ def test_the_readme_table_shows_the_plain_text_correction_per_language(tmp_path)
               "created": "2026-12-07T03:00:00+0000", "holes": 10, "correction": {"scale": 1.1, "shift": -0.9},
               "held_out_by_language": {"ruby": {"before": side, "after": {**side, "offered": 5, "precision": 0.4}}}}
     text = render([(tmp_path / "confidence-plain.json", result)], tmp_path)
-    assert "| ruby | 10 | 8 -> 5 | 25.0 -> 40.0 |" in text and "log-odds x 1.1 - 0.9" in text
+    assert "| ruby | - | 10 | 8 -> 5 | 25.0 -> 40.0 |" in text and "log-odds x 1.1 - 0.9." in text
+    result["correction"]["workspace_shift"] = 1.2
+    result["held_out_by_language"]["ruby"]["by_workspace"] = {
+        "without": {"before": side, "after": side}, "with": {"before": side, "after": {**side, "precision": 0.5}}}
+    text = render([(tmp_path / "confidence-plain.json", result)], tmp_path)
+    assert "| ruby | without | 10 | 8 -> 8 | 25.0 -> 25.0 |" in text and "| ruby | with | 10 | 8 -> 8 | 25.0 -> 50.0 |" in text
+    assert "log-odds x 1.1 - 0.9, + 1.2 more in a workspace that counts the language's files." in text
 
 
 # -- a plain-text language's fills checked by a grammar (engine/validate.py: plain_syntax_check) -------------------
