@@ -374,12 +374,11 @@ def test_a_plain_text_holes_benchmark_workspace_is_its_packages_other_files(tmp_
 def test_the_server_counts_a_c_folder_and_a_saved_c_file_and_offers_their_lines(tmp_path):
     """Through a real server: a folder's C files are counted (its notes are not), the watcher's glob names C's
     extensions, and a C line only another C file has fills a typed line; a C file saved later counts too."""
-    import os
     import subprocess
     import sys
 
     from benchmarks.lsp_client import LspClient
-    from tests.test_worklines import wait_until
+    from tests.test_worklines import inline_texts, start_watching_server, wait_until
 
     root = tmp_path / "ws"
     root.mkdir()
@@ -393,26 +392,15 @@ def test_the_server_counts_a_c_folder_and_a_saved_c_file_and_offers_their_lines(
     doc.write_text(text)
     uri = doc.as_uri()
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
-        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
-        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": watching,
-                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
-        client.notify("initialized", {})
-        client.wait_ready()
-        registered = client.wait_for("client/registerCapability", timeout=30)["registrations"][0]
-        glob = registered["registerOptions"]["watchers"][0]["globPattern"]
+        glob, stats = start_watching_server(client, root)
         assert {"c", "h", "java", "py"} <= set(glob[len("**/*.{"):-1].split(","))
-        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
-                           and s)
         assert stats["workspaceLines"]["files"] == 3   # a.c, b.h, main.c; not notes.txt
         client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "c", "version": 1,
                                                                 "text": text}})
         at = {"line": 3, "character": len("    zorblax_")}
 
         def offered():
-            got = client.request("textDocument/inlineCompletion", {
-                "textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}})
-            items = got["items"] if isinstance(got, dict) else (got or [])
-            return [i["insertText"] for i in items]
+            return inline_texts(client, uri, at)
 
         assert "register_quux_handler(ctx, &opts);" in offered()
         other = root / "c.c"

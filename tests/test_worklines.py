@@ -217,6 +217,29 @@ def wait_until(predicate, timeout: float = 60.0):
     raise AssertionError("timed out")
 
 
+def start_watching_server(client, root) -> tuple[str, dict]:
+    """Initialize a server on ``root`` as a client that registers file watchers dynamically, no bar: the glob it
+    asks to watch and its stats once the workspace is counted."""
+    watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+    client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": watching,
+                                  "initializationOptions": {"threads": 1, "minConfidence": 0}})
+    client.notify("initialized", {})
+    client.wait_ready()
+    registered = client.wait_for("client/registerCapability", timeout=30)["registrations"][0]
+    assert registered["method"] == "workspace/didChangeWatchedFiles"
+    stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
+                       and s)
+    return registered["registerOptions"]["watchers"][0]["globPattern"], stats
+
+
+def inline_texts(client, uri: str, at: dict) -> list[str]:
+    """The texts of the inline items the server offers at ``at`` in the document at ``uri``."""
+    got = client.request("textDocument/inlineCompletion", {
+        "textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}})
+    items = got["items"] if isinstance(got, dict) else (got or [])
+    return [i["insertText"] for i in items]
+
+
 def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_path):
     from benchmarks.lsp_client import LspClient
 
@@ -232,26 +255,15 @@ def test_the_server_indexes_its_workspace_and_counts_a_saved_document_again(tmp_
     doc.write_text(text)
     uri = doc.as_uri()
     with LspClient([sys.executable, "-m", "lsp_server"]) as client:
-        watching = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
-        client.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": watching,
-                                      "initializationOptions": {"threads": 1, "minConfidence": 0}})
-        client.notify("initialized", {})
-        client.wait_ready()
-        registered = client.wait_for("client/registerCapability", timeout=30)["registrations"][0]
-        assert registered["method"] == "workspace/didChangeWatchedFiles"
-        assert registered["registerOptions"]["watchers"][0]["globPattern"].startswith("**/*.{")
-        stats = wait_until(lambda: (s := client.request("diffusion/stats", {}))["workspaceLines"]["state"] == "ready"
-                           and s)
+        glob, stats = start_watching_server(client, root)
+        assert glob.startswith("**/*.{")
         assert stats["workspaceLines"]["files"] == 4
         client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
                                                                 "text": text}})
         at = {"line": 1, "character": len("from zorblax.")}
 
         def offered():
-            got = client.request("textDocument/inlineCompletion", {
-                "textDocument": {"uri": uri}, "position": at, "context": {"triggerKind": 1}})
-            items = got["items"] if isinstance(got, dict) else (got or [])
-            return [i["insertText"] for i in items]
+            return inline_texts(client, uri, at)
 
         assert "handlers import register_quux_handler" in offered()
         # the user saves a new file: its lines count too
