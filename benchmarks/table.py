@@ -253,25 +253,25 @@ def calibration_languages_table(runs: list[tuple[Path, dict]], base: Path) -> li
 def calibration_plain_table(runs: list[tuple[Path, dict]], base: Path) -> list[str]:
     lines = ["### Confidence in languages without a grammar (plain text), held out by language", "",
              "Each language's rows: the chosen fills of its development holes at the default bar, without the "
-             "plain-text correction and with one fitted on the other languages only; filled alone (no workspace) "
-             "and with the other files of the hole's package as the workspace.", "",
-             "| run | language | workspace | holes | offered, before -> after | precision %, before -> after | "
+             "plain-text correction and with one fitted on the other languages only; per regime: whole lines or "
+             "typed ones, filled alone or with the other files of the hole's package as the workspace.", "",
+             "| run | language | regime | holes | offered, before -> after | precision %, before -> after | "
              "mean estimate of the offered %, before -> after | log-loss, before -> after |",
              "|---|---|---|--:|--:|--:|--:|--:|"]
     for path, r in runs:
         for language, v in r["held_out_by_language"].items():
-            for regime, w in (v.get("by_workspace") or {"-": v}).items():
+            for regime, w in (v.get("by_regime") or {"-": v}).items():
                 b, a = w["before"], w["after"]
                 lines.append(f"| {_link(path, base)} | {language} | {regime} | {b['holes']} | {b['offered']} -> "
                              f"{a['offered']} | {pct(b['precision'])} -> {pct(a['precision'])} | "
                              f"{pct(b['mean_estimate'])} -> {pct(a['mean_estimate'])} | {num(b['log_loss'], 4)} -> "
                              f"{num(a['log_loss'], 4)} |")
         c = r["correction"]
-        shift = c.get("workspace_shift", 0.0)
+        shifts = ", ".join(f"{'+' if v >= 0 else '-'} {abs(v)} where `{k}`" for k, v in c.get("shifts", {}).items()
+                           if v)
         lines += ["", f"Shipped correction (fitted on all {r['holes']} holes): log-odds x {c['scale']} "
-                      f"{'+' if c['shift'] >= 0 else '-'} {abs(c['shift'])}"
-                      + (f", {'+' if shift >= 0 else '-'} {abs(shift)} more in a workspace that counts the "
-                         f"language's files" if shift else "") + ".", ""]
+                      f"{'+' if c['shift'] >= 0 else '-'} {abs(c['shift'])}" + (f", {shifts}" if shifts else "") + ".",
+                  ""]
     lines += _commands(runs)
     return lines
 

@@ -18,9 +18,11 @@ A language the engine has no grammar for (plain text: C, Java, Ruby, ...) has no
 to refuse a fill, and the fitted model overrates its fills there (it reads them as Python's). The file's
 ``plain_text`` entry corrects that: the estimate's log-odds scaled and shifted, fitted on development holes of such
 languages (``benchmarks.calibrate_plain``), applied where the fill's ``plain_text`` feature is 1, and shifted once
-more where the request's workspace counts files of its language (``plain_workspace``: their lines were there to fill
-it, ``engine.worklines``). Fitted on the same holes with and without each package's files as the workspace: without
-them the fitted model overrated the fills (right 15%, estimated 30%); with them it rated them about right.
+more per regime (``PLAIN_SHIFTS``): where the request's workspace counts files of its language (``plain_workspace``:
+their lines were there to fill it, ``engine.worklines``), where the hole is the rest of a typed line
+(``kind_inline``), and where both (``plain_workspace_inline``). The regimes differ: on the same holes, filled alone as
+whole lines, the fitted model overrated the fills (right 17%, estimated 33%); with the package's files as the
+workspace it rated them about right, and typed lines came between.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from .names import invented_names
 from .requests import HoleFill, HoleKind, ModelLoadError
 
 CALIBRATION_FILE = "confidence.json"
+# the features a plain-text fill's corrected log-odds are shifted by (``Calibration.plain_shifts``)
+PLAIN_SHIFTS = ("plain_workspace", "kind_inline", "plain_workspace_inline")
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")   # python is the base: no indicator
 FEATURES = ("mean_log", "min_log", "second_log", "first_log", "low_share", "log_tokens", "log_chars", "agree",
             "alone", "valid_lengths", "repeats_line", "repeats_above", "invented", "kind_inline", "kind_block",
@@ -59,7 +63,7 @@ class Calibration:
     # a plain-text language's log-odds as ``scale * z + shift`` (None: left as they are); what they were fitted on
     plain_text: tuple[float, float] | None = None
     plain_fitted_on: str = ""
-    plain_workspace: float = 0.0    # added to a plain-text fill's corrected log-odds where its ``plain_workspace`` is 1
+    plain_shifts: tuple[tuple[str, float], ...] = ()   # (feature, shift): added where that feature is 1
 
     def log_odds(self, features: dict[str, float]) -> float:
         """The fitted model's log-odds, before the plain-text correction."""
@@ -69,7 +73,7 @@ class Calibration:
         z = self.log_odds(features)
         if self.plain_text is not None and features.get("plain_text"):
             scale, shift = self.plain_text
-            z = scale * z + shift + self.plain_workspace * features.get("plain_workspace", 0.0)
+            z = scale * z + shift + sum(v * features.get(name, 0.0) for name, v in self.plain_shifts)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def to_json(self) -> dict:
@@ -77,7 +81,7 @@ class Calibration:
                "very_high": self.very_high, "fitted_on": self.fitted_on, "features": list(FEATURES)}
         if self.plain_text is not None:
             out["plain_text"] = {"scale": self.plain_text[0], "shift": self.plain_text[1],
-                                 "workspace_shift": self.plain_workspace, "fitted_on": self.plain_fitted_on}
+                                 "shifts": dict(self.plain_shifts), "fitted_on": self.plain_fitted_on}
         return out
 
 
@@ -92,12 +96,15 @@ def load_calibration(model_dir: Path) -> Calibration | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         weights = {str(k): float(v) for k, v in data["weights"].items()}
         plain = data.get("plain_text")
+        shifts = {} if plain is None else plain.get("shifts", {})
+        if not isinstance(shifts, dict):
+            raise ValueError("plain_text's shifts are not an object of feature names and numbers")
         return Calibration(weights, float(data["bias"]),
                            float(data.get("min_confidence", 0.0)), float(data.get("very_high", 1.0)),
                            str(data.get("fitted_on", "")),
                            None if plain is None else (float(plain["scale"]), float(plain["shift"])),
                            "" if plain is None else str(plain.get("fitted_on", "")),
-                           0.0 if plain is None else float(plain.get("workspace_shift", 0.0)))
+                           tuple((str(k), float(v)) for k, v in shifts.items()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
         raise ModelLoadError(f"unreadable calibration {path}: {detail}") from None
@@ -182,7 +189,8 @@ def features(fill: HoleFill, others: Sequence[HoleFill], text: str, spec: Langua
         "neighbour_prior": fill.neighbour or 0.0,
         "between": float(fill.between),
         "plain_text": float(spec.name == PLAIN.name),   # not fitted: read by ``Calibration.plain_text``
-        "plain_workspace": float(spec.name == PLAIN.name and in_workspace),   # ... and ``plain_workspace``
+        "plain_workspace": float(spec.name == PLAIN.name and in_workspace),   # ... and ``plain_shifts``
+        "plain_workspace_inline": float(spec.name == PLAIN.name and in_workspace and kind is HoleKind.INLINE),
     }
 
 

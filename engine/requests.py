@@ -173,7 +173,7 @@ class Completion:
     # Rust one with a value): the lines of its stub kept after the lines written, at the end of ``fills[0].text``
     stub_kept: int = 0
     # the request's workspace counts files of its language, whose lines the fill could take (a plain-text fill's
-    # estimate reads it: ``confidence.Calibration.plain_workspace``)
+    # estimate reads it: ``confidence.Calibration.plain_shifts``)
     workspace_counted: bool = False
 
     @property

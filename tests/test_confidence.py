@@ -85,23 +85,30 @@ def test_a_plain_text_language_gets_the_calibrations_correction(tmp_path):
     assert corrected.probability(py_feats) == CAL.probability(py_feats)
     (c_assessed, _), = assess([c_fill], c_doc, spec_for("c"), HoleKind.LINE, corrected)
     assert c_assessed.confidence == pytest.approx(corrected.probability(c_feats), abs=1e-4)
-    # where the request's workspace counts C files, the correction's workspace shift is added (plain text only)
-    assert c_feats["plain_workspace"] == 0.0
+    # per regime, the correction's shifts are added (plain text only): where the request's workspace counts C files,
+    # where the hole is a typed line's rest, and where both
+    assert c_feats["plain_workspace"] == 0.0 and c_feats["plain_workspace_inline"] == 0.0
     in_ws = features(c_fill, [], c_doc, spec_for("c"), HoleKind.LINE, in_workspace=True)
-    assert in_ws["plain_workspace"] == 1.0
-    assert features(py_fill, [], DOC, PY, HoleKind.LINE, in_workspace=True)["plain_workspace"] == 0.0
-    shifted = replace(corrected, plain_workspace=1.5)
+    assert in_ws["plain_workspace"] == 1.0 and in_ws["plain_workspace_inline"] == 0.0
+    typed_ws = features(c_fill, [], c_doc, spec_for("c"), HoleKind.INLINE, in_workspace=True)
+    assert typed_ws["plain_workspace_inline"] == 1.0 and typed_ws["kind_inline"] == 1.0
+    py_ws = features(py_fill, [], DOC, PY, HoleKind.INLINE, in_workspace=True)
+    assert py_ws["plain_workspace"] == py_ws["plain_workspace_inline"] == 0.0
+    shifted = replace(corrected, plain_shifts=(("plain_workspace", 1.5), ("kind_inline", 0.5),
+                                               ("plain_workspace_inline", -1.0)))
     assert shifted.probability(in_ws) == pytest.approx(1 / (1 + math.exp(-(z - 2.0 + 1.5))))
     assert shifted.probability(c_feats) == corrected.probability(c_feats)
+    zt = CAL.log_odds(typed_ws)
+    assert shifted.probability(typed_ws) == pytest.approx(1 / (1 + math.exp(-(zt - 2.0 + 1.5 + 0.5 - 1.0))))
     (ws_assessed, _), = assess([c_fill], c_doc, spec_for("c"), HoleKind.LINE, shifted, in_workspace=True)
     assert ws_assessed.confidence == pytest.approx(shifted.probability(in_ws), abs=1e-4)
     # saved beside the model and read back; a file without the entry leaves plain text uncorrected, one without the
-    # workspace shift (fitted before it) adds none
+    # shifts adds none
     (tmp_path / "confidence.json").write_text(json.dumps(shifted.to_json()))
     assert load_calibration(tmp_path) == shifted
     load_calibration.cache_clear()
     data = shifted.to_json()
-    del data["plain_text"]["workspace_shift"]
+    del data["plain_text"]["shifts"]
     (tmp_path / "confidence.json").write_text(json.dumps(data))
     assert load_calibration(tmp_path) == corrected
     load_calibration.cache_clear()
@@ -110,14 +117,15 @@ def test_a_plain_text_language_gets_the_calibrations_correction(tmp_path):
 
 def test_the_shipped_calibration_corrects_plain_text_downwards_unless_a_workspace_counts_it():
     """Measured on development holes of C, Java, Ruby, Perl and Lua (benchmarks.calibrate_plain): the fitted
-    weights overrate plain text filled alone, so the shipped correction lowers those estimates; with the workspace's
-    lines of the language they were about right, and the workspace shift raises them back."""
+    weights overrate whole lines of plain text filled alone, so the shipped correction lowers those estimates; with
+    the workspace's lines of the language they were about right, and the workspace's shift raises them back."""
     cal = load_calibration(EngineConfig().model_dir())
     assert cal is not None and cal.plain_text is not None and "lua" in cal.plain_fitted_on
     feats = {"mean_log": -0.1, "min_log": -0.3, "log_tokens": 2.0, "copied": 1.0}
     alone = cal.probability({**feats, "plain_text": 1.0})
     assert alone < cal.probability(feats)
-    assert cal.plain_workspace > 0 and cal.probability({**feats, "plain_text": 1.0, "plain_workspace": 1.0}) > alone
+    assert dict(cal.plain_shifts)["plain_workspace"] > 0
+    assert cal.probability({**feats, "plain_text": 1.0, "plain_workspace": 1.0}) > alone
 
 
 def test_the_shipped_model_has_a_calibration_that_grows_with_confidence():
@@ -216,7 +224,9 @@ def test_a_broken_calibration_fails_the_load_once_with_its_name_not_every_fill(t
     code = "import os\n\n\ndef main():\n    print(os.getcwd())\n    \n"
     for broken, says in (("{not json", "Expecting"), ("[]", "list indices"), ("{}", "no 'weights'"),
                          ('{"weights": {"alone": "high"}, "bias": 0}', "could not convert"),
-                         ('{"weights": {}, "bias": 0, "plain_text": {"scale": 1}}', "no 'shift'")):
+                         ('{"weights": {}, "bias": 0, "plain_text": {"scale": 1}}', "no 'shift'"),
+                         ('{"weights": {}, "bias": 0, "plain_text": {"scale": 1, "shift": 0, "shifts": [1]}}',
+                          "shifts are not an object")):
         (model / "confidence.json").write_text(broken)
         engine = Engine(EngineConfig.of(model=str(model), threads=1))
         try:

@@ -92,22 +92,22 @@ def _points(shift: float, n: int = 3000, seed: int = 1, workspace_shift: float |
         z = rng.uniform(-5, 3)
         ws = workspace_shift is not None and i % 4 >= 2
         true = z + shift + (workspace_shift or 0.0) * ws
-        out.append({"language": "c" if i % 2 else "ruby", "z": z, "invented": False, "workspace": ws,
+        out.append({"language": "c" if i % 2 else "ruby", "z": z, "invented": False, "shifts": [float(ws), 0.0, 0.0],
                     "exact": rng.random() < 1 / (1 + math.exp(-true))})
     return out
 
 
 def test_the_plain_text_correction_recovers_how_much_the_estimates_overrate():
-    scale, shift, ws = calibrate_plain.fit(_points(-1.0))
-    assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.2) and ws == 0.0
-    # alone and in a workspace: each regime's shift recovered
-    scale, shift, ws = calibrate_plain.fit(_points(-1.0, n=6000, workspace_shift=1.2))
+    scale, shift, shifts = calibrate_plain.fit(_points(-1.0))
+    assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.2) and shifts == (0, 0, 0)
+    # alone and in a workspace: each regime's shift recovered (the regimes no point is in keep 0)
+    scale, shift, shifts = calibrate_plain.fit(_points(-1.0, n=6000, workspace_shift=1.2))
     assert scale == pytest.approx(1.0, abs=0.15) and shift == pytest.approx(-1.0, abs=0.25)
-    assert ws == pytest.approx(1.2, abs=0.25)
+    assert shifts[0] == pytest.approx(1.2, abs=0.25) and shifts[1:] == (0, 0)
     per = calibrate_plain.held_out(_points(-1.0, n=6000, workspace_shift=1.2), Calibration({}, 0.0, 0.05))
     for v in per.values():
-        assert set(v["by_workspace"]) == {"with", "without"}
-        for w in v["by_workspace"].values():
+        assert set(v["by_regime"]) == {"whole line, alone", "whole line, workspace"}
+        for w in v["by_regime"].values():
             after = w["after"]
             assert abs(after["mean_estimate"] - after["precision"]) < 0.05
     cal = Calibration({}, 0.0, min_confidence=0.05)
@@ -145,12 +145,13 @@ def test_calibrate_plain_writes_the_correction_beside_the_weights(tmp_path):
                                  "--model-out", str(out / "confidence.json"), "--out", str(tmp_path / "r.json")]) == 0
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["holes"] == 400 and set(r["held_out_by_language"]) == {"c", "lua"}
-    assert r["correction"]["shift"] < -0.5 and r["correction"]["workspace_shift"] == 0.0
+    assert r["correction"]["shift"] < -0.5 and set(r["correction"]["shifts"].values()) == {0.0}
     from engine.confidence import load_calibration
 
     written = load_calibration(out)
     assert written.weights == base.weights and written.min_confidence == base.min_confidence
-    assert written.plain_text == (r["correction"]["scale"], r["correction"]["shift"]) and written.plain_workspace == 0
+    assert written.plain_text == (r["correction"]["scale"], r["correction"]["shift"])
+    assert dict(written.plain_shifts) == r["correction"]["shifts"]
     assert "400 one-line holes, c, lua" in written.plain_fitted_on
 
 
@@ -163,12 +164,14 @@ def test_the_readme_table_shows_the_plain_text_correction_per_language(tmp_path)
               "held_out_by_language": {"ruby": {"before": side, "after": {**side, "offered": 5, "precision": 0.4}}}}
     text = render([(tmp_path / "confidence-plain.json", result)], tmp_path)
     assert "| ruby | - | 10 | 8 -> 5 | 25.0 -> 40.0 |" in text and "log-odds x 1.1 - 0.9." in text
-    result["correction"]["workspace_shift"] = 1.2
-    result["held_out_by_language"]["ruby"]["by_workspace"] = {
-        "without": {"before": side, "after": side}, "with": {"before": side, "after": {**side, "precision": 0.5}}}
+    result["correction"]["shifts"] = {"plain_workspace": 1.2, "kind_inline": 0.0, "plain_workspace_inline": -0.5}
+    result["held_out_by_language"]["ruby"]["by_regime"] = {
+        "whole line, alone": {"before": side, "after": side},
+        "typed, workspace": {"before": side, "after": {**side, "precision": 0.5}}}
     text = render([(tmp_path / "confidence-plain.json", result)], tmp_path)
-    assert "| ruby | without | 10 | 8 -> 8 | 25.0 -> 25.0 |" in text and "| ruby | with | 10 | 8 -> 8 | 25.0 -> 50.0 |" in text
-    assert "log-odds x 1.1 - 0.9, + 1.2 more in a workspace that counts the language's files." in text
+    assert "| ruby | whole line, alone | 10 | 8 -> 8 | 25.0 -> 25.0 |" in text
+    assert "| ruby | typed, workspace | 10 | 8 -> 8 | 25.0 -> 50.0 |" in text
+    assert "log-odds x 1.1 - 0.9, + 1.2 where `plain_workspace`, - 0.5 where `plain_workspace_inline`." in text
 
 
 # -- a plain-text language's fills checked by a grammar (engine/validate.py: plain_syntax_check) -------------------
