@@ -113,13 +113,19 @@ both $one $two
     --humaneval "$R/confidence-humaneval.considered.jsonl.gz=$D/HumanEval-SingleLineInfilling.jsonl.gz" \
     --quantization "$QUANTIZATION" --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-languages.json"
 # the correction for languages without a grammar (C, Java, Ruby, Perl, Lua from installed Debian packages), fitted
-# on the new calibration's estimates, the holes filled alone and with their package's other files as the workspace
+# on the new calibration's estimates: whole lines and typed ones, each filled alone and with their package's other
+# files as the workspace
 [ -f "$CONF/other-dev.jsonl" ] || "$PY" -m benchmarks.other_lines --out "$CONF/other-dev.jsonl"
 if [ -s "$CONF/other-dev.jsonl" ]; then
-  considered other-dev "$CONF/other-dev.jsonl"
-  considered other-dev-ws "$CONF/other-dev.jsonl" --workspace-packages
+  { considered other-dev "$CONF/other-dev.jsonl"
+    considered other-dev-typed "$CONF/other-dev.jsonl" --typed; } & one=$!
+  { considered other-dev-ws "$CONF/other-dev.jsonl" --workspace-packages
+    considered other-dev-typed-ws "$CONF/other-dev.jsonl" --typed --workspace-packages; } & two=$!
+  wait $one $two
   "$PY" -m benchmarks.calibrate_plain --considered "$R/confidence-other-dev.considered.jsonl.gz" \
-      --considered "$R/confidence-other-dev-ws.considered.jsonl.gz" --model "$MODEL_OUT" \
+      --considered "$R/confidence-other-dev-ws.considered.jsonl.gz" \
+      --considered "$R/confidence-other-dev-typed.considered.jsonl.gz" \
+      --considered "$R/confidence-other-dev-typed-ws.considered.jsonl.gz" --model "$MODEL_OUT" \
       --model-out "$MODEL_OUT/confidence.json" --out "$R/confidence-plain.json"
 else
   echo "ship_model: no plain-text development holes (none of benchmarks.other_lines' packages is installed):" \
