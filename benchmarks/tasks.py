@@ -16,7 +16,7 @@ REQUIRED = ("task_id", "prompt", "suffix", "canonical_solution")
 LANGUAGES = ("python", "javascript", "typescript", "typescriptreact", "go", "rust")
 # languages the engine has no grammar for and fills as plain text, which a data file may hold too
 # (benchmarks.other_lines): their fills are not parsed, so their `syntax_valid` is None
-PLAIN_LANGUAGES = ("c", "java", "ruby", "perl", "lua")
+PLAIN_LANGUAGES = ("c", "java", "ruby", "perl", "lua", "cpp")
 EXTENSIONS = {"python": ".py", "javascript": ".js", "typescript": ".ts", "typescriptreact": ".tsx", "go": ".go",
               "rust": ".rs", "c": ".c", "java": ".java", "ruby": ".rb", "perl": ".pm", "lua": ".lua"}
 

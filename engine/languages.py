@@ -41,7 +41,8 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
 # fills for a typed line and an empty line's neighbours, in tables of their own (``lines_name``; ``engine.worklines``).
 # Measured on ``benchmarks.other_lines``' development holes, each package as its workspace (benchmarks/README.md).
 _PLAIN_EXTENSIONS = {".c": "c", ".h": "c", ".java": "java", ".rb": "ruby", ".pl": "perl", ".pm": "perl",
-                     ".lua": "lua"}
+                     ".lua": "lua", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+                     ".hxx": "cpp"}
 
 _local = threading.local()
 PLAIN = LanguageSpec("plaintext", "", block_opener="")
@@ -49,7 +50,7 @@ PLAIN = LanguageSpec("plaintext", "", block_opener="")
 # of its own): ``validate.plain_syntax_check`` refuses a fill that adds a syntax error. Each measured on
 # ``benchmarks.other_lines``' development holes of its language (benchmarks/README.md); an LSP id to its spec.
 _CHECK_SPECS = {name: LanguageSpec(name, f"tree_sitter_{name}", block_opener="")
-                for name in ("c", "java", "ruby", "lua", "perl")}
+                for name in ("c", "cpp", "java", "ruby", "lua", "perl")}
 
 # A line that opens a block of statements of its own (the body of an ``if``, a loop, a ``try``): "Complete body"
 # may write one, then its lines (``engine/oneline.py``). Not a function or class, a ``match`` in Python (its cases),

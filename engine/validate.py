@@ -1323,8 +1323,8 @@ def empty_comment(fill: str) -> bool:
 
 _COMMENT_LINE = {":": re.compile(r"#"), "{": re.compile("|".join(map(re.escape, COMMENT_STARTS)))}
 # the same for the languages filled as plain text that a grammar checks (``languages.check_spec``), by its name
-_PLAIN_COMMENT_LINE = {"c": _COMMENT_LINE["{"], "java": _COMMENT_LINE["{"], "ruby": re.compile(r"#|=begin"),
-                       "perl": re.compile(r"#"), "lua": re.compile(r"--")}
+_PLAIN_COMMENT_LINE = {"c": _COMMENT_LINE["{"], "cpp": _COMMENT_LINE["{"], "java": _COMMENT_LINE["{"],
+                       "ruby": re.compile(r"#|=begin"), "perl": re.compile(r"#"), "lua": re.compile(r"--")}
 
 
 def comment_only(spec: LanguageSpec, prefix: str, fill: str, suffix: str, check: LanguageSpec | None = None) -> bool:

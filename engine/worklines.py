@@ -61,7 +61,9 @@ MIN_FILES = 1                  # a line in at least this many of the workspace's
 SHORTEST, LONGEST = 2, 200     # characters of a stripped line, as for the common lines
 MOST = 32                      # workspace lines per hole, the most widespread first
 NEIGHBOURS_MOST = 16           # lines after the line above (and before the line below) per empty-line hole
-SAME_TABLE = {"typescriptreact": "typescript", "javascriptreact": "javascript"}
+# languages whose lines share a table: TSX's and TypeScript's; C++'s and C's (a C++ project's headers are often
+# ``.h``, which counts as C)
+SAME_TABLE = {"typescriptreact": "typescript", "javascriptreact": "javascript", "cpp": "c"}
 
 
 def lines_of(text: str) -> frozenset[str]:
