@@ -186,6 +186,9 @@ CHECKED = {   # language: (document with the hole's line empty, a fill that pars
     "lua": ("local function f(xs)\n  local s = 0\n\n  return s\nend\n", "  s = #xs",
             ["  if s > 0 then", "  for i = 1, #xs do", "  s = (1"]),
     "perl": ("sub f {\n    my $s = 0;\n\n    return $s;\n}\n", "    $s = 1;", ["    if ($s) {", "    $s = (1;"]),
+    "cpp": ("namespace n {\ntemplate <typename T>\nT sum(const std::vector<T>& xs) {\n    T s{};\n\n    return s;\n}\n"
+            "}  // namespace n\n", "    for (const auto& x : xs) s += x;",
+            ["    for (const auto& x : xs) {", "    s += xs[0]", "    s = std::accumulate(xs.begin(;"]),
 }
 
 
@@ -204,7 +207,7 @@ def test_a_plain_text_languages_fill_that_adds_a_syntax_error_is_refused(languag
         assert not check(fill), fill
     # an error of the user's far above (their broken line) never refuses a fill that parses: where the grammar's
     # recovery runs over the hole, there is no verdict
-    far = "x = (\n" + "\n" * 300 if language != "c" else "int x = (\n" + "\n" * 300
+    far = "x = (\n" + "\n" * 300 if language not in ("c", "cpp") else "int x = (\n" + "\n" * 300
     check = plain_syntax_check(check_spec(language), far + text, len(far) + at, len(far) + at)
     assert check(good)
 
@@ -250,7 +253,7 @@ def test_the_engine_withholds_a_c_line_that_opens_a_block_without_its_body():
 
 @pytest.mark.parametrize("language, comment, code", [
     ("c", "/* add them up */", "*total += 1;"), ("java", "// the sum", "s += 1;"), ("ruby", "# the count", "@count += 1"),
-    ("lua", "-- the sum", "s = s + 1"), ("perl", "# the sum", "$s += 1;")])
+    ("lua", "-- the sum", "s = s + 1"), ("perl", "# the sum", "$s += 1;"), ("cpp", "// the sum", "*it += 1;")])
 def test_a_comment_alone_is_no_plain_text_line_unless_a_comment_borders_it(language, comment, code):
     """As in the languages with a grammar (``comment_only``): the check grammar tells a comment from code (C's
     ``*total += 1;`` starts like a comment's line and is code)."""
@@ -290,8 +293,9 @@ def test_a_workspace_counts_plain_text_languages_by_their_own_id_and_the_adapter
 
     assert [language_for_path(p) for p in ("a.c", "a.H", "A.java", "a.rb", "a.pm", "a.pl", "a.lua", "a.cob")] == \
         ["c", "c", "java", "ruby", "perl", "perl", "lua", "plaintext"]
-    assert [lines_name(i) for i in ("C", "ruby", "typescriptreact", "js", "cobol", "")] == \
-        ["c", "ruby", "typescriptreact", "javascript", "plaintext", "plaintext"]
+    assert {language_for_path(p) for p in ("a.cpp", "a.cc", "a.cxx", "a.hpp", "a.hh", "a.hxx")} == {"cpp"}
+    assert [lines_name(i) for i in ("C", "ruby", "cpp", "typescriptreact", "js", "cobol", "")] == \
+        ["c", "ruby", "cpp", "typescriptreact", "javascript", "plaintext", "plaintext"]
     assert all(f",{ext}," in "," + source_glob()[len("**/*.{"):-1] + "," for ext in ("c", "h", "java", "rb", "lua", "py"))
     root = tmp_path / "proj"
     root.mkdir()
@@ -309,6 +313,12 @@ def test_a_workspace_counts_plain_text_languages_by_their_own_id_and_the_adapter
     assert "@count += 1" in ws.table("ruby").lines and "@count += 1" not in c.lines
     assert ws.table(lines_name("cobol")) is None and ws.table("java") is None
     assert ws.indent_unit("c") == "    "
+    # C++ shares C's table: a C++ project's headers are often .h, which count as C
+    ws.update("x.cpp", "cpp", "void f() {\n    zorblax_only_in_cpp();\n}\n")
+    ws.refresh()
+    assert ws.table("cpp") is ws.table("c") and "zorblax_only_in_cpp();" in ws.table("c").lines
+    ws.remove("x.cpp")
+    ws.refresh()
     assert [f.path for f in workspace_files(root)] == ["m.py"]
     assert [f.path for f in workspace_files(root, plain=True)] == ["a.c", "b.c", "g.rb", "m.py"]
     assert listed(root, ["a.c", "m.py", "notes.txt"]) == {"m.py"}
