@@ -110,13 +110,14 @@ def as_json(correction: Correction) -> dict:
     return {"scale": correction[0], "shift": correction[1], "shifts": dict(zip(PLAIN_SHIFTS, correction[2]))}
 
 
-def held_out(points: list[dict], calibration: Calibration) -> dict:
-    """Per language: the figures without the correction, and with one fitted on the other languages only; the same
-    per regime (``by_regime``: whole lines or typed ones, alone or with their package's files as the workspace)."""
+def held_out(points: list[dict], calibration: Calibration, shipped: Correction | None = None) -> dict:
+    """Per language: the figures without the correction, and with one fitted on the other languages only (or with
+    ``shipped``, fitted on none of these holes); the same per regime (``by_regime``: whole lines or typed ones, alone
+    or with their package's files as the workspace)."""
     out = {}
     for language in sorted({p["language"] for p in points}):
         own = [p for p in points if p["language"] == language]
-        correction = fit([p for p in points if p["language"] != language])
+        correction = shipped or fit([p for p in points if p["language"] != language])
         out[language] = {"correction_from_the_others": as_json(correction),
                          "before": summary(own, IDENTITY, calibration),
                          "after": summary(own, correction, calibration),
@@ -145,20 +146,31 @@ def main(argv: list[str] | None = None) -> int:
                    help="a benchmarks.confidence_set output of plain-text holes (repeatable)")
     p.add_argument("--model", default="engine/models/embedded", help="the model whose calibration is corrected")
     p.add_argument("--model-out", default=None, help="write the calibration with the fitted correction here")
+    p.add_argument("--no-fit", action="store_true",
+                   help="fit nothing: report the model's own correction on these holes (a language it was not "
+                        "fitted on: C++)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    if args.no_fit and args.model_out:
+        p.error("--no-fit writes no calibration (--model-out)")
     calibration = load_calibration(Path(args.model))
     if calibration is None:
         p.error(f"{args.model} has no {CALIBRATION_FILE}")
     points = [q for path in args.considered for q in chosen_points(path, calibration)]
     if not points:
         p.error(f"no holes of {', '.join(PLAIN_LANGUAGES)} in {', '.join(args.considered)}")
-    correction = fit(points)
-    per_language = held_out(points, calibration)
+    shipped = None
+    if args.no_fit:
+        if calibration.plain_text is None:
+            p.error(f"{args.model}'s {CALIBRATION_FILE} has no plain-text correction to report")
+        given = dict(calibration.plain_shifts)
+        shipped = (*calibration.plain_text, tuple(given.get(name, 0.0) for name in PLAIN_SHIFTS))
+    correction = shipped or fit(points)
+    per_language = held_out(points, calibration, shipped)
     result = envelope("calibrate-plain", "benchmarks.calibrate_plain", argv)
     result.update({
         "considered": args.considered, "holes": len(points), "bar": calibration.min_confidence,
-        "correction": as_json(correction),
+        "correction": as_json(correction), "fitted": not args.no_fit,
         "held_out_by_language": per_language,
         "held_out_total": {side: {k: sum(v[side][k] for v in per_language.values()) for k in ("offered", "right")}
                            for side in ("before", "after")},

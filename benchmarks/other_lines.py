@@ -1,5 +1,6 @@
 """Development holes in languages the engine has no grammar for: one-line statements of installed Debian packages'
-C, Java, Ruby, Perl and Lua files, each the JSONL task format of ``benchmarks.infill`` (with its ``language``).
+C, Java, Ruby, Perl and Lua files, each the JSONL task format of ``benchmarks.infill`` (with its ``language``); C++
+(``--languages cpp``) is kept apart, held out from every fit.
 
 The engine fills these as plain text (``languages.PLAIN``: no parse check, no block opener), and the calibration
 reads them as it reads Python (every language indicator 0). Are its estimates right there? These holes measure it;

@@ -269,7 +269,9 @@ def calibration_plain_table(runs: list[tuple[Path, dict]], base: Path) -> list[s
         c = r["correction"]
         shifts = ", ".join(f"{'+' if v >= 0 else '-'} {abs(v)} where `{k}`" for k, v in c.get("shifts", {}).items()
                            if v)
-        lines += ["", f"Shipped correction (fitted on all {r['holes']} holes): log-odds x {c['scale']} "
+        fitted = (f"fitted on all {r['holes']} holes" if r.get("fitted", True) else
+                  f"fitted on other languages, none of these {r['holes']} holes")
+        lines += ["", f"Shipped correction ({fitted}): log-odds x {c['scale']} "
                       f"{'+' if c['shift'] >= 0 else '-'} {abs(c['shift'])}" + (f", {shifts}" if shifts else "") + ".",
                   ""]
     lines += _commands(runs)

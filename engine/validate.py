@@ -1401,7 +1401,7 @@ PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills
 
 def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
     """For a fill replacing ``text[start:end]`` in a language filled as plain text, with ``check`` its grammar to
-    check with (``languages.check_spec``: C, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
+    check with (``languages.check_spec``: C, C++, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
     with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
     keeps for the languages with a grammar). The document is parsed once, each filled one reparsed from its tree
     (``_DocumentParses``). Only in a document whose errors, if any, start on the hole's own line (the line the user

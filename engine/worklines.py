@@ -12,7 +12,7 @@ model's first-forward score plus 1.5 x that prior - 1.5, like a common line (``i
 A ``Workspace`` counts each file's distinct stripped lines once; files are added, changed and removed one at a
 time (``update``, ``remove``), and ``refresh`` rebuilds the tables of the languages that changed, off the engine
 thread: a lookup (``table``) never builds, it reads the last tables built. A language's tables are keyed by its
-grammar's name, or for a language the engine fills as plain text (C, Java, Ruby, Perl, Lua) by its own id
+grammar's name, or for a language the engine fills as plain text (C, Java, Ruby, Perl, Lua) by its own id (C++ in C's)
 (``languages.lines_name``): on ``benchmarks.other_lines``' 1,263 development holes, each package's other files as the
 workspace, right fills offered 157 -> 310 (empty lines) and 268 -> 409 (typed lines; benchmarks/README.md, "Workspace
 lines in languages without a grammar"). The server keeps one per workspace folder (``register``, under the folder's

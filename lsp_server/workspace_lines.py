@@ -2,7 +2,7 @@
 server.
 
 Once the model is ready, with ``documentLines`` and ``workspaceLines`` on, the server counts the lines of every
-workspace folder's source files (the grammar languages' and C, Java, Ruby, Perl and Lua's, each language's apart:
+workspace folder's source files (the grammar languages' and C, C++, Java, Ruby, Perl and Lua's, each language's apart:
 ``languages.lines_name``; ``engine.adapt.files.iter_workspace_files``: what git would track, else the
 ``.gitignore``'d walk; the adapter's caps of 200 KB per file and 30 MB in all, for all the folders together), one
 folder after the other, on a thread of its own, at the lowest CPU priority, waiting between files while a fill runs

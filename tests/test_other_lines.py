@@ -153,6 +153,17 @@ def test_calibrate_plain_writes_the_correction_beside_the_weights(tmp_path):
     assert written.plain_text == (r["correction"]["scale"], r["correction"]["shift"])
     assert dict(written.plain_shifts) == r["correction"]["shifts"]
     assert "400 one-line holes, c, lua" in written.plain_fitted_on
+    # --no-fit: the written correction reported as it is on other holes (a language it was not fitted on)
+    assert calibrate_plain.main(["--considered", str(considered), "--model", str(out), "--no-fit",
+                                 "--out", str(tmp_path / "n.json")]) == 0
+    n = json.loads((tmp_path / "n.json").read_text())
+    assert n["fitted"] is False and n["correction"] == r["correction"]
+    assert n["held_out_by_language"]["c"]["correction_from_the_others"] == r["correction"]
+    with pytest.raises(SystemExit):   # nothing to report without a correction, and nothing written with --no-fit
+        calibrate_plain.main(["--considered", str(considered), "--model", str(model), "--no-fit", "--out", "x.json"])
+    with pytest.raises(SystemExit):
+        calibrate_plain.main(["--considered", str(considered), "--model", str(out), "--no-fit",
+                              "--model-out", str(tmp_path / "c.json"), "--out", "x.json"])
 
 
 def test_the_readme_table_shows_the_plain_text_correction_per_language(tmp_path):
