@@ -144,7 +144,7 @@ server = config["language-server"]["diffusion-lsp"]
 assert server["command"] == "diffusion-lsp", server
 wired = [lang["name"] for lang in config["language"]
          if any((s if isinstance(s, str) else s["name"]) == "diffusion-lsp" for s in lang["language-servers"])]
-assert set(wired) >= {"python", "rust", "go", "javascript", "typescript"}, wired
+assert set(wired) >= {"python", "rust", "go", "javascript", "typescript", "c", "cpp", "java", "ruby", "perl", "lua"}, wired
 print("languages.toml: diffusion-lsp wired for", ", ".join(wired))
 PY
 count "helix languages.toml" $?

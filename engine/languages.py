@@ -43,6 +43,8 @@ _EXTENSIONS = {".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "
 _PLAIN_EXTENSIONS = {".c": "c", ".h": "c", ".java": "java", ".rb": "ruby", ".pl": "perl", ".pm": "perl",
                      ".lua": "lua", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
                      ".hxx": "cpp"}
+# other clients' ids for them: eglot names a language after its major mode (``c++-mode``, ``cperl-mode``)
+_PLAIN_ALIASES = {"c++": "cpp", "cperl": "perl"}
 
 _local = threading.local()
 PLAIN = LanguageSpec("plaintext", "", block_opener="")
@@ -98,8 +100,13 @@ def lines_name(language_id: str) -> str:
     spec = spec_for(language_id)
     if spec is not PLAIN:
         return spec.name
-    key = (language_id or "").lower()
+    key = _plain_id(language_id)
     return key if key in _PLAIN_EXTENSIONS.values() else PLAIN.name
+
+
+def _plain_id(language_id: str) -> str:
+    key = (language_id or "").lower()
+    return _PLAIN_ALIASES.get(key, key)
 
 
 @functools.cache
@@ -126,7 +133,7 @@ def check_spec(language_id: str) -> LanguageSpec | None:
     key = (language_id or "").lower()
     if _ALIASES.get(key, key) in _SPECS:
         return None
-    check = _CHECK_SPECS.get(key)
+    check = _CHECK_SPECS.get(_plain_id(key))
     return check if check is not None and grammar(check.name) is not None else None
 
 

@@ -228,6 +228,8 @@ def test_only_plain_text_languages_with_a_check_grammar_are_checked():
     from engine.validate import plain_syntax_check
 
     assert check_spec("python") is None and check_spec("go") is None and check_spec("cobol") is None
+    if check_spec("cpp") is not None:   # eglot's ids, after the major mode: c++-mode, cperl-mode
+        assert check_spec("c++") == check_spec("cpp") and check_spec("CPerl") == check_spec("perl")
     assert plain_syntax_check(None, "x = 1\n", 0, 0) is None
     from engine.validate import PLAIN_CHECK_LIMIT
 
@@ -305,8 +307,8 @@ def test_a_workspace_counts_plain_text_languages_by_their_own_id_and_the_adapter
     assert [language_for_path(p) for p in ("a.c", "a.H", "A.java", "a.rb", "a.pm", "a.pl", "a.lua", "a.cob")] == \
         ["c", "c", "java", "ruby", "perl", "perl", "lua", "plaintext"]
     assert {language_for_path(p) for p in ("a.cpp", "a.cc", "a.cxx", "a.hpp", "a.hh", "a.hxx")} == {"cpp"}
-    assert [lines_name(i) for i in ("C", "ruby", "cpp", "typescriptreact", "js", "cobol", "")] == \
-        ["c", "ruby", "cpp", "typescriptreact", "javascript", "plaintext", "plaintext"]
+    assert [lines_name(i) for i in ("C", "ruby", "cpp", "c++", "cperl", "typescriptreact", "js", "cobol", "")] == \
+        ["c", "ruby", "cpp", "cpp", "perl", "typescriptreact", "javascript", "plaintext", "plaintext"]
     assert all(f",{ext}," in "," + source_glob()[len("**/*.{"):-1] + "," for ext in ("c", "h", "java", "rb", "lua", "py"))
     root = tmp_path / "proj"
     root.mkdir()

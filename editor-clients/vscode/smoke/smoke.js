@@ -377,14 +377,14 @@ async function main() {
   const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
   check(manifest.activationEvents.includes('onStartupFinished'), 'the extension activates once VS Code has started (onStartupFinished), for languages added to the setting');
   stub.__config['diffusionLsp.server.path'] = server;
-  stub.__config['diffusionLsp.languages'] = ['ruby'];
+  stub.__config['diffusionLsp.languages'] = ['php'];
   record.contexts['diffusionLsp.active'] = undefined;
   const late = context();
   await extension.activate(late);
   if (fs.existsSync('/proc/self/stat')) {
     check(serverProcesses().length === 0, `no server is started while no document in diffusionLsp.languages is open (${serverProcesses().length} running)`);
   }
-  stub.__openDocument(stub.__document(path.join(dir, 'greet.rb'), 'ruby', 'def greet(name)\n  puts name\nend\n'));
+  stub.__openDocument(stub.__document(path.join(dir, 'greet.php'), 'php', '<?php\nfunction greet($name) {\n  echo $name;\n}\n'));
   const started = await waitFor(60000, () => record.contexts['diffusionLsp.active'] === true);
   check(started, 'opening a document in a language added to diffusionLsp.languages starts the server');
   await extension.deactivate();

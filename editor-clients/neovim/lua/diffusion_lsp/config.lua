@@ -8,7 +8,9 @@ M.defaults = {
   -- <root>/venv/bin, then in the .venv of the diffusion-lsp checkout this plugin is part of
   -- (what scripts/setup.sh makes).
   cmd = { 'diffusion-lsp' },
-  filetypes = { 'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact', 'go', 'rust' },
+  -- the five languages with a grammar, and those filled as plain text with a check grammar and workspace lines
+  filetypes = { 'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact', 'go', 'rust', 'c', 'cpp',
+                'java', 'ruby', 'perl', 'lua' },
   -- Function(bufnr) -> directory the server is started for (one server per directory). Default
   -- (`M.root_for`): the working directory for a file in it when it is (in) a project, else the file's project
   -- (the nearest folder above it with one of `M.root_markers`), else the working directory. The server counts
@@ -86,7 +88,7 @@ M.checkout = vim.fn.fnamemodify(here, ':p:h:h:h:h:h')
 
 -- What marks a project's folder: a repository, or a package of one of the server's languages.
 M.root_markers = { '.git', 'pyproject.toml', 'setup.py', 'setup.cfg', 'package.json', 'tsconfig.json', 'go.mod',
-  'Cargo.toml' }
+  'Cargo.toml', 'CMakeLists.txt', 'meson.build', 'pom.xml', 'build.gradle', 'Gemfile', 'Makefile.PL' }
 
 --- The nearest folder from `dir` up that has one of `M.root_markers` in it, or nil.
 local function marked_above(dir)
