@@ -797,4 +797,50 @@ H.test("a file of a project outside the working directory gets that project's se
   vim.cmd('bwipeout!')
 end)
 
+H.test('a C file is served by default: its project (CMakeLists.txt) counts its C files, whose line fills a typed one',
+  function()
+  local dir = vim.fn.resolve(H.workspace({ ['cproj/CMakeLists.txt'] = 'project(z C)',
+    ['cproj/src/a.c'] = 'static int setup(struct ctx *ctx) {\n    struct opts opts = {0};\n'
+      .. '    zorblax_register_quux_handler(ctx, &opts);\n    return 0;\n}',
+    ['cproj/src/main.c'] = 'int start(struct ctx *ctx, struct opts opts) {\n    zorblax_reg\n'
+      .. '    return restart(ctx);\n}',
+    ['cproj/notes.txt'] = 'zorblax_register_other(ctx);' }))
+  vim.cmd('edit ' .. dir .. '/cproj/src/main.c')
+  local buf = api.nvim_get_current_buf()
+  H.eq('c', vim.bo[buf].filetype, 'filetype')
+  local c = H.ok(attached(buf), 'client attached to a C buffer with the default filetypes')
+  H.eq(dir .. '/cproj', c.config.root_dir, 'the project (its CMakeLists.txt), not the working directory')
+  H.ok(H.wait(300000, function()
+    local entry = status.get(c.id)
+    return entry and entry.state == 'ready'
+  end), 'its model became ready')
+  local lines
+  for _ = 1, 120 do
+    local answer = c.request_sync('diffusion/stats', vim.empty_dict(), 10000, buf)
+    lines = answer and answer.result and answer.result.workspaceLines
+    if lines and lines.state == 'ready' then
+      break
+    end
+    vim.wait(500)
+  end
+  H.eq({ state = 'ready', files = 2 }, { state = lines.state, files = lines.files }, 'the two C files, not the notes')
+  H.feed('<Esc>')
+  api.nvim_win_set_cursor(0, { 2, 0 })
+  H.feed('A')   -- insert mode at the end of "    zorblax_reg"
+  local before = #events
+  H.feed('<M-\\>')
+  H.wait(20000, function()
+    for i = before + 1, #events do
+      if events[i] == 'result' then
+        return true
+      end
+    end
+  end)
+  local s = H.ok(ghost.get(buf), 'a suggestion')
+  H.eq('ister_quux_handler(ctx, &opts);', s.text, "the line another C file of the project has")
+  H.feed('<Esc>')
+  vim.lsp.stop_client(c.id)
+  vim.cmd('bwipeout!')
+end)
+
 H.run(900000) -- a hang guard: the waits above end at their events
