@@ -127,6 +127,11 @@ def grammar(name: str) -> tree_sitter.Language | None:
         return None   # a check's wheel not installed, or one this binding cannot load: no check
 
 
+def checked_languages() -> list[str]:
+    """The language ids filled as plain text whose fills a grammar checks (their check wheel installed)."""
+    return sorted(name for name in _CHECK_SPECS if grammar(name) is not None)
+
+
 def check_spec(language_id: str) -> LanguageSpec | None:
     """The spec whose grammar checks the fills of a language filled as plain text (``_CHECK_SPECS``); None for a
     language with a grammar of its own, one without a check, or one whose check's wheel is not installed."""

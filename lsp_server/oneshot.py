@@ -8,7 +8,7 @@ import sys
 import time
 
 from engine import Engine, EngineConfig, EngineError, InfillRequest, worklines
-from engine.languages import PLAIN, grammar_languages, language_for_path, spec_for
+from engine.languages import PLAIN, check_spec, checked_languages, grammar_languages, language_for_path, spec_for
 
 from .documents import Document
 
@@ -29,9 +29,11 @@ def run_infill(args) -> int:
         return 2
     text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no character of line 1 (nor an editor's)
     doc = Document(path, args.language or language_for_path(path), 0, text)
-    if args.language and spec_for(args.language) is PLAIN and args.language.lower() != PLAIN.name:
+    if args.language and spec_for(args.language) is PLAIN and args.language.lower() != PLAIN.name \
+            and check_spec(args.language) is None:
         print(f"diffusion-lsp: language {args.language!r} is not supported: filled as plain text, without a syntax "
-              f"check (supported: {', '.join(grammar_languages())})", file=sys.stderr)
+              f"check (supported: {', '.join(grammar_languages())}; as plain text with a syntax check: "
+              f"{', '.join(checked_languages())})", file=sys.stderr)
     if line > len(doc.line_starts()):
         print(f"diffusion-lsp: {path} has {len(doc.line_starts())} lines, not {line}", file=sys.stderr)
         return 2

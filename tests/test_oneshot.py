@@ -164,13 +164,14 @@ def test_a_language_without_a_grammar_is_named_as_not_supported_and_filled_as_pl
     # which names are noted: a typo too, not plain text asked for by name (no fill needed to say)
     assert spec_for("pyhton") is PLAIN and spec_for("plaintext") is PLAIN and PLAIN.name == "plaintext"
     assert spec_for("py") is not PLAIN
-    for language, noted in (("cobol", True), ("py", False)):   # end to end: the note, the fill, the JSON
+    for language, noted in (("cobol", True), ("py", False), ("c", False)):   # end to end: the note, the fill, the JSON
         out = subprocess.run([sys.executable, "-m", "lsp_server", "infill", f"{path}:6:14", "--language", language,
                               "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert out.returncode == 0 and isinstance(json.loads(out.stdout)["text"], str), out.stderr
         note = (f"diffusion-lsp: language {language!r} is not supported: filled as plain text, without a syntax check "
-                f"(supported: {', '.join(grammar_languages())})")
+                f"(supported: {', '.join(grammar_languages())}; as plain text with a syntax check: ")
         assert (note in out.stderr) == noted, out.stderr
+        assert ("not supported" in out.stderr) == noted, out.stderr   # C is checked by its grammar: no note
     assert grammar_languages() == ["go", "javascript", "python", "rust", "typescript", "typescriptreact"]
 
 
