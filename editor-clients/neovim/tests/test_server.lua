@@ -82,8 +82,9 @@ local function reset_buffer()
   H.feed('A') -- insert mode at the end of "        return "
 end
 
---- Presses the trigger key and waits for the answer; returns the suggestion or nil.
-local function trigger()
+--- Presses the trigger key and waits for the answer; returns the suggestion in `buf` (default: the test buffer)
+--- or nil.
+local function trigger(buf)
   local before = #events
   H.feed('<M-\\>')
   H.wait(20000, function()
@@ -93,7 +94,7 @@ local function trigger()
       end
     end
   end)
-  return ghost.get(bufnr)
+  return ghost.get(buf or bufnr)
 end
 
 local function suggestion_or_fail()
@@ -121,6 +122,20 @@ local function replaced(lines, range, text)
     out[#out + 1] = lines[i]
   end
   return out
+end
+
+--- The workspace lines' state of client `c`'s server once it has counted its folders (its last state after 60 s).
+local function counted(c, buf)
+  local lines
+  for _ = 1, 120 do   -- the project's source files are counted once the model is ready
+    local answer = c.request_sync('diffusion/stats', vim.empty_dict(), 10000, buf)
+    lines = answer and answer.result and answer.result.workspaceLines
+    if lines and lines.state == 'ready' then
+      break
+    end
+    vim.wait(500)
+  end
+  return lines
 end
 
 --- The diffusion-lsp client attached to `buf` once it is initialized (nil after 20 s).
@@ -782,15 +797,7 @@ H.test("a file of a project outside the working directory gets that project's se
     local entry = status.get(other.id)
     return entry and entry.state == 'ready'
   end), 'its model became ready')
-  local lines
-  for _ = 1, 120 do   -- the project's source files are counted once the model is ready
-    local answer = other.request_sync('diffusion/stats', vim.empty_dict(), 10000, buf)
-    lines = answer and answer.result and answer.result.workspaceLines
-    if lines and lines.state == 'ready' then
-      break
-    end
-    vim.wait(500)
-  end
+  local lines = counted(other, buf)
   H.eq({ state = 'ready', folders = 1, files = 2 }, { state = lines.state, folders = lines.folders, files = lines.files },
     "the workspace counted: the project's two Python files")
   vim.lsp.stop_client(other.id)
@@ -814,29 +821,12 @@ H.test('a C file is served by default: its project (CMakeLists.txt) counts its C
     local entry = status.get(c.id)
     return entry and entry.state == 'ready'
   end), 'its model became ready')
-  local lines
-  for _ = 1, 120 do
-    local answer = c.request_sync('diffusion/stats', vim.empty_dict(), 10000, buf)
-    lines = answer and answer.result and answer.result.workspaceLines
-    if lines and lines.state == 'ready' then
-      break
-    end
-    vim.wait(500)
-  end
+  local lines = counted(c, buf)
   H.eq({ state = 'ready', files = 2 }, { state = lines.state, files = lines.files }, 'the two C files, not the notes')
   H.feed('<Esc>')
   api.nvim_win_set_cursor(0, { 2, 0 })
   H.feed('A')   -- insert mode at the end of "    zorblax_reg"
-  local before = #events
-  H.feed('<M-\\>')
-  H.wait(20000, function()
-    for i = before + 1, #events do
-      if events[i] == 'result' then
-        return true
-      end
-    end
-  end)
-  local s = H.ok(ghost.get(buf), 'a suggestion')
+  local s = H.ok(trigger(buf), 'a suggestion')
   H.eq('ister_quux_handler(ctx, &opts);', s.text, "the line another C file of the project has")
   H.feed('<Esc>')
   vim.lsp.stop_client(c.id)
