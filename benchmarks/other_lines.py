@@ -56,8 +56,9 @@ SOURCES = (
 )
 LANGUAGES = tuple(dict.fromkeys(s.language for s in SOURCES))
 DEFAULT_LANGUAGES = tuple(lang for lang in LANGUAGES if lang != "cpp")   # the development set's; C++ held out
-COMMENT = {"c": ("//", "/*", "*", "#"), "cpp": ("//", "/*", "*", "#"), "java": ("//", "/*", "*", "@"), "ruby": ("#", "=begin", "=end"),
+COMMENT = {"c": ("//", "/*", "*", "#"), "java": ("//", "/*", "*", "@"), "ruby": ("#", "=begin", "=end"),
            "perl": ("#", "=", "__END__"), "lua": ("--",)}
+COMMENT["cpp"] = COMMENT["c"]
 # lines that open, continue or close a block, by their first word (and Ruby's / Lua's `do` at the end)
 BLOCK_WORDS = re.compile(r"(?:if|else|elsif|elif|unless|while|until|for|foreach|do|case|when|switch|try|catch|"
                          r"finally|begin|rescue|ensure|end|def|class|module|sub|function|local\s+function|repeat|"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from benchmarks.tasks import Task
@@ -28,8 +29,49 @@ def file_id(task: Task) -> str:
     return task.task_id.split(":", 1)[1].rsplit(":", 1)[0]
 
 
-class CorpusWorkspaces:
+Files = Iterable[tuple[str, str, str]]   # (key, language, text)
+
+
+class _OnePackage:
+    """One package's workspace registered at a time (``bench:<package>``), the hole's own file left out of it: the
+    file left out for the hole before goes back in (``with_package``). Subclasses say which package a task is in and
+    read its files."""
+
+    def __init__(self) -> None:
+        self._loaded: str | None = None
+        self._left_out: str | None = None
+        self._workspace = None
+
+    def disk(self, folder: str) -> str | None:
+        return None
+
+    def with_package(self, package: str, fid: str, files: Callable[[], Files], again: Callable[[str], Files]
+                     ) -> str:
+        """Register ``package``'s workspace (``files()``: all of its files, read once per package) without the file
+        ``fid`` (``again(key)``: the file left out before, read again to put it back) and return its key."""
+        from engine import worklines
+
+        if package != self._loaded:
+            if self._loaded is not None:
+                worklines.unregister(f"bench:{self._loaded}")
+            self._workspace = worklines.Workspace(disk=self.disk)
+            worklines.scan("", self._workspace, files())
+            self._loaded, self._left_out = package, None
+            worklines.register(f"bench:{package}", self._workspace)
+        if fid != self._left_out:
+            ws = self._workspace
+            if self._left_out is not None:
+                for key, language, text in again(self._left_out):
+                    ws.update(key, language, text)
+            ws.remove(fid)
+            ws.refresh()
+            self._left_out = fid
+        return f"bench:{package}"
+
+
+class CorpusWorkspaces(_OnePackage):
     def __init__(self, corpus: str | Path) -> None:
+        super().__init__()
         self.corpus = Path(corpus)
         manifest = self.corpus / "manifest.jsonl"
         if not manifest.is_file():
@@ -42,9 +84,6 @@ class CorpusWorkspaces:
                 self.package[r["id"]] = package = f"{r['ecosystem']}:{r['package']}"
                 self.members[package].append(r["id"])
         self.offsets = self._index()
-        self._loaded: str | None = None
-        self._left_out: str | None = None
-        self._workspace = None
 
     def _index(self) -> dict[str, tuple[str, int]]:
         files = sorted((self.corpus / "files").glob("*/*.jsonl"))
@@ -86,29 +125,15 @@ class CorpusWorkspaces:
     def key(self, task: Task) -> str | None:
         """Register the workspace of ``task``'s package without its file and return its key (None: the file is
         not in the corpus)."""
-        from engine import worklines
-
         fid = file_id(task)
         package = self.package.get(fid)
         if package is None:
             return None
-        if package != self._loaded:
-            if self._loaded is not None:
-                worklines.unregister(f"bench:{self._loaded}")
-            self._workspace = worklines.Workspace(disk=self.disk)
-            files = ((i, lang, text) for i, text, lang in self._read(self.members[package]))
-            worklines.scan("", self._workspace, files)
-            self._loaded, self._left_out = package, None
-            worklines.register(f"bench:{package}", self._workspace)
-        if fid != self._left_out:
-            ws = self._workspace
-            if self._left_out is not None:
-                for i, text, lang in self._read([self._left_out]):
-                    ws.update(i, lang, text)
-            ws.remove(fid)
-            ws.refresh()
-            self._left_out = fid
-        return f"bench:{package}"
+        return self.with_package(package, fid, lambda: self._files(self.members[package]),
+                                 lambda key: self._files([key]))
+
+    def _files(self, ids: list[str]) -> Files:
+        return ((i, lang, text) for i, text, lang in self._read(ids))
 
     def disk(self, folder: str) -> str | None:
         """Where a folder of the corpus ids (``debian:librust-rmp-dev/usr/share/...``) is unpacked on disk, when the
@@ -148,7 +173,7 @@ class FolderWorkspace:
         return None   # a task's document is no file of the folder
 
 
-class PackageWorkspaces:
+class PackageWorkspaces(_OnePackage):
     """The workspaces of ``benchmarks.other_lines``' holes (languages filled as plain text: C, Java, Ruby, Perl,
     Lua): a hole's workspace is the other files of its Debian package that ``other_lines`` reads (``SOURCES``), as
     an editor opened on that package's folder would count them (``engine.adapt.files``: at most ``MAX_FILE_BYTES``
@@ -156,10 +181,8 @@ class PackageWorkspaces:
     ``language:package/path:line``; files are keyed ``package/path``, one package read at a time (``grouped``)."""
 
     def __init__(self) -> None:
-        self._loaded: str | None = None
-        self._left_out: str | None = None
+        super().__init__()
         self._files: dict[str, tuple[str, str]] = {}   # the loaded package's key -> (language, text)
-        self._workspace = None
 
     @staticmethod
     def package(task: Task) -> str:
@@ -174,29 +197,20 @@ class PackageWorkspaces:
                 if len(text.encode("utf-8", "surrogatepass")) <= MAX_FILE_BYTES}
 
     def key(self, task: Task) -> str | None:
-        """Register the workspace of ``task``'s package without its file and return its key."""
-        from engine import worklines
-
+        """Register the workspace of ``task``'s package without its file and return its key (None: the package's
+        files are not installed)."""
         package, fid = self.package(task), file_id(task)
         if package != self._loaded:
-            if self._loaded is not None:
-                worklines.unregister(f"bench:{self._loaded}")
-            self._files = self._files_of(package)
-            if not self._files:
-                self._loaded = None
+            files = self._files_of(package)
+            if not files:
                 return None
-            self._workspace = worklines.Workspace()
-            worklines.scan("", self._workspace, ((k, lang, text) for k, (lang, text) in self._files.items()))
-            self._loaded, self._left_out = package, None
-            worklines.register(f"bench:{package}", self._workspace)
-        if fid != self._left_out:
-            ws = self._workspace
-            if self._left_out is not None and self._left_out in self._files:
-                ws.update(self._left_out, *self._files[self._left_out])
-            ws.remove(fid)
-            ws.refresh()
-            self._left_out = fid
-        return f"bench:{package}"
+            self._files = files
+        return self.with_package(package, fid, lambda: self._of(self._files),
+                                 lambda key: self._of({key: self._files[key]} if key in self._files else {}))
+
+    @staticmethod
+    def _of(files: dict[str, tuple[str, str]]) -> Files:
+        return ((key, language, text) for key, (language, text) in files.items())
 
     def path(self, task: Task) -> str:
         return file_id(task)

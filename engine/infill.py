@@ -12,7 +12,7 @@ from .backends.base import Backend, Candidate, Control, FillPlan, HoleSpec
 from .confidence import Document, offer
 from .config import FillOptions
 from .context import Hole, Window, decide_hole, foreign_indent, indent_options, reindent, restyle, window
-from .languages import PLAIN, LanguageSpec, check_spec, lines_name, opens_block, spec_for
+from .languages import LanguageSpec, check_spec, lines_name, opens_block, spec_for
 from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
@@ -129,7 +129,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = _both(fits, assigns_itself(text, hole.start) if config.validate else None)
     # a language filled as plain text is still parsed where a grammar can check it: no fill that adds an error, and
     # that grammar reads the comment alone below
-    check = check_spec(request.language) if spec.name == PLAIN.name else None
+    check = check_spec(request.language)
     plain = plain_syntax_check(check, text, hole.start, hole.end) if config.validate else None
     fits = _both(fits, plain)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in

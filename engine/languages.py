@@ -135,10 +135,9 @@ def checked_languages() -> list[str]:
 def check_spec(language_id: str) -> LanguageSpec | None:
     """The spec whose grammar checks the fills of a language filled as plain text (``_CHECK_SPECS``); None for a
     language with a grammar of its own, one without a check, or one whose check's wheel is not installed."""
-    key = (language_id or "").lower()
-    if _ALIASES.get(key, key) in _SPECS:
+    if spec_for(language_id) is not PLAIN:
         return None
-    check = _CHECK_SPECS.get(_plain_id(key))
+    check = _CHECK_SPECS.get(_plain_id(language_id))
     return check if check is not None and grammar(check.name) is not None else None
 
 

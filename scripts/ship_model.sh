@@ -121,7 +121,7 @@ if [ -s "$CONF/other-dev.jsonl" ]; then
     considered other-dev-typed "$CONF/other-dev.jsonl" --typed; } & one=$!
   { considered other-dev-ws "$CONF/other-dev.jsonl" --workspace-packages
     considered other-dev-typed-ws "$CONF/other-dev.jsonl" --typed --workspace-packages; } & two=$!
-  wait $one $two
+  both $one $two
   "$PY" -m benchmarks.calibrate_plain --considered "$R/confidence-other-dev.considered.jsonl.gz" \
       --considered "$R/confidence-other-dev-ws.considered.jsonl.gz" \
       --considered "$R/confidence-other-dev-typed.considered.jsonl.gz" \

@@ -394,7 +394,12 @@ def test_a_plain_text_holes_benchmark_workspace_is_its_packages_other_files(tmp_
     assert "only_in_b();" not in lines and "zorblax_register_quux_handler(ctx, &opts);" in lines
     assert ws.key(g) == "bench:pkg-rb" and worklines.lookup(key) is None
     assert worklines.lookup("bench:pkg-rb").table("ruby") is None   # its one file is the hole's
-    worklines.unregister("bench:pkg-rb")
+    # a package not installed: no workspace, and the one loaded stays as it was
+    assert ws.key(task(f"pkg-none{tmp_path}/x.c", "c")) is None
+    assert ws.key(g) == "bench:pkg-rb" and worklines.lookup("bench:pkg-rb").table("ruby") is None
+    ws.key(a)
+    assert "only_in_b();" in worklines.lookup("bench:pkg-c").table("c").lines
+    worklines.unregister("bench:pkg-c")
 
 
 def test_the_server_counts_a_c_folder_and_a_saved_c_file_and_offers_their_lines(tmp_path):
