@@ -195,3 +195,49 @@ def test_a_long_lived_server_freezes_its_model_out_of_full_collections():
         memory.freeze_after_loads(False)
         gc.unfreeze()
     assert memory._freezing == [False]
+
+
+PERL_SUB = '''sub f%d {
+    my ($self, %%args) = @_;
+    my $x = $args{name} // "none";
+    print "value: $x\\n" if $self->{debug};
+    return $self->{items}[0] =~ s/^\\s+//r;
+}
+'''
+
+
+@pytest.mark.parametrize("language, text", [
+    ("perl", "".join(PERL_SUB % i for i in range(800))),       # 129 KB: its scanner asks for ~36,000 chunks
+    ("python", "def f(x):\n    # a comment\n    return x + 1\n" * 6000),   # 264 KB: 5 chunks
+])
+def test_a_document_parsed_in_chunks_leaves_none_of_them_behind(language, text):
+    """tree-sitter's binding (0.26.1) kept every chunk its read callback returned, for good: each parse of a Perl
+    file of this size left 1.7 GB behind, and one of any language about its own size (``languages._Reader``)."""
+    import gc
+    import tracemalloc
+
+    import tree_sitter
+
+    from engine.languages import check_spec, grammar, parse, spec_for
+
+    spec = check_spec(language) or spec_for(language)
+    if grammar(spec.name) is None:
+        pytest.skip(f"tree_sitter_{language} is not installed")
+    data = text.encode()
+    whole = tree_sitter.Parser(grammar(spec.name)).parse(data)   # one call, no chunks
+    parse(spec, data)   # (the binding's first-use costs, and the leak's measure, out of the count)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3):
+            tree = parse(spec, data)
+            assert str(tree.root_node) == str(whole.root_node)
+            last = tree.root_node.children[-1]
+            assert last.text == data[last.start_byte:last.end_byte]
+            del tree, last
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < len(data) // 4, kept
