@@ -130,7 +130,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     # a language filled as plain text is still parsed where a grammar can check it: no fill that adds an error, and
     # that grammar reads the comment alone below
     check = check_spec(request.language)
-    plain = plain_syntax_check(check, text, hole.start, hole.end) if config.validate else None
+    plain = plain_syntax_check(check, text, hole.start, hole.end, finish=not request.rewrite) if config.validate \
+        else None
     fits = _both(fits, plain)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)

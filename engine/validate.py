@@ -1399,31 +1399,56 @@ def assigns_itself(text: str, start: int) -> Callable[[str], bool]:
 PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills are not checked (a parse each)
 
 
-def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int,
+                       finish: bool = True) -> Callable[[str], bool] | None:
     """For a fill replacing ``text[start:end]`` in a language filled as plain text, with ``check`` its grammar to
     check with (``languages.check_spec``: C, C++, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
     with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
-    keeps for the languages with a grammar). The document is parsed once, each filled one reparsed from its tree
-    (``_DocumentParses``). Only in a document whose errors, if any, start on the hole's own line (the line the user
-    is typing): a grammar's recovery from an error elsewhere can spread over the whole file once the text changes
-    (Java's, from a broken line 300 lines above), so there the check gives no verdict and the fill passes. None
-    without a ``check``, and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB
-    ``Collections.java`` on this project's 2-core machine; under 1 ms for each fill after it)."""
+    keeps for the languages with a grammar), or (with ``finish``: not a rewrite) the fill leaves the line as broken
+    as the user had it (``_DocumentParses.finishes_line``: ``msg = "Specified pre|`` -> ``set;``, the string still
+    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``). The document is parsed once, each filled one
+    reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error of the user's that
+    starts above the hole's line runs over it (C's recovery from an ``#if 0`` it cannot pair can cover the whole
+    file), nor where an error over the fill also covers one of the user's errors away from the line: the grammar's
+    recovery from theirs spread once the text changed (Java's, from a broken line 300 lines above), which no fill
+    can mend. Otherwise an error of theirs elsewhere stays theirs, and the fill is judged. None without a ``check``,
+    and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB ``Collections.java`` on
+    this project's 2-core machine; under 1 ms for each fill after it)."""
     if check is None or len(text) > PLAIN_CHECK_LIMIT:
         return None
     document = _DocumentParses(check, text, start, end)
 
     @functools.cache
-    def judged() -> bool:
+    def away() -> tuple[tuple[int, int], ...] | None:
+        """The user's errors that start before the hole's line or after it (past the first code after it); None
+        where one that starts above runs over the line: no verdict."""
         user = document.user
         if user is None:
-            return False
-        line_lo = user.data.rfind(b"\n", 0, user.lo) + 1
-        line_hi = user.data.find(b"\n", user.hi)
-        line_hi = len(user.data) if line_hi < 0 else line_hi
-        return all(line_lo <= s <= line_hi for s, _ in user.errors)
+            return None
+        first = user.data.rfind(b"\n", 0, user.lo) + 1
+        if any(s < first < e for s, e in user.errors):
+            return None
+        return tuple((s, e) for s, e in user.errors if not _on_the_line([(s, e)], user.data, user.lo, user.hi))
 
-    return lambda fill: not judged() or document(fill, confirm=True)
+    def passes(fill: str) -> bool:
+        elsewhere = away()
+        if elsewhere is None:
+            return True
+        filled = document._filled(fill)
+        user = document.user
+        if filled is None or user is None:
+            return True
+        tree, _, lo, hi = filled
+        shift = hi - user.hi
+        moved = [(s, e) if s < user.lo else (s + shift, e + shift) for s, e in elsewhere]
+        # an error of the filled document over the fill that also covers one of the user's away from it: the
+        # grammar's recovery from theirs spread, not the fill's fault
+        if any(s < max(hi, lo + 1) and e > lo and any(s < me and e > ms or s == ms for ms, me in moved)
+               for s, e in error_spans(tree)):
+            return True
+        return document(fill, confirm=True) and (not finish or document.finishes_line(fill))
+
+    return passes
 
 
 def writes_no_code(spec: LanguageSpec, fill: str) -> bool:

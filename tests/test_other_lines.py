@@ -223,6 +223,46 @@ def test_a_plain_text_languages_fill_that_adds_a_syntax_error_is_refused(languag
     assert check(good)
 
 
+# a line typed to its middle: (document with "<C>" at the cursor, a rest that finishes the line, rests that leave it
+# as broken as the user had it: the string still open, the statement without its end; a broken line of the user's
+# that the grammar keeps to itself, put far below)
+TYPED = {
+    "c": ('int main(void) {\n    const char *msg;\n    msg = "Specified pre<C>\n    return puts(msg);\n}\n',
+          'set is not supported";', ["set;", "set is not"], "int y = ;\n"),
+    "cpp": ("int f(std::vector<int>& xs) {\n    int n = xs.si<C>\n    return n;\n}\n", "ze();", ["ze()"], "int y = ;\n"),
+    "java": ("class A {\n    int f(int[] xs) {\n        int n = xs.len<C>\n        return n;\n    }\n}\n", "gth;",
+             ["gth", "gth + f(xs"], "class B { int y = ; }\n"),
+    "ruby": ("def f(xs)\n  n = xs.map { |x| x * <C>\n  n.sum\nend\n", "2 }", ["2"], "y = (1\n"),
+    "lua": ("local function f(xs)\n  local n = select(<C>\n  return n\nend\n", "'#', xs)", ["'#', xs"], "local y = (1\n"),
+    "perl": ("sub f {\n    my $s = join(<C>\n    return $s;\n}\n", '",", @_);', ['",", @_'], "my $y = (1;\n"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(TYPED))
+def test_a_plain_text_fill_must_finish_the_line_the_user_left_broken(language):
+    """``msg = "Specified pre<C>`` -> ``set;`` adds no error (the user's open string was one already), but leaves
+    the line as broken as it was: refused, as ``finishes_line`` refuses it in the languages with a grammar, and so
+    where the user has a broken line of their own far below. Not in a rewrite (``finish=False``), whose selection
+    may be what is broken: there only an error the fill adds refuses it."""
+    from engine.languages import check_spec
+    from engine.validate import _DocumentParses, plain_syntax_check
+
+    check_grammar = check_spec(language)
+    if check_grammar is None:
+        pytest.skip(f"tree_sitter_{language} is not installed")
+    document, good, bad, broken = TYPED[language]
+    at = document.index("<C>")
+    for text in (document.replace("<C>", ""), document.replace("<C>", "") + "\n" * 40 + broken):
+        check = plain_syntax_check(check_grammar, text, at, at)
+        assert check(good)
+        for fill in bad:
+            assert not check(fill), fill
+        in_a_rewrite = plain_syntax_check(check_grammar, text, at, at, finish=False)
+        adds_none = _DocumentParses(check_grammar, text, at, at)
+        for fill in bad:
+            assert in_a_rewrite(fill) is adds_none(fill, confirm=True), fill
+
+
 def test_only_plain_text_languages_with_a_check_grammar_are_checked():
     from engine.languages import check_spec, spec_for
     from engine.validate import plain_syntax_check
