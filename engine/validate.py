@@ -1397,6 +1397,7 @@ def assigns_itself(text: str, start: int) -> Callable[[str], bool]:
 
 
 PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills are not checked (a parse each)
+_EDITOR_CLOSERS = frozenset(")]}\"'`")
 
 
 def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int,
@@ -1406,7 +1407,8 @@ def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: i
     with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
     keeps for the languages with a grammar), or (with ``finish``: not a rewrite) the fill leaves the line as broken
     as the user had it (``_DocumentParses.finishes_line``: ``msg = "Specified pre|`` -> ``set;``, the string still
-    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``). The document is parsed once, each filled one
+    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``), unless all that follows the cursor on its
+    line is closers, as an editor puts them (``printf(|)``: the ``;`` comes after them, beyond any fill). The document is parsed once, each filled one
     reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error of the user's that
     starts above the hole's line runs over it (C's recovery from an ``#if 0`` it cannot pair can cover the whole
     file), nor where an error over the fill also covers one of the user's errors away from the line: the grammar's
@@ -1417,6 +1419,11 @@ def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: i
     if check is None or len(text) > PLAIN_CHECK_LIMIT:
         return None
     document = _DocumentParses(check, text, start, end)
+    # inside the closers an editor put after the cursor (``printf(|)``, ``"...|"``), the line's end is not written
+    # yet: its ``;`` comes after them, where no fill reaches
+    line_end = text.find("\n", end)
+    rest = text[end:len(text) if line_end < 0 else line_end].strip()
+    finish = finish and not (rest and all(ch in _EDITOR_CLOSERS for ch in rest))
 
     @functools.cache
     def away() -> tuple[tuple[int, int], ...] | None:

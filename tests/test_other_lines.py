@@ -263,6 +263,33 @@ def test_a_plain_text_fill_must_finish_the_line_the_user_left_broken(language):
             assert in_a_rewrite(fill) is adds_none(fill, confirm=True), fill
 
 
+# inside the closer an editor put after the cursor: (document with "<C>" at the cursor, the right fill)
+CLOSED = {
+    "c": ("int main(void) {\n    printf(<C>)\n    return 0;\n}\n", '"hello\\n"'),
+    "cpp": ("int f() {\n    std::printf(<C>)\n    return 0;\n}\n", '"hi"'),
+    "java": ("class A {\n    void f() {\n        System.out.println(<C>)\n        return;\n    }\n}\n", '"hi"'),
+    "perl": ("sub f {\n    print(<C>)\n    return 1;\n}\n", '"hi"'),
+}
+
+
+@pytest.mark.parametrize("language", sorted(CLOSED))
+def test_a_plain_text_fill_inside_an_editors_closers_is_not_asked_for_the_lines_end(language):
+    """``printf(|)`` as an editor that closes brackets shows it: the line's ``;`` goes after the ``)``, where no fill
+    reaches, so the line stays without it whatever the fill; the fill is judged on the errors it adds."""
+    from engine.languages import check_spec
+    from engine.validate import plain_syntax_check
+
+    check_grammar = check_spec(language)
+    if check_grammar is None:
+        pytest.skip(f"tree_sitter_{language} is not installed")
+    document, good = CLOSED[language]
+    at = document.index("<C>")
+    text = document.replace("<C>", "")
+    check = plain_syntax_check(check_grammar, text, at, at)
+    assert check(good)
+    assert not check(good + ") {")   # an error the fill adds still refuses it
+
+
 def test_only_plain_text_languages_with_a_check_grammar_are_checked():
     from engine.languages import check_spec, spec_for
     from engine.validate import plain_syntax_check
