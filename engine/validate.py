@@ -373,7 +373,9 @@ def document_parses(spec: LanguageSpec, text: str, start: int, end: int) -> Docu
     the line as broken as the user had it is not what the line needed (``raise ValueError("no such, name)``,
     ``let ret = self.source``). True where the user's line has no error of its own (an error that a line above
     opened and that runs over it, a call over several lines, is not the line's to close; nor is the closer of a
-    block the user has not closed yet, missing at the document's end). Nor may a string the user opened on the
+    block the user has not closed yet, missing at the document's end), and where all that follows the hole on its
+    line is closers an editor put there (``let total = compute(|)``: the ``;`` goes after them, beyond any fill;
+    ``before_closers``). Nor may a string the user opened on the
     line before the cursor run past the fill's line where an error follows (a string can span lines in Rust or a
     template, so the error it causes is reported far below), nor a bracket they opened there stay open at the
     line's end while the next code line is no continuation of it (``_left_open``). Nor, where the user's document
@@ -469,18 +471,31 @@ class _DocumentParses:
         user = self.user
         return user is not None and not any(s < user.data.rfind(b"\n", 0, user.lo) + 1 for s, _ in user.errors)
 
+    @functools.cached_property
+    def before_closers(self) -> bool:
+        """Is all that follows the hole on its line closers, as an editor puts them after the cursor
+        (``let total = compute(|)``, ``printf(|)``)? The line's end, its ``;``, is not written yet, and comes after
+        them, where no fill reaches."""
+        user = self.user
+        if user is None:
+            return False
+        end = user.data.find(b"\n", user.hi)
+        rest = user.data[user.hi:len(user.data) if end < 0 else end].strip()
+        return bool(rest) and all(byte in _EDITOR_CLOSERS for byte in rest)
+
     def finishes_line(self, fill: str) -> bool:
         filled = self._filled(fill)
         if filled is None:
             return True
         tree, data, lo, hi = filled
         spans = error_spans(tree)
-        return not (self.line_broken and _on_the_line(spans, data, lo, hi)) \
+        return not (self.line_broken and not self.before_closers and _on_the_line(spans, data, lo, hi)) \
             and not _left_open(tree, data, lo, hi, spans) \
             and not (self.clean_before and _heads_broken_lines(tree, data, hi, spans))
 
 
 _SPACE = re.compile(rb"\s*")
+_EDITOR_CLOSERS = frozenset(b")]}\"'`")
 
 
 def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int) -> bool:
@@ -1397,7 +1412,6 @@ def assigns_itself(text: str, start: int) -> Callable[[str], bool]:
 
 
 PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills are not checked (a parse each)
-_EDITOR_CLOSERS = frozenset(")]}\"'`")
 
 
 def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int,
@@ -1407,9 +1421,9 @@ def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: i
     with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
     keeps for the languages with a grammar), or (with ``finish``: not a rewrite) the fill leaves the line as broken
     as the user had it (``_DocumentParses.finishes_line``: ``msg = "Specified pre|`` -> ``set;``, the string still
-    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``), unless all that follows the cursor on its
-    line is closers, as an editor puts them (``printf(|)``: the ``;`` comes after them, beyond any fill). The document is parsed once, each filled one
-    reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error of the user's that
+    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``; not where all that follows the cursor on its
+    line is an editor's closers, ``printf(|)``, whose ``;`` no fill reaches). The document is parsed once, each
+    filled one reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error of the user's that
     starts above the hole's line runs over it (C's recovery from an ``#if 0`` it cannot pair can cover the whole
     file), nor where an error over the fill also covers one of the user's errors away from the line: the grammar's
     recovery from theirs spread once the text changed (Java's, from a broken line 300 lines above), which no fill
@@ -1419,11 +1433,6 @@ def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: i
     if check is None or len(text) > PLAIN_CHECK_LIMIT:
         return None
     document = _DocumentParses(check, text, start, end)
-    # inside the closers an editor put after the cursor (``printf(|)``, ``"...|"``), the line's end is not written
-    # yet: its ``;`` comes after them, where no fill reaches
-    line_end = text.find("\n", end)
-    rest = text[end:len(text) if line_end < 0 else line_end].strip()
-    finish = finish and not (rest and all(ch in _EDITOR_CLOSERS for ch in rest))
 
     @functools.cache
     def away() -> tuple[tuple[int, int], ...] | None:
