@@ -506,6 +506,10 @@ _HALF_TYPED = [
     # a call the user opened, left open while the next statement starts at the line's indentation
     ("typescript", "function f(c: C, out: O) {\n    c.worldWitness1(scr\n    out.witness1 = 2;\n}\n",
      "Witness1(scr", [("atchBuffer,", False), ("atchBuffer);", True)]),
+    # inside the closer an editor put after the cursor: the line's ``;`` comes after it, where no fill reaches
+    ("rust", "fn compute(v: &[u8], n: u8) -> u8 {\n    n\n}\n\nfn main() {\n    let items = vec![1];\n"
+             "    let total = compute()\n    println!(\"{}\", total);\n}\n", "total = compute(",
+     [("&items, 3", True), ("&items, 3 {", False)]),
     # a template over several lines is the code's own: the error below is another one (on the next statement,
     # not on a closer of the lines the template's line heads)
     ("javascript", "const q = `SELECT a\n  FROM t`;\nfunction g( {\n}\n", "SELECT a", [(", b", True)]),
