@@ -473,15 +473,17 @@ class _DocumentParses:
 
     @functools.cached_property
     def before_closers(self) -> bool:
-        """Is all that follows the hole on its line closers, as an editor puts them after the cursor
-        (``let total = compute(|)``, ``printf(|)``)? The line's end, its ``;``, is not written yet, and comes after
-        them, where no fill reaches."""
+        """Is all that follows the hole on its line the closers an editor puts after the cursor as the line is typed
+        (``let total = compute(|)``, ``printf(|)``): the closer of each bracket and quote the line opens before the
+        hole and leaves open, innermost first, and nothing else? The line's end, its ``;``, is not written yet, and
+        comes after them, where no fill reaches. (``os.Exit(exi|))`` is not: one ``(`` is open, two follow.)"""
         user = self.user
         if user is None:
             return False
+        start = user.data.rfind(b"\n", 0, user.lo) + 1
         end = user.data.find(b"\n", user.hi)
-        rest = user.data[user.hi:len(user.data) if end < 0 else end].strip()
-        return bool(rest) and all(byte in _EDITOR_CLOSERS for byte in rest)
+        rest = user.data[user.hi:len(user.data) if end < 0 else end].decode("utf-8", "replace").strip()
+        return bool(rest) and rest == _left_open_closers(user.data[start:user.lo].decode("utf-8", "replace"))
 
     def finishes_line(self, fill: str) -> bool:
         filled = self._filled(fill)
@@ -495,7 +497,29 @@ class _DocumentParses:
 
 
 _SPACE = re.compile(rb"\s*")
-_EDITOR_CLOSERS = frozenset(b")]}\"'`")
+
+
+def _left_open_closers(code: str) -> str | None:
+    """The closers of the brackets and quotes ``code`` opens and leaves open, innermost first (what an editor that
+    closes them as they are typed has put after it); None where ``code`` closes one it did not open."""
+    stack: list[str] = []
+    escaped = False
+    for ch in code:
+        if stack and stack[-1] in "\"'`":   # inside a string: only its own quote closes it
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == stack[-1]:
+                stack.pop()
+            continue
+        if ch in _PAIRS or ch in "\"'`":
+            stack.append(ch)
+        elif ch in _CLOSERS:
+            if not stack or _PAIRS.get(stack[-1]) != ch:
+                return None
+            stack.pop()
+    return "".join(_PAIRS.get(c, c) for c in reversed(stack))
 
 
 def _on_the_line(spans: Sequence[tuple[int, int]], data: bytes, lo: int, hi: int) -> bool:
