@@ -89,6 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--auto-close", action="store_true",
                    help="with --typed: the line typed up to its first opening bracket or quote, whose closer "
                         "the editor has put after the cursor (benchmarks.tasks.auto_closed)")
+    p.add_argument("--unended", action="store_true",
+                   help="with --typed --auto-close: the lines that end with the closer and `;` instead, the `;` not "
+                        "typed yet (it goes after the editor's closer; benchmarks.tasks.auto_closed_unended)")
     p.add_argument("--mid-word", action="store_true",
                    help="with --typed --auto-close: the fill's first 2-3 characters typed too when it starts with a "
                         "word, the cursor in a word before the closers (benchmarks.tasks.mid_word_closed)")
@@ -157,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mid_word and not (args.typed and args.auto_close):
         print("--mid-word needs --typed --auto-close", file=sys.stderr)
         return 2
+    if args.unended and (not (args.typed and args.auto_close) or args.mid_word):
+        print("--unended needs --typed --auto-close (and not --mid-word)", file=sys.stderr)
+        return 2
     if args.mid_line and not args.typed or args.mid_line and args.auto_close:
         print("--mid-line needs --typed (and not --auto-close)", file=sys.stderr)
         return 2
@@ -167,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         print("--line-end needs --typed (and not --auto-close or --mid-line)", file=sys.stderr)
         return 2
     tasks = typed_tasks(read, auto_close=args.auto_close, mid_word=args.mid_word, mid_line=args.mid_line,
-                        line_end=args.line_end, header=args.header) if args.typed else read
+                        line_end=args.line_end, header=args.header, unended=args.unended) if args.typed else read
     closed = bool(args.typed and args.auto_close)
     name = (dataset_name(args.data) + ("-typed" if args.typed else "") + ("-closed" if closed else "")
+            + ("-unended" if args.unended else "")
             + ("-word" if args.mid_word else "") + ("-midline" if args.mid_line else "")
             + ("-header" if args.header else "")
             + ("-lineend" if args.line_end else ""))
@@ -201,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         "dataset": name, "data": args.data, "limit": args.limit, "typed": args.typed,
         "workspace_corpus": Path(args.workspace_corpus).name if args.workspace_corpus else None,
         "workspace_packages": args.workspace_packages,
-        "auto_close": closed, "mid_word": args.mid_word, "mid_line": args.mid_line, "header": args.header,
+        "auto_close": closed, "unended": args.unended, "mid_word": args.mid_word, "mid_line": args.mid_line,
+        "header": args.header,
         "line_end": args.line_end,
         "via": filler.via,
         "settings": settings(args),

@@ -62,6 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="the first N tasks only")
     p.add_argument("--typed", action="store_true", help="as benchmarks.infill --typed")
     p.add_argument("--auto-close", action="store_true", help="as benchmarks.infill --auto-close (with --typed)")
+    p.add_argument("--unended", action="store_true", help="as benchmarks.infill --unended")
     p.add_argument("--mid-word", action="store_true", help="as benchmarks.infill --mid-word")
     p.add_argument("--mid-line", action="store_true", help="as benchmarks.infill --mid-line (with --typed)")
     p.add_argument("--header", action="store_true", help="as benchmarks.infill --header")
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks: list[Task] = load_tasks(args.data, args.limit)
     if args.typed:
         tasks = typed_tasks(tasks, auto_close=args.auto_close, mid_word=args.mid_word, mid_line=args.mid_line,
-                            line_end=args.line_end, header=args.header)
+                            line_end=args.line_end, header=args.header, unended=args.unended)
     if not tasks:
         print(f"no tasks from {args.data}", file=sys.stderr)
         return 2

@@ -138,12 +138,13 @@ def typed(task: Task, most: int = TYPED_MOST) -> Task | None:
 
 
 def typed_tasks(tasks: list[Task], auto_close: bool = False, mid_word: bool = False,
-                mid_line: bool = False, line_end: bool = False, header: bool = False) -> list[Task]:
-    """``typed`` of each task (with ``auto_close``: ``auto_closed``; with ``mid_word`` too: ``mid_word_closed``;
-    with ``mid_line``: ``mid_line_tail``, and with ``header`` too ``mid_line_header``; with ``line_end``:
-    ``mid_line_end``), those it cannot make left out."""
+                mid_line: bool = False, line_end: bool = False, header: bool = False,
+                unended: bool = False) -> list[Task]:
+    """``typed`` of each task (with ``auto_close``: ``auto_closed``, or with ``unended`` too ``auto_closed_unended``;
+    with ``mid_word`` too: ``mid_word_closed``; with ``mid_line``: ``mid_line_tail``, and with ``header`` too
+    ``mid_line_header``; with ``line_end``: ``mid_line_end``), those it cannot make left out."""
     make = mid_line_end if line_end else (mid_line_header if header else mid_line_tail) if mid_line else \
-        (mid_word_closed if mid_word else auto_closed) if auto_close else typed
+        (mid_word_closed if mid_word else auto_closed_unended if unended else auto_closed) if auto_close else typed
     return [t for t in map(make, tasks) if t is not None]
 
 
@@ -199,6 +200,20 @@ def auto_closed(task: Task) -> Task | None:
         return None
     return replace(task, prompt=task.prompt + typed, canonical_solution=fill[:len(fill) - len(close)],
                    suffix=close + newline + after + task.suffix)
+
+
+def auto_closed_unended(task: Task) -> Task | None:
+    """``auto_closed`` for the lines it leaves out, those whose closer is followed by the line's ``;`` (``f(x);``):
+    the line typed up to and including its first opening bracket or quote, the editor's closer after the cursor,
+    and no ``;`` yet (it is typed after the closer, where no fill reaches), the fill the rest before the closer."""
+    first, newline, after = task.canonical_solution.partition("\n")
+    if after.strip():
+        return None
+    line = first.rstrip(" \t\r")
+    if not line.endswith(";"):
+        return None
+    cut = auto_closed(replace(task, canonical_solution=line[:-1] + newline + after))
+    return cut if cut is not None and cut.canonical_solution.strip() else None
 
 
 def mid_word_closed(task: Task) -> Task | None:

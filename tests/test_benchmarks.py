@@ -105,6 +105,20 @@ def test_auto_closed_holes_are_typed_to_the_first_opener_with_its_closer_after_t
     assert load_task_set(f"typed-closed:{path}") == [got] == typed_tasks([one], auto_close=True)
 
 
+def test_unended_holes_are_the_lines_whose_semicolon_follows_the_editors_closer():
+    """``f(x);`` typed up to ``f(``: the editor's ``)`` after the cursor, and no ``;`` yet (typed after the closer)."""
+    from benchmarks.tasks import auto_closed_unended, typed_tasks
+
+    one = Task("a.c:3", "int f(int x) {\n", "    return 0;\n}\n", '    printf("%d\\n", x);\n', language="c")
+    got = auto_closed_unended(one)
+    assert got.prompt == one.prompt + "    printf(" and got.canonical_solution == '"%d\\n", x'
+    assert got.suffix == ")\n" + one.suffix   # the ``;`` is not there
+    assert auto_closed_unended(Task("b.c:1", "", "", "    f(x)\n", language="c")) is None   # no ``;``: auto_closed's
+    assert auto_closed_unended(Task("c.c:1", "", "", "    x = 1;\n", language="c")) is None   # no opener
+    assert auto_closed_unended(Task("d.c:1", "", "", "    f();\n", language="c")) is None     # nothing between
+    assert typed_tasks([one], auto_close=True, unended=True) == [got]
+
+
 def test_mid_line_holes_keep_the_lines_closing_run_after_a_word_typed_near_the_middle():
     from benchmarks.tasks import mid_line_tail
 
