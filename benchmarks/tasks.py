@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from engine.validate import editor_closers
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("task_id", "prompt", "suffix", "canonical_solution")
 LANGUAGES = ("python", "javascript", "typescript", "typescriptreact", "go", "rust")
@@ -157,25 +159,8 @@ QUOTES = {"python": "\"'", "javascript": "\"'`", "typescript": "\"'`", "typescri
 def closers(code: str, quotes: str = "\"'") -> str | None:
     """What an editor that closes brackets and quotes as they are typed has put after the cursor while ``code``
     was typed: the closer of each bracket or quote still open, innermost first ("" when none is); None when the
-    code closes a bracket it did not open."""
-    stack: list[str] = []
-    escaped = False
-    for ch in code:
-        if stack and stack[-1] in quotes:          # inside a string: only its own quote closes it
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == stack[-1]:
-                stack.pop()
-            continue
-        if ch in OPENERS or ch in quotes:
-            stack.append(ch)
-        elif ch in ")]}":
-            if not stack or OPENERS.get(stack[-1]) != ch:
-                return None
-            stack.pop()
-    return "".join(OPENERS.get(c, c) for c in reversed(stack))
+    code closes a bracket it did not open (``validate.editor_closers``, which the engine's checks read too)."""
+    return editor_closers(code, quotes)
 
 
 def auto_closed(task: Task) -> Task | None:

@@ -483,7 +483,7 @@ class _DocumentParses:
         start = user.data.rfind(b"\n", 0, user.lo) + 1
         end = user.data.find(b"\n", user.hi)
         rest = user.data[user.hi:len(user.data) if end < 0 else end].decode("utf-8", "replace").strip()
-        return bool(rest) and rest == _left_open_closers(user.data[start:user.lo].decode("utf-8", "replace"))
+        return bool(rest) and rest == editor_closers(user.data[start:user.lo].decode("utf-8", "replace"))
 
     def finishes_line(self, fill: str) -> bool:
         filled = self._filled(fill)
@@ -499,13 +499,14 @@ class _DocumentParses:
 _SPACE = re.compile(rb"\s*")
 
 
-def _left_open_closers(code: str) -> str | None:
-    """The closers of the brackets and quotes ``code`` opens and leaves open, innermost first (what an editor that
-    closes them as they are typed has put after it); None where ``code`` closes one it did not open."""
+def editor_closers(code: str, quotes: str = "\"'`") -> str | None:
+    """What an editor that closes brackets and ``quotes`` as they are typed has put after the cursor while ``code``
+    was typed: the closer of each bracket or quote still open, innermost first ("" when none is); None when the
+    code closes a bracket it did not open. (``benchmarks.tasks.closers`` builds its holes with it.)"""
     stack: list[str] = []
     escaped = False
     for ch in code:
-        if stack and stack[-1] in "\"'`":   # inside a string: only its own quote closes it
+        if stack and stack[-1] in quotes:   # inside a string: only its own quote closes it
             if escaped:
                 escaped = False
             elif ch == "\\":
@@ -513,7 +514,7 @@ def _left_open_closers(code: str) -> str | None:
             elif ch == stack[-1]:
                 stack.pop()
             continue
-        if ch in _PAIRS or ch in "\"'`":
+        if ch in _PAIRS or ch in quotes:
             stack.append(ch)
         elif ch in _CLOSERS:
             if not stack or _PAIRS.get(stack[-1]) != ch:
@@ -1440,20 +1441,20 @@ PLAIN_CHECK_LIMIT = 150_000   # characters: a larger plain-text document's fills
 
 def plain_syntax_check(check: LanguageSpec | None, text: str, start: int, end: int,
                        finish: bool = True) -> Callable[[str], bool] | None:
-    """For a fill replacing ``text[start:end]`` in a language filled as plain text, with ``check`` its grammar to
-    check with (``languages.check_spec``: C, C++, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
-    with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule ``parses``
-    keeps for the languages with a grammar), or (with ``finish``: not a rewrite) the fill leaves the line as broken
-    as the user had it (``_DocumentParses.finishes_line``: ``msg = "Specified pre|`` -> ``set;``, the string still
-    open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``; not where all that follows the cursor on its
-    line is an editor's closers, ``printf(|)``, whose ``;`` no fill reaches). The document is parsed once, each
-    filled one reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error of the user's that
-    starts above the hole's line runs over it (C's recovery from an ``#if 0`` it cannot pair can cover the whole
-    file), nor where an error over the fill also covers one of the user's errors away from the line: the grammar's
-    recovery from theirs spread once the text changed (Java's, from a broken line 300 lines above), which no fill
-    can mend. Otherwise an error of theirs elsewhere stays theirs, and the fill is judged. None without a ``check``,
-    and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB ``Collections.java`` on
-    this project's 2-core machine; under 1 ms for each fill after it)."""
+    """For a fill replacing ``text[start:end]`` in a language filled as plain text, with ``check`` its grammar to check
+    with (``languages.check_spec``: C, C++, Java, Ruby, Lua, Perl): a check that passes a fill unless the document
+    with it has more syntax errors than the user's, or one on or right after the fill's own text (the rule
+    ``parses`` keeps for the languages with a grammar), or (with ``finish``: not a rewrite) the fill leaves the line
+    as broken as the user had it (``_DocumentParses.finishes_line``: ``msg = "Specified pre|`` -> ``set;``, the
+    string still open; ``clock_start = clo|`` -> ``ck_time_start(void)``, no ``;``; not where all that follows the
+    cursor on its line is an editor's closers, ``printf(|)``, whose ``;`` no fill reaches). The document is parsed
+    once, each filled one reparsed from its tree (``_DocumentParses``). No verdict (the fill passes) where an error
+    of the user's that starts above the hole's line runs over it (C's recovery from an ``#if 0`` it cannot pair can
+    cover the whole file), nor where an error over the fill also covers one of the user's errors away from the line:
+    the grammar's recovery from theirs spread once the text changed (Java's, from a broken line 300 lines above),
+    which no fill can mend. Otherwise an error of theirs elsewhere stays theirs, and the fill is judged. None
+    without a ``check``, and for a document over ``PLAIN_CHECK_LIMIT`` (its first parse: 35 ms for Java's 227 KB
+    ``Collections.java`` on this project's 2-core machine; under 1 ms for each fill after it)."""
     if check is None or len(text) > PLAIN_CHECK_LIMIT:
         return None
     document = _DocumentParses(check, text, start, end)
