@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .lsp_client import LspClient, position_at
 from .report import envelope, write_result
+from .tasks import EXTENSIONS
 
 UNITS = {
     "perl": "sub handle{i} {{\n    my ($self, %args) = @_;\n    my $name = $args{{name}} // \"none\";\n"
@@ -30,9 +31,6 @@ UNITS = {
     "c": "int handle{i}(const struct item *items, int n) {{\n    int total = 0;\n    for (int k = 0; k < n; k++) {{\n"
          "        total += items[k].price * items[k].count;\n    }}\n    return total + {i};\n}}\n\n",
 }
-
-EXTENSIONS = {"perl": "pm", "python": "py", "c": "c"}
-
 
 def document(language: str, chars: int) -> str:
     unit = UNITS[language]
@@ -53,7 +51,7 @@ def resident_mb(pid: int) -> float:
 
 def run_language(language: str, chars: int, rounds: int, command: list[str] | None) -> dict:
     text = document(language, chars)
-    uri = f"file:///edit-memory/doc.{EXTENSIONS[language]}"
+    uri = f"file:///edit-memory/doc{EXTENSIONS[language]}"
     with LspClient(command=command) as client:
         client.initialize({})
         client.wait_ready()

@@ -294,27 +294,32 @@ def _leaks_reads() -> bool:
     its tree are gone. Exactly one more for every chunk returned: it leaks so (0.26.1). Anything else (none more, as
     in the bindings that free the chunk at the next read): nothing to give back."""
     global _LEAKS
+    if _LEAKS is not None:   # (measured: no lock for each parse after the first)
+        return _LEAKS
     with _LEAKS_LOCK:
         if _LEAKS is None:
-            _LEAKS = False
-            language = grammar("python")
-            if language is not None:
-                data = b"def f(x):\n    return x + 1\n" * 4
-                chunks: list[bytes] = []
-
-                def read(offset: int, _point: object) -> bytes:
-                    chunk = bytes(bytearray(data[offset:offset + 16]))   # a new object, even for b""
-                    chunks.append(chunk)
-                    return chunk
-
-                tree_sitter.Parser(language).parse(read)   # (the tree and parser freed at once: no cycles)
-                counts = collections.Counter(map(id, chunks))
-                # each: the list's references, getrefcount's own, and the binding's if it keeps them (by index: a
-                # loop variable would hold one more; b"" and one-byte chunks are shared objects, not counted)
-                _LEAKS = len(chunks) > 1 and all(
-                    sys.getrefcount(chunks[i]) - 1 - counts[id(chunks[i])] == counts[id(chunks[i])]
-                    for i in range(len(chunks)) if len(chunks[i]) > 1)
+            _LEAKS = _measure_leak()   # (set once measured: another thread never reads a guess)
         return _LEAKS
+
+
+def _measure_leak() -> bool:
+    language = grammar("python")
+    if language is None:
+        return False
+    data = b"def f(x):\n    return x + 1\n" * 4
+    chunks: list[bytes] = []
+
+    def read(offset: int, _point: object) -> bytes:
+        chunk = bytes(bytearray(data[offset:offset + 16]))   # a new object, even for b""
+        chunks.append(chunk)
+        return chunk
+
+    tree_sitter.Parser(language).parse(read)   # (the tree and parser freed at once: no cycles)
+    counts = collections.Counter(map(id, chunks))
+    # each: the list's references, getrefcount's own, and the binding's if it keeps them (by index: a loop variable
+    # would hold one more; b"" and one-byte chunks are shared objects, not counted)
+    return len(chunks) > 1 and all(sys.getrefcount(chunks[i]) - 1 - counts[id(chunks[i])] == counts[id(chunks[i])]
+                                   for i in range(len(chunks)) if len(chunks[i]) > 1)
 
 
 def error_count(tree: tree_sitter.Tree | None) -> int:
