@@ -14,14 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest,
-                              JsonRpcMethodNotFound, JsonRpcRequestCancelled)
+from pygls.exceptions import (JsonRpcContentModified, JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
+                              JsonRpcInvalidRequest, JsonRpcMethodNotFound, JsonRpcRequestCancelled)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from engine import Engine, EngineConfig, EngineState
 
 from . import __version__, actions, inline
+from .action_specs import JsonRpcRequestFailed
 from .actions import Actions
 from .adapting import WorkspaceAdapter, workspace_folders, workspace_of
 from .documents import Document, DocumentStore, PositionError
@@ -31,8 +32,11 @@ from .settings import SECTION, Settings, parse_settings
 from .workspace_lines import WorkspaceLines
 
 log = logging.getLogger(__name__)
-# the errors of a request the client got wrong: answered, not the server's failure
-_CLIENT_ERRORS = (JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound, JsonRpcRequestCancelled)
+# answers, not the server's failures: a request the client got wrong, one for a document version the user has moved
+# past (ContentModified), one a newer request superseded or with nothing left to compute (RequestFailed; an engine's
+# error is logged where it happens, engine/worker.py)
+_ANSWERS = (JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound, JsonRpcRequestCancelled,
+            JsonRpcContentModified, JsonRpcRequestFailed)
 EngineFactory = Callable[[EngineConfig], Engine]
 STATS = "diffusion/stats"
 
@@ -75,10 +79,11 @@ class DiffusionProtocol(LanguageServerProtocol):
             raise
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        """A request the client got wrong (an unknown document, a position past the end, an unknown command) is
-        answered with its error and logged as one line at info level. pygls logs each one with its traceback at
-        error level, which editors show as the server failing (Neovim's log writes stderr lines as [ERROR])."""
-        if not future.cancelled() and isinstance(future.exception(), _CLIENT_ERRORS):
+        """A request the client got wrong (an unknown document, a position past the end, an unknown command), one
+        for a document that changed since (an action resolved after an edit) and one superseded are answered with
+        their error and logged as one line at info level. pygls logs each one with its traceback at error level,
+        which editors show as the server failing (Neovim's log writes stderr lines as [ERROR])."""
+        if not future.cancelled() and isinstance(future.exception(), _ANSWERS):
             self._request_futures.pop(msg_id, None)
             exc = future.exception()
             log.info("request %s answered with %s: %s", msg_id, type(exc).__name__, exc)

@@ -79,3 +79,32 @@ def test_an_empty_answer_says_why_in_the_log(tmp_path):
         pytest.skip("this model offers a fill here")
     log = stderr.read_text()
     assert "no fill for file:///emoji.py v1" in log and "withheld as too unsure" in log
+
+
+def test_answers_to_a_document_that_moved_on_write_nothing_on_stderr(tmp_path):
+    """A code action resolved after the user typed (ContentModified) is the protocol's ordinary answer, not a
+    failure: answered, and nothing on stderr (pygls logged each with a 25-line traceback at error level: a
+    multi-language storm of 300 operations wrote 13 of them)."""
+    from benchmarks.lsp_client import LspResponseError
+    from benchmarks.storm_ops import CAPABILITIES
+    stderr = tmp_path / "stderr.txt"
+    text = "def area(r):\n    pass\n\n\ndef main():\n    print(area(2))\n"
+    with LspClient(SERVER, stderr_path=stderr) as client:
+        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": CAPABILITIES,
+                                      "initializationOptions": {"threads": 1}})
+        client.notify("initialized", {})
+        assert client.wait_ready(120)["state"] == "ready"
+        uri = "file:///moved.py"
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}})
+        here = {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 4}}
+        offered = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": here,
+                                                             "context": {"diagnostics": []}}, 60)
+        assert offered and all(action.get("data") for action in offered)
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+            {"range": {"start": {"line": 5, "character": 0}, "end": {"line": 5, "character": 0}}, "text": "    #\n"}]})
+        for action in offered:
+            with pytest.raises(LspResponseError, match="version 2"):
+                client.request("codeAction/resolve", action, 60)
+    assert client.proc.returncode == 0
+    assert stderr.read_text() == ""
