@@ -1,6 +1,8 @@
 """Do code actions and completions ever damage code? The real server over stdio (``LspClient``), the embedded model,
 held-out corpus files of every language (the files of the development set ``runs/conf/extra-dev.jsonl``, none of
-the code-lines or action-functions test sets): at many positions every inline completion, completion item and code
+the code-lines or action-functions test sets; for the languages filled as plain text, C, C++, Java, Ruby, Perl and
+Lua, the files of their development sets ``runs/conf/other-dev.jsonl`` and ``other-dev-cpp.jsonl``, each judged by
+its check grammar): at many positions every inline completion, completion item and code
 action the server offers is applied as an editor would (UTF-16 positions) and checked:
 
 - ``place``: the edit lies where it should (a cursor fill on the cursor's line, around the cursor, keeping the
@@ -18,6 +20,8 @@ copy (also one UTF-16 unit past the line's end: after its CR), in a tab-indented
 and a one-line file without a line break.
 
     python -m benchmarks.action_safety --corpus runs/corpus --limit 300 [--out benchmarks/results/action-safety.json]
+    python -m benchmarks.action_safety --corpus runs/corpus --languages c cpp java ruby perl lua --limit 300 \
+        --out benchmarks/results/action-safety-plain.json
 """
 
 from __future__ import annotations
@@ -39,18 +43,29 @@ from benchmarks.report import default_out, envelope, run_cli, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
-EXTENSIONS = {"python": "py", "javascript": "js", "typescript": "ts", "go": "go", "rust": "rs"}
+PLAIN = ("c", "cpp", "java", "ruby", "perl", "lua")   # filled as plain text, judged by their check grammar
+EXTENSIONS = {"python": "py", "javascript": "js", "typescript": "ts", "go": "go", "rust": "rs",
+              "c": "c", "cpp": "cpp", "java": "java", "ruby": "rb", "perl": "pl", "lua": "lua"}
 FUNCTIONS = {"python": {"function_definition"},
              "javascript": {"function_declaration", "method_definition"},
              "typescript": {"function_declaration", "method_definition"},
              "go": {"function_declaration", "method_declaration"},
-             "rust": {"function_item"}}
+             "rust": {"function_item"},
+             "c": {"function_definition"}, "cpp": {"function_definition"},
+             "java": {"method_declaration", "constructor_declaration"}, "ruby": {"method", "singleton_method"},
+             "perl": {"subroutine_declaration_statement"},
+             "lua": {"function_declaration", "function_definition"}}
 ONE_LINERS = {"python": "import os", "javascript": "const x = 1;", "typescript": "let n: number = 1;",
-              "go": "package main", "rust": "use std::io;"}
+              "go": "package main", "rust": "use std::io;", "c": "#include <stdio.h>", "cpp": "#include <vector>",
+              "java": "package org.example;", "ruby": "require 'json'", "perl": "use strict;",
+              "lua": "local x = 1"}
 EMOJI_LINE = {"python": 's = "😀é😀"  # 🎉 x', "javascript": 'const s = "😀é😀"; // 🎉 x',
               "typescript": 'const s: string = "😀é😀"; // 🎉 x', "go": 's := "😀é😀" // 🎉 x',
-              "rust": 'let s = "😀é😀"; // 🎉 x'}
-STUB = {"python": "...", "javascript": "// TODO", "typescript": "// TODO", "go": "// TODO", "rust": "todo!()"}
+              "rust": 'let s = "😀é😀"; // 🎉 x', "c": 'const char *s = "😀é😀"; // 🎉 x',
+              "cpp": 'const char *s = "😀é😀"; // 🎉 x', "java": 'String s = "😀é😀"; // 🎉 x',
+              "ruby": 's = "😀é😀"  # 🎉 x', "perl": 'my $s = "😀é😀";  # 🎉 x', "lua": 'local s = "😀é😀"  -- 🎉 x'}
+STUB = {"python": "...", "javascript": "// TODO", "typescript": "// TODO", "go": "// TODO", "rust": "todo!()",
+        "c": "// TODO", "cpp": "// TODO", "java": "// TODO", "ruby": "# TODO", "perl": "# TODO", "lua": "-- TODO"}
 # a stub standing for one statement among others ("Fill holes" of a stub line: engine/oneline.py)
 STUB_LINE = {**STUB, "python": "# TODO", "rust": "todo!();"}   # a deliberate ... or pass among code is no hole
 for _table in (FUNCTIONS, EMOJI_LINE, STUB):
@@ -61,6 +76,8 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 # -- the files --------------------------------------------------------------------------------------------
 def dev_files(corpus: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[str, str]]]:
     """Per language, the held-out files of the development set (minus any file a test set uses), small first."""
+    out = plain_files(corpus.parent / "conf", tuple(lang for lang in languages if lang in PLAIN))
+    languages = tuple(lang for lang in languages if lang not in PLAIN)
     wanted: dict[str, set[str]] = {lang: set() for lang in languages}
     for line in open(corpus.parent / "conf" / "extra-dev.jsonl", encoding="utf-8"):
         lang, rest = json.loads(line)["task_id"].split(":", 1)
@@ -72,7 +89,6 @@ def dev_files(corpus: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[
         if path.exists():
             with gzip.open(path, "rt", encoding="utf-8") as f:
                 tests |= {json.loads(row)["task_id"].split(":", 1)[1].rsplit(":", 1)[0] for row in f}
-    out = {}
     for lang in languages:
         rows = []
         with open(corpus / "files" / "valid" / f"{lang}.jsonl", encoding="utf-8") as f:
@@ -81,6 +97,21 @@ def dev_files(corpus: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[
                     rows.append((row["id"], row["text"]))
         out[lang] = sorted(rows)
     return out
+
+
+def plain_files(conf: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[str, str]]]:
+    """Per plain-text language, the files of its development holes (``benchmarks.other_lines``: a hole is its file
+    cut at one line, so prompt + line + suffix is the file), small first."""
+    out: dict[str, dict[str, str]] = {lang: {} for lang in languages}
+    for name in ("other-dev.jsonl", "other-dev-cpp.jsonl"):
+        if not languages or not (conf / name).exists():
+            continue
+        for row in map(json.loads, open(conf / name, encoding="utf-8")):
+            lang, rest = row["task_id"].split(":", 1)
+            text = row["prompt"] + row["canonical_solution"] + row["suffix"]
+            if lang in out and 800 <= len(text) <= 12_000:
+                out[lang].setdefault(rest.rsplit(":", 1)[0], text)
+    return {lang: sorted(files.items()) for lang, files in out.items()}
 
 
 def language_of(name: str, language: str) -> str:
@@ -103,9 +134,16 @@ def sample_files(languages: tuple[str, ...]) -> dict[str, list[tuple[str, str]]]
 
 
 # -- checks ------------------------------------------------------------------------------------------------
+def judging_spec(language: str):
+    """The grammar that parses ``language``'s documents here: its own, or its check grammar (plain text)."""
+    from engine.languages import check_spec, has_grammar, spec_for
+    spec = spec_for(language)
+    return spec if has_grammar(spec) else check_spec(language)
+
+
 def errors_of(text: str, language: str) -> int:
-    from engine.languages import error_count, parse, spec_for
-    return error_count(parse(spec_for(language), text))
+    from engine.languages import error_count, parse
+    return error_count(parse(judging_spec(language), text))
 
 
 def compiles(text: str) -> bool:
@@ -193,8 +231,8 @@ class Doc:
 
 
 def _tree_nodes(text: str, language: str):
-    from engine.languages import parse, spec_for
-    tree = parse(spec_for(language), text)
+    from engine.languages import parse
+    tree = parse(judging_spec(language), text)
     encoded = text.encode("utf-8")
 
     def at(b: int) -> int:
@@ -517,7 +555,7 @@ def run(args: argparse.Namespace) -> dict:
         client.notify("initialized", {})
         client.wait_ready(600)
         s = Session(client, args.timeout)
-        by_lang = {lang: [d for d in docs if d.language.startswith(lang)] for lang in args.languages}
+        by_lang = {lang: [d for d in docs if d.language in (lang, lang + "react")] for lang in args.languages}
         order = []
         while any(by_lang.values()):
             for lang in args.languages:

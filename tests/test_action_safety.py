@@ -79,3 +79,42 @@ def test_a_smoke_run_through_the_real_server_finds_no_damage(tmp_path):
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["positions"] >= 8 and result["action_places"] >= 3
     assert result["violations"] == {}, [r for r in result["rows"] if r["violations"]]
+
+
+PLAIN_FUNCTION = {
+    "c": "int f(int x) {\n  int a = 1;\n  int b = 2;\n  int c = g(a, b);\n  return c;\n}\n",
+    "cpp": "int f(int x) {\n  auto a = 1;\n  auto b = 2;\n  auto c = g(a, b);\n  return c;\n}\n",
+    "java": "class A {\n  int f(int x) {\n    int a = 1;\n    int b = 2;\n    int c = g(a, b);\n    return c;\n  }\n}\n",
+    "ruby": "def f(x)\n  a = 1\n  b = 2\n  c = g(a, b)\n  c\nend\n",
+    "perl": "sub f {\n  my $a = 1;\n  my $b = 2;\n  my $c = g($a, $b);\n  return $c;\n}\n",
+    "lua": "function f(x)\n  local a = 1\n  local b = 2\n  local c = g(a, b)\n  return c\nend\n",
+}
+
+
+@pytest.mark.parametrize("language", sorted(PLAIN_FUNCTION))
+def test_the_languages_filled_as_plain_text_are_judged_by_their_check_grammar(language):
+    """C, C++, Java, Ruby, Perl and Lua get fills too (plain text, checked by a grammar): the benchmark finds their
+    functions and counts their syntax errors with the check grammar, so a fill that breaks the parse is caught."""
+    from benchmarks.action_safety import errors_of, synthetic
+    text = PLAIN_FUNCTION[language]
+    (_, _, stmts), = functions(text, language)
+    assert len(stmts) == 4
+    assert [kind for kind, *_ in action_places(text, language)] == ["selection", "cursor", "stubbed", "stubline",
+                                                                    "broken"]
+    at = text.index("g(a") if "g(a" in text else text.index("g($a")
+    assert errors_of(text, language) == 0
+    after, spans = apply_edits(text, [_edit(text, at, at, "(")])
+    assert errors_of(after, language) > 0
+    assert any(v.startswith("parse") for v in check_result(text, after, language, spans))
+    for doc in synthetic(language):
+        assert errors_of(doc.text, language) == 0, doc.name
+
+
+def test_plain_files_are_the_development_holes_files(tmp_path):
+    from benchmarks.action_safety import plain_files
+    body = "x\n" * 500
+    rows = [{"task_id": f"c:pkg/a.c:{i}", "prompt": body[:2 * i], "canonical_solution": "x\n",
+             "suffix": body[2 * i + 2:]} for i in (3, 9)]
+    rows.append({"task_id": "lua:pkg/tiny.lua:1", "prompt": "", "canonical_solution": "x\n", "suffix": ""})
+    (tmp_path / "other-dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert plain_files(tmp_path, ("c", "lua")) == {"c": [("pkg/a.c", body)], "lua": []}
