@@ -5,9 +5,12 @@ into a hole). Deterministic (seed 7) for a set of files, whatever their order in
 first: two builds of the same locked corpus listed the held-out files in different orders and picked other cases).
 Writes the files into a workspace and the cases as JSON.
 
-    python benchmarks/newuser_trial/make_cases.py CORPUS_VALID_DIR OUT_DIR [--mid]
+    python benchmarks/newuser_trial/make_cases.py CORPUS_VALID_DIR OUT_DIR [--mid | --plain CONF_DIR]
 
 --mid: other lines (seed 11), each ending in closers ")]};," that stay after the cursor, no action cases.
+--plain: the languages filled as plain text (C, C++, Java, Ruby, Perl, Lua; seed 13), 4 line cases each from the files
+of their development holes (CONF_DIR/other-dev.jsonl and other-dev-cpp.jsonl, ``benchmarks.other_lines``), no action
+cases (they have no hole actions).
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ import sys
 from pathlib import Path
 
 EXT = {"python": "py", "go": "go", "rust": "rs", "javascript": "js", "typescript": "ts"}
+PLAIN_EXT = {"c": "c", "cpp": "cpp", "java": "java", "ruby": "rb", "perl": "pl", "lua": "lua"}
 COMMENT = ("#", "//", "/*", "*", '"""', "'''")
+PLAIN_COMMENT = COMMENT + ("--", "=")   # Lua's comments, Perl's POD and Ruby's =begin: prose, not a line of code
 JSX = ("tsx", "jsx")   # a file of these keeps its extension: an editor opens it as typescriptreact / javascriptreact
 
 
@@ -29,11 +34,29 @@ def extension(source: str, ext: str) -> str:
     return own if own in JSX else ext
 
 
-def pick_line(lines: list[str], rng: random.Random) -> tuple[int, int] | None:
+def prose_rows(text: str, language: str) -> set[int]:
+    """The rows of a plain-text language's file that its check grammar reads as comments or documentation (Perl's POD,
+    a C block comment's inner lines): prose, not a line of code to finish."""
+    from engine.languages import check_spec, parse
+    spec = check_spec(language)
+    tree = parse(spec, text) if spec is not None else None
+    rows: set[int] = set()
+    stack = [tree.root_node] if tree is not None else []
+    while stack:
+        node = stack.pop()
+        if "comment" in node.type or node.type == "pod":
+            rows.update(range(node.start_point[0], node.end_point[0] + 1))
+        else:
+            stack.extend(node.children)
+    return rows
+
+
+def pick_line(lines: list[str], rng: random.Random, comment: tuple[str, ...] = COMMENT,
+              prose: set[int] = frozenset()) -> tuple[int, int] | None:  # type: ignore[assignment]
     candidates = []
     for i in range(20, len(lines) - 5):
         s = lines[i].strip()
-        if not (18 <= len(s) <= 70) or s.startswith(COMMENT):
+        if not (18 <= len(s) <= 70) or s.startswith(comment) or i in prose:
             continue
         if s.count('"') + s.count("'") > 2:   # mostly strings: nothing to infer
             continue
@@ -52,14 +75,27 @@ def pick_line(lines: list[str], rng: random.Random) -> tuple[int, int] | None:
     return i, rng.choice(cuts)
 
 
+def plain_documents(conf: Path) -> dict[str, list[dict]]:
+    """Per plain-text language, its development holes' files as corpus rows (``id``, ``text``): a hole is its file cut
+    at one line, so prompt + line + suffix is the file."""
+    docs: dict[str, dict[str, str]] = {lang: {} for lang in PLAIN_EXT}
+    for name in ("other-dev.jsonl", "other-dev-cpp.jsonl"):
+        for row in map(json.loads, (conf / name).open(encoding="utf-8")):
+            lang, rest = row["task_id"].split(":", 1)
+            docs[lang].setdefault(f"debian:{rest.rsplit(':', 1)[0]}",
+                                  row["prompt"] + row["canonical_solution"] + row["suffix"])
+    return {lang: [{"id": k, "text": v} for k, v in files.items()] for lang, files in docs.items()}
+
+
 def main() -> None:
     corpus, out = Path(sys.argv[1]), Path(sys.argv[2])
     mid = len(sys.argv) > 3 and sys.argv[3] == "--mid"   # cursor inside the line, closers after it
-    rng = random.Random(11 if mid else 7)
+    plain = plain_documents(Path(sys.argv[4])) if len(sys.argv) > 4 and sys.argv[3] == "--plain" else None
+    rng = random.Random(13 if plain else 11 if mid else 7)
     (out / "ws").mkdir(parents=True, exist_ok=True)
     cases = []
-    for lang, ext in EXT.items():
-        docs = [json.loads(line) for line in (corpus / f"{lang}.jsonl").open()]
+    for lang, ext in (PLAIN_EXT if plain else EXT).items():
+        docs = plain[lang] if plain else [json.loads(line) for line in (corpus / f"{lang}.jsonl").open()]
         docs = [d for d in docs if 80 <= d["text"].count("\n") <= 1500 and "\r" not in d["text"]]
         docs.sort(key=lambda d: d["id"])   # the files' order in the corpus build does not matter, only which they are
         rng.shuffle(docs)
@@ -68,7 +104,8 @@ def main() -> None:
             if n_line == 4:
                 break
             lines = d["text"].split("\n")
-            got = pick_line(lines, rng)
+            got = (pick_line(lines, rng, PLAIN_COMMENT, prose_rows(d["text"], lang)) if plain
+                   else pick_line(lines, rng))
             if got is None:
                 continue
             row, col = got
@@ -88,7 +125,7 @@ def main() -> None:
             cases.append({"kind": "line", "lang": lang, "file": name, "source": d["id"], "row": row, "col": col,
                           "typed": typed, "expected": rest[len(typed):], "tail": tail, "line": lines[row]})
             n_line += 1
-        if mid:
+        if mid or plain:
             continue
         # code action: a function body's line replaced by the language's hole
         hole = {"python": "pass", "go": "// TODO", "rust": "todo!()", "javascript": "// TODO",

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The new-user trial in headless Neovim (0.7.2 and newer) with the project's plugin and the real server on its
 # embedded model: cases from held-out corpus files (runs/corpus/files/valid), LF and CRLF copies, the default
-# minConfidence and 0, lines cut at their end and mid-line (closers after the cursor). Writes the tables to
+# minConfidence and 0, lines cut at their end and mid-line (closers after the cursor); and, where the development holes
+# of the languages filled as plain text are built (runs/conf/other-dev.jsonl, other-dev-cpp.jsonl:
+# benchmarks.other_lines), lines of C, C++, Java, Ruby, Perl and Lua files. Writes the tables to
 # benchmarks/results/newuser-trial.md.    bash benchmarks/newuser_trial/run.sh [CORPUS_VALID_DIR]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -14,6 +16,12 @@ work=$(mktemp -d)
 export XDG_CONFIG_HOME=$work/xdg/c XDG_DATA_HOME=$work/xdg/d XDG_STATE_HOME=$work/xdg/s XDG_CACHE_HOME=$work/xdg/ca
 $py benchmarks/newuser_trial/make_cases.py "$corpus" "$work/lf" >/dev/null
 $py benchmarks/newuser_trial/make_cases.py "$corpus" "$work/mid" --mid >/dev/null
+conf=runs/conf
+plain=""
+if [ -f "$conf/other-dev.jsonl" ] && [ -f "$conf/other-dev-cpp.jsonl" ]; then
+  plain=1
+  $py benchmarks/newuser_trial/make_cases.py "$corpus" "$work/plain" --plain "$conf" >/dev/null
+fi
 mkdir -p "$work/crlf/ws" && cp "$work/lf/cases.json" "$work/crlf/"
 for f in "$work"/lf/ws/*; do sed 's/$/\r/' "$f" >"$work/crlf/ws/$(basename "$f")"; done
 trial() { # DIR MIN_CONFIDENCE TAG
@@ -25,6 +33,10 @@ trial "$work/lf" 0 -minconf0
 trial "$work/crlf" 0 -minconf0
 trial "$work/mid" "" ""
 trial "$work/mid" 0 -minconf0
+if [ -n "$plain" ]; then
+  trial "$work/plain" "" ""
+  trial "$work/plain" 0 -minconf0
+fi
 {
   echo "# New-user trial: Neovim $(nvim --version | head -n 1 | cut -d' ' -f2), the plugin, the real server (embedded model)"
   echo
@@ -49,6 +61,17 @@ trial "$work/mid" 0 -minconf0
   echo
   echo "## Mid-line, min_confidence = 0"
   $py benchmarks/newuser_trial/summarize.py "$work/mid/results-minconf0.json"
+  if [ -n "$plain" ]; then
+    echo
+    echo "## Languages filled as plain text (C, C++, Java, Ruby, Perl, Lua), default settings"
+    echo
+    echo "Line cases from the files of their development holes ($conf/other-dev.jsonl, other-dev-cpp.jsonl), in"
+    echo "a folder of their own (the server's workspace); no action cases (these languages have no hole actions)."
+    $py benchmarks/newuser_trial/summarize.py "$work/plain/results.json"
+    echo
+    echo "## Languages filled as plain text, min_confidence = 0"
+    $py benchmarks/newuser_trial/summarize.py "$work/plain/results-minconf0.json"
+  fi
 } >benchmarks/results/newuser-trial.md
 rm -rf "$work"
 grep -E '^(##|Totals)' benchmarks/results/newuser-trial.md
