@@ -276,6 +276,19 @@ TAIL_MOST = 16        # ``tail_options`` per hole
 TAIL_LINES = 400     # lines read that have the typed word in them (the nearest first) ...
 TAIL_LINE = 4 * LONGEST   # ... each at most this long (a minified file's line is read no further)
 _WORD_START = re.compile(r"(?<![\w$])[\w$]")
+# a comment's start: a line's first non-blank characters, or after a blank later in the line (``//`` in a URL's
+# ``http://`` is no comment); ``#`` and ``--`` only where a blank or the line's end follows (``#include``, ``--i``)
+_COMMENT_LEAD = re.compile(r"\s*(?://|/\*|\*(?:\s|/|$)|#(?:\s|$)|--(?:\s|$))")
+_COMMENT_LATER = re.compile(r"\s(?://|/\*|#\s|--\s)")
+
+
+def _in_comment(line: str, at: int) -> bool:
+    """Is ``line[at]`` in a comment, as far as its characters tell without a grammar: a comment line (``// ...``,
+    `` * ...`` of a block comment, ``# ...``, ``-- ...``), or after a comment's start later in the line?"""
+    if _COMMENT_LEAD.match(line):
+        return True
+    later = _COMMENT_LATER.search(line, 0, at)
+    return later is not None
 
 
 def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
@@ -283,7 +296,9 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
     a line (nothing after the cursor but an editor's closers and the line's own end, as ``line_options``) whose
     typed code starts no other line, each ending of the typed code that starts at a word (``x = self._pa`` ->
     ``self._pa``, ``_pa``), longest first, where a line nearby (``_nearby``, nearest first) has it at a word start,
-    gives what follows it there up to that line's end (``used.set()`` from ``self._paused.set()``). At most
+    gives what follows it there up to that line's end (``used.set()`` from ``self._paused.set()``), unless it is in
+    a comment there (``_in_comment``: ``public abstract cla|`` got ``ss must`` from `` * ... extends this class
+    must``). At most
     ``TAIL_MOST``, each with its source ``TAIL``; empty for any other hole."""
     rest_end = _line_rest(hole, rest_of_line)
     if rest_end is None:
@@ -307,7 +322,7 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
             at = line.find(ending)
             while at > 0 and _WORDISH.match(line[at - 1]):
                 at = line.find(ending, at + 1)
-            if at < 0:
+            if at < 0 or _in_comment(line, at):   # a comment's words go on as prose, not as the typed code
                 continue
             after = line[at + len(ending):].rstrip()
             if tail:

@@ -439,3 +439,30 @@ def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_
     c = embedded_engine.infill_sync(InfillRequest(text, cursor, "python"), timeout=60)
     assert [f.text for f in c.considered if f.copied] == ["or.message"]
     assert [f.text for f in c.fills] == ["or.message"]
+
+
+def test_the_rest_of_a_line_is_never_taken_from_a_comment():
+    """The new-user trial's Java case: ``public abstract cla|`` was offered ``ss must``, from the class's doc comment
+    `` * <p>A {@code Queue} implementation that extends this class must``: a comment's words go on as prose. Code
+    after a ``#include``, a Rust ``#[...]``, a Lua ``#t`` or a URL's ``//`` in a string is still code."""
+    from engine.doclines import _in_comment, tail_options
+
+    java = ("/**\n * <p>A {@code Queue} implementation that extends this class must\n * define a method.\n */\n"
+            "public abstract class AbstractQueue<E>\n    extends AbstractCollection<E> {\n}\n")
+    typed = java.replace("public abstract class AbstractQueue<E>", "public abstract cla")
+    cursor = typed.index("public abstract cla") + len("public abstract cla")
+    hole = replace(decide_hole(spec_for("java"), typed, cursor), start=cursor, heal="")
+    assert tail_options(typed, hole, "").texts == ()
+    code = typed.replace(" * <p>A {@code Queue} implementation that extends this class must",
+                         "    Object holder = new AbstractHolder(this.class.name);")
+    cursor = code.index("public abstract cla") + len("public abstract cla")
+    hole = replace(decide_hole(spec_for("java"), code, cursor), start=cursor, heal="")
+    assert tail_options(code, hole, "").texts == ("ss.name);\n",)
+    for line, word in [("  // the class must", "class"), ("  x = 1  # the class must", "class"),
+                       ("-- the class must", "class"), ("    /* the class */", "class"), (" * class", "class"),
+                       ("x = y; // the class", "class")]:
+        assert _in_comment(line, line.index(word)), line
+    for line, word in [("#include <class.h>", "class"), ("#[derive(Debug)] struct A;", "struct"),
+                       ("n = #items + 1", "items"), ('url = "http://a.b/c" + x.class', "class"),
+                       ("*p = klass;", "klass"), ("i--; j = k", "k"), ("x = a.class  # note", "class")]:
+        assert not _in_comment(line, line.index(word)), line
