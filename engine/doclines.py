@@ -276,29 +276,34 @@ TAIL_MOST = 16        # ``tail_options`` per hole
 TAIL_LINES = 400     # lines read that have the typed word in them (the nearest first) ...
 TAIL_LINE = 4 * LONGEST   # ... each at most this long (a minified file's line is read no further)
 _WORD_START = re.compile(r"(?<![\w$])[\w$]")
-# a comment's start: a line's first non-blank characters, or after a blank later in the line (``//`` in a URL's
-# ``http://`` is no comment); ``#`` and ``--`` only where a blank or the line's end follows (``#include``, ``--i``)
-_COMMENT_LEAD = re.compile(r"\s*(?://|/\*|\*(?:\s|/|$)|#(?:\s|$)|--(?:\s|$))")
-_COMMENT_LATER = re.compile(r"\s(?://|/\*|#\s|--\s)")
+# a comment's start, per language (``languages.lines_name``): as a line's first non-blank characters, or after a blank
+# later in the line (``//`` in a URL's ``http://`` is no comment). Python's and Lua's ``//`` divide, Perl's is "defined
+# or": only the languages whose comments start so read it as one. A language of none of these (plain text): ``#`` and
+# ``--`` only where a blank or the line's end follows (``#include``, ``--i``)
+_SLASHES = (re.compile(r"\s*(?://|/\*|\*(?:\s|/|$))"), re.compile(r"\s(?://|/\*)"))
+_HASH = (re.compile(r"\s*#"), re.compile(r"\s#"))
+_COMMENT_STARTS = {**dict.fromkeys(("javascript", "typescript", "go", "rust", "c", "cpp", "java"), _SLASHES),
+                   **dict.fromkeys(("python", "ruby", "perl"), _HASH),
+                   "lua": (re.compile(r"\s*--"), re.compile(r"\s--"))}
+_ANY_COMMENT = (re.compile(r"\s*(?://|/\*|\*(?:\s|/|$)|#(?:\s|$)|--(?:\s|$))"), re.compile(r"\s(?://|/\*|#\s|--\s)"))
 
 
-def _in_comment(line: str, at: int) -> bool:
+def _in_comment(line: str, at: int, language: str | None = None) -> bool:
     """Is ``line[at]`` in a comment, as far as its characters tell without a grammar: a comment line (``// ...``,
-    `` * ...`` of a block comment, ``# ...``, ``-- ...``), or after a comment's start later in the line?"""
-    if _COMMENT_LEAD.match(line):
-        return True
-    later = _COMMENT_LATER.search(line, 0, at)
-    return later is not None
+    `` * ...`` of a block comment, ``# ...``, ``-- ...``, as ``language`` writes them), or after a comment's start
+    later in the line?"""
+    lead, later = _COMMENT_STARTS.get(language or "", _ANY_COMMENT)
+    return lead.match(line) is not None or later.search(line, 0, at) is not None
 
 
-def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
+def tail_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None) -> LineOptions:
     """The rests of other lines that have the end of the code typed on the cursor's line in them: for the rest of
     a line (nothing after the cursor but an editor's closers and the line's own end, as ``line_options``) whose
     typed code starts no other line, each ending of the typed code that starts at a word (``x = self._pa`` ->
     ``self._pa``, ``_pa``), longest first, where a line nearby (``_nearby``, nearest first) has it at a word start,
     gives what follows it there up to that line's end (``used.set()`` from ``self._paused.set()``), unless it is in
-    a comment there (``_in_comment``: ``public abstract cla|`` got ``ss must`` from `` * ... extends this class
-    must``). At most
+    a comment there (``_in_comment``, by ``language``'s comments: ``public abstract cla|`` got ``ss must`` from
+    `` * ... extends this class must``). At most
     ``TAIL_MOST``, each with its source ``TAIL``; empty for any other hole."""
     rest_end = _line_rest(hole, rest_of_line)
     if rest_end is None:
@@ -322,7 +327,7 @@ def tail_options(text: str, hole: Hole, rest_of_line: str) -> LineOptions:
             at = line.find(ending)
             while at > 0 and _WORDISH.match(line[at - 1]):
                 at = line.find(ending, at + 1)
-            if at < 0 or _in_comment(line, at):   # a comment's words go on as prose, not as the typed code
+            if at < 0 or _in_comment(line, at, language):   # a comment's words go on as prose, not as the typed code
                 continue
             after = line[at + len(ending):].rstrip()
             if tail:

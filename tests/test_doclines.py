@@ -444,7 +444,9 @@ def test_the_engine_completes_a_word_typed_inside_an_editors_closers_from_where_
 def test_the_rest_of_a_line_is_never_taken_from_a_comment():
     """The new-user trial's Java case: ``public abstract cla|`` was offered ``ss must``, from the class's doc comment
     `` * <p>A {@code Queue} implementation that extends this class must``: a comment's words go on as prose. Code
-    after a ``#include``, a Rust ``#[...]``, a Lua ``#t`` or a URL's ``//`` in a string is still code."""
+    after a ``#include``, a Rust ``#[...]``, a Lua ``#t``, a URL's ``//`` in a string or Python's ``//`` (a floor
+    division: HumanEval/156 L8, typed to ``num[``, lost its ``i`` from ``num[i]`` while that read as a comment) is
+    still code."""
     from engine.doclines import _in_comment, tail_options
 
     java = ("/**\n * <p>A {@code Queue} implementation that extends this class must\n * define a method.\n */\n"
@@ -458,11 +460,22 @@ def test_the_rest_of_a_line_is_never_taken_from_a_comment():
     cursor = code.index("public abstract cla") + len("public abstract cla")
     hole = replace(decide_hole(spec_for("java"), code, cursor), start=cursor, heal="")
     assert tail_options(code, hole, "").texts == ("ss.name);\n",)
-    for line, word in [("  // the class must", "class"), ("  x = 1  # the class must", "class"),
-                       ("-- the class must", "class"), ("    /* the class */", "class"), (" * class", "class"),
-                       ("x = y; // the class", "class")]:
-        assert _in_comment(line, line.index(word)), line
-    for line, word in [("#include <class.h>", "class"), ("#[derive(Debug)] struct A;", "struct"),
-                       ("n = #items + 1", "items"), ('url = "http://a.b/c" + x.class', "class"),
-                       ("*p = klass;", "klass"), ("i--; j = k", "k"), ("x = a.class  # note", "class")]:
-        assert not _in_comment(line, line.index(word)), line
+    cases = [("java", "  // the class must", "class", True), ("python", "  x = 1  # the class must", "class", True),
+             ("lua", "-- the class must", "class", True), ("c", "    /* the class */", "class", True),
+             ("java", " * class", "class", True), ("javascript", "x = y; // the class", "class", True),
+             ("perl", "# the class", "class", True), ("ruby", "x = 1 # the class", "class", True),
+             ("c", "#include <class.h>", "class", False), ("rust", "#[derive(Debug)] struct A;", "struct", False),
+             ("lua", "n = #items + 1", "items", False), ("go", 'url := "http://a.b/c" + x.class', "class", False),
+             ("c", "*p = klass;", "klass", False), ("c", "i--; j = k", "k", False),
+             ("python", "x = a.class  # note", "class", False),
+             # Python's and Lua's `//` divide and Perl's is "defined or": no comment there
+             ("python", "half = total // parts[k]", "parts", False), ("lua", "local h = n // parts[k]", "parts", False),
+             ("perl", "my $v = $x // $parts[0];", "parts", False), ("javascript", "a = b - -c; d--", "d", False)]
+    for language, line, word, comment in cases:
+        assert _in_comment(line, line.index(word), language) is comment, (language, line)
+    # a language of none of these: `#` and `--` only before a blank
+    assert _in_comment("  # note about parts", 10) and not _in_comment("#define PARTS parts", 14)
+    py = "def f(total, parts, k):\n    half = total // parts[k]\n    rest = total % parts[]\n"
+    cursor = py.index("parts[]") + len("parts[")
+    hole = replace(decide_hole(PY, py, cursor), start=cursor, heal="")
+    assert tail_options(py, hole, "]", "python").texts == ("k",)   # a floor division is no comment
