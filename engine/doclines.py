@@ -282,7 +282,8 @@ _WORD_START = re.compile(r"(?<![\w$])[\w$]")
 # ``--`` only where a blank or the line's end follows (``#include``, ``--i``)
 _SLASHES = (re.compile(r"\s*(?://|/\*|\*(?:\s|/|$))"), re.compile(r"\s(?://|/\*)"))
 _HASH = (re.compile(r"\s*#"), re.compile(r"\s#"))
-_COMMENT_STARTS = {**dict.fromkeys(("javascript", "typescript", "go", "rust", "c", "cpp", "java"), _SLASHES),
+_COMMENT_STARTS = {**dict.fromkeys(("javascript", "typescript", "typescriptreact", "go", "rust", "c", "cpp", "java"),
+                                   _SLASHES),
                    **dict.fromkeys(("python", "ruby", "perl"), _HASH),
                    "lua": (re.compile(r"\s*--"), re.compile(r"\s--"))}
 _ANY_COMMENT = (re.compile(r"\s*(?://|/\*|\*(?:\s|/|$)|#(?:\s|$)|--(?:\s|$))"), re.compile(r"\s(?://|/\*|#\s|--\s)"))

@@ -470,7 +470,8 @@ def test_the_rest_of_a_line_is_never_taken_from_a_comment():
              ("python", "x = a.class  # note", "class", False),
              # Python's and Lua's `//` divide and Perl's is "defined or": no comment there
              ("python", "half = total // parts[k]", "parts", False), ("lua", "local h = n // parts[k]", "parts", False),
-             ("perl", "my $v = $x // $parts[0];", "parts", False), ("javascript", "a = b - -c; d--", "d", False)]
+             ("perl", "my $v = $x // $parts[0];", "parts", False), ("javascript", "a = b - -c; d--", "d", False),
+             ("typescriptreact", "  const a = 1; // the class", "class", True)]
     for language, line, word, comment in cases:
         assert _in_comment(line, line.index(word), language) is comment, (language, line)
     # a language of none of these: `#` and `--` only before a blank
