@@ -99,9 +99,10 @@ def dev_files(corpus: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[
     return out
 
 
-def plain_files(conf: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[str, str]]]:
+def plain_files(conf: Path, languages: tuple[str, ...], shortest: int = 800, longest: int = 12_000
+                ) -> dict[str, list[tuple[str, str]]]:
     """Per plain-text language, the files of its development holes (``benchmarks.other_lines``: a hole is its file
-    cut at one line, so prompt + line + suffix is the file), small first."""
+    cut at one line, so prompt + line + suffix is the file) of ``shortest`` to ``longest`` characters, by name."""
     out: dict[str, dict[str, str]] = {lang: {} for lang in languages}
     for name in ("other-dev.jsonl", "other-dev-cpp.jsonl"):
         if not languages or not (conf / name).exists():
@@ -109,7 +110,7 @@ def plain_files(conf: Path, languages: tuple[str, ...]) -> dict[str, list[tuple[
         for row in map(json.loads, open(conf / name, encoding="utf-8")):
             lang, rest = row["task_id"].split(":", 1)
             text = row["prompt"] + row["canonical_solution"] + row["suffix"]
-            if lang in out and 800 <= len(text) <= 12_000:
+            if lang in out and shortest <= len(text) <= longest:
                 out[lang].setdefault(rest.rsplit(":", 1)[0], text)
     return {lang: sorted(files.items()) for lang, files in out.items()}
 

@@ -76,15 +76,10 @@ def pick_line(lines: list[str], rng: random.Random, comment: tuple[str, ...] = C
 
 
 def plain_documents(conf: Path) -> dict[str, list[dict]]:
-    """Per plain-text language, its development holes' files as corpus rows (``id``, ``text``): a hole is its file cut
-    at one line, so prompt + line + suffix is the file."""
-    docs: dict[str, dict[str, str]] = {lang: {} for lang in PLAIN_EXT}
-    for name in ("other-dev.jsonl", "other-dev-cpp.jsonl"):
-        for row in map(json.loads, (conf / name).open(encoding="utf-8")):
-            lang, rest = row["task_id"].split(":", 1)
-            docs[lang].setdefault(f"debian:{rest.rsplit(':', 1)[0]}",
-                                  row["prompt"] + row["canonical_solution"] + row["suffix"])
-    return {lang: [{"id": k, "text": v} for k, v in files.items()] for lang, files in docs.items()}
+    """Per plain-text language, its development holes' files as corpus rows (``id``, ``text``)."""
+    from benchmarks.action_safety import plain_files
+    files = plain_files(conf, tuple(PLAIN_EXT), shortest=0, longest=sys.maxsize)
+    return {lang: [{"id": f"debian:{name}", "text": text} for name, text in rows] for lang, rows in files.items()}
 
 
 def main() -> None:
