@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 EXT = {"python": "py", "go": "go", "rust": "rs", "javascript": "js", "typescript": "ts"}
+ROOT = Path(__file__).resolve().parents[2]
 PLAIN_EXT = {"c": "c", "cpp": "cpp", "java": "java", "ruby": "rb", "perl": "pl", "lua": "lua"}
 COMMENT = ("#", "//", "/*", "*", '"""', "'''")
 PLAIN_COMMENT = COMMENT + ("--", "=")   # Lua's comments, Perl's POD and Ruby's =begin: prose, not a line of code
@@ -77,6 +78,8 @@ def pick_line(lines: list[str], rng: random.Random, comment: tuple[str, ...] = C
 
 def plain_documents(conf: Path) -> dict[str, list[dict]]:
     """Per plain-text language, its development holes' files as corpus rows (``id``, ``text``)."""
+    if str(ROOT) not in sys.path:   # run as a script: the checkout's benchmarks package
+        sys.path.insert(0, str(ROOT))
     from benchmarks.action_safety import plain_files
     files = plain_files(conf, tuple(PLAIN_EXT), shortest=0, longest=sys.maxsize)
     return {lang: [{"id": f"debian:{name}", "text": text} for name, text in rows] for lang, rows in files.items()}
