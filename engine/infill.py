@@ -161,7 +161,7 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
             options = doclines.neighbour_options(text, hole, rest_of_line, counted, workspace,
                                                      before_below=not request.ends_block)
         # a word being typed before an editor's closers (``f(err|)``): its rest where the document has it
-        options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line))
+        options = doclines.joined(options, doclines.word_options(text, hole, rest_of_line, counted))
         # the rest of a line that has the end of the typed code in it (``self._pa|`` -> ``used.set()``)
         options = doclines.joined(options, doclines.tail_options(text, hole, rest_of_line, counted))
         options = doclines.joined(options, paramlines.param_options(text, hole, rest_of_line, constructor, stored,

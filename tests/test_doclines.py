@@ -480,3 +480,20 @@ def test_the_rest_of_a_line_is_never_taken_from_a_comment():
     cursor = py.index("parts[]") + len("parts[")
     hole = replace(decide_hole(PY, py, cursor), start=cursor, heal="")
     assert tail_options(py, hole, "]", "python").texts == ("k",)   # a floor division is no comment
+
+
+def test_the_rest_of_a_word_is_never_taken_from_a_comment():
+    """A word typed before the line's own ``;`` got the rest of the nearest words that start so, a comment's words
+    too (Java's ``values|`` from a doc comment's ``values``): prose, not the name being typed."""
+    from engine.doclines import word_options
+
+    java = ("class A {\n  /** Returns the count of stored elements. */\n  int count() {\n    return size;\n  }\n"
+            "  int first() {\n    int elementCount = 0;\n    return ele;\n  }\n}\n")
+    cursor = java.index("return ele;") + len("return ele")
+    hole = replace(decide_hole(spec_for("java"), java, cursor), start=cursor, heal="")
+    assert word_options(java, hole, ";", "java").texts == ("mentCount",)
+    assert word_options(java, hole, ";").texts == ("mentCount",)   # no language: the same comment starts
+    commented = java.replace("    int elementCount = 0;\n", "")
+    cursor = commented.index("return ele;") + len("return ele")
+    hole = replace(decide_hole(spec_for("java"), commented, cursor), start=cursor, heal="")
+    assert word_options(commented, hole, ";", "java").texts == ()   # only the comment's ``elements``
