@@ -40,6 +40,7 @@ on the 1,603 development holes cut as the new-user trial cuts its lines, 569 -> 
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
 import re
@@ -185,7 +186,8 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             rest = remainder(code)
             if rest is not None:
                 out.setdefault(rest, (prior, source))
-    for line in _nearby(text, line_start, line_end, key):
+    for line in _nearby(_without_prose(text, pairs[0] if pairs is not None else language, hole.start), line_start,
+                        line_end, key):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
             continue
@@ -257,7 +259,8 @@ def word_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     line_end = text.find("\n", hole.end)
     out: dict[str, None] = {}
     words: dict[str, None] = {}   # before a line's own `,` / `;`: each place's whole word too, the nearest first
-    for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end, fragment):
+    for line in _nearby(_without_prose(text, language, hole.start), line_start,
+                        len(text) if line_end < 0 else line_end, fragment):
         for found in at.finditer(line):
             if _in_comment(line, found.start(), language):   # a comment's words are prose, not the name typed
                 continue
@@ -302,6 +305,42 @@ def _in_comment(line: str, at: int, language: str | None = None) -> bool:
     return lead.match(line) is not None or later.search(line, 0, at) is not None
 
 
+# Prose a document holds on lines that carry no comment mark (``_in_comment`` reads a line alone): Perl's POD, Ruby's
+# ``=begin`` block, a Lua long comment. Its words go on as prose, not as the code typed (Perl's ``my $dist =
+# $self->{dis|`` got ``tribution object.`` from a POD line). Keyed by ``languages.lines_name``. Not a Python docstring
+# or a ``/* */`` comment's lines: blanked, they changed no right fill on the development holes but lost one, a
+# docstring's example (benchmarks/README.md, "Prose without a comment mark").
+_PROSE = {"perl": re.compile(r"(?ms)^=(?!cut\b)[A-Za-z].*?(?:^=cut\b[^\n]*|\Z)"),
+          "ruby": re.compile(r"(?ms)^=begin\b.*?(?:^=end\b[^\n]*|\Z)"),
+          "lua": re.compile(r"(?s)--\[(=*)\[.*?(?:\]\1\]|\Z)")}
+PROSE_MOST = 2_000_000   # characters: a longer document is read as it is
+_prose_last: tuple[str, str, str, tuple[tuple[int, int], ...]] | None = None   # (text, language, masked, spans)
+
+
+def _without_prose(text: str, language: str | None, at: int) -> str:
+    """``text`` with the prose of ``_PROSE`` blanked (each character but a line break a space: offsets and lines stay
+    where they are), for reading the document's lines as code; ``text`` itself where the cursor ``at`` is in such
+    prose (POD being written reads its own kind of lines) or there is none. The last document's result is
+    kept: the options of one hole read it several times."""
+    global _prose_last
+    pattern = _PROSE.get(language or "")
+    if pattern is None or len(text) > PROSE_MOST:
+        return text
+    last = _prose_last
+    if last is not None and last[0] is text and last[1] == language:
+        masked, spans = last[2], last[3]
+    else:
+        spans = tuple(m.span() for m in pattern.finditer(text))
+        parts, done = [], 0
+        for s, e in spans:
+            parts += [text[done:s], "\n".join(" " * len(line) for line in text[s:e].split("\n"))]
+            done = e
+        masked = "".join(parts) + text[done:] if spans else text
+        _prose_last = (text, language or "", masked, spans)
+    k = bisect.bisect_left(spans, (at,)) - 1   # the last span starting before the cursor
+    return text if k >= 0 and at < spans[k][1] else masked
+
+
 def tail_options(text: str, hole: Hole, rest_of_line: str, language: str | None = None) -> LineOptions:
     """The rests of other lines that have the end of the code typed on the cursor's line in them: for the rest of
     a line (nothing after the cursor but an editor's closers and the line's own end, as ``line_options``) whose
@@ -323,7 +362,9 @@ def tail_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     endings = [key[j:] for j in starts]   # longest first; each holds the last one
     line_end = text.find("\n", hole.end)
     found: list[tuple[int, int, str]] = []
-    for n, line in enumerate(_nearby(text, line_start, len(text) if line_end < 0 else line_end, endings[-1])):
+    lines = _nearby(_without_prose(text, language, hole.start), line_start, len(text) if line_end < 0 else line_end,
+                    endings[-1])
+    for n, line in enumerate(lines):
         if n >= TAIL_LINES:
             break
         line = line.rstrip("\r")

@@ -497,3 +497,56 @@ def test_the_rest_of_a_word_is_never_taken_from_a_comment():
     cursor = commented.index("return ele;") + len("return ele")
     hole = replace(decide_hole(spec_for("java"), commented, cursor), start=cursor, heal="")
     assert word_options(commented, hole, ";", "java").texts == ()   # only the comment's ``elements``
+
+
+def test_a_pod_line_is_prose_not_code():
+    """Lines of prose with no comment mark of their own (Perl's POD, Ruby's ``=begin``, a Lua long comment) give
+    neither a line's rest nor a word's: Perl's ``my $dist = $self->{dis|`` got ``tribution object.`` from a POD
+    line. A cursor inside such prose still reads it, and the code around it keeps giving its lines; offsets and line
+    breaks stay where they are. A Python docstring is read as it was: its examples are code (nltk's
+    ``return [self.tokenize(s) for s in strings]``, a development hole's right line)."""
+    from engine.doclines import _without_prose, line_options, tail_options, word_options
+
+    perl = ("package X;\n\n=head1 METHODS\n\nReturns the distribution object.\n\n=cut\n\n"
+            "sub d {\n    my $dist = $self->{dis\n}\n")
+    cursor = perl.index("{dis\n") + len("{dis")
+    hole = replace(decide_hole(spec_for("perl"), perl, cursor), start=cursor, heal="")
+    assert tail_options(perl, hole, "", "perl").texts == ()
+    assert tail_options(perl, hole, "", None).texts == ("tribution object.\n",)   # no language: no POD
+    coded = perl.replace("sub d {", "my $disk = $self->{disk_name};\nsub d {")
+    cursor = coded.index("{dis\n") + len("{dis")
+    hole = replace(decide_hole(spec_for("perl"), coded, cursor), start=cursor, heal="")
+    assert tail_options(coded, hole, "", "perl").texts == ("k_name};\n",)
+    word = perl.replace("{dis\n", "{dis};\n")
+    cursor = word.index("{dis}") + len("{dis")
+    hole = replace(decide_hole(spec_for("perl"), word, cursor), start=cursor, heal="")
+    assert word_options(word, hole, "};", "perl").texts == ()
+    assert word_options(word, hole, "};", None).texts == ("tribution",)
+    line = perl.replace("    my $dist = $self->{dis\n", "    Ret\n")
+    cursor = line.index("    Ret\n") + len("    Ret")
+    hole = replace(decide_hole(spec_for("perl"), line, cursor), start=cursor, heal="")
+    assert line_options(line, hole, "", None, pairs=("perl", None)).texts == ()
+    # inside POD, its lines are read
+    pod = perl.replace("Returns the distribution object.\n", "Returns the distribution object.\nThe dis\n")
+    cursor = pod.index("The dis\n") + len("The dis")
+    assert _without_prose(pod, "perl", cursor) is pod
+    hole = replace(decide_hole(spec_for("perl"), pod, cursor), start=cursor, heal="")
+    assert tail_options(pod, hole, "", "perl").texts == ("tribution object.\n",)
+
+    py = ('def tokenize_sents(self, strings):\n    """Apply to each element.  I.e.:\n\n'
+          '        return [self.tokenize(s) for s in strings]\n    """\n    return [self.tokenize(s)\n')
+    cursor = py.rindex("tokenize(s)") + len("tokenize(s)")
+    hole = replace(decide_hole(PY, py, cursor), start=cursor, heal="")
+    assert tail_options(py, hole, "", "python").texts == (" for s in strings]\n",)
+
+    for language, text, prose, kept in (
+            ("ruby", "x = 1\n=begin\nthe x = one\n=end\ny = 2\n", "the x = one", ("x = 1", "y = 2")),
+            ("lua", "local a = 1\n--[==[ long\n a = comment ]] still\n]==]\nlocal b = a\n", " a = comment",
+             ("local a = 1", "local b = a")),
+            ("perl", "my $a;\n=cut\nmy $b;\n=pod\n\nmy $c = prose;\n", "my $c = prose", ("my $a;", "my $b;")),
+            ("perl", "my $a;\n=head1 Never cut\nmy $b = prose;\n", "my $b", ("my $a;",))):
+        masked = _without_prose(text, language, 0)
+        assert len(masked) == len(text) and masked.count("\n") == text.count("\n"), language
+        assert prose not in masked and all(code in masked for code in kept), (language, masked)
+    for language in ("python", "javascript", "c", None):
+        assert _without_prose('x = 1\n"""a\n/* b\n*/\n"""\n', language, 0) == 'x = 1\n"""a\n/* b\n*/\n"""\n'
