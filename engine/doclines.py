@@ -306,10 +306,10 @@ def _in_comment(line: str, at: int, language: str | None = None) -> bool:
 
 
 # Prose a document holds on lines that carry no comment mark (``_in_comment`` reads a line alone): Perl's POD, Ruby's
-# ``=begin`` block, a Lua long comment. Its words go on as prose, not as the code typed (Perl's ``my $dist =
-# $self->{dis|`` got ``tribution object.`` from a POD line). Keyed by ``languages.lines_name``. Not a Python docstring
-# or a ``/* */`` comment's lines: blanked, they changed no right fill on the development holes but lost one, a
-# docstring's example (benchmarks/README.md, "Prose without a comment mark").
+# ``=begin`` block, a Lua long comment. Its words go on as prose, not as the code typed (Perl's
+# ``$self->frontend->mydie("Unknowns dis|`` got ``tribution object.`` from a POD line). Keyed by
+# ``languages.lines_name``. Not a Python docstring or a ``/* */`` comment's lines: blanked, they changed no right fill
+# on the development holes but lost one, a docstring's example (benchmarks/README.md, "Prose without a comment mark").
 _PROSE = {"perl": re.compile(r"(?ms)^=(?!cut\b)[A-Za-z].*?(?:^=cut\b[^\n]*|\Z)"),
           "ruby": re.compile(r"(?ms)^=begin\b.*?(?:^=end\b[^\n]*|\Z)"),
           "lua": re.compile(r"(?s)--\[(=*)\[.*?(?:\]\1\]|\Z)")}

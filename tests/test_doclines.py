@@ -501,7 +501,7 @@ def test_the_rest_of_a_word_is_never_taken_from_a_comment():
 
 def test_a_pod_line_is_prose_not_code():
     """Lines of prose with no comment mark of their own (Perl's POD, Ruby's ``=begin``, a Lua long comment) give
-    neither a line's rest nor a word's: Perl's ``my $dist = $self->{dis|`` got ``tribution object.`` from a POD
+    neither a line's rest nor a word's: Perl's ``mydie("Unknowns dis|`` got ``tribution object.`` from a POD
     line. A cursor inside such prose still reads it, and the code around it keeps giving its lines; offsets and line
     breaks stay where they are. A Python docstring is read as it was: its examples are code (nltk's
     ``return [self.tokenize(s) for s in strings]``, a development hole's right line)."""
