@@ -11,7 +11,8 @@ corpus=${1:-runs/corpus/files/valid}
 command -v nvim >/dev/null || { echo "the trial needs Neovim (nvim) on PATH: apt-get install neovim" >&2; exit 2; }
 [ -d "$corpus" ] || { echo "no held-out corpus files at $corpus: bash scripts/build_corpus.sh" >&2; exit 2; }
 export PYTHONPATH=$PWD DIFFUSION_LSP=${DIFFUSION_LSP:-$PWD/.venv/bin/diffusion-lsp}
-py=${PYTHON:-python3}
+# the project's environment (make_cases reads the plain-text languages' check grammars: tree-sitter), else python3
+py=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 work=$(mktemp -d)
 export XDG_CONFIG_HOME=$work/xdg/c XDG_DATA_HOME=$work/xdg/d XDG_STATE_HOME=$work/xdg/s XDG_CACHE_HOME=$work/xdg/ca
 $py benchmarks/newuser_trial/make_cases.py "$corpus" "$work/lf" >/dev/null
