@@ -186,8 +186,7 @@ def line_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
             rest = remainder(code)
             if rest is not None:
                 out.setdefault(rest, (prior, source))
-    for line in _nearby(_without_prose(text, pairs[0] if pairs is not None else language, hole.start), line_start,
-                        line_end, key):
+    for line in _nearby(text, line_start, line_end, key, pairs[0] if pairs is not None else language, hole.start):
         code = line.strip()
         if len(code) > LONGEST or not code.startswith(key) or len(code) <= len(key.rstrip()):
             continue
@@ -259,8 +258,7 @@ def word_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     line_end = text.find("\n", hole.end)
     out: dict[str, None] = {}
     words: dict[str, None] = {}   # before a line's own `,` / `;`: each place's whole word too, the nearest first
-    for line in _nearby(_without_prose(text, language, hole.start), line_start,
-                        len(text) if line_end < 0 else line_end, fragment):
+    for line in _nearby(text, line_start, len(text) if line_end < 0 else line_end, fragment, language, hole.start):
         for found in at.finditer(line):
             if _in_comment(line, found.start(), language):   # a comment's words are prose, not the name typed
                 continue
@@ -362,8 +360,7 @@ def tail_options(text: str, hole: Hole, rest_of_line: str, language: str | None 
     endings = [key[j:] for j in starts]   # longest first; each holds the last one
     line_end = text.find("\n", hole.end)
     found: list[tuple[int, int, str]] = []
-    lines = _nearby(_without_prose(text, language, hole.start), line_start, len(text) if line_end < 0 else line_end,
-                    endings[-1])
+    lines = _nearby(text, line_start, len(text) if line_end < 0 else line_end, endings[-1], language, hole.start)
     for n, line in enumerate(lines):
         if n >= TAIL_LINES:
             break
@@ -423,10 +420,15 @@ def _word_rests(after: str, closer: str) -> list[str]:
     return []
 
 
-def _nearby(text: str, lo: int, hi: int, containing: str = "") -> Iterator[str]:
+def _nearby(text: str, lo: int, hi: int, containing: str = "", language: str | None = None,
+            at: int | None = None) -> Iterator[str]:
     """The lines around the cursor's line ``text[lo:hi]`` (not it), nearest first, the line above before the line
     below at the same distance, at most ``SPAN`` on each side; a line's ``\\r`` is kept (callers strip).
-    ``containing``: only the lines that contain it (the others are dropped in one pass over each side)."""
+    ``containing``: only the lines that contain it (the others are dropped in one pass over each side). With
+    ``language``, its prose without a comment mark is blank lines (``_without_prose``; ``at``: the cursor, ``lo`` if
+    not given)."""
+    if language is not None:
+        text = _without_prose(text, language, lo if at is None else at)
     up, down = _lines(text, lo, True, SPAN), _lines(text, hi, False, SPAN)
     if containing:
         ups = [i for i, line in enumerate(up) if containing in line]
