@@ -676,3 +676,79 @@ def returns_in_a_test(spec: LanguageSpec, text: str, start: int) -> Callable[[st
         name = enclosing(len(line) - len(line.lstrip(" \t")))
         return name is None or not name.startswith("test")
     return fits
+
+
+# A bare ``return`` where the function's other returns all give a value (``bare_return_check``): per language (its
+# grammar, or a plain-text language's check grammar), the nodes that are a function of their own and the nodes that
+# are a return. Go and Rust are not here: ``returns_check`` reads their signatures.
+_OWN_FUNCTIONS = {
+    "python": frozenset({"function_definition", "lambda"}),
+    "javascript": _TS_FUNCTIONS | {"class_static_block"},
+    "typescript": _TS_FUNCTIONS | {"class_static_block"},
+    "tsx": _TS_FUNCTIONS | {"class_static_block"},
+    "java": frozenset({"method_declaration", "constructor_declaration", "lambda_expression", "static_initializer"}),
+    "c": frozenset({"function_definition"}),
+    "cpp": frozenset({"function_definition", "lambda_expression"}),
+    "lua": frozenset({"function_declaration", "function_definition"}),
+    "ruby": frozenset({"method", "singleton_method", "lambda"}),   # a block's ``return`` leaves its method
+    "perl": frozenset({"subroutine_declaration_statement", "anonymous_subroutine_expression"}),
+}
+_RETURN_NODES = {"ruby": "return", "perl": "return_expression"}   # else ``return_statement``
+BARE_RETURN = re.compile(r"[ \t]*return[ \t]*;?[ \t]*")
+BARE_RETURN_MOST = 500_000   # characters: a larger document is not parsed for this check
+
+
+def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+    """For a fill of ``text[start:end]``: a check that refuses a fill that makes the cursor's line a bare ``return``
+    (``return;``) in a function whose other returns all give a value. In Java and C it does not compile; in Python,
+    PEP 8 asks for all or none; on the development holes, typed to the first letters of ``return``, such a fill was
+    rarely the line (the user was typing a return of a value). A function with another bare return, or with no other
+    return, takes one, and so does code outside every function. ``spec``: the grammar that reads ``text`` (a
+    plain-text language's check grammar); None: nothing to check."""
+    if spec is None or spec.name not in _OWN_FUNCTIONS or len(text) > BARE_RETURN_MOST:
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
+    verdict: list[bool] = []   # the same for every bare return here: worked out once
+
+    def fits(fill: str) -> bool:
+        lines = [line for line in (typed + fill + rest).split("\n") if line.strip()]
+        if len(lines) != 1 or not BARE_RETURN.fullmatch(lines[0].rstrip("\r")):
+            return True
+        if not verdict:
+            verdict.append(_bare_return_fits(spec, text[:start] + fill + text[end:], line_start))
+        return verdict[0]
+    return fits
+
+
+def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
+    """Whether the bare return on the line at ``line_start`` of ``text`` fits its function: one of its other returns
+    is bare too, or none gives a value (returns in functions inside it are theirs)."""
+    tree = parse(spec, text)
+    if tree is None:
+        return True
+    code = line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" \t"))
+    at = len(text[:code].encode("utf-8", "surrogatepass"))
+    kind, functions = _RETURN_NODES.get(spec.name, "return_statement"), _OWN_FUNCTIONS[spec.name]
+    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
+    while node is not None and not (node.is_named and node.type == kind):   # (Ruby's keyword is a ``return`` too)
+        node = node.parent
+    own = node
+    while node is not None and node.type not in functions:
+        node = node.parent
+    if own is None or node is None:
+        return True
+    valued = bare = 0
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in functions:
+            continue
+        if child.is_named and child.type == kind and child.start_byte != own.start_byte:
+            if any(c.type != "comment" for c in child.named_children):
+                valued += 1
+            else:
+                bare += 1
+        stack.extend(child.children)
+    return bare > 0 or valued == 0
