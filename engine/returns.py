@@ -695,7 +695,6 @@ _OWN_FUNCTIONS = {
 }
 _RETURN_NODES = {"ruby": "return", "perl": "return_expression"}   # else ``return_statement``
 BARE_RETURN = re.compile(r"[ \t]*return[ \t]*;?[ \t]*")
-BARE_RETURN_MOST = 500_000   # characters: a larger document is not parsed for this check
 
 
 def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
@@ -705,11 +704,16 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
     rarely the line (the user was typing a return of a value). A function with another bare return, or with no other
     return, takes one, and so does code outside every function. ``spec``: the grammar that reads ``text`` (a
     plain-text language's check grammar); None: nothing to check."""
-    if spec is None or spec.name not in _OWN_FUNCTIONS or len(text) > BARE_RETURN_MOST:
+    if spec is None or spec.name not in _OWN_FUNCTIONS:
         return None
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
+    # the lines within ``MAX_REGION`` characters each side are read (a function that reaches further: its returns
+    # there are not counted)
+    lo = 0 if start <= MAX_REGION else text.find("\n", start - MAX_REGION, line_start) + 1
+    hi = text.rfind("\n", end, end + MAX_REGION) if len(text) - end > MAX_REGION else len(text)
+    hi = len(text) if hi < 0 else hi
     verdict: list[bool] = []   # the same for every bare return here: worked out once
 
     def fits(fill: str) -> bool:
@@ -717,7 +721,7 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
         if len(lines) != 1 or not BARE_RETURN.fullmatch(lines[0].rstrip("\r")):
             return True
         if not verdict:
-            verdict.append(_bare_return_fits(spec, text[:start] + fill + text[end:], line_start))
+            verdict.append(_bare_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo))
         return verdict[0]
     return fits
 

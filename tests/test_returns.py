@@ -480,3 +480,63 @@ RUST_RECEIVER = """impl<Fut: Future> MaybeDone<Fut> {
 ])
 def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
     assert check(RUST_RECEIVER, "rust")(fill) is fits
+
+
+# A bare return in a function whose other returns give a value (``bare_return_check``): ``‸`` is the cursor, the
+# fill is typed there. Plain-text languages are read by their check grammar.
+@pytest.mark.parametrize("language, text, fill, fits", [
+    ("perl", "sub f {\n  my $x = shift;\n  ret‸\n  return $x + 1;\n}\n", "urn;", False),
+    ("perl", "sub f {\n  ret‸\n  return unless $y;\n  return $x + 1;\n}\n", "urn;", True),   # one bare already
+    ("perl", "sub f {\n  my $x = shift;\n  ret‸\n}\nsub g { return 1; }\n", "urn;", True),    # g's return is g's
+    ("perl", "sub f {\n  ret‸\n  my $g = sub { return 2; };\n}\n", "urn;", True),             # so is a closure's
+    ("perl", "sub f {\n  my $x = shift;\n  ret‸\n  return $x + 1;\n}\n", "urn $x;", True),    # a value
+    ("ruby", "def f(x)\n  re‸\n  return x\nend\n", "turn", False),
+    ("ruby", "def f(x)\n  re‸\n  return if x\n  x\nend\n", "turn", True),
+    ("ruby", "def f(xs)\n  xs.each do |x|\n    re‸\n  end\n  return xs\nend\n", "turn", False),   # a block's leaves f
+    ("lua", "local function f(x)\n  if x then\n    ret‸\n  end\n  return x\nend\n", "urn", False),
+    ("java", "class A {\n  int f(int x) {\n    if (x > 0) {\n      retu‸\n    }\n    return x;\n  }\n}\n",
+     "rn;", False),
+    ("java", "class A {\n  void f(int x) {\n    if (x > 0) {\n      ‸\n    }\n    Runnable r = () -> { return 1; };\n"
+             "  }\n}\n", "return;", True),                                                    # the lambda's
+    ("c", "int f(int x) {\n  if (x)\n    r‸\n  return x;\n}\n", "eturn;", False),
+    ("cpp", "int f(int x) {\n  if (x)\n    r‸\n  return x;\n}\n", "eturn;", False),
+    ("python", "def f(x):\n    if x:\n        ret‸\n    return x\n", "urn", False),
+    ("python", "def f(x):\n    if x:\n        ret‸\n    print(x)\n", "urn", True),               # no other return
+    ("python", "def f(x):\n    if x:\n        ret‸\n    return x\n", "urn None", True),
+    ("python", "def f(x):\n    if x:\n        ret‸  # done\n    return x\n", "urn", True),    # more on the line
+    ("python", "x = 1\nret‸\n", "urn", True),                                               # no function
+    ("python", "ret‸", "urn", True),                                                        # the whole document
+    ("javascript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x; // 😀\n}\n", "urn;", False),
+    ("javascript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x;\n}\n", "urn;\n    x++;", True),
+    ("typescript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x\n}\n", "urn", False),
+    ("typescript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return '\ud800'\n}\n", "urn", False),  # surrogate
+])
+def test_a_bare_return_among_returns_of_a_value_is_no_fill(language, text, fill, fits):
+    from engine.languages import check_spec
+    from engine.returns import bare_return_check
+    at = text.index("‸")
+    for eol in ("\n", "\r\n"):
+        doc = text.replace("‸", "").replace("\n", eol)
+        cursor = at + text[:at].count("\n") * (len(eol) - 1)
+        check = bare_return_check(check_spec(language) or spec_for(language), doc, cursor, cursor)
+        assert check is not None and check(fill.replace("\n", eol)) is fits, (language, text, fill, eol)
+
+
+def test_a_bare_return_is_left_to_the_signature_in_go_and_rust_and_unread_without_a_grammar():
+    from engine.languages import check_spec
+    from engine.returns import bare_return_check
+    assert bare_return_check(spec_for("go"), "func f() int {\n\tret\n\treturn 1\n}\n", 18, 18) is None
+    assert bare_return_check(spec_for("rust"), "fn f() -> u8 {\n    ret\n    return 1;\n}\n", 22, 22) is None
+    assert bare_return_check(None, "sub f {\n  ret\n  return 1;\n}\n", 13, 13) is None
+    assert check_spec("python") is None   # a grammar language is read by its own grammar (infill: ``check or spec``)
+
+
+def test_a_bare_return_is_judged_in_the_code_around_it_in_a_large_document():
+    from engine.languages import check_spec
+    from engine.returns import MAX_REGION, bare_return_check
+    filler = "".join(f"sub g{i} {{\n  return {i};\n}}\n" for i in range(4000))   # about 80,000 characters
+    assert len(filler) > 2 * MAX_REGION
+    for body, fits in (("  my $x = shift;\n  ret\n  return $x;\n", False), ("  ret\n  return;\n", True)):
+        doc = filler + "sub f {\n" + body + "}\n" + filler
+        at = doc.index("  ret\n") + 5
+        assert bare_return_check(check_spec("perl"), doc, at, at)("urn;") is fits
