@@ -680,12 +680,12 @@ def returns_in_a_test(spec: LanguageSpec, text: str, start: int) -> Callable[[st
 
 # A bare ``return`` where the function's other returns all give a value (``bare_return_check``): per language (its
 # grammar, or a plain-text language's check grammar), the nodes that are a function of their own and the nodes that
-# are a return. Go and Rust are not here: ``returns_check`` reads their signatures.
+# are a return. Go and Rust are not here: ``returns_check`` reads their signatures. Nor JavaScript and TypeScript:
+# their callbacks leave early with a bare return after ``reject(err)`` in functions that return values (on the
+# development holes typed to the first letters of ``return``, the check changed 4 of their fills: 1 right lost,
+# none gained).
 _OWN_FUNCTIONS = {
     "python": frozenset({"function_definition", "lambda"}),
-    "javascript": _TS_FUNCTIONS | {"class_static_block"},
-    "typescript": _TS_FUNCTIONS | {"class_static_block"},
-    "tsx": _TS_FUNCTIONS | {"class_static_block"},
     "java": frozenset({"method_declaration", "constructor_declaration", "lambda_expression", "static_initializer"}),
     "c": frozenset({"function_definition"}),
     "cpp": frozenset({"function_definition", "lambda_expression"}),

@@ -506,10 +506,11 @@ def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
     ("python", "def f(x):\n    if x:\n        ret‸  # done\n    return x\n", "urn", True),    # more on the line
     ("python", "x = 1\nret‸\n", "urn", True),                                               # no function
     ("python", "ret‸", "urn", True),                                                        # the whole document
-    ("javascript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x; // 😀\n}\n", "urn;", False),
-    ("javascript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x;\n}\n", "urn;\n    x++;", True),
-    ("typescript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return x\n}\n", "urn", False),
-    ("typescript", "function f(x) {\n  if (x) {\n    ret‸\n  }\n  return '\ud800'\n}\n", "urn", False),  # surrogate
+    ("java", "class A {\n  int f(int x) {\n    if (x > 0) {\n      ret‸\n    }\n    return x; // 😀\n  }\n}\n",
+     "urn;", False),
+    ("java", "class A {\n  int f(int x) {\n    if (x > 0) {\n      ret‸\n    }\n    return x;\n  }\n}\n",
+     "urn;\n      x++;", True),                                                         # a fill of two lines
+    ("python", "def f(x):\n    if x:\n        ret‸\n    return '\ud800'\n", "urn", False),  # a lone surrogate
 ])
 def test_a_bare_return_among_returns_of_a_value_is_no_fill(language, text, fill, fits):
     from engine.languages import check_spec
@@ -525,6 +526,8 @@ def test_a_bare_return_among_returns_of_a_value_is_no_fill(language, text, fill,
 def test_a_bare_return_is_left_to_the_signature_in_go_and_rust_and_unread_without_a_grammar():
     from engine.languages import check_spec
     from engine.returns import bare_return_check
+    js = "function f(x) {\n  if (x) {\n    reject(x)\n    ret\n  }\n  return x\n}\n"   # a callback's early exit
+    assert bare_return_check(spec_for("javascript"), js, js.index("ret\n") + 3, js.index("ret\n") + 3) is None
     assert bare_return_check(spec_for("go"), "func f() int {\n\tret\n\treturn 1\n}\n", 18, 18) is None
     assert bare_return_check(spec_for("rust"), "fn f() -> u8 {\n    ret\n    return 1;\n}\n", 22, 22) is None
     assert bare_return_check(None, "sub f {\n  ret\n  return 1;\n}\n", 13, 13) is None
