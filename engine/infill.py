@@ -222,7 +222,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
         else frozenset()
     # a copy that uses a name the document defines nowhere ranks last among the fills (``offer``'s names rule): the
     # next copy that does not is tried first
-    names = Document(text, spec, defined)   # each fill's names read once, here and in ``offer``
+    # (a language filled as plain text has its names read by its check grammar: Java's, ``engine.names``)
+    names = Document(text, check or spec, defined)   # each fill's names read once, here and in ``offer``
     invents = names.invents if config.names_rule else None
     copy, bad = _best_copy(copies, hole, rest_of_line, spec, win, baseline, whole, document, fits, request.opens,
                            text, invents)

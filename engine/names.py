@@ -94,7 +94,17 @@ _TEST_SUITES = frozenset({"describe", "suite", "it", "test"})
 _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
     context specify before after beforeEach afterEach beforeAll afterAll suiteSetup suiteTeardown setup teardown
     xdescribe xcontext xit xspecify xtest fdescribe fit expect jest vi spyOn jasmine pending fail""".split())
-_PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST}
+# Java (a plain-text language, read by its check grammar): a capitalised name is a class or a constant, which
+# ``java.lang``, an import or a superclass may give (never checked); a method's name is never checked either (a
+# superclass's ``initCause(cause)``), nor a field after '.'; what is checked is the lower-case names a fill reads
+_JAVA = frozenset({"length"})
+_PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA}
+# Java's identifiers that are no name a fill reads: a method's (called or referenced), a field after '.', a label,
+# an annotation's, an annotation's key, a qualified name's parts
+_JAVA_UNCHECKED = {"method_invocation": "name", "field_access": "field", "method_reference": None,
+                   "labeled_statement": None, "break_statement": None, "continue_statement": None,
+                   "marker_annotation": None, "annotation": None, "element_value_pair": "key",
+                   "scoped_identifier": None}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
 # Rust's ``let Point { x, y } = p``), and a Go import's alias is one (``import str "strings"``).
@@ -104,7 +114,8 @@ _PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``
 # the functions whose parameters and locals are theirs alone (JavaScript/TypeScript, Go, Rust)
 _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                         "method_definition", "generator_function", "generator_function_declaration",
-                        "method_declaration", "func_literal", "function_item", "closure_expression"})
+                        "method_declaration", "func_literal", "function_item", "closure_expression",
+                        "constructor_declaration", "lambda_expression"})   # (Java's last two)
 _JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
@@ -200,6 +211,8 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
         name = m.group()
         if name in known or name in invented:
             continue
+        if spec.name == "java" and (name[:1].isupper() or document[m.end():m.end() + 1] == "("):
+            continue   # a class, a constant or a method: not checked (``_JAVA_UNCHECKED``)
         pattern = re.compile(rf"\b{re.escape(name)}\b")
         if not pattern.search(document, 0, lo) and not pattern.search(document, hi):
             invented.append(name)
@@ -432,6 +445,7 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     outside: set[str] = set()
     local: set[str] = set()       # names bound inside functions that neither hold nor start in the fill
     elsewhere: set[str] = set()   # names only read there
+    java = spec.name == "java"
     stack = [(tree.root_node, False)]
     while stack:
         node, away = stack.pop()
@@ -455,6 +469,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         if blo <= node.start_byte and node.end_byte <= bhi or node.start_byte < bhi and node.end_byte > blo:
             # in the fill, or begun before it (typed ``brea`` + ``ded_1``) or ended after it: checked whole
             parent = node.parent
+            if java and (name[:1].isupper() or _java_unchecked(node, parent)):
+                continue
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("path") == node and \
@@ -490,6 +506,15 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     return invented
 
 
+def _java_unchecked(node, parent) -> bool:
+    """Is this Java identifier one no fill's names are checked by (``_JAVA_UNCHECKED``): a method's name, a field
+    after '.', a label, an annotation's?"""
+    if parent is None or parent.type not in _JAVA_UNCHECKED:
+        return False
+    field = _JAVA_UNCHECKED[parent.type]
+    return field is None or parent.child_by_field_name(field) == node
+
+
 def _go_imports(root, data: bytes) -> set[str]:
     """The package names a Go file's imports bring in without an alias: the path's last element (the one before
     a major version, ``github.com/x/y/v2``: ``y``; ``gopkg.in/yaml.v3``: ``yaml``)."""
@@ -518,7 +543,8 @@ _BIND_FIELD = {
     "var_spec": "name", "const_spec": "name", "range_clause": "left",                            # Go
     "let_declaration": "pattern", "let_condition": "pattern", "for_expression": "pattern",      # Rust
     "function_item": "name", "const_item": "name", "static_item": "name",
-    "enum_variant": "name"}   # Rust: ``Struct { a: T }`` in an enum names its variant
+    "enum_variant": "name",   # Rust: ``Struct { a: T }`` in an enum names its variant
+    "enhanced_for_statement": "name", "resource": "name", "lambda_expression": "parameters"}   # Java
 # the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
 _READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
 _BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")

@@ -879,3 +879,32 @@ def test_the_rest_of_another_line_copied_from_nearby_is_cut_to_the_closers_this_
     c = complete(_Copier(lambda prefix: "$$"), FillOptions(min_confidence=0.0, names_rule=False),
                  InfillRequest(text, cursor, "typescript"), Control(lambda s: None))
     assert [f.text for f in c.fills] == [" as Error })"]
+
+
+JAVA = ("class E extends Exception {\n    private final char c;\n\n    public E(String s) {\n        super(s);\n    }\n\n"
+        "    public E(char c) {\n        \n    }\n\n    int count(java.util.List<String> xs) {\n        return 0;\n"
+        "    }\n}\n")
+
+
+@pytest.mark.parametrize("answer, names_rule, offered", [
+    ("this.s = s;", True, False),    # ``s`` is only the other constructor's parameter: invented, withheld alone
+    ("this.s = s;", False, True),
+    ("this.c = c;", True, True),     # its own parameter
+    ("return;", True, True),         # a constructor's other returns (none) give no value
+])
+def test_a_java_fill_has_its_names_read_by_javas_grammar(answer, names_rule, offered):
+    """Java is filled as plain text: the names rule reads its fills with its check grammar, as the fits do."""
+    at = JAVA.index("(char c) {\n        ") + len("(char c) {\n        ")
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0, names_rule=names_rule),
+                 InfillRequest(JAVA, at, "java"), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else [])
+
+
+def test_a_bare_return_is_refused_where_its_methods_other_returns_give_a_value():
+    text = JAVA.replace("        return 0;\n", "        if (xs == null) {\n            ret\n        }\n"
+                                             "        return xs.size();\n")
+    at = text.index("ret\n") + 3
+    for answer, offered in (("urn;", False), ("urn 0;", True)):
+        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                     InfillRequest(text, at, "java"), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([answer] if offered else []), answer

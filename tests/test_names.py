@@ -492,3 +492,70 @@ def test_a_javascript_test_files_framework_globals_are_defined(document, fill, e
     """A test file that reads ``describe`` (or ``it``, ``test``, ``suite``) has its framework's other globals: mocha's
     ``context("Merging", () => {`` in a held-out tone test was withheld as inventing ``context``."""
     assert invented(fill, document, "typescript") == expected
+
+
+JAVA = """package p;
+
+import java.util.List;
+
+public class E extends Exception {
+    private final char c;
+    private Class<?> arg;
+
+    public E(String s) {
+        super(s);
+    }
+
+    public E(char c, Class<?> arg) {
+        if (arg == null)
+            throw new NullPointerException(); // 😀
+        <>
+        this.arg = arg;
+    }
+
+    int count(List<String> xs) {
+        int n = 0;
+        for (String x : xs) { n += x.length(); }
+        xs.forEach(y -> System.out.println(y));
+        return n;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("fill, expected", [
+    ("this.s = s;", ["s"]),                            # another constructor's parameter (a held-out JDK line)
+    ("super(s);", ["s"]),
+    ("this.c = c;", []),                               # its own parameter; the field after '.' is not checked
+    ("initCause(new Error());", []),                   # a method: maybe the superclass's
+    ("this.c = Character.MAX_VALUE;", []),             # a class or a constant: java.lang, an import, a superclass
+    ("int k = c + arg.hashCode();", []),
+    ("Runnable r = () -> { int q = 1; };", []),
+    ("for (String z : xs) {}", ["xs"]),                # another method's parameter
+    ("n = 1;", ["n"]),                                 # another method's local
+    ("System.out.println(y);", ["y"]),                 # another method's lambda's parameter
+    ("label: while (true) { break label; }", []),
+    ("try (var in = open()) { use(in); }", []),        # a resource binds
+    ("for (char d : arg.getName().toCharArray()) { count(d); }", []),
+    ("list.forEach(v -> v.run());", ["list"]),
+])
+def test_a_java_fill_reads_names_its_method_or_class_has(fill, expected):
+    """Java is filled as plain text; its names are read by its check grammar. On the plain-text development holes
+    every Java fill that read a lower-case name only another method had (``this.s = s;`` in a constructor of ``c``
+    and ``arg``) was wrong."""
+    from engine.languages import check_spec
+    start = JAVA.index("<>")
+    for eol in ("\n", "\r\n"):
+        text = JAVA.replace("<>", "", 1).replace("\n", eol)
+        at = start + JAVA[:start].count("\n") * (len(eol) - 1)
+        assert invented_names(check_spec("java"), text, at, fill) == expected, (fill, eol)
+
+
+def test_a_large_java_document_is_checked_by_words_and_its_classes_and_methods_are_not():
+    from engine.languages import check_spec
+    body = "".join(f"    int f{i}(int x) {{ return x * {i}; }}\n" for i in range(6_000))
+    text = "class A {\n" + body + "    void g(int rows) {\n        \n    }\n}\n"
+    assert len(text) > 200_000
+    at = text.index("rows) {\n        ") + len("rows) {\n        ")
+    assert invented_names(check_spec("java"), text, at, "rowz = Math.max(rows, helper(1));") == ["rowz"]
+    assert invented_names(check_spec("java"), text, at, "rows = Integer.MAX_VALUE;") == []
