@@ -905,6 +905,6 @@ def test_a_bare_return_is_refused_where_its_methods_other_returns_give_a_value()
                                              "        return xs.size();\n")
     at = text.index("ret\n") + 3
     for answer, offered in (("urn;", False), ("urn 0;", True)):
-        c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+        c = complete(Scripted(lambda prefix, answer=answer: answer), FillOptions(min_confidence=0.0),
                      InfillRequest(text, at, "java"), Control(lambda s: None))
         assert [f.text for f in c.fills] == ([answer] if offered else []), answer
