@@ -99,9 +99,10 @@ _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
 # superclass's ``initCause(cause)``), nor a field after '.'; what is checked is the lower-case names a fill reads
 _JAVA = frozenset({"length"})
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA}
-# Java's identifiers that are no name a fill reads: a method's (called or referenced), a field after '.', a label,
-# an annotation's, an annotation's key, a qualified name's parts
+# Java's identifiers that are no name a fill reads: a method's (called, referenced or declared: ``E peek();``), a
+# field after '.', a label, an annotation's, an annotation's key, a qualified name's parts
 _JAVA_UNCHECKED = {"method_invocation": "name", "field_access": "field", "method_reference": None,
+                   "method_declaration": "name",
                    "labeled_statement": None, "break_statement": None, "continue_statement": None,
                    "marker_annotation": None, "annotation": None, "element_value_pair": "key",
                    "scoped_identifier": None}

@@ -538,6 +538,7 @@ public class E extends Exception {
     ("try (var in = open()) { use(in); }", []),        # a resource binds
     ("for (char d : arg.getName().toCharArray()) { count(d); }", []),
     ("list.forEach(v -> v.run());", ["list"]),
+    ("abstract E peek();", []),                        # a method declared (a held-out line of an interface)
 ])
 def test_a_java_fill_reads_names_its_method_or_class_has(fill, expected):
     """Java is filled as plain text; its names are read by its check grammar. On the plain-text development holes
