@@ -98,7 +98,11 @@ _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
 # ``java.lang``, an import or a superclass may give (never checked); a method's name is never checked either (a
 # superclass's ``initCause(cause)``), nor a field after '.'; what is checked is the lower-case names a fill reads
 _JAVA = frozenset({"length"})
-_PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA}
+# C and C++ (plain text, read by their check grammars): what a header declares is not in the document, so only a name
+# that another function binds (its parameter or local) and nothing outside it does is invented
+_LOCALS_ONLY = frozenset({"c", "cpp"})
+_PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA,
+             "c": frozenset(), "cpp": frozenset({"this"})}
 # Java's identifiers that are no name a fill reads: a method's (called, referenced or declared: ``E peek();``), a
 # field after '.', a label, an annotation's, an annotation's key, a qualified name's parts
 _JAVA_UNCHECKED = {"method_invocation": "name", "field_access": "field", "method_reference": None,
@@ -116,7 +120,8 @@ _PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``
 _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                         "method_definition", "generator_function", "generator_function_declaration",
                         "method_declaration", "func_literal", "function_item", "closure_expression",
-                        "constructor_declaration", "lambda_expression"})   # (Java's last two)
+                        "constructor_declaration", "lambda_expression",    # Java's (and C++'s lambda)
+                        "function_definition"})                            # C's and C++'s (Python has its own)
 _JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
@@ -205,7 +210,7 @@ def _word_char(ch: str) -> bool:
 def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
     """The cheap check for a large document: words of the fill (not after '.') that occur nowhere else."""
     known = _PY_BUILTINS if spec.name == "python" else _PRELUDES.get(spec.name)
-    if known is None:
+    if known is None or spec.name in _LOCALS_ONLY:   # (which function binds a word is not read here)
         return []
     invented: list[str] = []
     for m in _WORD.finditer(document, lo, hi):
@@ -454,6 +459,8 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
             continue   # Rust's ``'a``: a lifetime's name (an identifier in it) is no value's
         if node.type in _FUNCTIONS and not away:
             own = node.child_by_field_name("name")   # a function's name is its outer scope's
+            if own is None and node.type == "function_definition":
+                own = _c_function_name(node)          # C's, in its declarator (visited again inside: harmless)
             if own is not None:
                 stack.append((own, away))
             away = not (node.start_byte <= first and last <= node.end_byte or blo <= node.start_byte < bhi)
@@ -503,8 +510,20 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     invented: list[str] = []
     for _, name, _ in sorted(inside):
         if name not in outside and name not in bound and name not in prelude and name not in invented:
+            if spec.name in _LOCALS_ONLY and name not in local:
+                continue   # C's headers define what the document does not show: only another function's local counts
             invented.append(name)
     return invented
+
+
+def _c_function_name(definition):
+    """The identifier a C or C++ function definition names itself by (``int *f(void)``: ``f``), or None (a
+    ``A::f`` is a qualified name, not one of the document's)."""
+    node = definition.child_by_field_name("declarator")
+    while node is not None and node.type in ("pointer_declarator", "function_declarator", "reference_declarator",
+                                               "parenthesized_declarator"):
+        node = node.child_by_field_name("declarator") or (node.named_children[0] if node.named_children else None)
+    return node if node is not None and node.type == "identifier" else None
 
 
 def _java_unchecked(node, parent) -> bool:
@@ -545,7 +564,8 @@ _BIND_FIELD = {
     "let_declaration": "pattern", "let_condition": "pattern", "for_expression": "pattern",      # Rust
     "function_item": "name", "const_item": "name", "static_item": "name",
     "enum_variant": "name",   # Rust: ``Struct { a: T }`` in an enum names its variant
-    "enhanced_for_statement": "name", "resource": "name", "lambda_expression": "parameters"}   # Java
+    "enhanced_for_statement": "name", "resource": "name", "lambda_expression": "parameters",   # Java
+    "declaration": "declarator"}   # C: ``int n;`` (``int n = 1;``, ``int *p;``: their declarators bind)
 # the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
 _READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
 _BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")

@@ -560,3 +560,50 @@ def test_a_large_java_document_is_checked_by_words_and_its_classes_and_methods_a
     at = text.index("rows) {\n        ") + len("rows) {\n        ")
     assert invented_names(check_spec("java"), text, at, "rowz = Math.max(rows, helper(1));") == ["rowz"]
     assert invented_names(check_spec("java"), text, at, "rows = Integer.MAX_VALUE;") == []
+
+
+C_DOC = """#include <stdio.h>
+static clock_t clock_start;
+static double *cgt_time_end(void) { return 0; }
+#define TWICE(x) ((x) * 2)
+static int sum(const int *buf, size_t len) {
+    int total = 0;
+    for (size_t i = 0; i < len; i++) total += buf[i];
+    return total;
+}
+void time_init(int flags)
+{
+    <>
+}
+"""
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+@pytest.mark.parametrize("fill, expected", [
+    ("len = 0;", ["len"]),                             # another function's parameter
+    ("return total;", ["total"]),                      # another function's local
+    ("fwrite(buf, 1, len, stdout);", ["buf", "len"]),
+    ("time_end = cgt_time_end;", []),                  # a function's name is the file's; time_end maybe a header's
+    ("errno = 0;", []),                                # a header's
+    ("flags = TWICE(flags);", []),
+    ("int k = flags; k++;", []),
+    ("clock_start = clock();", []),
+])
+def test_a_c_fill_reads_no_other_functions_locals(language, fill, expected):
+    """C and C++ are filled as plain text; their check grammars read the names. A header declares what the document
+    does not show, so only a name another function binds (and nothing outside it) is invented: on the plain-text
+    development holes ``strm.next_in = in;`` and ``len = 0;`` with another function's ``in`` and ``len``."""
+    from engine.languages import check_spec
+    start = C_DOC.index("<>")
+    for eol in ("\n", "\r\n"):
+        text = C_DOC.replace("<>", "", 1).replace("\n", eol)
+        at = start + C_DOC[:start].count("\n") * (len(eol) - 1)
+        assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
+
+
+def test_a_large_c_document_reports_no_names():
+    from engine.languages import check_spec
+    body = "".join(f"static int f{i}(int x) {{ return x * {i}; }}\n" for i in range(6_000))
+    text = body + "void g(void) {\n    \n}\n"
+    assert len(text) > 200_000
+    assert invented_names(check_spec("c"), text, len(text) - 3, "x = zz;") == []
