@@ -96,8 +96,9 @@ _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
     xdescribe xcontext xit xspecify xtest fdescribe fit expect jest vi spyOn jasmine pending fail""".split())
 # Java (a plain-text language, read by its check grammar): a capitalised name is a class or a constant, which
 # ``java.lang``, an import or a superclass may give (never checked); a method's name is never checked either (a
-# superclass's ``initCause(cause)``), nor a field after '.'; what is checked is the lower-case names a fill reads
-_JAVA = frozenset({"length"})
+# superclass's ``initCause(cause)``), nor a field after '.'; what is checked is the lower-case names a fill reads, and
+# none of them is a builtin (``this`` and ``super`` are keywords, an array's ``length`` comes after '.')
+_JAVA: frozenset[str] = frozenset()
 # C and C++ (plain text, read by their check grammars): what a header declares is not in the document, so only a name
 # that another function binds (its parameter or local) and nothing outside it does is invented
 _LOCALS_ONLY = frozenset({"c", "cpp"})
