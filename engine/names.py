@@ -100,29 +100,36 @@ _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
 # none of them is a builtin (``this`` and ``super`` are keywords, an array's ``length`` comes after '.')
 _JAVA: frozenset[str] = frozenset()
 # C and C++ (plain text, read by their check grammars): what a header declares is not in the document, so only a name
-# that another function binds (its parameter or local) and nothing outside it does is invented
-_LOCALS_ONLY = frozenset({"c", "cpp"})
+# that another function binds (its parameter or local) and nothing outside it does is invented (``_LOCALS_ONLY``)
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA,
-             "c": frozenset(), "cpp": frozenset({"this"})}
-# Java's identifiers that are no name a fill reads: a method's (called, referenced or declared: ``E peek();``), a
-# field after '.', a label, an annotation's, an annotation's key, a qualified name's parts
-_JAVA_UNCHECKED = {"method_invocation": "name", "field_access": "field", "method_reference": None,
-                   "method_declaration": "name",
-                   "labeled_statement": None, "break_statement": None, "continue_statement": None,
-                   "marker_annotation": None, "annotation": None, "element_value_pair": "key",
-                   "scoped_identifier": None}
+             "c": frozenset(), "cpp": frozenset({"this"}), "lua": frozenset(), "perl": frozenset()}
+# Lua and Perl (plain text, read by their check grammars): a global needs no declaration, so, as in C, only a name
+# that another function binds (``local x``, a parameter; Perl's ``my $x``) and nothing outside it does is invented
+_LOCALS_ONLY = frozenset({"c", "cpp", "lua", "perl"})
+# per language, the identifiers that are no name a fill reads (parent type -> the field they are in, None: any).
+# Java: a method's (called, referenced or declared: ``E peek();``), a field after '.', a label, an annotation's, an
+# annotation's key, a qualified name's parts; Lua: a field after '.' or ':', a table constructor's key, a label
+_UNCHECKED = {
+    "java": {"method_invocation": "name", "field_access": "field", "method_reference": None,
+             "method_declaration": "name", "labeled_statement": None, "break_statement": None,
+             "continue_statement": None, "marker_annotation": None, "annotation": None, "element_value_pair": "key",
+             "scoped_identifier": None},
+    "lua": {"dot_index_expression": "field", "method_index_expression": "method", "field": "name",
+            "label_statement": None, "goto_statement": None},
+}
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
 # Rust's ``let Point { x, y } = p``), and a Go import's alias is one (``import str "strings"``).
 _ID_TYPES = frozenset({"identifier", "shorthand_property_identifier_pattern", "shorthand_field_identifier",
-                       "package_identifier"})
+                       "package_identifier", "varname"})   # (Perl's: ``$x``'s ``x``)
 _PATHS = ("scoped_identifier", "scoped_type_identifier")   # Rust's ``a::b``: ``b`` is read in ``a``, like a field
 # the functions whose parameters and locals are theirs alone (JavaScript/TypeScript, Go, Rust)
 _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                         "method_definition", "generator_function", "generator_function_declaration",
                         "method_declaration", "func_literal", "function_item", "closure_expression",
                         "constructor_declaration", "lambda_expression",    # Java's (and C++'s lambda)
-                        "function_definition"})                            # C's and C++'s (Python has its own)
+                        "function_definition",      # C's, C++'s and Lua's anonymous one (Python has its own)
+                        "subroutine_declaration_statement", "anonymous_subroutine_expression"})   # Perl's
 _JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
@@ -219,7 +226,7 @@ def _words(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[str]:
         if name in known or name in invented:
             continue
         if spec.name == "java" and (name[:1].isupper() or document[m.end():m.end() + 1] == "("):
-            continue   # a class, a constant or a method: not checked (``_JAVA_UNCHECKED``)
+            continue   # a class, a constant or a method: not checked (``_UNCHECKED``)
         pattern = re.compile(rf"\b{re.escape(name)}\b")
         if not pattern.search(document, 0, lo) and not pattern.search(document, hi):
             invented.append(name)
@@ -452,7 +459,7 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     outside: set[str] = set()
     local: set[str] = set()       # names bound inside functions that neither hold nor start in the fill
     elsewhere: set[str] = set()   # names only read there
-    java = spec.name == "java"
+    java, unchecked = spec.name == "java", _UNCHECKED.get(spec.name)
     stack = [(tree.root_node, False)]
     while stack:
         node, away = stack.pop()
@@ -478,7 +485,7 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         if blo <= node.start_byte and node.end_byte <= bhi or node.start_byte < bhi and node.end_byte > blo:
             # in the fill, or begun before it (typed ``brea`` + ``ded_1``) or ended after it: checked whole
             parent = node.parent
-            if java and (name[:1].isupper() or _java_unchecked(node, parent)):
+            if unchecked is not None and (java and name[:1].isupper() or _unchecked(node, parent, unchecked)):
                 continue
             if parent is not None and parent.type in _PATHS and parent.child_by_field_name("name") == node:
                 continue   # ``String::from``, ``Self::new``, ``std::cmp::max``: a path's segments after ``::``
@@ -527,12 +534,12 @@ def _c_function_name(definition):
     return node if node is not None and node.type == "identifier" else None
 
 
-def _java_unchecked(node, parent) -> bool:
-    """Is this Java identifier one no fill's names are checked by (``_JAVA_UNCHECKED``): a method's name, a field
-    after '.', a label, an annotation's?"""
-    if parent is None or parent.type not in _JAVA_UNCHECKED:
+def _unchecked(node, parent, unchecked: dict[str, str | None]) -> bool:
+    """Is this identifier one no fill's names are checked by (``_UNCHECKED``): Java's method name, a field after '.',
+    a label, an annotation's; Lua's field?"""
+    if parent is None or parent.type not in unchecked:
         return False
-    field = _JAVA_UNCHECKED[parent.type]
+    field = unchecked[parent.type]
     return field is None or parent.child_by_field_name(field) == node
 
 
@@ -566,7 +573,8 @@ _BIND_FIELD = {
     "function_item": "name", "const_item": "name", "static_item": "name",
     "enum_variant": "name",   # Rust: ``Struct { a: T }`` in an enum names its variant
     "enhanced_for_statement": "name", "resource": "name", "lambda_expression": "parameters",   # Java
-    "declaration": "declarator"}   # C: ``int n;`` (``int n = 1;``, ``int *p;``: their declarators bind)
+    "declaration": "declarator",   # C: ``int n;`` (``int n = 1;``, ``int *p;``: their declarators bind)
+    "for_numeric_clause": "name"}   # Lua: ``for i = 1, n``
 # the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
 _READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
 _BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")
@@ -579,7 +587,16 @@ def _binds(node) -> bool:
     parent = node.parent
     if parent is None:
         return False
+    if node.type == "varname":   # Perl: ``my $x``, ``my ($a, $b)``, ``foreach my $i``: the container's place decides
+        holder = parent.parent
+        return holder is not None and (holder.type == "variable_declaration"
+                                       or holder.type == "for_statement" and _field(holder, parent) == "variable")
     kind, field = parent.type, _field(parent, node)
+    if kind == "variable_list":   # Lua: ``local a, b = ...`` and a ``for`` binds; ``a = 1`` writes a global
+        grand = parent.parent
+        return grand is not None and (grand.type in ("for_generic_clause", "variable_declaration")   # (``local t``)
+                                      or grand.type == "assignment_statement" and grand.parent is not None
+                                      and grand.parent.type == "variable_declaration")
     if kind == "expression_list":   # Go: ``a, b := ...``, ``for i, x := range ...``, ``switch v := x.(type)``
         grand = parent.parent
         return grand is not None and grand.type in ("short_var_declaration", "range_clause", "type_switch_statement") \

@@ -607,3 +607,68 @@ def test_a_large_c_document_reports_no_names():
     text = body + "void g(void) {\n    \n}\n"
     assert len(text) > 200_000
     assert invented_names(check_spec("c"), text, len(text) - 3, "x = zz;") == []
+
+
+LUA = """local M = {}
+local count = 0
+local function helper(lenses_by_lnum, opts)
+  local result = {}
+  for i, v in ipairs(opts) do result[i] = v end
+  for k = 1, 3 do count = count + k end
+  local t
+  shared = 1
+  return result
+end
+function M.total(bufnr) -- 😀
+  <>
+end
+return M
+"""
+PERL = """package Foo;
+use strict;
+our $VERSION = '1.0';
+my $file_level = 1;
+sub helper {
+    my ($self, $arg) = @_;
+    my $normalizer = shift;
+    foreach my $item (@ARGV) { print $item; }
+    return $self->{name};
+}
+sub total {
+    my $class = shift;
+    <>
+}
+1;
+"""
+
+
+@pytest.mark.parametrize("language, document, fill, expected", [
+    ("lua", LUA, "return result", ["result"]),                       # another function's local (a held-out line)
+    ("lua", LUA, "local x = lenses_by_lnum[1]", ["lenses_by_lnum"]),  # its parameter
+    ("lua", LUA, "return k + i", ["k", "i"]),                       # its loops' variables
+    ("lua", LUA, "local t2 = t", ["t"]),                             # a ``local`` without a value
+    ("lua", LUA, "return count + M.total(bufnr)", []),               # the file's local, a field, its parameter
+    ("lua", LUA, "return shared", []),                               # a global another function writes
+    ("lua", LUA, "return undefined_global", []),                     # a global from elsewhere (vim, a module)
+    ("lua", LUA, "local r = {result = 1}; return r.result", []),     # a table's key, a field after '.'
+    ("lua", LUA, "for j, w in pairs(bufnr) do print(j, w) end", []),
+    ("perl", PERL, "return $normalizer;", ["normalizer"]),           # another sub's ``my``
+    ("perl", PERL, "return $self;", ["self"]),                       # ``total`` has no ``$self``
+    ("perl", PERL, "my $x = $arg;", ["arg"]),
+    ("perl", PERL, "print $item;", ["item"]),                        # another sub's ``foreach my``
+    ("perl", PERL, "return $class->new($VERSION, $file_level);", []),  # its own, a package's, the file's
+    ("perl", PERL, "foreach my $it (@_) { print $it; }", []),
+    ("perl", PERL, "my %h = (); return $h{key};", []),
+    ("perl", PERL, "return $_[0] . $0;", []),                         # special variables
+])
+def test_a_lua_or_perl_fill_reads_no_other_functions_locals(language, document, fill, expected):
+    """Lua and Perl are filled as plain text; their check grammars read the names. A global needs no declaration
+    there, so only a name another function binds (and nothing outside it) is invented: on the plain-text development
+    holes Lua's ``return result`` in a function without a ``result`` and Perl's ``return $self->...`` in a sub
+    without a ``$self`` were wrong every time."""
+    from engine.languages import check_spec
+    start = document.index("<>")
+    for eol in ("\n", "\r\n"):
+        text = document.replace("<>", "", 1).replace("\n", eol)
+        at = start + document[:start].count("\n") * (len(eol) - 1)
+        assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
