@@ -188,7 +188,9 @@ def test_the_readme_table_shows_the_plain_text_correction_per_language(tmp_path)
 # -- a plain-text language's fills checked by a grammar (engine/validate.py: plain_syntax_check) -------------------
 
 CHECKED = {   # language: (document with the hole's line empty, a fill that parses, fills that do not)
-    "c": (C_SOURCE.replace("        s += xs[i];\n", "\n"), "        s *= xs[i];",
+    # (the blank line after the ``#include`` joined: the hole, the first blank line, is the loop's body's line)
+    "c": (C_SOURCE.replace("<stdio.h>\n\n", "<stdio.h>\n").replace("        s += xs[i];\n", "\n"),
+          "        s *= xs[i];",
           ["        if (s > 0) {", "        s *= xs[i]", "        f(s;"]),
     "java": ("class A {\n    int f(int[] xs) {\n        int s = 0;\n\n        return s;\n    }\n}\n",
              "        s = xs.length;", ["        for (int x : xs) {", "        s = xs.length", "        s = (1;"]),
