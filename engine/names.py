@@ -101,14 +101,19 @@ _JS_TESTS = _JS | _TEST_SUITES | frozenset("""
 _JAVA: frozenset[str] = frozenset()
 # C and C++ (plain text, read by their check grammars): what a header declares is not in the document, so only a name
 # that another function binds (its parameter or local) and nothing outside it does is invented (``_LOCALS_ONLY``)
+# Ruby (plain text, read by its check grammar): a bare name may call a method a superclass, a mixin or ``attr_reader``
+# defines, so, as in C, only a name that another method binds (its parameter, ``x = ...``) is invented, and not when
+# the document defines a method by that name (``def name``) or names it as a symbol (``attr_reader :name``)
+_RUBY = frozenset({"self", "nil", "true", "false", "__method__", "__FILE__", "__LINE__", "__dir__", "__ENCODING__"})
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA,
-             "c": frozenset(), "cpp": frozenset({"this"}), "lua": frozenset(), "perl": frozenset()}
+             "c": frozenset(), "cpp": frozenset({"this"}), "lua": frozenset(), "perl": frozenset(), "ruby": _RUBY}
 # Lua and Perl (plain text, read by their check grammars): a global needs no declaration, so, as in C, only a name
 # that another function binds (``local x``, a parameter; Perl's ``my $x``) and nothing outside it does is invented
-_LOCALS_ONLY = frozenset({"c", "cpp", "lua", "perl"})
+_LOCALS_ONLY = frozenset({"c", "cpp", "lua", "perl", "ruby"})
 # per language, the identifiers that are no name a fill reads (parent type -> the field they are in, None: any).
 # Java: a method's (called, referenced or declared: ``E peek();``), a field after '.', a label, an annotation's, an
-# annotation's key, a qualified name's parts; Lua: a field after '.' or ':', a table constructor's key, a label
+# annotation's key, a qualified name's parts; Lua: a field after '.' or ':', a table constructor's key, a label;
+# Ruby: a method's name in a call (``list.each``, ``puts x``), an alias's names
 _UNCHECKED = {
     "java": {"method_invocation": "name", "field_access": "field", "method_reference": None,
              "method_declaration": "name", "labeled_statement": None, "break_statement": None,
@@ -116,6 +121,7 @@ _UNCHECKED = {
              "scoped_identifier": None},
     "lua": {"dot_index_expression": "field", "method_index_expression": "method", "field": "name",
             "label_statement": None, "goto_statement": None},
+    "ruby": {"call": "method", "alias": None, "undef": None},
 }
 # tree-sitter node types that are names read or written in an expression (fields after '.' have their own
 # types: property_identifier, field_identifier); the shorthand patterns bind one (``function C({ name })``,
@@ -130,6 +136,9 @@ _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function
                         "constructor_declaration", "lambda_expression",    # Java's (and C++'s lambda)
                         "function_definition",      # C's, C++'s and Lua's anonymous one (Python has its own)
                         "subroutine_declaration_statement", "anonymous_subroutine_expression"})   # Perl's
+# per language where it differs: Ruby's methods (its blocks and lambdas see their method's locals; Perl has a node
+# ``method``, a method's name in a call, so Ruby's types are its own)
+_FUNCTIONS_OF = {"ruby": frozenset({"method", "singleton_method"})}
 _JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _GO_VERSION = re.compile(r"v\d+")
 MAX_PARSED = 200_000  # larger documents are not parsed per fill: a name is invented when no other word matches it
@@ -460,12 +469,18 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     local: set[str] = set()       # names bound inside functions that neither hold nor start in the fill
     elsewhere: set[str] = set()   # names only read there
     java, unchecked = spec.name == "java", _UNCHECKED.get(spec.name)
+    functions, ruby = _FUNCTIONS_OF.get(spec.name, _FUNCTIONS), spec.name == "ruby"
+    ivars = _Ivars()   # Ruby's instance variables and symbols
     stack = [(tree.root_node, False)]
     while stack:
         node, away = stack.pop()
         if node.type == "lifetime":
             continue   # Rust's ``'a``: a lifetime's name (an identifier in it) is no value's
-        if node.type in _FUNCTIONS and not away:
+        if ruby and node.type in _RUBY_OWN:
+            _ruby_node(node, data, blo, bhi, ivars)
+            if node.type in ("instance_variable", "simple_symbol"):
+                continue
+        if node.type in functions and not away:
             own = node.child_by_field_name("name")   # a function's name is its outer scope's
             if own is None and node.type == "function_definition":
                 own = _c_function_name(node)          # C's, in its declarator (visited again inside: harmless)
@@ -509,6 +524,7 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
     # a name that occurs only inside other functions, read there, is defined in another file (a package's
     # function, a test's ``expect``); one that another function binds is that function's local
     outside |= elsewhere - local
+    outside |= ivars.symbols   # ``attr_reader :name``: a method ``name``
     if spec.name == "go":
         outside |= _go_imports(tree.root_node, data)
     bound = {name for _, name, binds in inside if binds}
@@ -520,6 +536,67 @@ def _tree_sitter(spec: LanguageSpec, document: str, lo: int, hi: int) -> list[st
         if name not in outside and name not in bound and name not in prelude and name not in invented:
             if spec.name in _LOCALS_ONLY and name not in local:
                 continue   # C's headers define what the document does not show: only another function's local counts
+            invented.append(name)
+    if ruby and ivars.read:
+        invented += _invented_ivars(tree.root_node, ivars, first, last)
+    return invented
+
+
+class _Ivars:
+    """What a Ruby document's walk gathers besides its names: the instance variables the fill reads and binds, those
+    outside it, the symbols outside it, and whether a class inherits or mixes in code (``class A < B``,
+    ``include M``), which may set instance variables the document does not show."""
+
+    def __init__(self) -> None:
+        self.read: list[tuple[int, str]] = []
+        self.bound: set[str] = set()
+        self.outside: set[str] = set()
+        self.symbols: set[str] = set()
+        self.inherits = False
+
+
+_RUBY_OWN = frozenset({"instance_variable", "simple_symbol", "superclass", "call"})
+_MIXINS = frozenset({b"include", b"extend", b"prepend"})
+
+
+def _ruby_node(node, data: bytes, blo: int, bhi: int, ivars: _Ivars) -> None:
+    """Gather a Ruby node of ``_RUBY_OWN`` into ``ivars``."""
+    if node.type == "superclass":
+        ivars.inherits = True
+        return
+    if node.type == "call":
+        method = node.child_by_field_name("method")
+        if method is not None and method.text in _MIXINS and node.child_by_field_name("receiver") is None:
+            ivars.inherits = True
+        return
+    text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+    if node.end_byte <= blo or node.start_byte >= bhi:   # outside the fill
+        if node.type == "simple_symbol":   # ``attr_reader :name``, ``define_method(:name)``, ``ivar_get(:@x)``
+            ivars.symbols.add(text[1:])
+        else:
+            ivars.outside.add(text)
+    elif node.type == "instance_variable":
+        if _binds(node):
+            ivars.bound.add(text)
+        else:
+            ivars.read.append((node.start_byte, text))
+
+
+def _invented_ivars(root, ivars: _Ivars, first: int, last: int) -> list[str]:
+    """The instance variables a Ruby fill reads that nothing else in the document names (``@x``, ``:@x``,
+    ``attr_accessor :x``), when the fill is in a class that neither inherits nor mixes in code (a module's method
+    reads the instance variables of the class it is mixed into)."""
+    if ivars.inherits:
+        return []
+    scope = root.descendant_for_byte_range(first, max(first, last))
+    while scope is not None and scope.type not in ("class", "module", "singleton_class"):
+        scope = scope.parent
+    if scope is None or scope.type == "module":
+        return []
+    invented: list[str] = []
+    for _, name in sorted(ivars.read):
+        if name not in ivars.outside and name not in ivars.bound and name[1:] not in ivars.symbols and \
+                name not in ivars.symbols and name not in invented:
             invented.append(name)
     return invented
 
@@ -574,7 +651,8 @@ _BIND_FIELD = {
     "enum_variant": "name",   # Rust: ``Struct { a: T }`` in an enum names its variant
     "enhanced_for_statement": "name", "resource": "name", "lambda_expression": "parameters",   # Java
     "declaration": "declarator",   # C: ``int n;`` (``int n = 1;``, ``int *p;``: their declarators bind)
-    "for_numeric_clause": "name"}   # Lua: ``for i = 1, n``
+    "for_numeric_clause": "name",   # Lua: ``for i = 1, n``
+    "assignment": "left", "operator_assignment": "left", "for": "pattern"}   # Ruby: ``x = 1``, ``x ||= 1``, ``for x``
 # the fields of a pattern or parameter that are read: a default value, a type, a guard, a tuple struct's name
 _READ_FIELDS = frozenset({"value", "right", "type", "condition", "alternative", "body"})
 _BINDERS = ("parameter", "pattern", "declarator", "import_clause", "namespace_import")
@@ -597,6 +675,8 @@ def _binds(node) -> bool:
         return grand is not None and (grand.type in ("for_generic_clause", "variable_declaration")   # (``local t``)
                                       or grand.type == "assignment_statement" and grand.parent is not None
                                       and grand.parent.type == "variable_declaration")
+    if kind == "left_assignment_list":   # Ruby: ``a, b = 1, 2``
+        return True
     if kind == "expression_list":   # Go: ``a, b := ...``, ``for i, x := range ...``, ``switch v := x.(type)``
         grand = parent.parent
         return grand is not None and grand.type in ("short_var_declaration", "range_clause", "type_switch_statement") \
