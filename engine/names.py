@@ -31,9 +31,12 @@ A Go file reads the top-level names of its package's other files without an impo
 (``engine.worklines``) and the document's path there, the names the same directory's files with the same ``package``
 clause define (``package_defines``: a scan of each file's lines as the workspace counts it, not a parse per fill; the
 folder's Go files the workspace does not count, generated ones over its 200 KB per file, are scanned on disk) are not
-invented (``defined``). A name counts as the fill's when any of it is in the fill: one the user began before the
-cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest after the hole) is checked as the whole word
-the filled document holds (``breaded_1``), the word the user typed whole before a fill that starts with ``(`` is not.
+invented (``defined``). The languages filled as plain text are read by their check grammars: Java's lower-case names as
+JavaScript's; in C, C++, Lua, Perl and Ruby only another function's local is invented (``_LOCALS_ONLY``), and a Ruby
+instance variable nothing else in the document names (``_invented_ivars``). A name counts as the fill's when any of it
+is in the fill: one the user began before the cursor (``brea`` + ``ded_1(x)``) or one the fill ends inside (the rest
+after the hole) is checked as the whole word the filled document holds (``breaded_1``), the word the user typed whole
+before a fill that starts with ``(`` is not.
 A Python document that does not parse (the user's own error elsewhere) is judged with the lines Python's errors name
 masked (``pass`` or blank), a few at most; a document that still does not parse, or whose error is on the hole's
 lines, reports nothing (nothing to compare).
@@ -108,7 +111,8 @@ _RUBY = frozenset({"self", "nil", "true", "false", "__method__", "__FILE__", "__
 _PRELUDES = {"javascript": _JS, "typescript": _JS, "typescriptreact": _JS, "go": _GO, "rust": _RUST, "java": _JAVA,
              "c": frozenset(), "cpp": frozenset({"this"}), "lua": frozenset(), "perl": frozenset(), "ruby": _RUBY}
 # Lua and Perl (plain text, read by their check grammars): a global needs no declaration, so, as in C, only a name
-# that another function binds (``local x``, a parameter; Perl's ``my $x``) and nothing outside it does is invented
+# that another function binds (``local x``, a parameter; Perl's ``my $x``) and nothing outside it does is invented;
+# Ruby's instance variables are checked apart (``_invented_ivars``)
 _LOCALS_ONLY = frozenset({"c", "cpp", "lua", "perl", "ruby"})
 # per language, the identifiers that are no name a fill reads (parent type -> the field they are in, None: any).
 # Java: a method's (called, referenced or declared: ``E peek();``), a field after '.', a label, an annotation's, an

@@ -672,3 +672,72 @@ def test_a_lua_or_perl_fill_reads_no_other_functions_locals(language, document, 
         text = document.replace("<>", "", 1).replace("\n", eol)
         at = start + document[:start].count("\n") * (len(eol) - 1)
         assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
+
+
+RUBY = """# frozen_string_literal: true
+module Psych
+  class JSONTree
+    attr_reader :name
+    Point = Struct.new(:px, :py)
+
+    def self.create(options = {})
+      emitter = TreeBuilder.new
+      ss, loader = ScalarScanner.new, nil
+      new(emitter, ss, options)
+    end
+
+    def initialize(name, payload, &blk)
+      @name = name
+      @payload = payload # 😀 \ud800
+      @count ||= 0
+      [1, 2].each { |item| puts item }
+      for row in payload do puts row end
+    end
+
+    def accept(target)
+      <>
+    end
+  end
+end
+"""
+
+
+@pytest.mark.parametrize("document, fill, expected", [
+    (RUBY, "new(emitter, ss, options)", ["emitter", "ss", "options"]),  # ``self.create``'s locals (a held-out line)
+    (RUBY, "loader.load(target)", ["loader"]),                      # a multiple assignment's target
+    (RUBY, "payload.each(&blk)", ["payload", "blk"]),               # ``initialize``'s parameters
+    (RUBY, "puts item, row", ["item", "row"]),                      # another method's block and ``for`` variables
+    (RUBY, "send(@dispatch_cache[target.class], target)", ["@dispatch_cache"]),  # an ivar nothing else names
+    (RUBY, "@payload.each { |x| puts x }", []),                     # an ivar the class sets
+    (RUBY, "@count += 1", []),
+    (RUBY, "@seen = target", []),                                    # an ivar the fill sets
+    (RUBY, "@name.to_s + name", []),                                 # ``attr_reader :name``: a method too
+    (RUBY, "Point.new(px, py)", []),                                 # symbols: Struct's accessors
+    (RUBY, "create(target); accept(target)", []),                    # a method's name, called bare
+    (RUBY, "result = target.to_s; result", []),                      # the fill binds it
+    (RUBY, "puts helper_from_a_superclass", []),                     # bound nowhere: maybe a method elsewhere
+    (RUBY.replace("class JSONTree", "class JSONTree < YAMLTree"), "send(@dispatch_cache[target.class], target)",
+     []),                                                            # a superclass may set it
+    (RUBY.replace("    attr_reader :name", "    include Enumerable"), "@to_s.bind_call(self)", []),  # a mixin may
+    (RUBY.replace("class JSONTree", "module JSONTree"), "@to_s.bind_call(self)", []),   # a module's: its host's
+])
+def test_a_ruby_fill_reads_no_other_methods_locals_nor_an_unknown_instance_variable(document, fill, expected):
+    """Ruby is filled as plain text; its check grammar reads the names. A bare name may call a method a superclass,
+    a mixin or ``attr_reader`` defines, so only a name another method binds is invented, and not one the document
+    defines as a method or names as a symbol; an instance variable read that nothing else in the document names is
+    invented in a class that neither inherits nor mixes in code: on the plain-text development holes, 98 wrong fills
+    read one, and no right one did."""
+    from engine.languages import check_spec
+    start = document.index("<>")
+    for eol in ("\n", "\r\n"):
+        text = document.replace("<>", "", 1).replace("\n", eol)
+        at = start + document[:start].count("\n") * (len(eol) - 1)
+        assert invented_names(check_spec("ruby"), text, at, fill) == expected, (fill, eol)
+
+
+def test_a_large_ruby_document_reports_no_names():
+    from engine.languages import check_spec
+    body = "".join(f"  def f{i}(x)\n    x * {i}\n  end\n" for i in range(8_000))
+    text = "class A\n" + body + "  def g\n    \n  end\nend\n"
+    assert len(text) > 200_000
+    assert invented_names(check_spec("ruby"), text, text.rindex("    \n") + 4, "x + @nothing") == []
