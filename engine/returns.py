@@ -717,13 +717,22 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
     verdict: list[bool] = []   # the same for every bare return here: worked out once
 
     def fits(fill: str) -> bool:
-        lines = [line for line in (typed + fill + rest).split("\n") if line.strip()]
-        if len(lines) != 1 or not BARE_RETURN.fullmatch(lines[0].rstrip("\r")):
+        line = _line_written(typed, fill, rest)
+        if line is None or not BARE_RETURN.fullmatch(line):
             return True
         if not verdict:
             verdict.append(_bare_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo))
         return verdict[0]
     return fits
+
+
+def _line_written(typed: str, fill: str, rest: str) -> str | None:
+    """The one line of code a fill writes at the cursor: the line typed before it, the fill, and the rest of the line
+    after it unless the fill ends its own line (a whole line inserted: ``    return -1;\n``); None when it writes
+    several lines of code or none."""
+    written = typed + fill if fill.endswith("\n") else typed + fill + rest
+    lines = [line for line in written.split("\n") if line.strip()]
+    return lines[0].rstrip("\r") if len(lines) == 1 else None
 
 
 def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
@@ -756,3 +765,109 @@ def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
                 bare += 1
         stack.extend(child.children)
     return bare > 0 or valued == 0
+
+
+# A ``return`` of a value its function cannot give, in Java, C and C++ (their check grammars read the function's
+# declared type): any value from a ``void`` function or a Java constructor or static initializer; in Java, a literal
+# of another kind than the declared type (``return false;`` from ``String getKey()``, ``return null;`` from an ``int``
+# method, ``return -1;`` from a ``Comparator<T>`` one). On the plain-text development holes, whole lines filled in a
+# workspace, 62 of Java's 65 constant returns offered were wrong, many of them of a kind the method cannot return.
+VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*;)[^;\n]*;[ \t]*(?://.*|/\*.*\*/[ \t]*)?")
+_VOID_ONLY = frozenset({"constructor_declaration", "static_initializer"})   # Java's: a value never
+_BOXES_ANY = frozenset({"Object", "Comparable", "Serializable", "Constable", "ConstantDesc"})
+_BOXES_NUMBER = frozenset({"Integer", "Long", "Short", "Byte", "Character", "Double", "Float", "Number"}) | _BOXES_ANY
+_BOXES_BOOLEAN = frozenset({"Boolean"}) | _BOXES_ANY
+_JAVA_NUMBERS = frozenset({"decimal_integer_literal", "hex_integer_literal", "octal_integer_literal",
+                           "binary_integer_literal", "decimal_floating_point_literal",
+                           "hex_floating_point_literal", "character_literal"})
+
+
+def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
+    """For a fill of ``text[start:end]`` in Java, C or C++ (``spec``: the language's check grammar): a check that
+    refuses a fill that makes the cursor's line a ``return`` of a value its function cannot give (above). Read as
+    ``bare_return_check`` reads its function: within ``MAX_REGION`` characters each side, parsed only for a fill
+    whose line is such a return; whatever is not certain is accepted (a lambda, a parse with an error there, a named
+    type Java may box into). None: another language."""
+    if spec is None or spec.name not in ("java", "c", "cpp"):
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
+    lo = 0 if start <= MAX_REGION else text.find("\n", start - MAX_REGION, line_start) + 1
+    hi = text.rfind("\n", end, end + MAX_REGION) if len(text) - end > MAX_REGION else len(text)
+    hi = len(text) if hi < 0 else hi
+
+    def fits(fill: str) -> bool:
+        line = _line_written(typed, fill, rest)
+        if line is None or not VALUE_RETURN.fullmatch(line):
+            return True
+        return _value_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo)
+    return fits
+
+
+def _value_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
+    tree = parse(spec, text)
+    if tree is None:
+        return True
+    code = line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" \t"))
+    at = len(text[:code].encode("utf-8", "surrogatepass"))
+    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
+    while node is not None and node.type != "return_statement":
+        node = node.parent
+    if node is None or node.has_error:
+        return True
+    value = next((c for c in node.named_children if c.type != "comment"), None)
+    function = _innermost(node, _OWN_FUNCTIONS[spec.name])
+    if value is None or function is None:
+        return True
+    if spec.name != "java":   # C, C++: a ``void`` function's (not a ``void *`` one's)
+        kind, declarator = function.child_by_field_name("type"), function.child_by_field_name("declarator")
+        return not (kind is not None and kind.type == "primitive_type" and kind.text == b"void"
+                    and declarator is not None and declarator.type == "function_declarator")
+    if function.type in _VOID_ONLY:
+        return False
+    if function.type != "method_declaration":
+        return True   # a lambda's type is inferred
+    declared = function.child_by_field_name("type")
+    if declared is None:
+        return True
+    if declared.type == "void_type":
+        return False
+    made = _java_literal(value)
+    if made is None:
+        return True
+    if declared.type == "boolean_type":
+        return made == "boolean"
+    if declared.type in ("integral_type", "floating_point_type"):
+        return made == "number"
+    if declared.type == "array_type":
+        return made == "null"
+    base = declared.child_by_field_name("type") if declared.type == "generic_type" else declared
+    if base is not None and base.type == "generic_type":
+        base = base.child_by_field_name("type")
+    name = (base.text or b"").decode().rsplit(".", 1)[-1] if base is not None else ""
+    if made == "number":
+        return name in _BOXES_NUMBER
+    if made == "boolean":
+        return name in _BOXES_BOOLEAN
+    if made == "string":
+        return name not in _BOXES_NUMBER - _BOXES_ANY and name != "Boolean"
+    return True   # ``null`` for a reference
+
+
+def _java_literal(value: tree_sitter.Node) -> str | None:
+    """The kind of a Java literal value: ``number`` (a character too), ``boolean``, ``null``, ``string``; None for
+    anything else."""
+    while value.type == "parenthesized_expression" and value.named_child_count == 1:
+        value = value.named_children[0]
+    if value.type == "unary_expression" and value.named_child_count == 1 and (value.text or b"")[:1] in (b"-", b"+"):
+        value = value.named_children[0]
+    if value.type in _JAVA_NUMBERS:
+        return "number"
+    if value.type in ("true", "false"):
+        return "boolean"
+    if value.type == "null_literal":
+        return "null"
+    if value.type in ("string_literal", "text_block"):
+        return "string"
+    return None

@@ -908,3 +908,20 @@ def test_a_bare_return_is_refused_where_its_methods_other_returns_give_a_value()
         c = complete(Scripted(lambda prefix, answer=answer: answer), FillOptions(min_confidence=0.0),
                      InfillRequest(text, at, "java"), Control(lambda s: None))
         assert [f.text for f in c.fills] == ([answer] if offered else []), answer
+
+
+@pytest.mark.parametrize("answer, offered", [
+    ("return -1;", False),        # a constructor returns no value
+    ("this.c = c;", True),
+])
+def test_a_return_of_a_value_is_refused_where_the_method_cannot_give_it(answer, offered):
+    at = JAVA.index("(char c) {\n        ") + len("(char c) {\n        ")
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                 InfillRequest(JAVA, at, "java"), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else [])
+    text = JAVA.replace("        return 0;\n", "        ret\n")   # ``int count(...)``: a number, not a boolean
+    at = text.index("ret\n") + 3
+    for fill, fits in (("urn false;", False), ("urn xs.size();", True)):
+        c = complete(Scripted(lambda prefix, fill=fill: fill), FillOptions(min_confidence=0.0),
+                     InfillRequest(text, at, "java"), Control(lambda s: None))
+        assert [f.text for f in c.fills] == ([fill] if fits else []), fill

@@ -1,6 +1,8 @@
 """Returns the enclosing function cannot take (engine/returns.py): Go and Rust fills that parse but would not
 compile."""
 
+import re
+
 import pytest
 
 from engine.languages import spec_for
@@ -511,6 +513,9 @@ def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
     ("java", "class A {\n  int f(int x) {\n    if (x > 0) {\n      ret‸\n    }\n    return x;\n  }\n}\n",
      "urn;\n      x++;", True),                                                         # a fill of two lines
     ("python", "def f(x):\n    if x:\n        ret‸\n    return '\ud800'\n", "urn", False),  # a lone surrogate
+    # a whole line inserted (the fill ends its line; the next line is not the fill's)
+    ("lua", "local function f(x)\n  if x then\n‸    y()\n  end\n  return x\nend\n", "    return\n", False),
+    ("lua", "local function f(x)\n  if x then\n‸    y()\n  end\n  return x\nend\n", "    return x\n", True),
 ])
 def test_a_bare_return_among_returns_of_a_value_is_no_fill(language, text, fill, fits):
     from engine.languages import check_spec
@@ -543,3 +548,105 @@ def test_a_bare_return_is_judged_in_the_code_around_it_in_a_large_document():
         doc = filler + "sub f {\n" + body + "}\n" + filler
         at = doc.index("  ret\n") + 5
         assert bare_return_check(check_spec("perl"), doc, at, at)("urn;") is fits
+
+
+# A return of a value its function cannot give, in Java, C and C++ (``value_return_check``): ``‸`` is the cursor.
+JAVA_TYPES = """class A<T> implements Comparable<A<T>> {
+    private final int[] counts;   // 😀
+    A(int size) {
+        counts = new int[size];
+        <ctor>
+    }
+    static {
+        <static>
+    }
+    void reset() {
+        <void>
+    }
+    int size() {
+        <int>
+    }
+    boolean isEmpty() {
+        <boolean>
+    }
+    java.util.Comparator<T> order() {
+        <generic>
+    }
+    Integer boxed() {
+        <boxed>
+    }
+    String name() {
+        <string>
+    }
+    int[] all() {
+        <array>
+    }
+    T first() {
+        <param>
+    }
+    Runnable task = () -> { <lambda> };
+}
+"""
+
+
+@pytest.mark.parametrize("marker, fill, fits", [
+    ("ctor", "return -1;", False), ("ctor", "return this;", False), ("ctor", "return;", True),
+    ("static", "return 0;", False),
+    ("void", "return counts;", False), ("void", "return;", True), ("void", "counts[0] = 1;", True),
+    ("int", "return counts.length;", True), ("int", "return 'c';", True), ("int", "return -1; // none", True),
+    ("int", "return null;", False), ("int", "return false;", False), ("int", "return \"0\";", False),
+    ("boolean", "return true;", True), ("boolean", "return (0);", False), ("boolean", "return null;", False),
+    ("generic", "return -1;", False), ("generic", "return true;", False), ("generic", "return null;", True),
+    ("generic", "return Comparator.naturalOrder();", True),
+    ("boxed", "return 0;", True), ("boxed", "return null;", True), ("boxed", "return \"0\";", False),
+    ("string", "return \"a\";", True), ("string", "return false;", False), ("string", "return 0;", False),
+    ("array", "return counts;", True), ("array", "return 0;", False), ("array", "return null;", True),
+    ("param", "return -1;", False), ("param", "return null;", True),
+    ("lambda", "return 1;", True),                  # a lambda's type is inferred
+])
+def test_a_java_return_must_fit_its_methods_type(marker, fill, fits):
+    from engine.languages import check_spec
+    from engine.returns import value_return_check
+    text = re.sub(r"<(?!%s>)[a-z]+>" % marker, "", JAVA_TYPES)
+    for eol in ("\n", "\r\n"):
+        doc = text.replace("\n", eol)
+        at = doc.index(f"<{marker}>")
+        doc = doc.replace(f"<{marker}>", "")
+        assert value_return_check(check_spec("java"), doc, at, at)(fill) is fits, (marker, fill, eol)
+
+
+@pytest.mark.parametrize("language, text, fill, fits", [
+    ("c", "static void f(int x)\n{\n    if (x)\n        ret‸\n}\n", "urn 0;", False),
+    ("c", "static void f(int x)\n{\n    if (x)\n        ret‸\n}\n", "urn;", True),
+    ("c", "static void *f(int x)\n{\n    if (x)\n        ret‸\n}\n", "urn NULL;", True),   # a pointer
+    ("c", "int f(int x)\n{\n    if (x)\n        ret‸\n}\n", "urn -1;", True),
+    ("cpp", "void Foo::run(int x) {\n  if (x) {\n‸  }\n}\n", "    return x;\n", False),   # a whole line
+    ("cpp", "int main() {\n  auto f = [](int x) { ret‸ };\n}\n", "urn x;", True),      # a lambda's
+    ("java", "class A {\n  void f(int x) {\n    if (x > 0) {\n‸    }\n  }\n}\n", "      return x;\n", False),
+    ("java", "class A {\n  void f(int x) {\n    if (x > 0) {\n‸    }\n  }\n}\n", "      return;\n", True),
+    ("java", "class A {\n  void f(int x) {\n    ret‸\n  }\n}\n", "urn x;\n    x++;", True),   # two lines
+    ("java", "class A {\n  int f(String s) {\n    ret‸\n  }\n}\n", "urn s.length() + \"\ud800\";", True),
+])
+def test_a_c_or_java_return_must_fit_its_function(language, text, fill, fits):
+    from engine.languages import check_spec
+    from engine.returns import value_return_check
+    at = text.index("‸")
+    for eol in ("\n", "\r\n"):
+        doc = text.replace("‸", "").replace("\n", eol)
+        cursor = at + text[:at].count("\n") * (len(eol) - 1)
+        check = value_return_check(check_spec(language), doc, cursor, cursor)
+        assert check is not None and check(fill.replace("\n", eol)) is fits, (language, text, fill, eol)
+
+
+def test_a_return_of_a_value_is_judged_only_in_java_c_and_cpp_and_near_the_cursor():
+    from engine.languages import check_spec
+    from engine.returns import MAX_REGION, value_return_check
+    assert value_return_check(check_spec("perl"), "sub f {\n  ret\n}\n", 13, 13) is None
+    assert value_return_check(None, "void f() {\n  ret\n}\n", 15, 15) is None
+    assert value_return_check(spec_for("python"), "def f():\n    ret\n", 16, 16) is None
+    filler = "".join(f"static int g{i}(void) {{ return {i}; }}\n" for i in range(2500))
+    assert len(filler) > MAX_REGION
+    doc = filler + "void f(void)\n{\n  ret\n}\n" + filler
+    at = doc.index("  ret\n") + 5
+    assert value_return_check(check_spec("c"), doc, at, at)("urn 1;") is False
+    assert value_return_check(check_spec("c"), "", 0, 0)("return 1;") is True   # an empty document: no function
