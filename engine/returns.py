@@ -40,6 +40,10 @@ to the first ``}`` at the first column below. That code alone is parsed with eac
 (``?``), ``break`` or ``continue`` (a few milliseconds at most where a large file takes tens), and the innermost
 function around each decides. Whatever is not certain is accepted: no such code found (the hole at the top level),
 a parse with any error, another language.
+
+Two checks read the function around the hole by its grammar instead (a plain-text language's check grammar): a bare
+``return`` among returns of a value (``bare_return_check``), and in Java, C and C++ a ``return`` of a value the
+function cannot give (``value_return_check``).
 """
 
 from __future__ import annotations
