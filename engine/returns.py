@@ -703,11 +703,12 @@ BARE_RETURN = re.compile(r"[ \t]*return[ \t]*;?[ \t]*")
 
 def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
     """For a fill of ``text[start:end]``: a check that refuses a fill that makes the cursor's line a bare ``return``
-    (``return;``) in a function whose other returns all give a value. In Java and C it does not compile; in Python,
-    PEP 8 asks for all or none; on the development holes, typed to the first letters of ``return``, such a fill was
-    rarely the line (the user was typing a return of a value). A function with another bare return, or with no other
-    return, takes one, and so does code outside every function. ``spec``: the grammar that reads ``text`` (a
-    plain-text language's check grammar); None: nothing to check."""
+    (``return;``) in a function whose other returns all give a value, or as the last statement of the function's own
+    body (``_ends_body``: it does nothing there). Among returns of a value it does not compile in Java and C, and in
+    Python PEP 8 asks for all or none; on the development holes, typed to the first letters of ``return``, such a
+    fill was rarely the line (the user was typing a return of a value). A function with another bare return, or with
+    no other return, takes one before its last statement, and so does code outside every function. ``spec``: the
+    grammar that reads ``text`` (a plain-text language's check grammar); None: nothing to check."""
     if spec is None or spec.name not in _OWN_FUNCTIONS:
         return None
     line_start = text.rfind("\n", 0, start) + 1
@@ -741,7 +742,9 @@ def _line_written(typed: str, fill: str, rest: str) -> str | None:
 
 def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
     """Whether the bare return on the line at ``line_start`` of ``text`` fits its function: one of its other returns
-    is bare too, or none gives a value (returns in functions inside it are theirs)."""
+    is bare too, or none gives a value (returns in functions inside it are theirs); and it is not the last statement
+    of the function's own body, where it does nothing (the function ends there anyway: on the plain-text development
+    holes none of the 49 such bare returns offered was the line)."""
     tree = parse(spec, text)
     if tree is None:
         return True
@@ -756,6 +759,8 @@ def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
         node = node.parent
     if own is None or node is None:
         return True
+    if _ends_body(own, node):
+        return False
     valued = bare = 0
     stack = list(node.children)
     while stack:
@@ -769,6 +774,17 @@ def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
                 bare += 1
         stack.extend(child.children)
     return bare > 0 or valued == 0
+
+
+def _ends_body(statement: tree_sitter.Node, function: tree_sitter.Node) -> bool:
+    """Is ``statement`` (a return, or Perl's inside its expression statement) the last statement, comments aside, of
+    ``function``'s own body (not of a block inside it: an ``if``'s early return)?"""
+    if statement.parent is not None and statement.parent.type == "expression_statement":
+        statement = statement.parent
+    body = statement.parent
+    if body is None or body != function and body.parent != function:
+        return False
+    return not any(c.start_byte > statement.start_byte and "comment" not in c.type for c in body.named_children)
 
 
 # A ``return`` of a value its function cannot give, in Java, C and C++ (their check grammars read the function's

@@ -890,7 +890,7 @@ JAVA = ("class E extends Exception {\n    private final char c;\n\n    public E(
     ("this.s = s;", True, False),    # ``s`` is only the other constructor's parameter: invented, withheld alone
     ("this.s = s;", False, True),
     ("this.c = c;", True, True),     # its own parameter
-    ("return;", True, True),         # a constructor's other returns (none) give no value
+    ("return;", True, False),        # the constructor's last statement: a bare return there does nothing
 ])
 def test_a_java_fill_has_its_names_read_by_javas_grammar(answer, names_rule, offered):
     """Java is filled as plain text: the names rule reads its fills with its check grammar, as the fits do."""

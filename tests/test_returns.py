@@ -489,7 +489,7 @@ def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
 @pytest.mark.parametrize("language, text, fill, fits", [
     ("perl", "sub f {\n  my $x = shift;\n  ret‸\n  return $x + 1;\n}\n", "urn;", False),
     ("perl", "sub f {\n  ret‸\n  return unless $y;\n  return $x + 1;\n}\n", "urn;", True),   # one bare already
-    ("perl", "sub f {\n  my $x = shift;\n  ret‸\n}\nsub g { return 1; }\n", "urn;", True),    # g's return is g's
+    ("perl", "sub f {\n  my $x = shift;\n  ret‸\n  print $x;\n}\nsub g { return 1; }\n", "urn;", True),  # g's is g's
     ("perl", "sub f {\n  ret‸\n  my $g = sub { return 2; };\n}\n", "urn;", True),             # so is a closure's
     ("perl", "sub f {\n  my $x = shift;\n  ret‸\n  return $x + 1;\n}\n", "urn $x;", True),    # a value
     ("ruby", "def f(x)\n  re‸\n  return x\nend\n", "turn", False),
@@ -516,6 +516,18 @@ def test_a_rust_receiver_with_its_type_is_a_self_parameter(fill, fits):
     # a whole line inserted (the fill ends its line; the next line is not the fill's)
     ("lua", "local function f(x)\n  if x then\n‸    y()\n  end\n  return x\nend\n", "    return\n", False),
     ("lua", "local function f(x)\n  if x then\n‸    y()\n  end\n  return x\nend\n", "    return x\n", True),
+    # the last statement of the function's own body: it does nothing there
+    ("perl", "sub f {\n  my ($self, $man) = @_;\n  $man =~ s,/+,.,g;\n  ret‸\n}\n", "urn;", False),
+    ("perl", "sub f {\n  my $x = shift;\n  ret‸ # done\n}\n", "urn;", True),              # more on the line
+    ("perl", "sub f {\n  for (@_) {\n    ret‸\n  }\n}\n", "urn;", True),                 # a loop's, not the body's
+    ("python", "def f(x):\n    print(x)\n    ret‸\n\n\ndef g():\n    pass\n", "urn", False),
+    ("python", "def f(x):\n    print(x)\n    ret‸\n    # the end\n", "urn", False),      # comments aside
+    ("python", "def f(x):\n    if x:\n        ret‸\n    print(x)\n", "urn", True),         # an early return
+    ("java", "class A {\n  A(int x) {\n    this.x = x;\n‸  }\n}\n", "    return;\n", False),   # a whole line
+    ("c", "void f(int x)\n{\n  g(x);\n  ret‸\n}\n", "urn;", False),
+    ("ruby", "def f(x)\n  puts x\n  ret‸\nend\n", "urn", False),
+    ("lua", "local function f(x)\n  print(x)\n  ret‸\nend\n", "urn", False),
+    ("python", "ret‸\n", "urn", True),                                                     # no function
 ])
 def test_a_bare_return_among_returns_of_a_value_is_no_fill(language, text, fill, fits):
     from engine.languages import check_spec
