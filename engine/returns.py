@@ -792,7 +792,6 @@ def _ends_body(statement: tree_sitter.Node, function: tree_sitter.Node) -> bool:
 # of another kind than the declared type (``return false;`` from ``String getKey()``, ``return null;`` from an ``int``
 # method, ``return -1;`` from a ``Comparator<T>`` one). On the plain-text development holes, whole lines filled in a
 # workspace, 62 of Java's 65 constant returns offered were wrong, many of them of a kind the method cannot return.
-VALUE_RETURN = re.compile(r"[ \t]*return\b(?![ \t]*;)[^;\n]*;[ \t]*(?://.*|/\*.*\*/[ \t]*)?")
 _VOID_ONLY = frozenset({"constructor_declaration", "static_initializer"})   # Java's: a value never
 _BOXES_ANY = frozenset({"Object", "Comparable", "Serializable", "Constable", "ConstantDesc"})
 _BOXES_NUMBER = frozenset({"Integer", "Long", "Short", "Byte", "Character", "Double", "Float", "Number"}) | _BOXES_ANY
@@ -819,7 +818,7 @@ def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: in
 
     def fits(fill: str) -> bool:
         line = _line_written(typed, fill, rest)
-        if line is None or not VALUE_RETURN.fullmatch(line):
+        if line is None or not VALUE_RETURN.match(line):
             return True
         return _value_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo)
     return fits
