@@ -711,14 +711,7 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
     grammar that reads ``text`` (a plain-text language's check grammar); None: nothing to check."""
     if spec is None or spec.name not in _OWN_FUNCTIONS:
         return None
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
-    # the lines within ``MAX_REGION`` characters each side are read (a function that reaches further: its returns
-    # there are not counted)
-    lo = 0 if start <= MAX_REGION else text.find("\n", start - MAX_REGION, line_start) + 1
-    hi = text.rfind("\n", end, end + MAX_REGION) if len(text) - end > MAX_REGION else len(text)
-    hi = len(text) if hi < 0 else hi
+    line_start, typed, rest, lo, hi = _around(text, start, end)
     verdict: list[bool] = []   # the same for every bare return here: worked out once
 
     def fits(fill: str) -> bool:
@@ -729,6 +722,36 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
             verdict.append(_bare_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo))
         return verdict[0]
     return fits
+
+
+def _around(text: str, start: int, end: int) -> tuple[int, str, str, int, int]:
+    """For a hole ``text[start:end]``: where its line starts, the line's text before and after it, and the region
+    read around it: the lines within ``MAX_REGION`` characters each side (a function that reaches further: its code
+    there is not read)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
+    lo = 0 if start <= MAX_REGION else text.find("\n", start - MAX_REGION, line_start) + 1
+    hi = text.rfind("\n", end, end + MAX_REGION) if len(text) - end > MAX_REGION else len(text)
+    return line_start, typed, rest, lo, len(text) if hi < 0 else hi
+
+
+def _return_at(spec: LanguageSpec, text: str, line_start: int) -> tuple[tree_sitter.Node, tree_sitter.Node] | None:
+    """The return on the line at ``line_start`` of ``text`` and the function it returns from (``_OWN_FUNCTIONS``),
+    or None (no grammar, no return there, or none around it)."""
+    tree = parse(spec, text)
+    if tree is None:
+        return None
+    code = line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" \t"))
+    at = len(text[:code].encode("utf-8", "surrogatepass"))
+    kind, functions = _RETURN_NODES.get(spec.name, "return_statement"), _OWN_FUNCTIONS[spec.name]
+    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
+    while node is not None and not (node.is_named and node.type == kind):   # (Ruby's keyword is a ``return`` too)
+        node = node.parent
+    own = node
+    while node is not None and node.type not in functions:
+        node = node.parent
+    return None if own is None or node is None else (own, node)
 
 
 def _line_written(typed: str, fill: str, rest: str) -> str | None:
@@ -745,22 +768,13 @@ def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
     is bare too, or none gives a value (returns in functions inside it are theirs); and it is not the last statement
     of the function's own body, where it does nothing (the function ends there anyway: on the plain-text development
     holes none of the 49 such bare returns offered was the line)."""
-    tree = parse(spec, text)
-    if tree is None:
+    found = _return_at(spec, text, line_start)
+    if found is None:
         return True
-    code = line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" \t"))
-    at = len(text[:code].encode("utf-8", "surrogatepass"))
-    kind, functions = _RETURN_NODES.get(spec.name, "return_statement"), _OWN_FUNCTIONS[spec.name]
-    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
-    while node is not None and not (node.is_named and node.type == kind):   # (Ruby's keyword is a ``return`` too)
-        node = node.parent
-    own = node
-    while node is not None and node.type not in functions:
-        node = node.parent
-    if own is None or node is None:
-        return True
+    own, node = found
     if _ends_body(own, node):
         return False
+    kind, functions = _RETURN_NODES.get(spec.name, "return_statement"), _OWN_FUNCTIONS[spec.name]
     valued = bare = 0
     stack = list(node.children)
     while stack:
@@ -809,12 +823,7 @@ def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: in
     type Java may box into). None: another language."""
     if spec is None or spec.name not in ("java", "c", "cpp"):
         return None
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    typed, rest = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
-    lo = 0 if start <= MAX_REGION else text.find("\n", start - MAX_REGION, line_start) + 1
-    hi = text.rfind("\n", end, end + MAX_REGION) if len(text) - end > MAX_REGION else len(text)
-    hi = len(text) if hi < 0 else hi
+    line_start, typed, rest, lo, hi = _around(text, start, end)
 
     def fits(fill: str) -> bool:
         line = _line_written(typed, fill, rest)
@@ -825,19 +834,12 @@ def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: in
 
 
 def _value_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
-    tree = parse(spec, text)
-    if tree is None:
+    found = _return_at(spec, text, line_start)
+    if found is None or found[0].has_error:
         return True
-    code = line_start + len(text[line_start:]) - len(text[line_start:].lstrip(" \t"))
-    at = len(text[:code].encode("utf-8", "surrogatepass"))
-    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
-    while node is not None and node.type != "return_statement":
-        node = node.parent
-    if node is None or node.has_error:
-        return True
+    node, function = found
     value = next((c for c in node.named_children if c.type != "comment"), None)
-    function = _innermost(node, _OWN_FUNCTIONS[spec.name])
-    if value is None or function is None:
+    if value is None:
         return True
     if spec.name != "java":   # C, C++: a ``void`` function's (not a ``void *`` one's)
         kind, declarator = function.child_by_field_name("type"), function.child_by_field_name("declarator")

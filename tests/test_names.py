@@ -522,6 +522,17 @@ public class E extends Exception {
 }
 """
 
+def _assert_invented(language: str, document: str, fill: str, expected: list[str]) -> None:
+    """``fill`` at the ``<>`` of ``document`` (a plain-text language, read by its check grammar) reads ``expected``
+    as invented, with LF and with CRLF line ends."""
+    from engine.languages import check_spec
+    start = document.index("<>")
+    for eol in ("\n", "\r\n"):
+        text = document.replace("<>", "", 1).replace("\n", eol)
+        at = start + document[:start].count("\n") * (len(eol) - 1)
+        assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
+
+
 
 @pytest.mark.parametrize("fill, expected", [
     ("this.s = s;", ["s"]),                            # another constructor's parameter (a held-out JDK line)
@@ -544,12 +555,7 @@ def test_a_java_fill_reads_names_its_method_or_class_has(fill, expected):
     """Java is filled as plain text; its names are read by its check grammar. On the plain-text development holes
     every Java fill that read a lower-case name only another method had (``this.s = s;`` in a constructor of ``c``
     and ``arg``) was wrong."""
-    from engine.languages import check_spec
-    start = JAVA.index("<>")
-    for eol in ("\n", "\r\n"):
-        text = JAVA.replace("<>", "", 1).replace("\n", eol)
-        at = start + JAVA[:start].count("\n") * (len(eol) - 1)
-        assert invented_names(check_spec("java"), text, at, fill) == expected, (fill, eol)
+    _assert_invented("java", JAVA, fill, expected)
 
 
 def test_a_large_java_document_is_checked_by_words_and_its_classes_and_methods_are_not():
@@ -593,12 +599,7 @@ def test_a_c_fill_reads_no_other_functions_locals(language, fill, expected):
     """C and C++ are filled as plain text; their check grammars read the names. A header declares what the document
     does not show, so only a name another function binds (and nothing outside it) is invented: on the plain-text
     development holes ``strm.next_in = in;`` and ``len = 0;`` with another function's ``in`` and ``len``."""
-    from engine.languages import check_spec
-    start = C_DOC.index("<>")
-    for eol in ("\n", "\r\n"):
-        text = C_DOC.replace("<>", "", 1).replace("\n", eol)
-        at = start + C_DOC[:start].count("\n") * (len(eol) - 1)
-        assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
+    _assert_invented(language, C_DOC, fill, expected)
 
 
 def test_a_large_c_document_reports_no_names():
@@ -666,12 +667,7 @@ def test_a_lua_or_perl_fill_reads_no_other_functions_locals(language, document, 
     there, so only a name another function binds (and nothing outside it) is invented: on the plain-text development
     holes Lua's ``return result`` in a function without a ``result`` and Perl's ``return $self->...`` in a sub
     without a ``$self`` were wrong every time."""
-    from engine.languages import check_spec
-    start = document.index("<>")
-    for eol in ("\n", "\r\n"):
-        text = document.replace("<>", "", 1).replace("\n", eol)
-        at = start + document[:start].count("\n") * (len(eol) - 1)
-        assert invented_names(check_spec(language), text, at, fill) == expected, (fill, eol)
+    _assert_invented(language, document, fill, expected)
 
 
 RUBY = """# frozen_string_literal: true
@@ -727,12 +723,7 @@ def test_a_ruby_fill_reads_no_other_methods_locals_nor_an_unknown_instance_varia
     defines as a method or names as a symbol; an instance variable read that nothing else in the document names is
     invented in a class that neither inherits nor mixes in code: on the plain-text development holes, 98 wrong fills
     read one, and no right one did."""
-    from engine.languages import check_spec
-    start = document.index("<>")
-    for eol in ("\n", "\r\n"):
-        text = document.replace("<>", "", 1).replace("\n", eol)
-        at = start + document[:start].count("\n") * (len(eol) - 1)
-        assert invented_names(check_spec("ruby"), text, at, fill) == expected, (fill, eol)
+    _assert_invented("ruby", document, fill, expected)
 
 
 def test_a_large_ruby_document_reports_no_names():
