@@ -767,7 +767,7 @@ def _bare_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
     """Whether the bare return on the line at ``line_start`` of ``text`` fits its function: one of its other returns
     is bare too, or none gives a value (returns in functions inside it are theirs); and it is not the last statement
     of the function's own body, where it does nothing (the function ends there anyway: on the plain-text development
-    holes none of the 49 such bare returns offered was the line)."""
+    holes, six ways, none of the 48 such bare returns offered was the line)."""
     found = _return_at(spec, text, line_start)
     if found is None:
         return True
