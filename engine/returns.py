@@ -863,10 +863,10 @@ def _value_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
         return made == "number"
     if declared.type == "array_type":
         return made == "null"
-    base = declared.child_by_field_name("type") if declared.type == "generic_type" else declared
-    if base is not None and base.type == "generic_type":
-        base = base.child_by_field_name("type")
-    name = (base.text or b"").decode().rsplit(".", 1)[-1] if base is not None else ""
+    base = declared.named_children[0] if declared.type == "generic_type" and declared.named_children else declared
+    if base.type not in ("type_identifier", "scoped_type_identifier"):
+        return True   # an annotated type (``@Nullable Integer``), another kind: not judged
+    name = (base.text or b"").decode().rsplit(".", 1)[-1]   # ``java.lang.Integer``, ``Comparable<T>``: the class
     if made == "number":
         return name in _BOXES_NUMBER
     if made == "boolean":

@@ -638,6 +638,10 @@ def test_a_java_return_must_fit_its_methods_type(marker, fill, fits):
     ("java", "class A {\n  void f(int x) {\n    if (x > 0) {\n‸    }\n  }\n}\n", "      return;\n", True),
     ("java", "class A {\n  void f(int x) {\n    ret‸\n  }\n}\n", "urn x;\n    x++;", True),   # two lines
     ("java", "class A {\n  int f(String s) {\n    ret‸\n  }\n}\n", "urn s.length() + \"\ud800\";", True),
+    ("java", "class A<T> {\n  Comparable<T> f() {\n    ret‸\n  }\n}\n", "urn 0;", True),        # a box's class
+    ("java", "class A {\n  java.lang.Integer f() {\n    ret‸\n  }\n}\n", "urn \"s\";", False),
+    ("java", "class A {\n  java.lang.Integer f() {\n    ret‸\n  }\n}\n", "urn 0;", True),
+    ("java", "class A {\n  java.util.List<String> f() {\n    ret‸\n  }\n}\n", "urn 0;", False),
 ])
 def test_a_c_or_java_return_must_fit_its_function(language, text, fill, fits):
     from engine.languages import check_spec
