@@ -243,11 +243,17 @@ def _rust_kind(result: tree_sitter.Node | None) -> str | None:
     return None
 
 
+def _unparenthesized(value: tree_sitter.Node) -> tree_sitter.Node:
+    """``value`` without the parentheses around it (``(0)``: ``0``)."""
+    while value.type == "parenthesized_expression" and value.named_child_count == 1:
+        value = value.named_children[0]
+    return value
+
+
 def _rust_made(value: tree_sitter.Node) -> str | None:
     """The kind a value surely has: a literal's, a comparison's (``bool``), ``Some``/``None`` (``option``),
     ``Ok``/``Err`` (``result``); None for anything else."""
-    while value.type == "parenthesized_expression" and value.named_child_count == 1:
-        value = value.named_children[0]
+    value = _unparenthesized(value)
     if value.type == "boolean_literal":
         return "bool"
     if value.type in ("integer_literal", "float_literal"):
@@ -810,9 +816,11 @@ _VOID_ONLY = frozenset({"constructor_declaration", "static_initializer"})   # Ja
 _BOXES_ANY = frozenset({"Object", "Comparable", "Serializable", "Constable", "ConstantDesc"})
 _BOXES_NUMBER = frozenset({"Integer", "Long", "Short", "Byte", "Character", "Double", "Float", "Number"}) | _BOXES_ANY
 _BOXES_BOOLEAN = frozenset({"Boolean"}) | _BOXES_ANY
-_JAVA_NUMBERS = frozenset({"decimal_integer_literal", "hex_integer_literal", "octal_integer_literal",
-                           "binary_integer_literal", "decimal_floating_point_literal",
-                           "hex_floating_point_literal", "character_literal"})
+_JAVA_LITERALS = {**dict.fromkeys(("decimal_integer_literal", "hex_integer_literal", "octal_integer_literal",
+                                    "binary_integer_literal", "decimal_floating_point_literal",
+                                    "hex_floating_point_literal", "character_literal"), "number"),
+                  "true": "boolean", "false": "boolean", "null_literal": "null", "string_literal": "string",
+                  "text_block": "string"}   # a literal's node type -> its kind (a character is a number)
 
 
 def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: int) -> Callable[[str], bool] | None:
@@ -879,16 +887,7 @@ def _value_return_fits(spec: LanguageSpec, text: str, line_start: int) -> bool:
 def _java_literal(value: tree_sitter.Node) -> str | None:
     """The kind of a Java literal value: ``number`` (a character too), ``boolean``, ``null``, ``string``; None for
     anything else."""
-    while value.type == "parenthesized_expression" and value.named_child_count == 1:
-        value = value.named_children[0]
+    value = _unparenthesized(value)
     if value.type == "unary_expression" and value.named_child_count == 1 and (value.text or b"")[:1] in (b"-", b"+"):
         value = value.named_children[0]
-    if value.type in _JAVA_NUMBERS:
-        return "number"
-    if value.type in ("true", "false"):
-        return "boolean"
-    if value.type == "null_literal":
-        return "null"
-    if value.type in ("string_literal", "text_block"):
-        return "string"
-    return None
+    return _JAVA_LITERALS.get(value.type)
