@@ -627,6 +627,8 @@ return M
 """
 PERL = """package Foo;
 use strict;
+use Config;
+use vars qw($old_global);
 our $VERSION = '1.0';
 my $file_level = 1;
 sub helper {
@@ -650,7 +652,10 @@ sub total {
     ("lua", LUA, "local t2 = t", ["t"]),                             # a ``local`` without a value
     ("lua", LUA, "return count + M.total(bufnr)", []),               # the file's local, a field, its parameter
     ("lua", LUA, "return shared", []),                               # a global another function writes
-    ("lua", LUA, "return undefined_global", []),                     # a global from elsewhere (vim, a module)
+    ("lua", LUA, "return undefined_global", ["undefined_global"]),   # a name the file names nowhere else
+    ("lua", LUA, "vim.fn.bufload(bufnr); print(love, ngx)", []),      # a host's globals
+    ("lua", LUA, "fresh_total = count", []),                         # a global the fill writes
+    ("lua", LUA, "if bufnr then return count end", []),              # keywords
     ("lua", LUA, "local r = {result = 1}; return r.result", []),     # a table's key, a field after '.'
     ("lua", LUA, "for j, w in pairs(bufnr) do print(j, w) end", []),
     ("perl", PERL, "return $normalizer;", ["normalizer"]),           # another sub's ``my``
@@ -660,14 +665,43 @@ sub total {
     ("perl", PERL, "return $class->new($VERSION, $file_level);", []),  # its own, a package's, the file's
     ("perl", PERL, "foreach my $it (@_) { print $it; }", []),
     ("perl", PERL, "my %h = (); return $h{key};", []),
-    ("perl", PERL, "return $_[0] . $0;", []),                         # special variables
+    ("perl", PERL, "return $_[0] . $0 . $1 . $^W . $@;", []),         # special variables
+    ("perl", PERL, "closedir($dh);", ["dh"]),                        # a variable the file names nowhere else
+    ("perl", PERL, "$errs = 0;", ["errs"]),                          # (written too: under ``strict``, an error)
+    ("perl", PERL, "return $Config{libperl} . $old_global;", []),    # ``use Config``'s, ``use vars``'
+    ("perl", PERL, "return \\&helper;", []),                          # a sub, not a variable
+    ("perl", PERL, "print {*STDERR} $Foo::Bar::x;", []),             # a glob, a package's variable
+    ("perl", PERL, "LOOP: for my $i (@ARGV) { next LOOP if $a; }", []),  # a label
 ])
 def test_a_lua_or_perl_fill_reads_no_other_functions_locals(language, document, fill, expected):
-    """Lua and Perl are filled as plain text; their check grammars read the names. A global needs no declaration
-    there, so only a name another function binds (and nothing outside it) is invented: on the plain-text development
-    holes Lua's ``return result`` in a function without a ``result`` and Perl's ``return $self->...`` in a sub
-    without a ``$self`` were wrong every time."""
+    """Lua and Perl are filled as plain text; their check grammars read the names. Another function's local is
+    invented (on the plain-text development holes Lua's ``return result`` in a function without a ``result`` and Perl's
+    ``return $self->...`` in a sub without a ``$self`` were wrong every time), and so is a name the file names nowhere
+    else, though a global needs no declaration: a Lua host's globals are in the prelude, a Perl package's variables
+    are qualified or imported by ``use``."""
     _assert_invented(language, document, fill, expected)
+
+
+def test_perl_reads_the_names_use_english_gives():
+    from engine.languages import check_spec
+    text = "use strict;\nuse English qw(-no_match_vars);\nsub f {\n    \n}\n"
+    at = text.index("    \n") + 4
+    assert invented_names(check_spec("perl"), text, at, "die $EVAL_ERROR if $OS_ERROR;") == []
+    assert invented_names(check_spec("perl"), text.replace("English", "Carp"), at, "die $EVAL_ERROR;") == \
+        ["EVAL_ERROR"]
+
+
+@pytest.mark.parametrize("language, filler, fill", [
+    ("lua", "local function f{i}(x) return x * {i} end\n", "return zz"),
+    ("perl", "sub f{i} {{ my $x = shift; return $x * {i}; }}\n", "return floor($zz);"),
+])
+def test_a_large_lua_or_perl_document_reports_no_names(language, filler, fill):
+    """Past ``MAX_PARSED`` characters the document is not parsed, and its words are not compared either: Perl's
+    functions (``floor`` from ``use POSIX``) and Lua's table keys look like the names a fill reads."""
+    from engine.languages import check_spec
+    text = "".join(filler.format(i=i) for i in range(5_000))
+    assert len(text) > 200_000
+    assert invented_names(check_spec(language), text, len(text), fill) == []
 
 
 RUBY = """# frozen_string_literal: true
