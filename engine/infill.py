@@ -17,6 +17,7 @@ from .lines import LfText, eol_of
 from .model_text import REPLACEMENT, invents_replacement, model_text
 from .requests import Completion, EngineError, HoleFill, HoleKind, InfillRequest
 from .returns import bare_return_check, returns_check, returns_in_a_test, value_return_check
+from .unused import unused_local_check
 from .validate import (PARSES, DocumentCheck, Verdict, assigns_itself, baseline_errors, comment_only,
                        comments_out_rest, degenerate, document_parses, empty_comment, ends_in_a_loose_comma,
                        go_value_unused, imported_again, jumps_over_code, parses, plain_syntax_check, python_check,
@@ -137,6 +138,8 @@ def _complete_hole(backend: Backend, config: FillOptions, request: InfillRequest
     fits = _both(fits, bare_return_check(check or spec, text, hole.start, hole.end) if config.validate else None)
     # nor, in Java, C and C++, a return of a value the function cannot give (``return -1;`` in a constructor)
     fits = _both(fits, value_return_check(check, text, hole.start, hole.end) if config.validate else None)
+    # nor a declaration of a local its function never reads (``const delay = ...`` with no other ``delay``)
+    fits = _both(fits, unused_local_check(check or spec, text, hole.start, hole.end) if config.validate else None)
     # nor is a comment alone a line's fill where no comment borders the line (a rewrite's selection may be one; in
     # "Complete body" a line that would be a comment ends the body: ``oneline.fill_body``)
     if config.validate and not request.rewrite and not request.ends_block and not hole.heal.strip():

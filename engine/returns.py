@@ -717,11 +717,11 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
     grammar that reads ``text`` (a plain-text language's check grammar); None: nothing to check."""
     if spec is None or spec.name not in _OWN_FUNCTIONS:
         return None
-    line_start, typed, rest, lo, hi = _around(text, start, end)
+    line_start, typed, rest, lo, hi = around(text, start, end)
     verdict: list[bool] = []   # the same for every bare return here: worked out once
 
     def fits(fill: str) -> bool:
-        line = _line_written(typed, fill, rest)
+        line = line_written(typed, fill, rest)
         if line is None or not BARE_RETURN.fullmatch(line):
             return True
         if not verdict:
@@ -730,7 +730,7 @@ def bare_return_check(spec: LanguageSpec | None, text: str, start: int, end: int
     return fits
 
 
-def _around(text: str, start: int, end: int) -> tuple[int, str, str, int, int]:
+def around(text: str, start: int, end: int) -> tuple[int, str, str, int, int]:
     """For a hole ``text[start:end]``: where its line starts, the line's text before and after it, and the region
     read around it: the lines within ``MAX_REGION`` characters each side (a function that reaches further: its code
     there is not read)."""
@@ -760,7 +760,7 @@ def _return_at(spec: LanguageSpec, text: str, line_start: int) -> tuple[tree_sit
     return None if own is None or node is None else (own, node)
 
 
-def _line_written(typed: str, fill: str, rest: str) -> str | None:
+def line_written(typed: str, fill: str, rest: str) -> str | None:
     """The one line of code a fill writes at the cursor: the line typed before it, the fill, and the rest of the line
     after it unless the fill ends its own line (a whole line inserted: ``    return -1;\n``); None when it writes
     several lines of code or none."""
@@ -831,10 +831,10 @@ def value_return_check(spec: LanguageSpec | None, text: str, start: int, end: in
     type Java may box into). None: another language."""
     if spec is None or spec.name not in ("java", "c", "cpp"):
         return None
-    line_start, typed, rest, lo, hi = _around(text, start, end)
+    line_start, typed, rest, lo, hi = around(text, start, end)
 
     def fits(fill: str) -> bool:
-        line = _line_written(typed, fill, rest)
+        line = line_written(typed, fill, rest)
         if line is None or not VALUE_RETURN.match(line):
             return True
         return _value_return_fits(spec, text[lo:start] + fill + text[end:hi], line_start - lo)

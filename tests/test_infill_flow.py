@@ -925,3 +925,17 @@ def test_a_return_of_a_value_is_refused_where_the_method_cannot_give_it(answer, 
         c = complete(Scripted(lambda prefix, fill=fill: fill), FillOptions(min_confidence=0.0),
                      InfillRequest(text, at, "java"), Control(lambda s: None))
         assert [f.text for f in c.fills] == ([fill] if fits else []), fill
+
+
+@pytest.mark.parametrize("language, text, answer, offered", [
+    ("javascript", "function f(a) {\n  \n  return b + a;\n}\n", "const c = a * 2;", False),   # ``b`` is missing
+    ("javascript", "function f(a) {\n  \n  return b + a;\n}\n", "const b = a * 2;", True),
+    ("javascript", "function f(a) {\n  const b = a;\n  \n}\n", "const c = a * 2;", True),   # new code
+    ("lua", "local function f(a)\n  \n  return b\nend\n", "local c = a", False),          # plain text too
+])
+def test_a_declared_local_nothing_reads_is_not_offered_where_the_code_after_needs_a_name(language, text, answer,
+                                                                                        offered):
+    at = text.index("\n  \n") + 3
+    c = complete(Scripted(lambda prefix: answer), FillOptions(min_confidence=0.0),
+                 InfillRequest(text, at, language), Control(lambda s: None))
+    assert [f.text for f in c.fills] == ([answer] if offered else [])
