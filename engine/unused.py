@@ -59,14 +59,16 @@ _FILE_SCOPED = frozenset({"lua", "perl"})   # a file-level ``local``/``my`` is t
 # a class's body or another scope whose names others read: a declaration there is not judged
 _STOPS = frozenset({"class_definition", "class_declaration", "class_body", "class", "module", "impl_item",
                     "interface_declaration", "struct_specifier", "enum_declaration", "record_declaration"})
-# a line that may declare something, per language (a cheap test before any parse)
+# a line that may declare something, per language (a cheap test before any parse; Java's and C's declarations have
+# no keyword of their own, and a statement's keyword starts none: ``return x;``)
+_STATEMENT = r"(?!(?:return|throw|goto|case|else|delete|break|continue|yield|do)\b)"
 _MAY_DECLARE = {
     "python": re.compile(r"[ \t]*[A-Za-z_]\w*[ \t]*(?::[^=]*)?=(?!=)"),
     "javascript": re.compile(r".*\b(?:const|let|var)\b"),
     "go": re.compile(r".*:="),
     "rust": re.compile(r".*\blet\b"),
-    "java": re.compile(r"[ \t]*(?:final[ \t]+)?[A-Za-z_][\w<>\[\], .?]*[ \t]+[A-Za-z_]\w*[ \t]*[=;]"),
-    "c": re.compile(r"[ \t]*[A-Za-z_][\w \t*&:<>,]*[ \t*&][A-Za-z_]\w*[ \t]*(?:\[[^\]]*\][ \t]*)*[=;,]"),
+    "java": re.compile(rf"[ \t]*{_STATEMENT}(?:final[ \t]+)?[A-Za-z_][\w<>\[\], .?]*[ \t]+[A-Za-z_]\w*[ \t]*[=;]"),
+    "c": re.compile(rf"[ \t]*{_STATEMENT}[A-Za-z_][\w \t*&:<>,]*[ \t*&][A-Za-z_]\w*[ \t]*(?:\[[^\]]*\][ \t]*)*[=;,]"),
     "lua": re.compile(r".*\blocal\b"),
     "perl": re.compile(r".*\bmy\b"),
     "ruby": re.compile(r"[ \t]*[a-z_]\w*[ \t]*=(?![=~>])"),
@@ -90,12 +92,12 @@ def unused_local_check(spec: LanguageSpec | None, text: str, start: int, end: in
         line = line_written(typed, fill, rest)
         if line is None or not may_declare.match(line):
             return True
+        region = text[lo:start] + fill + text[end:hi]
+        if _all_read(spec, region, line_start - lo, line, lo == 0 and hi == len(text)):
+            return True
         if not missing:
             missing.append(_reads_a_missing_name(spec, text, end, lo, hi))
-        if not missing[0]:
-            return True   # new code, whose readers the user has yet to write
-        region = text[lo:start] + fill + text[end:hi]
-        return _all_read(spec, region, line_start - lo, line, lo == 0 and hi == len(text))
+        return not missing[0]   # with nothing missing after it: new code, whose readers the user has yet to write
     return fits
 
 
@@ -108,6 +110,7 @@ def _reads_a_missing_name(spec: LanguageSpec, text: str, end: int, lo: int, hi: 
     tree = parse(spec, region)
     if tree is None:
         return False
+    size = len(region.encode("utf-8", "surrogatepass"))
     at = len(region[:end - lo].encode("utf-8", "surrogatepass"))
     node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
     while node is not None and node.type not in _FUNCTIONS[spec.name]:
@@ -118,7 +121,7 @@ def _reads_a_missing_name(spec: LanguageSpec, text: str, end: int, lo: int, hi: 
             return False
         stop = len(text)
     else:
-        if node.end_byte >= len(region.encode("utf-8", "surrogatepass")) and not whole:
+        if node.end_byte >= size and not whole:
             return False
         stop = lo + len(region.encode("utf-8", "surrogatepass")[:node.end_byte].decode("utf-8", "surrogatepass"))
     return stop > end and bool(invented_names(spec, text, end, text[end:stop], stop))
