@@ -703,6 +703,8 @@ _OWN_FUNCTIONS = {
     "ruby": frozenset({"method", "singleton_method", "lambda"}),   # a block's ``return`` leaves its method
     "perl": frozenset({"subroutine_declaration_statement", "anonymous_subroutine_expression"}),
 }
+# every language's functions, whose bodies are their own scopes (``unused`` reads a local's scope by them)
+FUNCTIONS_OF = {**_OWN_FUNCTIONS, **_FUNCTIONS, "javascript": _TS_FUNCTIONS, "typescriptreact": _TS_FUNCTIONS}
 _RETURN_NODES = {"ruby": "return", "perl": "return_expression"}   # else ``return_statement``
 BARE_RETURN = re.compile(r"[ \t]*return[ \t]*;?[ \t]*")
 

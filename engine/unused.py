@@ -5,7 +5,7 @@ A fill that writes ``const delay = Date.now() - this.delay_;`` where nothing els
 in a function whose next lines read a ``timeout`` nothing defines, is not the line that was taken out: that line
 declared what the code after it reads. In Go such a fill does not compile ("declared and not used"); elsewhere
 compilers and linters warn (Rust, Ruby, C, luacheck). Where nothing after the hole is missing, the user is writing
-new code, whose readers are yet to come: nothing is judged (``_reads_a_missing_name``: ``names.invented_names`` on
+new code, whose readers are yet to come: nothing is judged (``names.invented_names`` on
 the rest of the function, or of a Lua or Perl file at its top level; C, C++ and Ruby count another function's locals
 only, as their names rule does).
 
@@ -21,7 +21,8 @@ language's grammar (a plain-text language's check grammar), and only for a fill 
 plain name, JavaScript's and TypeScript's ``const``/``let``/``var``, Go's ``:=``, Rust's ``let``, Java's local
 variable, C's and C++'s declaration in a function (C++ only of a built-in type or a pointer: a class's constructor
 may hold a lock, ``std::lock_guard<std::mutex> lock(m);``), Lua's ``local``, Perl's ``my``. Its scope is the
-innermost function around it (``_FUNCTIONS``); a declaration in a class's body, or at a module's top level, is not
+innermost function around it (``returns.FUNCTIONS_OF``); a declaration in a class's body, or at a module's top level, is
+not
 judged (another file may read it), except Lua's and Perl's file-level locals, which nothing outside the file sees.
 The name is read when any other word of its scope is that name (strings and comments too: Rust's ``"{x}"``; Perl
 with any sigil, ``$x[0]`` of ``my @x``). Go refuses a declaration with any name unread; the others one whose names
@@ -39,22 +40,8 @@ import tree_sitter
 
 from .languages import LanguageSpec, parse
 from .names import invented_names
-from .returns import around, line_written
+from .returns import FUNCTIONS_OF, around, line_written
 
-_JS_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
-                           "method_definition", "generator_function", "generator_function_declaration"})
-_FUNCTIONS = {
-    "python": frozenset({"function_definition", "lambda"}),
-    "javascript": _JS_FUNCTIONS, "typescript": _JS_FUNCTIONS, "typescriptreact": _JS_FUNCTIONS,
-    "go": frozenset({"function_declaration", "method_declaration", "func_literal"}),
-    "rust": frozenset({"function_item", "closure_expression"}),
-    "java": frozenset({"method_declaration", "constructor_declaration", "lambda_expression", "static_initializer"}),
-    "c": frozenset({"function_definition"}),
-    "cpp": frozenset({"function_definition", "lambda_expression"}),
-    "lua": frozenset({"function_declaration", "function_definition"}),
-    "perl": frozenset({"subroutine_declaration_statement", "anonymous_subroutine_expression"}),
-    "ruby": frozenset({"method", "singleton_method"}),   # a block sees its method's locals
-}
 _FILE_SCOPED = frozenset({"lua", "perl"})   # a file-level ``local``/``my`` is the file's alone
 # a class's body or another scope whose names others read: a declaration there is not judged
 _STOPS = frozenset({"class_definition", "class_declaration", "class_body", "class", "module", "impl_item",
@@ -82,63 +69,42 @@ def unused_local_check(spec: LanguageSpec | None, text: str, start: int, end: in
     """For a fill of ``text[start:end]``: a check that refuses a fill whose line declares a local its function never
     reads (above). ``spec``: the grammar that reads ``text`` (a plain-text language's check grammar); None, or a
     language without the rule: nothing to check."""
-    if spec is None or spec.name not in _FUNCTIONS:
+    if spec is None or spec.name not in _MAY_DECLARE:
         return None
     line_start, typed, rest, lo, hi = around(text, start, end)
     may_declare = _MAY_DECLARE[spec.name]
-    missing: list[bool] = []   # whether the code after the line reads a name nothing defines: worked out once
+    whole = lo == 0 and hi == len(text)
+    missing: dict[int, bool] = {}   # per end of a function: whether the code after the hole reads a missing name
 
     def fits(fill: str) -> bool:
         line = line_written(typed, fill, rest)
         if line is None or not may_declare.match(line):
             return True
         region = text[lo:start] + fill + text[end:hi]
-        if _all_read(spec, region, line_start - lo, line, lo == 0 and hi == len(text)):
+        scope_end = _unread_in(spec, region, line_start - lo, line, whole)
+        if scope_end is None:
             return True
-        if not missing:
-            missing.append(_reads_a_missing_name(spec, text, end, lo, hi))
-        return not missing[0]   # with nothing missing after it: new code, whose readers the user has yet to write
+        stop = lo + scope_end - len(fill) + end - start   # where that scope ends in ``text`` (the fill taken out)
+        if stop not in missing:
+            missing[stop] = stop > end and bool(invented_names(spec, text, end, text[end:stop], stop))
+        # with nothing missing after it: new code, whose readers the user has yet to write
+        return not missing[stop]
     return fits
 
 
-def _reads_a_missing_name(spec: LanguageSpec, text: str, end: int, lo: int, hi: int) -> bool:
-    """Does the code after the hole, to the end of the function around it (Lua's and Perl's file at their
-    top level), read a name the document defines nowhere (``names.invented_names``)? Then the hole is code the rest
-    needs (a line taken out of finished code, or one the user writes above its readers). ``text[lo:hi]``: the region
-    read; a function it cuts is not judged."""
-    region = text[lo:hi]
+def _unread_in(spec: LanguageSpec, region: str, line_start: int, line: str, whole: bool) -> int | None:
+    """Where (a character offset in ``region``) the scope of a declaration on the line at ``line_start`` of
+    ``region`` ends, when that declaration's names are unread (Go: any of them); None when every declaration there
+    is read, or none is judged (``whole``: the region is the whole document; else a scope it cuts is not judged)."""
     tree = parse(spec, region)
     if tree is None:
-        return False
-    size = len(region.encode("utf-8", "surrogatepass"))
-    at = len(region[:end - lo].encode("utf-8", "surrogatepass"))
-    node: tree_sitter.Node | None = tree.root_node.descendant_for_byte_range(at, at)
-    while node is not None and node.type not in _FUNCTIONS[spec.name]:
-        node = node.parent
-    whole = lo == 0 and hi == len(text)
-    if node is None:
-        if spec.name not in _FILE_SCOPED or not whole:
-            return False
-        stop = len(text)
-    else:
-        if node.end_byte >= size and not whole:
-            return False
-        stop = lo + len(region.encode("utf-8", "surrogatepass")[:node.end_byte].decode("utf-8", "surrogatepass"))
-    return stop > end and bool(invented_names(spec, text, end, text[end:stop], stop))
-
-
-def _all_read(spec: LanguageSpec, region: str, line_start: int, line: str, whole: bool) -> bool:
-    """Whether every declaration on the line at ``line_start`` of ``region`` has its names read (``whole``: the
-    region is the whole document)."""
-    tree = parse(spec, region)
-    if tree is None:
-        return True
+        return None
     data = region.encode("utf-8", "surrogatepass")
     first = len(region[:line_start].encode("utf-8", "surrogatepass"))
     last = first + len(line.encode("utf-8", "surrogatepass"))
     language = spec.name
     if language == "perl" and _PERL_ARGUMENTS.search(line):
-        return True   # ``my $self = shift;``: the argument is taken off ``@_`` whether or not it is read
+        return None   # ``my $self = shift;``: the argument is taken off ``@_`` whether or not it is read
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
@@ -158,8 +124,8 @@ def _all_read(spec: LanguageSpec, region: str, line_start: int, line: str, whole
         spans = [(n.start_byte, n.end_byte) for n in names]
         unread = [n for n in names if not _read(language, data, scope, n, spans)]
         if unread and (language == "go" or len(unread) == len(names)):
-            return False
-    return True
+            return len(data[:scope.end_byte].decode("utf-8", "surrogatepass"))
+    return None
 
 
 _ROOT = {"lua": "chunk", "perl": "source_file"}
@@ -172,7 +138,7 @@ def _scope(language: str, node: tree_sitter.Node) -> tree_sitter.Node | None:
     while parent is not None:
         if parent.type == "ERROR" or parent.type in _STOPS:
             return None
-        if parent.type in _FUNCTIONS[language]:
+        if parent.type in FUNCTIONS_OF[language]:
             return parent
         if parent.parent is None:
             return parent if language in _FILE_SCOPED else None
